@@ -1,0 +1,5 @@
+"""Entry point for `python -m robocell`."""
+
+from robocell.cli import main
+
+raise SystemExit(main())

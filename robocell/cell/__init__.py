@@ -1,0 +1,1 @@
+"""The cell: the solve cycle across services, the local launcher, the demo."""

@@ -1,0 +1,1 @@
+"""Shared by more than one process: the cube model, notation, validation, profiles, tables, bus."""

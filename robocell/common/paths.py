@@ -1,0 +1,33 @@
+"""Where robocell finds things on disk: the repository, generated tables, shared test data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+"""The installed `robocell` package directory."""
+
+REPO_DIR = PACKAGE_DIR.parent
+"""The source checkout (meaningful when running from a clone, as `./dev` does)."""
+
+
+def tables_dir() -> Path:
+    """Directory of generated tables: $ROBOCELL_TABLES, else `tables/` of the checkout,
+    else ~/.cache/robocell/tables for an installation without a checkout."""
+    env = os.environ.get("ROBOCELL_TABLES")
+    if env:
+        return Path(env)
+    if (REPO_DIR / "pyproject.toml").is_file():
+        return REPO_DIR / "tables"
+    return Path.home() / ".cache" / "robocell" / "tables"
+
+
+def shared_data_dir() -> Path:
+    """Real data that the project does not own (camera photos, colour scans, Sokoban
+    collections): $ROBOCELL_DATA, else `../shared/data` beside the checkout. It may be
+    absent on a user's clone; tests that need it skip with a reason (see `require_shared_data`)."""
+    env = os.environ.get("ROBOCELL_DATA")
+    if env:
+        return Path(env)
+    return REPO_DIR.parent / "shared" / "data"

@@ -1,0 +1,69 @@
+"""A dependency-free progress bar for long jobs (table builds, benchmarks) on stderr."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Progress of one job with a known total amount of work.
+
+    Use as a context manager; call ``advance(n)`` or ``update(done)``. Redraws at most
+    ten times a second; when stderr is not a terminal it prints a line every 10 %.
+    """
+
+    def __init__(self, label: str, total: float, stream: TextIO | None = None,
+                 enabled: bool = True) -> None:
+        self.label = label
+        self.total = max(float(total), 1e-12)
+        self.done = 0.0
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = time.monotonic()
+        self._last_draw = 0.0
+        self._last_decile = -1
+
+    def __enter__(self) -> Progress:
+        self._draw(force=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.done = self.total
+        self._draw(force=True, final=True)
+
+    def advance(self, amount: float = 1.0) -> None:
+        self.update(self.done + amount)
+
+    def update(self, done: float) -> None:
+        self.done = min(float(done), self.total)
+        self._draw()
+
+    def _draw(self, force: bool = False, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        fraction = self.done / self.total
+        elapsed = now - self.started
+        if self.tty:
+            if not force and now - self._last_draw < 0.1:
+                return
+            width = 30
+            filled = int(width * fraction)
+            bar = "#" * filled + "-" * (width - filled)
+            eta = elapsed / fraction - elapsed if fraction > 0 else 0.0
+            tail = f"{elapsed:5.1f}s" if final else f"eta {eta:5.1f}s"
+            self.stream.write(f"\r{self.label} [{bar}] {100 * fraction:5.1f}% {tail}")
+            if final:
+                self.stream.write("\n")
+        else:
+            decile = int(fraction * 10)
+            if decile == self._last_decile and not final:
+                return
+            self._last_decile = decile
+            self.stream.write(f"{self.label}: {100 * fraction:5.1f}% ({elapsed:.1f}s)\n")
+        self.stream.flush()
+        self._last_draw = now

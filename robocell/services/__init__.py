@@ -1,0 +1,1 @@
+"""The robocell processes, one package each."""

@@ -1,0 +1,1 @@
+"""Broker process: XSUB/XPUB proxy, last-value cache, capture tap, statistics."""

@@ -1,0 +1,1 @@
+"""Monitor: live web dashboard of the cell over the bus."""

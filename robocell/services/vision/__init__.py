@@ -1,0 +1,1 @@
+"""Vision: camera frames to sticker colours to a valid cube state."""

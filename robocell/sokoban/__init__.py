@@ -1,0 +1,1 @@
+"""Sokoban: levels, the push graph, optimal solving and level generation."""
