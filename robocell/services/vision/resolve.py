@@ -1,0 +1,387 @@
+"""Colour resolution: the colours of all 6·N² stickers -> the closest *valid* facelet string.
+
+Stickers are not classified one by one against fixed colour thresholds. Instead six colour
+classes are learnt from the scan itself (seeded by the centres on a 3x3, by clustering on a
+2x2) and the assignment of colours to stickers is chosen as the cheapest assignment of real
+cubies to positions (every corner and edge a real cubie, twist and flip sums zero, corner and
+edge permutation parities equal), alternating with re-estimating the classes from that
+assignment. Which colour is opposite which is never assumed: on a 3x3 the centres say it, on a
+2x2 every way of pairing the six classes into opposite faces (30 colour schemes up to a
+rotation of the cube) is tried and the cubies decide.
+
+The result is refused, naming the doubtful stickers, when the cheapest valid cube still needs
+a sticker to be far from its colour class, or when another valid cube is nearly as cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations
+
+import numpy as np
+
+from robocell.services.vision import _cube_shim as cube
+from robocell.services.vision.assign import cheapest_assignment, cheapest_below
+from robocell.services.vision.colour import colour_features
+
+N_FACES = 6
+SIZES = (2, 3)
+OPPOSITE_FACE = {"U": "D", "D": "U", "R": "L", "L": "R", "F": "B", "B": "F"}
+N_CORNER_TWIST = 3
+N_EDGE_FLIP = 2
+
+MAX_ROUNDS = 8
+"""Alternations of (assign cubies, re-estimate colour classes) before giving up on a fixpoint."""
+
+PRIOR_VARIANCE = 60.0
+"""Per-axis variance of a colour class (feature units squared) before any class is measured."""
+
+MIN_VARIANCE = 9.0
+"""Floor of the per-axis class variance, so that a perfectly clean scan is not over-confident."""
+
+CLASS_SHRINK = 4.0
+"""Weight (in stickers) of the pooled variance in each class's own variance estimate."""
+
+FAR_COST = 60.0
+"""A sticker whose assigned class costs this much more than its nearest class is doubtful."""
+
+AMBIGUOUS_COST = 24.0
+"""Another valid cube within this total cost of the best makes the reading ambiguous."""
+
+CONFIDENT_GAP = 2 * AMBIGUOUS_COST
+"""Gaps to the nearest other valid cube are only searched (and reported) up to this."""
+
+FORBID = 1e6
+"""Added to a sticker's cost for its current colour to ask for the best cube without it."""
+
+
+class ResolveError(ValueError):
+    """No trustworthy cube: ``code`` says why, ``stickers`` (0-based facelet indices, URFDLB
+    order) are the stickers to look at again."""
+
+    def __init__(self, code: str, message: str, stickers: tuple[int, ...] = (),
+                 size: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.stickers = tuple(int(s) for s in stickers)
+        self.size = size
+
+    @property
+    def faces(self) -> str:
+        """The faces that carry doubtful stickers, in URFDLB order (what to rescan)."""
+        if not self.size:
+            return ""
+        area = self.size * self.size
+        return "".join(f for i, f in enumerate(cube.FACES)
+                       if any(s // area == i for s in self.stickers))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A valid facelet string and how sure the reading is."""
+
+    facelets: str
+    size: int
+    confidence: tuple[float, ...]
+    """Per sticker (URFDLB order), 0..1: how much cheaper this cube is than the best cube in
+    which the sticker has another colour."""
+    class_rgb: dict[str, tuple[int, int, int]]
+    """Learnt colour of each face letter (mean measured RGB)."""
+    cost: float
+    margin: float
+    """Total cost of the nearest other valid cube minus this one's (inf when none near)."""
+
+
+def sticker_name(index: int, size: int) -> str:
+    """Human name of a facelet, e.g. ``F7`` (face letter, 1-based position on the face)."""
+    area = size * size
+    return f"{cube.FACES[index // area]}{index % area + 1}"
+
+
+def _names(stickers: tuple[int, ...] | list[int], size: int) -> str:
+    return ", ".join(sticker_name(s, size) for s in stickers)
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    size: int
+    corners: np.ndarray       # (8, 3) facelet indices
+    corner_colour: np.ndarray  # (8 cubies, 3 twists, 3 stickers) face index
+    edges: np.ndarray          # (12, 2)
+    edge_colour: np.ndarray    # (12 cubies, 2 flips, 2 stickers) face index
+    centres: np.ndarray        # (6,)
+    piece_of: tuple[tuple[str, int], ...]  # per facelet: ("corner" | "edge" | "centre", slot)
+
+
+def _geometry(size: int) -> _Geometry:
+    if size not in SIZES:
+        raise ResolveError("size", f"cube size {size} is not supported (use 2 or 3)")
+    corners = np.array(cube.corner_facelets(size), dtype=np.int64)
+    corner_faces = np.array(cube.corner_facelets(3), dtype=np.int64) // 9
+    corner_colour = np.array([[[corner_faces[j, (k - t) % N_CORNER_TWIST]
+                                for k in range(3)] for t in range(N_CORNER_TWIST)]
+                              for j in range(8)], dtype=np.int64)
+    if size == 3:
+        edges = np.array(cube.edge_facelets(), dtype=np.int64)
+        edge_faces = edges // 9
+        edge_colour = np.array([[[edge_faces[j, (k + f) % N_EDGE_FLIP] for k in range(2)]
+                                 for f in range(N_EDGE_FLIP)] for j in range(12)],
+                               dtype=np.int64)
+        centres = np.array(cube.centre_facelets(), dtype=np.int64)
+    else:
+        edges = np.zeros((0, 2), dtype=np.int64)
+        edge_colour = np.zeros((0, 2, 2), dtype=np.int64)
+        centres = np.zeros(0, dtype=np.int64)
+    piece_of: list[tuple[str, int]] = [("centre", 0)] * (N_FACES * size * size)
+    for slot, stickers in enumerate(corners):
+        for i in stickers:
+            piece_of[i] = ("corner", slot)
+    for slot, stickers in enumerate(edges):
+        for i in stickers:
+            piece_of[i] = ("edge", slot)
+    return _Geometry(size, corners, corner_colour, edges, edge_colour, centres,
+                     tuple(piece_of))
+
+
+_GEOMETRY: dict[int, _Geometry] = {}
+
+
+def geometry(size: int) -> _Geometry:
+    if size not in _GEOMETRY:
+        _GEOMETRY[size] = _geometry(size)
+    return _GEOMETRY[size]
+
+
+def _cheapest_cube(face_cost: np.ndarray, geo: _Geometry) -> tuple[float, np.ndarray]:
+    """Cheapest valid cube for per-sticker face costs (n, 6): (total cost, face per sticker)."""
+    corner_cost = face_cost[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
+    c_total, c_cubie, c_twist = cheapest_assignment(corner_cost)
+    labels = np.empty(face_cost.shape[0], dtype=np.int64)
+    if geo.size == 2:
+        parity = int(np.argmin(c_total))
+        total = float(c_total[parity])
+    else:
+        edge_cost = face_cost[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
+        e_total, e_cubie, e_flip = cheapest_assignment(edge_cost)
+        both = c_total + e_total
+        parity = int(np.argmin(both))
+        total = float(both[parity])
+        labels[geo.edges] = geo.edge_colour[e_cubie[parity], e_flip[parity]]
+        labels[geo.centres] = np.arange(N_FACES)
+        total += float(face_cost[geo.centres, np.arange(N_FACES)].sum())
+    labels[geo.corners] = geo.corner_colour[c_cubie[parity], c_twist[parity]]
+    return total, labels
+
+
+def _centre_cost(face_cost: np.ndarray, geo: _Geometry) -> float:
+    return float(face_cost[geo.centres, np.arange(len(geo.centres))].sum())
+
+
+def _change_cost(face_cost: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per sticker: cheapest extra cost of giving it any other colour (negative when another
+    colour is nearer than the assigned one)."""
+    n = len(labels)
+    others = face_cost.copy()
+    others[np.arange(n), labels] = np.inf
+    return others.min(axis=1) - face_cost[np.arange(n), labels]
+
+
+class _ColourModel:
+    """Six colour classes as diagonal Gaussians in feature space; cost = squared Mahalanobis."""
+
+    def __init__(self, means: np.ndarray, variances: np.ndarray) -> None:
+        self.means = means
+        self.variances = variances
+
+    @classmethod
+    def fit(cls, features: np.ndarray, labels: np.ndarray) -> _ColourModel:
+        means = np.stack([features[labels == k].mean(axis=0) for k in range(N_FACES)])
+        residual = features - means[labels]
+        pooled = np.maximum((residual ** 2).mean(axis=0), MIN_VARIANCE)
+        variances = np.empty_like(means)
+        for k in range(N_FACES):
+            own = residual[labels == k] ** 2
+            variances[k] = (own.sum(axis=0) + CLASS_SHRINK * pooled) / (len(own) + CLASS_SHRINK)
+        return cls(means, np.maximum(variances, MIN_VARIANCE))
+
+    def cost(self, features: np.ndarray) -> np.ndarray:
+        diff = features[:, None, :] - self.means[None]
+        return ((diff ** 2) / self.variances[None]).sum(-1) + np.log(self.variances).sum(-1)
+
+
+def _farthest_point_classes(features: np.ndarray) -> np.ndarray:
+    """Initial six colour classes of a 2x2: farthest-point seeds refined by k-means with
+    every class holding exactly a sixth of the stickers (greedy balanced assignment)."""
+    n = len(features)
+    per_class = n // N_FACES
+    spread = ((features - features.mean(0)) ** 2).sum(1)
+    seeds = [int(np.argmax(spread))]
+    for _ in range(N_FACES - 1):
+        dist = ((features[:, None] - features[seeds][None]) ** 2).sum(-1).min(1)
+        seeds.append(int(np.argmax(dist)))
+    means = features[seeds].copy()
+    labels = np.zeros(n, dtype=np.int64)
+    for _ in range(10):
+        dist = ((features[:, None] - means[None]) ** 2).sum(-1)
+        new = np.full(n, -1, dtype=np.int64)
+        count = np.zeros(N_FACES, dtype=np.int64)
+        for flat in np.argsort(dist, axis=None, kind="stable"):
+            i, k = divmod(int(flat), N_FACES)
+            if new[i] < 0 and count[k] < per_class:
+                new[i] = k
+                count[k] += 1
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        means = np.stack([features[labels == k].mean(0) for k in range(N_FACES)])
+    return labels
+
+
+def _schemes() -> list[np.ndarray]:
+    """The 30 ways to give six colour classes to the faces U R F D L B, up to rotation:
+    class 0 on U; its opposite; the lowest remaining class on F; its opposite; R and L."""
+    schemes = []
+    face = {f: i for i, f in enumerate(cube.FACES)}
+    for d in range(1, N_FACES):
+        rest = [k for k in range(1, N_FACES) if k != d]
+        f = rest[0]
+        for b in rest[1:]:
+            last = [k for k in rest[1:] if k != b]
+            for r, l in permutations(last):
+                class_of_face = np.empty(N_FACES, dtype=np.int64)
+                for letter, k in zip("UDFBRL", (0, d, f, b, r, l), strict=True):
+                    class_of_face[face[letter]] = k
+                schemes.append(class_of_face)
+    return schemes
+
+
+SCHEMES_2X2 = _schemes()
+
+
+def _canonical_2x2(labels: np.ndarray, geo: _Geometry) -> np.ndarray:
+    """Relabel faces by the cube rotation that brings the cubie at DBL to D, B, L."""
+    dbl = geo.corners[6]
+    x, y, z = (cube.FACES[labels[i]] for i in dbl)
+    rename = {x: "D", y: "B", z: "L", OPPOSITE_FACE[x]: "U", OPPOSITE_FACE[y]: "F",
+              OPPOSITE_FACE[z]: "R"}
+    table = np.array([cube.FACES.index(rename[f]) for f in cube.FACES], dtype=np.int64)
+    return table[labels]
+
+
+def _fit_rounds(features: np.ndarray, geo: _Geometry, model: _ColourModel
+                ) -> tuple[float, np.ndarray, np.ndarray, _ColourModel, float, np.ndarray]:
+    """Alternate cheapest valid cube and class re-estimation until the reading is stable.
+    Returns (cost, face per sticker, class of each face, model, cost and class per sticker
+    of the best cube under any other colour scheme (2x2; inf on a 3x3))."""
+    schemes = SCHEMES_2X2 if geo.size == 2 else [np.arange(N_FACES)]
+    previous = None
+    for _ in range(MAX_ROUNDS):
+        class_cost = model.cost(features)
+        readings = []
+        for class_of_face in schemes:
+            total, labels = _cheapest_cube(class_cost[:, class_of_face], geo)
+            readings.append((total, labels, class_of_face))
+        readings.sort(key=lambda reading: reading[0])
+        total, labels, class_of_face = readings[0]
+        if previous is not None and np.array_equal(labels, previous):
+            break
+        previous = labels
+        model = _ColourModel.fit(features, class_of_face[labels])
+    if len(readings) > 1:
+        runner_total, runner_labels, runner_scheme = readings[1]
+        return (total, labels, class_of_face, model, runner_total,
+                runner_scheme[runner_labels])
+    return total, labels, class_of_face, model, float("inf"), class_of_face[labels]
+
+
+def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
+    """Resolve measured sticker colours (6·N² x 3 RGB, URFDLB order, row-major per face) to
+    a valid facelet string; raises ResolveError naming doubtful stickers otherwise."""
+    rgb = np.asarray(colours, dtype=np.float64)
+    if rgb.ndim != 2 or rgb.shape[1] != 3:
+        raise ResolveError("shape", f"expected one RGB triple per sticker, got shape {rgb.shape}")
+    n = rgb.shape[0]
+    if size is None:
+        size = {24: 2, 54: 3}.get(n)
+        if size is None:
+            raise ResolveError("length", f"{n} stickers is neither a 2x2 (24) nor a 3x3 (54)")
+    geo = geometry(size)
+    if n != N_FACES * size * size:
+        raise ResolveError("length", f"a {size}x{size} has {N_FACES * size * size} stickers, "
+                           f"got {n}")
+    if not np.all(np.isfinite(rgb)):
+        bad = tuple(int(i) for i in np.nonzero(~np.isfinite(rgb).all(1))[0])
+        raise ResolveError("missing", f"stickers {_names(bad, size)} have no colour; rescan "
+                           "them", bad, size)
+    features = colour_features(np.clip(rgb, 0, 255))
+
+    if size == 3:
+        start = _ColourModel(features[geo.centres].copy(),
+                             np.full((N_FACES, 3), PRIOR_VARIANCE))
+    else:
+        start = _ColourModel.fit(features, _farthest_point_classes(features))
+    total, labels, class_of_face, model, runner_total, runner_classes = _fit_rounds(
+        features, geo, start)
+    if runner_total - total < AMBIGUOUS_COST:
+        stickers = tuple(int(s) for s in np.nonzero(runner_classes != class_of_face[labels])[0])
+        raise ResolveError(
+            "ambiguous", f"two colour schemes fit the colours almost equally well; they "
+            f"disagree at stickers {_names(stickers, size)}; rescan them", stickers, size)
+
+    face_cost = model.cost(features)[:, class_of_face]
+    assigned = face_cost[np.arange(n), labels]
+    nearest = face_cost.min(axis=1)
+    far = tuple(int(i) for i in np.nonzero(assigned - nearest > FAR_COST)[0])
+    if far:
+        raise ResolveError(
+            "doubtful", f"no valid cube is close to the measured colours: stickers "
+            f"{_names(far, size)} would have to change colour; rescan them", far, size)
+
+    # Nearest other valid cube per doubtful sticker: forbid its colour, look for a cube
+    # within AMBIGUOUS_COST of the best (only the corners or edges holding the sticker change).
+    delta = _change_cost(face_cost, labels)
+    confidence = 1.0 - np.exp(-0.5 * np.maximum(delta, 0.0))
+    corner_cost = face_cost[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
+    c_best = cheapest_assignment(corner_cost)[0]
+    if size == 3:
+        edge_cost = face_cost[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
+        e_best = cheapest_assignment(edge_cost)[0]
+        confidence[geo.centres] = 1.0  # a centre defines its face's colour
+    margin = float("inf")
+    ambiguous: set[int] = set()
+    for i in np.nonzero(delta < AMBIGUOUS_COST)[0]:
+        kind, slot = geo.piece_of[i]
+        if kind == "centre":
+            continue
+        forbidden = face_cost.copy()
+        forbidden[i, labels[i]] += FORBID
+        if kind == "corner":
+            part = forbidden[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
+            other = e_best if size == 3 else np.zeros(2)
+        else:
+            part = forbidden[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
+            other = c_best
+        bound = total + CONFIDENT_GAP - other - _centre_cost(face_cost, geo)
+        alt = cheapest_below(part, bound)
+        gap = float(np.min(alt + other)) + _centre_cost(face_cost, geo) - total
+        gap = min(gap, CONFIDENT_GAP)
+        margin = min(margin, gap)
+        confidence[i] = 1.0 - np.exp(-0.5 * max(gap, 0.0))
+        if gap < AMBIGUOUS_COST:
+            _, alt_labels = _cheapest_cube(forbidden, geo)
+            ambiguous.update(int(s) for s in np.nonzero(alt_labels != labels)[0])
+    if ambiguous:
+        stickers = tuple(sorted(ambiguous))
+        raise ResolveError(
+            "ambiguous", f"two valid cubes fit the colours almost equally well; they differ at "
+            f"stickers {_names(stickers, size)}; rescan them", stickers, size)
+
+    if size == 2:
+        labels = _canonical_2x2(labels, geo)
+    facelets = "".join(cube.FACES[k] for k in labels)
+    class_rgb = {}
+    for k, letter in enumerate(cube.FACES):
+        mean = rgb[labels == k].mean(axis=0)
+        class_rgb[letter] = tuple(int(round(v)) for v in mean)
+    return Resolution(facelets, size, tuple(float(c) for c in confidence), class_rgb, total,
+                      margin)
