@@ -36,11 +36,17 @@ MAX_ROUNDS = 8
 PRIOR_VARIANCE = 60.0
 """Per-axis variance of a colour class (feature units squared) before any class is measured."""
 
-MIN_VARIANCE = 9.0
+MIN_VARIANCE = 0.03
 """Floor of the per-axis class variance, so that a perfectly clean scan is not over-confident."""
 
-CLASS_SHRINK = 4.0
+CLASS_SHRINK = 0.1
 """Weight (in stickers) of the pooled variance in each class's own variance estimate."""
+
+MAD_TO_SIGMA = 1.4826
+"""Median absolute deviation -> standard deviation of a normal distribution."""
+
+T_DOF = 4.0
+"""Degrees of freedom of the Student-t sticker cost (small: heavy tails)."""
 
 FAR_COST = 60.0
 """A sticker whose assigned class costs this much more than its nearest class is doubtful."""
@@ -187,7 +193,10 @@ def _change_cost(face_cost: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 class _ColourModel:
-    """Six colour classes as diagonal Gaussians in feature space; cost = squared Mahalanobis."""
+    """Six colour classes, each a median colour and a robust per-axis spread in feature
+    space. A sticker's cost for a class is a Student-t negative log-likelihood: quadratic
+    near the class, logarithmic far from it, so one glared or shadowed sticker neither
+    inflates its class's spread nor dominates the total."""
 
     def __init__(self, means: np.ndarray, variances: np.ndarray) -> None:
         self.means = means
@@ -195,18 +204,20 @@ class _ColourModel:
 
     @classmethod
     def fit(cls, features: np.ndarray, labels: np.ndarray) -> _ColourModel:
-        means = np.stack([features[labels == k].mean(axis=0) for k in range(N_FACES)])
-        residual = features - means[labels]
-        pooled = np.maximum((residual ** 2).mean(axis=0), MIN_VARIANCE)
+        means = np.stack([np.median(features[labels == k], axis=0) for k in range(N_FACES)])
+        residual = np.abs(features - means[labels])
+        pooled = np.maximum((MAD_TO_SIGMA * np.median(residual, axis=0)) ** 2, MIN_VARIANCE)
         variances = np.empty_like(means)
         for k in range(N_FACES):
-            own = residual[labels == k] ** 2
-            variances[k] = (own.sum(axis=0) + CLASS_SHRINK * pooled) / (len(own) + CLASS_SHRINK)
+            own = (MAD_TO_SIGMA * np.median(residual[labels == k], axis=0)) ** 2
+            count = int(np.sum(labels == k))
+            variances[k] = (count * own + CLASS_SHRINK * pooled) / (count + CLASS_SHRINK)
         return cls(means, np.maximum(variances, MIN_VARIANCE))
 
     def cost(self, features: np.ndarray) -> np.ndarray:
-        diff = features[:, None, :] - self.means[None]
-        return ((diff ** 2) / self.variances[None]).sum(-1) + np.log(self.variances).sum(-1)
+        squared = (features[:, None, :] - self.means[None]) ** 2 / self.variances[None]
+        return ((T_DOF + 1.0) * np.log1p(squared / T_DOF)).sum(-1) + np.log(
+            self.variances).sum(-1)
 
 
 def _farthest_point_classes(features: np.ndarray) -> np.ndarray:
@@ -270,9 +281,10 @@ def _canonical_2x2(labels: np.ndarray, geo: _Geometry) -> np.ndarray:
 
 def _fit_rounds(features: np.ndarray, geo: _Geometry, model: _ColourModel
                 ) -> tuple[float, np.ndarray, np.ndarray, _ColourModel, float, np.ndarray]:
-    """Alternate cheapest valid cube and class re-estimation until the reading is stable.
-    Returns (cost, face per sticker, class of each face, model, cost and class per sticker
-    of the best cube under any other colour scheme (2x2; inf on a 3x3))."""
+    """Alternate cheapest valid cube and re-estimation of the colour classes until the
+    reading is stable. Returns (cost, face per sticker, class of each face, model,
+    cost and class per sticker of the best cube under any other colour scheme (2x2; inf on
+    a 3x3))."""
     schemes = SCHEMES_2X2 if geo.size == 2 else [np.arange(N_FACES)]
     previous = None
     for _ in range(MAX_ROUNDS):
