@@ -42,3 +42,35 @@ def edge_facelets() -> tuple[tuple[int, int], ...]:
 
 def centre_facelets() -> tuple[int, ...]:
     return tuple(_index(f, 1, 1, 3) for f in FACES)
+
+
+def random_state(size: int, seed: int) -> str:
+    """A uniformly random reachable state as a facelet string (cubie level -> facelets)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    letters = list(solved(size))
+    home = solved(3)
+    corner_perm = rng.permutation(8)
+    twist = rng.integers(0, 3, 8)
+    twist[-1] = (-twist[:-1].sum()) % 3
+    corners_here = corner_facelets(size)
+    corners_3 = corner_facelets(3)
+    for pos in range(8):
+        cubie = corner_perm[pos]
+        for k in range(3):
+            letters[corners_here[pos][(k + twist[pos]) % 3]] = home[corners_3[cubie][k]]
+    if size == 3:
+        def parity(p):
+            return sum(p[i] > p[j] for i in range(len(p)) for j in range(i + 1, len(p))) % 2
+        edge_perm = rng.permutation(12)
+        if parity(edge_perm) != parity(corner_perm):
+            edge_perm[[0, 1]] = edge_perm[[1, 0]]
+        flip = rng.integers(0, 2, 12)
+        flip[-1] = flip[:-1].sum() % 2
+        edges = edge_facelets()
+        for pos in range(12):
+            cubie = edge_perm[pos]
+            for k in range(2):
+                letters[edges[pos][(k + flip[pos]) % 2]] = home[edges[cubie][k]]
+    return "".join(letters)

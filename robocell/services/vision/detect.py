@@ -27,8 +27,19 @@ WORK_WIDTH = 640
 """Frames wider than this are reduced to this width to find the grid (sampling uses the
 full frame)."""
 
-THRESHOLD_LEVELS = (0.2, 0.35, 0.5, 0.65)
-"""Brightness cuts, as fractions between the dark (5th) and bright (95th) percentile."""
+THRESHOLD_LEVELS = (0.05, 0.1, 0.17, 0.27, 0.4, 0.56, 0.72)
+"""Brightness cuts, as fractions between the frame's dark and bright percentiles."""
+
+DARK_PERCENTILE = 0.01
+BRIGHT_PERCENTILE = 0.97
+"""The cube's black plastic is among the darkest 1 % of a frame even when it fills little
+of it; glare and clipped whites are the brightest 3 %."""
+
+EROSION_FRACTIONS = (0.012, 0.025, 0.04)
+MAX_OPENED_LEVEL = 0.35
+"""The lower brightness cuts are also taken eroded by these fractions of the frame's shorter
+side, which cuts the bright bridges a glare spot or its halo lays across the black gaps
+between stickers (the erosion is given back to the measured sticker size)."""
 
 MIN_SIDE_FRACTION = 0.02
 MAX_SIDE_FRACTION = 0.45
@@ -118,14 +129,23 @@ def _candidates(bgr_small: np.ndarray) -> list[_Candidate]:
     brightness = cv2.GaussianBlur(brightness, (3, 3), 0)
     hist = np.bincount(brightness.ravel(), minlength=256).cumsum()
     total = hist[-1]
-    dark = int(np.searchsorted(hist, 0.05 * total))
-    bright = int(np.searchsorted(hist, 0.95 * total))
+    dark = int(np.searchsorted(hist, DARK_PERCENTILE * total))
+    bright = int(np.searchsorted(hist, BRIGHT_PERCENTILE * total))
     short = min(brightness.shape)
     min_side, max_side = MIN_SIDE_FRACTION * short, MAX_SIDE_FRACTION * short
     found: list[tuple[_Candidate, float]] = []
+    masks = []
     for level in THRESHOLD_LEVELS:
         cut = dark + level * max(bright - dark, 1)
         _, mask = cv2.threshold(brightness, cut, 255, cv2.THRESH_BINARY)
+        masks.append((mask, 0))
+        if level <= MAX_OPENED_LEVEL:
+            inside = cv2.distanceTransform(mask, cv2.DIST_L2, 3)
+            for fraction in EROSION_FRACTIONS:
+                shrink = max(1.0, fraction * short)
+                _, eroded = cv2.threshold(inside, shrink, 255, cv2.THRESH_BINARY)
+                masks.append((eroded.astype(np.uint8), shrink))
+    for mask, grown in masks:
         contours, _ = cv2.findContours(mask, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
         for contour in contours:
             if len(contour) < 4:
@@ -137,6 +157,10 @@ def _candidates(bgr_small: np.ndarray) -> list[_Candidate]:
             if area < min_side * min_side:
                 continue
             (x, y), (w, h), angle = cv2.minAreaRect(contour)
+            if grown:
+                # An eroded region: give back what the erosion took (rounded-square area).
+                area = (math.sqrt(area) + 2 * grown) ** 2
+                w, h = w + 2 * grown, h + 2 * grown
             if min(w, h) < min_side or max(w, h) > max_side:
                 continue
             if max(w, h) / max(min(w, h), 1e-6) > MAX_ASPECT or area / (w * h) < MIN_FILL:

@@ -90,7 +90,8 @@ class Resolution:
     size: int
     confidence: tuple[float, ...]
     """Per sticker (URFDLB order), 0..1: how much cheaper this cube is than the best cube in
-    which the sticker has another colour."""
+    which the sticker has another colour, as a fraction of CONFIDENT_GAP (readings with a
+    sticker below AMBIGUOUS_COST / CONFIDENT_GAP = 0.5 are refused)."""
     class_rgb: dict[str, tuple[int, int, int]]
     """Learnt colour of each face letter (mean measured RGB)."""
     cost: float
@@ -352,7 +353,7 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
     # Nearest other valid cube per doubtful sticker: forbid its colour, look for a cube
     # within AMBIGUOUS_COST of the best (only the corners or edges holding the sticker change).
     delta = _change_cost(face_cost, labels)
-    confidence = 1.0 - np.exp(-0.5 * np.maximum(delta, 0.0))
+    confidence = np.clip(delta / CONFIDENT_GAP, 0.0, 1.0)
     corner_cost = face_cost[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
     c_best = cheapest_assignment(corner_cost)[0]
     if size == 3:
@@ -361,7 +362,7 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         confidence[geo.centres] = 1.0  # a centre defines its face's colour
     margin = float("inf")
     ambiguous: set[int] = set()
-    for i in np.nonzero(delta < AMBIGUOUS_COST)[0]:
+    for i in np.nonzero(delta < CONFIDENT_GAP)[0]:
         kind, slot = geo.piece_of[i]
         if kind == "centre":
             continue
@@ -378,7 +379,7 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         gap = float(np.min(alt + other)) + _centre_cost(face_cost, geo) - total
         gap = min(gap, CONFIDENT_GAP)
         margin = min(margin, gap)
-        confidence[i] = 1.0 - np.exp(-0.5 * max(gap, 0.0))
+        confidence[i] = min(max(gap, 0.0) / CONFIDENT_GAP, 1.0)
         if gap < AMBIGUOUS_COST:
             _, alt_labels = _cheapest_cube(forbidden, geo)
             ambiguous.update(int(s) for s in np.nonzero(alt_labels != labels)[0])

@@ -17,6 +17,12 @@ from robocell.services.vision.detect import DetectionError, FaceReading, detect
 from robocell.services.vision.resolve import Resolution, resolve
 
 FACES = "URFDLB"
+
+SCRIPTED_POSES: tuple[tuple[str, int], ...] = (
+    ("U", 0), ("F", 0), ("R", 1), ("B", 2), ("L", 3), ("D", 0),
+)
+"""The scan poses used until the actuator announces its own: which face is in view, in
+order, and how many clockwise quarter turns it appears rotated (see `unrotate`)."""
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 
 
