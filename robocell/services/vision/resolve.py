@@ -42,6 +42,17 @@ MIN_VARIANCE = 0.03
 CLASS_SHRINK = 0.1
 """Weight (in stickers) of the pooled variance in each class's own variance estimate."""
 
+LEVEL_FLOOR = 30.0
+"""Sums of R+G+B below this are treated as this when learning face lighting."""
+
+CLIPPED = 250.0
+"""A channel at or above this is taken as clipped by the camera."""
+
+LIGHT_ROUNDS = 2
+LIGHT_PRIOR = 2.0
+SLOPE_PRIOR = 6.0
+"""Weights (in stickers) of "no correction" for a face's gain and for its slope per sticker."""
+
 MAD_TO_SIGMA = 1.4826
 """Median absolute deviation -> standard deviation of a normal distribution."""
 
@@ -280,7 +291,50 @@ def _canonical_2x2(labels: np.ndarray, geo: _Geometry) -> np.ndarray:
     return table[labels]
 
 
-def _fit_rounds(features: np.ndarray, geo: _Geometry, model: _ColourModel
+class _FaceLight:
+    """How brightly each face was lit: a brightness gain per face that may vary linearly
+    across the face (3x3; a 2x2 face has too few stickers for a slope), learnt from the
+    stickers' brightness against their class's and shrunk towards "no correction". A gain
+    scales all channels alike, so it can make a dim orange look like red only through its
+    brightness, never turn white into yellow."""
+
+    def __init__(self, rgb: np.ndarray, size: int) -> None:
+        self.rgb = rgb
+        self.log_level = np.log(np.maximum(rgb.sum(axis=1), LEVEL_FLOOR))
+        area = size * size
+        self.face_of = np.arange(len(rgb)) // area
+        index = np.arange(len(rgb)) % area
+        centre = 0.5 * (size - 1)
+        self.design = np.stack([np.ones(len(rgb)), index % size - centre,
+                                index // size - centre], axis=1)
+        if size == 2:
+            self.design = self.design[:, :1]
+        self.prior = np.diag([LIGHT_PRIOR] + [SLOPE_PRIOR] * (self.design.shape[1] - 1))
+        self.field = np.zeros(len(rgb))
+        # A sticker with a clipped channel shows the sensor's limit, not its light: it neither
+        # teaches the face's gain nor gets corrected.
+        self.unclipped = rgb.max(axis=1) < CLIPPED
+
+    def features(self) -> np.ndarray:
+        gain = np.where(self.unclipped, np.exp(-self.field), 1.0)
+        return colour_features(np.clip(self.rgb * gain[:, None], 0, 255))
+
+    def fit(self, classes: np.ndarray) -> None:
+        for _ in range(LIGHT_ROUNDS):
+            level = self.log_level - self.field
+            typical = np.array([np.median(level[classes == k]) for k in range(N_FACES)])
+            residual = self.log_level - typical[classes]
+            field = np.empty_like(self.field)
+            for face in range(N_FACES):
+                rows = self.face_of == face
+                used = rows & self.unclipped
+                x = self.design[used]
+                coef = np.linalg.solve(x.T @ x + self.prior, x.T @ residual[used])
+                field[rows] = self.design[rows] @ coef
+            self.field = field - np.median(field)
+
+
+def _fit_rounds(light: _FaceLight, geo: _Geometry, model: _ColourModel
                 ) -> tuple[float, np.ndarray, np.ndarray, _ColourModel, float, np.ndarray]:
     """Alternate cheapest valid cube and re-estimation of the colour classes until the
     reading is stable. Returns (cost, face per sticker, class of each face, model,
@@ -288,6 +342,7 @@ def _fit_rounds(features: np.ndarray, geo: _Geometry, model: _ColourModel
     a 3x3))."""
     schemes = SCHEMES_2X2 if geo.size == 2 else [np.arange(N_FACES)]
     previous = None
+    features = light.features()
     for _ in range(MAX_ROUNDS):
         class_cost = model.cost(features)
         readings = []
@@ -299,6 +354,8 @@ def _fit_rounds(features: np.ndarray, geo: _Geometry, model: _ColourModel
         if previous is not None and np.array_equal(labels, previous):
             break
         previous = labels
+        light.fit(class_of_face[labels])
+        features = light.features()
         model = _ColourModel.fit(features, class_of_face[labels])
     if len(readings) > 1:
         runner_total, runner_labels, runner_scheme = readings[1]
@@ -326,7 +383,8 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         bad = tuple(int(i) for i in np.nonzero(~np.isfinite(rgb).all(1))[0])
         raise ResolveError("missing", f"stickers {_names(bad, size)} have no colour; rescan "
                            "them", bad, size)
-    features = colour_features(np.clip(rgb, 0, 255))
+    light = _FaceLight(np.clip(rgb, 0, 255), size)
+    features = light.features()
 
     if size == 3:
         start = _ColourModel(features[geo.centres].copy(),
@@ -334,7 +392,8 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
     else:
         start = _ColourModel.fit(features, _farthest_point_classes(features))
     total, labels, class_of_face, model, runner_total, runner_classes = _fit_rounds(
-        features, geo, start)
+        light, geo, start)
+    features = light.features()
     if runner_total - total < AMBIGUOUS_COST:
         stickers = tuple(int(s) for s in np.nonzero(runner_classes != class_of_face[labels])[0])
         raise ResolveError(
