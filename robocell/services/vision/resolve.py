@@ -457,3 +457,16 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         class_rgb[letter] = tuple(int(round(v)) for v in mean)
     return Resolution(facelets, size, tuple(float(c) for c in confidence), class_rgb, total,
                       margin)
+
+
+def same_cube(read: str, truth: str) -> bool:
+    """Whether a reading names the same cube as ``truth``: equal facelets on a 3x3; on a
+    2x2 (no centres to fix the letters) the same grouping of stickers into colour classes."""
+    if len(read) != len(truth):
+        return False
+    if len(read) == N_FACES * 9:
+        return read == truth
+    first_read: dict[str, int] = {}
+    first_truth: dict[str, int] = {}
+    return all(first_read.setdefault(a, len(first_read)) == first_truth.setdefault(
+        b, len(first_truth)) for a, b in zip(read, truth, strict=True))
