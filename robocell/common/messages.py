@@ -473,3 +473,44 @@ def validate_args(service: str, command: str, args: Any) -> None:
                                   "of plain values")
         return
     validator(args)
+
+
+# --- JSON Schema, derived from the same declaration (for MCAP recordings and Foxglove) ------
+
+
+def type_json_schema(text: str, bytes_as_base64: bool = True) -> dict[str, Any]:
+    """JSON Schema of a type expression; ``bytes`` become base64 strings."""
+    text = text.strip()
+    if text.endswith("?"):
+        inner = type_json_schema(text[:-1], bytes_as_base64)
+        return {"anyOf": [inner, {"type": "null"}]}
+    simple = {"str": {"type": "string"}, "int": {"type": "integer"},
+              "float": {"type": "number"}, "bool": {"type": "boolean"},
+              "bytes": ({"type": "string", "contentEncoding": "base64"} if bytes_as_base64
+                        else {"description": "binary"}),
+              "any": {}, "map": {"type": "object"}}
+    if text in simple:
+        return simple[text]
+    if text.startswith("list["):
+        return {"type": "array", "items": type_json_schema(text[5:-1], bytes_as_base64)}
+    if text.startswith("map["):
+        return {"type": "object",
+                "additionalProperties": type_json_schema(text[4:-1], bytes_as_base64)}
+    if text.startswith("enum("):
+        return {"type": "string", "enum": [p.strip() for p in text[5:-1].split(",")]}
+    raise ValueError(f"unknown field type {text!r}")
+
+
+def payload_json_schema(topic: str, bytes_as_base64: bool = True) -> dict[str, Any]:
+    """JSON Schema of the payload of ``topic``, with each field's doc as description."""
+    spec = topic_spec(topic)
+    properties = {}
+    for f in spec.fields:
+        schema = dict(type_json_schema(f.type, bytes_as_base64))
+        if f.doc:
+            schema["description"] = f.doc
+        properties[f.name] = schema
+    return {"title": f"robocell.{spec.type_name}", "description": spec.doc, "type": "object",
+            "properties": properties,
+            "required": [f.name for f in spec.fields if not f.optional],
+            "additionalProperties": False}
