@@ -13,8 +13,8 @@ import time
 
 import cv2
 
+from robocell.common.cube import random_facelets
 from robocell.common.progress import Progress
-from robocell.services.vision._cube_shim import random_state
 from robocell.services.vision.resolve import ResolveError, same_cube
 from robocell.services.vision.scan import SCRIPTED_POSES, ScanError, scan_frames
 from robocell.services.vision.simcam import Conditions, capture_poses
@@ -37,7 +37,7 @@ def main() -> None:
     started = time.perf_counter()
     with Progress(f"sim {args.size}x{args.size}", args.count) as progress:
         for seed in range(args.start, args.start + args.count):
-            state = random_state(args.size, seed)
+            state = random_facelets(args.size, seed)
             frames = capture_poses(state, SCRIPTED_POSES, seed, conditions)
             try:
                 result = scan_frames(frames, args.size, dict(SCRIPTED_POSES)).resolution

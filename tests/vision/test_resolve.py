@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from robocell.common.cube import facelet_name
 from robocell.services.vision.interchange import (
     ScanFormatError,
     load_scan,
@@ -14,7 +15,7 @@ from robocell.services.vision.interchange import (
     scan_to_facelet_order,
     to_scan,
 )
-from robocell.services.vision.resolve import ResolveError, resolve, sticker_name
+from robocell.services.vision.resolve import ResolveError, resolve
 
 
 def expected_facelets(shared_data):
@@ -76,7 +77,7 @@ def test_swapped_stickers_are_named_not_silently_accepted(shared_data):
         assert result.facelets == want  # only acceptable outcome besides an error
         raise ResolveError("fixed", "fixed by the constraints", (a, b), size)
     assert {a, b} <= set(caught.value.stickers)
-    assert sticker_name(a, 3) in str(caught.value) or caught.value.code == "fixed"
+    assert facelet_name(3, a) in str(caught.value) or caught.value.code == "fixed"
 
 
 def test_a_grey_cube_is_refused_with_stickers_named():

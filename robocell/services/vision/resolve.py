@@ -20,7 +20,7 @@ from itertools import permutations
 
 import numpy as np
 
-from robocell.services.vision import _cube_shim as cube
+from robocell.common import cube
 from robocell.services.vision.assign import cheapest_assignment, cheapest_below
 from robocell.services.vision.colour import colour_features
 
@@ -110,14 +110,8 @@ class Resolution:
     """Total cost of the nearest other valid cube minus this one's (inf when none near)."""
 
 
-def sticker_name(index: int, size: int) -> str:
-    """Human name of a facelet, e.g. ``F7`` (face letter, 1-based position on the face)."""
-    area = size * size
-    return f"{cube.FACES[index // area]}{index % area + 1}"
-
-
 def _names(stickers: tuple[int, ...] | list[int], size: int) -> str:
-    return ", ".join(sticker_name(s, size) for s in stickers)
+    return ", ".join(cube.facelet_name(size, s) for s in stickers)
 
 
 @dataclass(frozen=True)
@@ -451,6 +445,7 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
     if size == 2:
         labels = _canonical_2x2(labels, geo)
     facelets = "".join(cube.FACES[k] for k in labels)
+    cube.validate(facelets, size)  # the assignment is valid by construction; check anyway
     class_rgb = {}
     for k, letter in enumerate(cube.FACES):
         mean = rgb[labels == k].mean(axis=0)
