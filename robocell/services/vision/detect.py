@@ -46,8 +46,9 @@ MAX_SIDE_FRACTION = 0.45
 """Sticker side bounds as fractions of the frame's shorter side."""
 
 MAX_ASPECT = 1.35
-MIN_FILL = 0.75
-"""A candidate's min-area rectangle must be this square and this full."""
+MIN_FILL = 0.86
+"""A candidate's min-area rectangle must be this square and this full (a rounded sticker
+fills 0.9 or more of it, a disc such as a beam hole only pi/4)."""
 
 SIDE_TOLERANCE = 1.35
 """Grid members may differ in size by this factor from the proposing candidate."""
@@ -73,6 +74,7 @@ UNIFORMITY_SCALE = 40.0
 """Spread (per-channel std of the kept pixels) at which the uniformity factor drops to 1/e."""
 
 SIZES = (3, 2)
+MIN_EXTRA_3X3 = 2
 
 
 class DetectionError(ValueError):
@@ -297,6 +299,26 @@ def min_votes(size: int) -> int:
     return size * size // 2 + 1
 
 
+def _spans_grid(grid: _Grid) -> bool:
+    """Whether the seen stickers reach every row and every column of the grid."""
+    cols = {col for col, _ in grid.members}
+    rows = {row for _, row in grid.members}
+    return len(cols) == grid.size and len(rows) == grid.size
+
+
+def _choose_size(grids: dict[int, _Grid | None], cands: list[_Candidate]) -> _Grid | None:
+    """Size unknown: a 3x3 must be seen across all its rows and columns and hold at least
+    MIN_EXTRA_3X3 more stickers than the best 2x2 window (else a 2x2 face plus one stray
+    square would pass for a 3x3); otherwise a 2x2."""
+    three, two = grids.get(3), grids.get(2)
+    if (three is not None and three.votes >= min_votes(3) and _spans_grid(three)
+            and (two is None or three.votes - two.votes >= MIN_EXTRA_3X3)):
+        return _refine(three, cands)
+    if two is not None and two.votes >= min_votes(2):
+        return _refine(two, cands)
+    return None
+
+
 def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     """Find the sticker grid of the face in view and read its colours.
 
@@ -315,18 +337,22 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
                                                       round(height * scale)),
                                                 interpolation=cv2.INTER_AREA)
     cands = _candidates(small)
+    centre = (0.5 * small.shape[1], 0.5 * small.shape[0])
     sizes = SIZES if size is None else (size,)
-    grid = None
     for n in sizes:
         if n not in SIZES:
             raise DetectionError(f"cube size {n} is not supported (use 2 or 3)")
-        found = _best_grid(cands, n, (0.5 * small.shape[1], 0.5 * small.shape[0]))
-        if found is not None and found.votes >= min_votes(n):
+    grids = {n: _best_grid(cands, n, centre) for n in sizes}
+    grid = None
+    if size is not None:
+        found = grids[size]
+        if found is not None and found.votes >= min_votes(size):
             grid = _refine(found, cands)
-            break
+    else:
+        grid = _choose_size(grids, cands)
     if grid is None:
         raise DetectionError(
-            f"no {' or '.join(f'{n}x{n}' for n in sizes)} sticker grid found in the "
+            f"no {' or '.join(f'{n}x{n}' for n in sorted(sizes))} sticker grid found in the "
             f"{width}x{height} frame ({len(cands)} sticker-like regions); check that the face "
             "fills a good part of the frame and is lit")
     return _read_grid(bgr, grid, scale)
@@ -358,8 +384,12 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
         confidence[index] = ((FOUND_CONFIDENCE if found[index] else INFERRED_CONFIDENCE)
                              * math.exp(-spread / UNIFORMITY_SCALE) * inside.mean())
     outer = np.array([[-0.5, -0.5], [n - 0.5, -0.5], [n - 0.5, n - 0.5], [-0.5, n - 0.5]])
+    # Angle and pitch of the fitted grid along its rows, through the face centre.
+    middle = 0.5 * (n - 1)
+    a, b = _apply(to_full, np.array([[middle - 0.5, middle], [middle + 0.5, middle]]))
+    angle = _fold_angle(math.degrees(math.atan2(b[1] - a[1], b[0] - a[0])), 0, 0)
     return FaceReading(n, colours, confidence, centres, _apply(to_full, outer), found,
-                       grid.angle, grid.pitch / scale)
+                       angle, float(np.hypot(*(b - a))))
 
 
 def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
