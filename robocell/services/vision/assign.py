@@ -150,3 +150,14 @@ def cheapest_below(cost: np.ndarray, bound: np.ndarray) -> np.ndarray:
         if best[p] >= bound[p]:
             best[p] = INFEASIBLE
     return best
+
+
+@njit(cache=True)
+def cheapest_totals(costs: np.ndarray) -> np.ndarray:
+    """Cheapest total over both parities for each of several cost tables ``costs[k]``
+    (one call for all, e.g. every colour scheme of a 2x2)."""
+    totals = np.empty(costs.shape[0])
+    for k in range(costs.shape[0]):
+        total, _, _ = cheapest_assignment(costs[k])
+        totals[k] = min(total[0], total[1])
+    return totals

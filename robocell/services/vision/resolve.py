@@ -21,7 +21,11 @@ from itertools import permutations
 import numpy as np
 
 from robocell.common import cube
-from robocell.services.vision.assign import cheapest_assignment, cheapest_below
+from robocell.services.vision.assign import (
+    cheapest_assignment,
+    cheapest_below,
+    cheapest_totals,
+)
 from robocell.services.vision.colour import colour_features
 
 N_FACES = 6
@@ -273,6 +277,9 @@ def _schemes() -> list[np.ndarray]:
 
 
 SCHEMES_2X2 = _schemes()
+SCHEME_CORNER_CLASS = np.stack([scheme[geometry(2).corner_colour] for scheme in SCHEMES_2X2],
+                               axis=1)
+"""(8 cubies, 30 schemes, 3 twists, 3 stickers) -> colour class, for ranking the schemes."""
 
 
 def _canonical_2x2(labels: np.ndarray, geo: _Geometry) -> np.ndarray:
@@ -339,11 +346,19 @@ def _fit_rounds(light: _FaceLight, geo: _Geometry, model: _ColourModel
     features = light.features()
     for _ in range(MAX_ROUNDS):
         class_cost = model.cost(features)
+        if len(schemes) > 1:
+            # Rank every scheme by its corner programme's total, then label the best two.
+            corner_cost = np.ascontiguousarray(class_cost[
+                geo.corners[:, None, None, None, :], SCHEME_CORNER_CLASS[None]
+            ].sum(-1).transpose(2, 0, 1, 3))  # (scheme, position, cubie, twist)
+            totals = cheapest_totals(corner_cost)
+            order = np.argsort(totals, kind="stable")[:2]
+        else:
+            order = [0]
         readings = []
-        for class_of_face in schemes:
-            total, labels = _cheapest_cube(class_cost[:, class_of_face], geo)
-            readings.append((total, labels, class_of_face))
-        readings.sort(key=lambda reading: reading[0])
+        for s in order:
+            total, labels = _cheapest_cube(class_cost[:, schemes[s]], geo)
+            readings.append((total, labels, schemes[s]))
         total, labels, class_of_face = readings[0]
         if previous is not None and np.array_equal(labels, previous):
             break
