@@ -168,11 +168,13 @@ def _candidates(bgr_small: np.ndarray) -> list[_Candidate]:
             if max(w, h) / max(min(w, h), 1e-6) > MAX_ASPECT or area / (w * h) < MIN_FILL:
                 continue
             found.append((_Candidate(x, y, 0.5 * (w + h), _fold_angle(angle, w, h)), area))
-    # The same sticker shows up at several levels: keep its largest square region.
+    # The same sticker shows up at several levels: keep its largest square region (a much
+    # larger square around it, such as four stickers merged by glare, is another candidate).
     found.sort(key=lambda item: -item[1])
     kept: list[_Candidate] = []
     for cand, _ in found:
-        if all((cand.x - k.x) ** 2 + (cand.y - k.y) ** 2 > (0.4 * k.side) ** 2 for k in kept):
+        if not any((cand.x - k.x) ** 2 + (cand.y - k.y) ** 2 < (0.4 * cand.side) ** 2
+                   and k.side < SIDE_TOLERANCE * cand.side for k in kept):
             kept.append(cand)
     return kept
 
