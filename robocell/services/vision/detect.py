@@ -35,7 +35,7 @@ BRIGHT_PERCENTILE = 0.97
 """The cube's black plastic is among the darkest 1 % of a frame even when it fills little
 of it; glare and clipped whites are the brightest 3 %."""
 
-EROSION_FRACTIONS = (0.012, 0.025, 0.04)
+EROSION_FRACTIONS = (0.012, 0.025, 0.045, 0.07)
 MAX_OPENED_LEVEL = 0.35
 """The lower brightness cuts are also taken eroded by these fractions of the frame's shorter
 side, which cuts the bright bridges a glare spot or its halo lays across the black gaps
