@@ -92,11 +92,12 @@ NODE_BUDGET = 200_000
 
 
 @njit(cache=True)
-def cheapest_below(cost: np.ndarray, bound: np.ndarray) -> np.ndarray:
-    """Like `cheapest_assignment` but only the totals, and only those below ``bound[parity]``
-    (INFEASIBLE otherwise). A depth-first search (explicit stack) that prunes with the
-    per-position minimum cost, fast when the costs are peaked; past NODE_BUDGET nodes it
-    runs the full programme instead."""
+def cheapest_below(cost: np.ndarray, bound: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like `cheapest_assignment`, but only assignments whose total is below
+    ``bound[parity]`` (INFEASIBLE and no assignment otherwise). A depth-first search
+    (explicit stack) that prunes with the per-position minimum cost, fast when the costs
+    are peaked; past NODE_BUDGET nodes it runs the full programme instead."""
     n = cost.shape[0]
     n_ori = cost.shape[2]
     n_choices = n * n_ori
@@ -104,20 +105,27 @@ def cheapest_below(cost: np.ndarray, bound: np.ndarray) -> np.ndarray:
     for position in range(n - 1, -1, -1):
         floor[position] = floor[position + 1] + cost[position].min()
     best = np.full(N_PARITY, INFEASIBLE)
-    for parity in range(N_PARITY):
-        best[parity] = bound[parity]
+    for p in range(N_PARITY):
+        best[p] = bound[p]
+    best_cubie = np.full((N_PARITY, n), -1, dtype=np.int64)
+    best_ori = np.zeros((N_PARITY, n), dtype=np.int64)
     # Stack frame per position: next choice to try, and the state on entering the position.
     choice = np.zeros(n + 1, dtype=np.int64)
     mask = np.zeros(n + 1, dtype=np.int64)
     ori_sum = np.zeros(n + 1, dtype=np.int64)
     parity = np.zeros(n + 1, dtype=np.int64)
     spent = np.zeros(n + 1)
+    path_cubie = np.zeros(n, dtype=np.int64)
+    path_ori = np.zeros(n, dtype=np.int64)
     nodes = 0
     depth = 0
     while depth >= 0:
         if depth == n:
-            if ori_sum[n] == 0 and spent[n] < best[parity[n]]:
-                best[parity[n]] = spent[n]
+            p = parity[n]
+            if ori_sum[n] == 0 and spent[n] < best[p]:
+                best[p] = spent[n]
+                best_cubie[p] = path_cubie
+                best_ori[p] = path_ori
             depth -= 1
             continue
         if choice[depth] >= n_choices:
@@ -138,8 +146,10 @@ def cheapest_below(cost: np.ndarray, bound: np.ndarray) -> np.ndarray:
             continue
         nodes += 1
         if nodes > NODE_BUDGET:
-            best, _, _ = cheapest_assignment(cost)
+            best, best_cubie, best_ori = cheapest_assignment(cost)
             break
+        path_cubie[depth] = j
+        path_ori[depth] = o
         depth += 1
         choice[depth] = 0
         mask[depth] = mask[depth - 1] | bit
@@ -149,7 +159,8 @@ def cheapest_below(cost: np.ndarray, bound: np.ndarray) -> np.ndarray:
     for p in range(N_PARITY):
         if best[p] >= bound[p]:
             best[p] = INFEASIBLE
-    return best
+            best_cubie[p] = -1
+    return best, best_cubie, best_ori
 
 
 @njit(cache=True)

@@ -22,6 +22,7 @@ import numpy as np
 
 from robocell.common import cube
 from robocell.services.vision.assign import (
+    INFEASIBLE,
     cheapest_assignment,
     cheapest_below,
     cheapest_totals,
@@ -73,6 +74,11 @@ CONFIDENT_GAP = 2 * AMBIGUOUS_COST
 """Gaps to the nearest other valid cube are only searched (and reported) up to this."""
 
 FORBID = 1e6
+
+MAX_SWITCHES = 3
+SWITCH_GAIN = 1.0
+"""A nearby valid cube that, refitted, explains the colours better by more than this is
+taken instead (at most MAX_SWITCHES times)."""
 """Added to a sticker's cost for its current colour to ask for the best cube without it."""
 
 
@@ -373,6 +379,73 @@ def _fit_rounds(light: _FaceLight, geo: _Geometry, model: _ColourModel
     return total, labels, class_of_face, model, float("inf"), class_of_face[labels]
 
 
+def _explained_cost(rgb: np.ndarray, size: int, classes: np.ndarray) -> float:
+    """How well a reading explains the colours: its total sticker cost with face lighting
+    and colour classes fitted to it (lower is better; comparable between readings)."""
+    light = _FaceLight(rgb, size)
+    light.fit(classes)
+    features = light.features()
+    model = _ColourModel.fit(features, classes)
+    return float(model.cost(features)[np.arange(len(classes)), classes].sum())
+
+
+def _parts(face_cost: np.ndarray, geo: _Geometry) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(sticker indices, cost[position, cubie, orientation]) of the corners and the edges."""
+    parts = [(geo.corners, face_cost[geo.corners[:, None, None, :],
+                                     geo.corner_colour[None]].sum(-1))]
+    if geo.size == 3:
+        parts.append((geo.edges, face_cost[geo.edges[:, None, None, :],
+                                           geo.edge_colour[None]].sum(-1)))
+    return parts
+
+
+def _nearby_cubes(face_cost: np.ndarray, labels: np.ndarray, total: float, geo: _Geometry
+                  ) -> list[tuple[float, np.ndarray]]:
+    """Other valid cubes whose cost is within CONFIDENT_GAP of ``total``: for each sticker
+    that could change colour cheaply, the cheapest cube in which it does (its current colour
+    forbidden; only the corners or the edges holding it are searched again, the other part
+    keeps its cheapest assignment of the needed parity)."""
+    delta = _change_cost(face_cost, labels)
+    colour_tables = [geo.corner_colour, geo.edge_colour]
+    solved_parts = []
+    for _stickers, cost in _parts(face_cost, geo):
+        best, cubie, orientation = cheapest_assignment(cost)
+        solved_parts.append((best, cubie, orientation))
+    centre_cost = _centre_cost(face_cost, geo)
+    found: list[tuple[float, np.ndarray]] = []
+    covered: set[int] = set()
+    for i in np.argsort(delta, kind="stable"):
+        if delta[i] >= CONFIDENT_GAP:
+            break
+        kind, _ = geo.piece_of[i]
+        if kind == "centre" or int(i) in covered:
+            continue
+        which = 0 if kind == "corner" else 1
+        forbidden = face_cost.copy()
+        forbidden[i, labels[i]] += FORBID
+        stickers, part_cost = _parts(forbidden, geo)[which]
+        if geo.size == 3:
+            other = solved_parts[1 - which][0]
+        else:
+            other = np.zeros(2)
+        bound = total + CONFIDENT_GAP - other - centre_cost
+        alt_best, alt_cubie, alt_ori = cheapest_below(part_cost, bound)
+        totals = alt_best + other
+        parity = int(np.argmin(totals))
+        if totals[parity] >= INFEASIBLE:
+            continue
+        alt = labels.copy()
+        alt[stickers] = colour_tables[which][alt_cubie[parity], alt_ori[parity]]
+        if geo.size == 3:
+            _, o_cubie, o_ori = solved_parts[1 - which]
+            o_stickers = geo.edges if which == 0 else geo.corners
+            alt[o_stickers] = colour_tables[1 - which][o_cubie[parity], o_ori[parity]]
+        gap = float(totals[parity]) + centre_cost - total
+        found.append((gap, alt))
+        covered.update(int(s) for s in np.nonzero(alt != labels)[0])
+    return found
+
+
 def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
     """Resolve measured sticker colours (6·N² x 3 RGB, URFDLB order, row-major per face) to
     a valid facelet string; raises ResolveError naming doubtful stickers otherwise."""
@@ -392,24 +465,38 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         bad = tuple(int(i) for i in np.nonzero(~np.isfinite(rgb).all(1))[0])
         raise ResolveError("missing", f"stickers {_names(bad, size)} have no colour; rescan "
                            "them", bad, size)
-    light = _FaceLight(np.clip(rgb, 0, 255), size)
+    clipped = np.clip(rgb, 0, 255)
+    light = _FaceLight(clipped, size)
     features = light.features()
-
     if size == 3:
         start = _ColourModel(features[geo.centres].copy(),
                              np.full((N_FACES, 3), PRIOR_VARIANCE))
     else:
         start = _ColourModel.fit(features, _farthest_point_classes(features))
-    total, labels, class_of_face, model, runner_total, runner_classes = _fit_rounds(
-        light, geo, start)
-    features = light.features()
+    for _ in range(MAX_SWITCHES + 1):
+        total, labels, class_of_face, model, runner_total, runner_classes = _fit_rounds(
+            light, geo, start)
+        features = light.features()
+        face_cost = model.cost(features)[:, class_of_face]
+        nearby = _nearby_cubes(face_cost, labels, total, geo)
+        # Each nearby cube is judged with lighting and colour classes refitted to it: the
+        # alternation can settle on a reading that a neighbour explains better.
+        own = _explained_cost(clipped, size, class_of_face[labels])
+        refits = [(_explained_cost(clipped, size, class_of_face[alt]) - own, alt)
+                  for _, alt in nearby]
+        better = [(gap, alt) for gap, alt in refits if gap < -SWITCH_GAIN]
+        if not better:
+            break
+        _, alt = min(better, key=lambda item: item[0])
+        light = _FaceLight(clipped, size)
+        light.fit(class_of_face[alt])
+        start = _ColourModel.fit(light.features(), class_of_face[alt])
+
     if runner_total - total < AMBIGUOUS_COST:
         stickers = tuple(int(s) for s in np.nonzero(runner_classes != class_of_face[labels])[0])
         raise ResolveError(
             "ambiguous", f"two colour schemes fit the colours almost equally well; they "
             f"disagree at stickers {_names(stickers, size)}; rescan them", stickers, size)
-
-    face_cost = model.cost(features)[:, class_of_face]
     assigned = face_cost[np.arange(n), labels]
     nearest = face_cost.min(axis=1)
     far = tuple(int(i) for i in np.nonzero(assigned - nearest > FAR_COST)[0])
@@ -418,39 +505,19 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
             "doubtful", f"no valid cube is close to the measured colours: stickers "
             f"{_names(far, size)} would have to change colour; rescan them", far, size)
 
-    # Nearest other valid cube per doubtful sticker: forbid its colour, look for a cube
-    # within AMBIGUOUS_COST of the best (only the corners or edges holding the sticker change).
-    delta = _change_cost(face_cost, labels)
-    confidence = np.clip(delta / CONFIDENT_GAP, 0.0, 1.0)
-    corner_cost = face_cost[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
-    c_best = cheapest_assignment(corner_cost)[0]
-    if size == 3:
-        edge_cost = face_cost[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
-        e_best = cheapest_assignment(edge_cost)[0]
-        confidence[geo.centres] = 1.0  # a centre defines its face's colour
+    # A sticker no nearby cube changes is as sure as CONFIDENT_GAP allows to tell.
+    confidence = np.ones(n)
     margin = float("inf")
     ambiguous: set[int] = set()
-    for i in np.nonzero(delta < CONFIDENT_GAP)[0]:
-        kind, slot = geo.piece_of[i]
-        if kind == "centre":
-            continue
-        forbidden = face_cost.copy()
-        forbidden[i, labels[i]] += FORBID
-        if kind == "corner":
-            part = forbidden[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
-            other = e_best if size == 3 else np.zeros(2)
-        else:
-            part = forbidden[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
-            other = c_best
-        bound = total + CONFIDENT_GAP - other - _centre_cost(face_cost, geo)
-        alt = cheapest_below(part, bound)
-        gap = float(np.min(alt + other)) + _centre_cost(face_cost, geo) - total
-        gap = min(gap, CONFIDENT_GAP)
+    for gap, alt in refits:
+        changed = np.nonzero(alt != labels)[0]
         margin = min(margin, gap)
-        confidence[i] = min(max(gap, 0.0) / CONFIDENT_GAP, 1.0)
+        confidence[changed] = np.minimum(confidence[changed],
+                                         np.clip(gap / CONFIDENT_GAP, 0.0, 1.0))
         if gap < AMBIGUOUS_COST:
-            _, alt_labels = _cheapest_cube(forbidden, geo)
-            ambiguous.update(int(s) for s in np.nonzero(alt_labels != labels)[0])
+            ambiguous.update(int(s) for s in changed)
+    if size == 3:
+        confidence[geo.centres] = 1.0  # a centre defines its face's colour
     if ambiguous:
         stickers = tuple(sorted(ambiguous))
         raise ResolveError(

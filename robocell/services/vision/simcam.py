@@ -62,14 +62,14 @@ class Conditions:
     """Shift of the face centre from the frame centre, fraction of the frame height."""
     roll_deg: tuple[float, float] = (-15.0, 15.0)
     tilt_deg: tuple[float, float] = (-12.0, 12.0)
-    exposure: tuple[float, float] = (0.85, 1.35)
+    exposure: tuple[float, float] = (0.8, 1.25)
     white_balance: tuple[float, float] = (-0.1, 0.1)
     """Per-channel gain deviation of the camera's white balance."""
     white_balance_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
     """Per-channel gain deviation that every frame shares (see `scene`)."""
-    light_gradient: tuple[float, float] = (0.0, 0.35)
+    light_gradient: tuple[float, float] = (0.0, 0.25)
     """Brightness fall-off across the face."""
-    palette_jitter: float = 6.0
+    palette_jitter: float = 4.0
     """Per-sticker colour deviation (std, 8-bit units) of the print."""
     glare_spots: tuple[int, int] = (0, 2)
     glare_strength: tuple[float, float] = (0.25, 0.7)
@@ -90,7 +90,7 @@ class Conditions:
             raise ValueError(f"frame {self.width}x{self.height} is too small (min 64x64)")
 
 
-FRAME_EXPOSURE_JITTER = 0.12
+FRAME_EXPOSURE_JITTER = 0.08
 FRAME_WHITE_BALANCE_JITTER = 0.03
 """How much exposure and white balance change between the frames of one scan (auto exposure,
 faces turned differently to the light), relative to the scene's values."""
