@@ -29,15 +29,21 @@ def _popcount(x: int) -> int:
 
 
 @njit(cache=True)
-def cheapest_assignment(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cheapest_assignment(cost: np.ndarray, upper: float = INFEASIBLE
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cheapest valid assignment per permutation parity.
 
     ``cost[p, j, o]``: cost of cubie ``j`` at position ``p`` with orientation ``o``.
     Returns ``(total[parity], cubie[parity, p], orientation[parity, p])``; a total of
-    INFEASIBLE marks a parity with no assignment.
+    INFEASIBLE marks a parity with no assignment. With ``upper`` (the cost of a known
+    assignment), states that cannot end below it are pruned (by the per-position minimum
+    cost still to come) and parities that cannot beat it are reported INFEASIBLE.
     """
     n = cost.shape[0]
     n_ori = cost.shape[2]
+    floor = np.zeros(n + 1)
+    for position in range(n - 1, -1, -1):
+        floor[position] = floor[position + 1] + cost[position].min()
     n_masks = 1 << n
     best = np.full((n_masks, n_ori, N_PARITY), INFEASIBLE)
     came_cubie = np.full((n_masks, n_ori, N_PARITY), -1, dtype=np.int8)
@@ -50,7 +56,7 @@ def cheapest_assignment(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
         for ori_sum in range(n_ori):
             for parity in range(N_PARITY):
                 here = best[mask, ori_sum, parity]
-                if here >= INFEASIBLE:
+                if here >= INFEASIBLE or here + floor[position] >= upper:
                     continue
                 for j in range(n):
                     bit = 1 << j
@@ -72,6 +78,8 @@ def cheapest_assignment(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     full = n_masks - 1
     for parity in range(N_PARITY):
         total[parity] = best[full, 0, parity]
+        if total[parity] >= upper:
+            total[parity] = INFEASIBLE
         if total[parity] >= INFEASIBLE:
             continue
         mask, ori_sum, par = full, 0, parity

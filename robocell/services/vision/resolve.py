@@ -75,6 +75,8 @@ CONFIDENT_GAP = 2 * AMBIGUOUS_COST
 
 FORBID = 1e6
 
+HINT_SLACK = 1e-6
+
 MAX_SWITCHES = 3
 SWITCH_GAIN = 1.0
 """A nearby valid cube that, refitted, explains the colours better by more than this is
@@ -174,23 +176,33 @@ def geometry(size: int) -> _Geometry:
     return _GEOMETRY[size]
 
 
-def _cheapest_cube(face_cost: np.ndarray, geo: _Geometry) -> tuple[float, np.ndarray]:
-    """Cheapest valid cube for per-sticker face costs (n, 6): (total cost, face per sticker)."""
+def _cheapest_cube(face_cost: np.ndarray, geo: _Geometry, hint: np.ndarray | None = None
+                   ) -> tuple[float, np.ndarray]:
+    """Cheapest valid cube for per-sticker face costs (n, 6): (total cost, face per sticker).
+    ``hint``: face labels of a known valid cube, whose cost bounds (and speeds up) the edge
+    search; it is returned when nothing is cheaper."""
+    n = face_cost.shape[0]
     corner_cost = face_cost[geo.corners[:, None, None, :], geo.corner_colour[None]].sum(-1)
     c_total, c_cubie, c_twist = cheapest_assignment(corner_cost)
-    labels = np.empty(face_cost.shape[0], dtype=np.int64)
+    labels = np.empty(n, dtype=np.int64)
     if geo.size == 2:
         parity = int(np.argmin(c_total))
         total = float(c_total[parity])
     else:
+        centre_cost = _centre_cost(face_cost, geo)
+        upper = INFEASIBLE
+        if hint is not None:
+            hint_total = float(face_cost[np.arange(n), hint].sum())
+            upper = hint_total - centre_cost - float(np.min(c_total)) + HINT_SLACK
         edge_cost = face_cost[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
-        e_total, e_cubie, e_flip = cheapest_assignment(edge_cost)
+        e_total, e_cubie, e_flip = cheapest_assignment(edge_cost, upper)
         both = c_total + e_total
         parity = int(np.argmin(both))
-        total = float(both[parity])
+        if hint is not None and both[parity] + centre_cost >= hint_total:
+            return hint_total, hint.copy()
+        total = float(both[parity]) + centre_cost
         labels[geo.edges] = geo.edge_colour[e_cubie[parity], e_flip[parity]]
         labels[geo.centres] = np.arange(N_FACES)
-        total += float(face_cost[geo.centres, np.arange(N_FACES)].sum())
     labels[geo.corners] = geo.corner_colour[c_cubie[parity], c_twist[parity]]
     return total, labels
 
@@ -363,7 +375,8 @@ def _fit_rounds(light: _FaceLight, geo: _Geometry, model: _ColourModel
             order = [0]
         readings = []
         for s in order:
-            total, labels = _cheapest_cube(class_cost[:, schemes[s]], geo)
+            hint = previous if (previous is not None and len(schemes) == 1) else None
+            total, labels = _cheapest_cube(class_cost[:, schemes[s]], geo, hint)
             readings.append((total, labels, schemes[s]))
         total, labels, class_of_face = readings[0]
         if previous is not None and np.array_equal(labels, previous):
@@ -389,14 +402,12 @@ def _explained_cost(rgb: np.ndarray, size: int, classes: np.ndarray) -> float:
     return float(model.cost(features)[np.arange(len(classes)), classes].sum())
 
 
-def _parts(face_cost: np.ndarray, geo: _Geometry) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(sticker indices, cost[position, cubie, orientation]) of the corners and the edges."""
-    parts = [(geo.corners, face_cost[geo.corners[:, None, None, :],
-                                     geo.corner_colour[None]].sum(-1))]
-    if geo.size == 3:
-        parts.append((geo.edges, face_cost[geo.edges[:, None, None, :],
-                                           geo.edge_colour[None]].sum(-1)))
-    return parts
+def _part(face_cost: np.ndarray, geo: _Geometry, which: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sticker indices, cost[position, cubie, orientation]) of the corners (0) or edges (1)."""
+    if which == 0:
+        return geo.corners, face_cost[geo.corners[:, None, None, :],
+                                      geo.corner_colour[None]].sum(-1)
+    return geo.edges, face_cost[geo.edges[:, None, None, :], geo.edge_colour[None]].sum(-1)
 
 
 def _nearby_cubes(face_cost: np.ndarray, labels: np.ndarray, total: float, geo: _Geometry
@@ -408,10 +419,13 @@ def _nearby_cubes(face_cost: np.ndarray, labels: np.ndarray, total: float, geo: 
     delta = _change_cost(face_cost, labels)
     colour_tables = [geo.corner_colour, geo.edge_colour]
     solved_parts = []
-    for _stickers, cost in _parts(face_cost, geo):
-        best, cubie, orientation = cheapest_assignment(cost)
-        solved_parts.append((best, cubie, orientation))
     centre_cost = _centre_cost(face_cost, geo)
+    corners = cheapest_assignment(_part(face_cost, geo, 0)[1])
+    solved_parts.append(corners)
+    if geo.size == 3:
+        # Only edge assignments that can take part in a cube within CONFIDENT_GAP matter.
+        upper = total - centre_cost - float(np.min(corners[0])) + CONFIDENT_GAP
+        solved_parts.append(cheapest_assignment(_part(face_cost, geo, 1)[1], upper))
     found: list[tuple[float, np.ndarray]] = []
     covered: set[int] = set()
     for i in np.argsort(delta, kind="stable"):
@@ -423,7 +437,7 @@ def _nearby_cubes(face_cost: np.ndarray, labels: np.ndarray, total: float, geo: 
         which = 0 if kind == "corner" else 1
         forbidden = face_cost.copy()
         forbidden[i, labels[i]] += FORBID
-        stickers, part_cost = _parts(forbidden, geo)[which]
+        stickers, part_cost = _part(forbidden, geo, which)
         if geo.size == 3:
             other = solved_parts[1 - which][0]
         else:
