@@ -1,0 +1,410 @@
+"""The two-phase search: IDA* to G1 feeding IDA* within G1, from six directions at once.
+
+Each *direction* is the cube seen along one of the three axes (a whole-cube rotation with
+the colours renamed after the centres), or the inverse of that cube; a solution of any of
+them gives one of the original cube. The phase-1 search of each direction is an explicit-stack
+depth-first search whose whole state is a few small integer arrays, so it can stop after a
+budget of nodes and resume exactly where it stopped: the driver `TwoPhaseSearch` gives the six
+directions turns of `NODE_SLICE` nodes until the time budget is spent, and after every
+solution lowers the length bound (to the best length - 1, or, when collecting candidates for
+a robot, to the best length + ``keep_within``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from robocell.common.cubie import CubieState, from_facelets
+from robocell.common.facelets import FACES, centre_facelets, solved
+from robocell.common.moves import apply_to_facelets
+from robocell.common.notation import Move
+from robocell.services.solver.cube3 import coord
+from robocell.services.solver.cube3.defs import (
+    FIRST_SLICE_EDGE,
+    MAX_LENGTH,
+    N_CORNER,
+    N_EDGE,
+    N_FLIP,
+    N_MOVE,
+    N_PERM_4,
+    N_PHASE2_MOVE,
+    N_TWIST,
+    N_UD_EDGES,
+    PHASE2_MOVES,
+)
+from robocell.services.solver.cube3.moves import move_of_index
+from robocell.services.solver.cube3.pruning import mod3, next_depth
+from robocell.services.solver.cube3.tables import TwoPhaseTables, load_tables
+
+FIRST_LENGTH_BOUND = 21
+"""Length bound before any solution is known: every cube has a two-phase solution this
+short, and the search finds one within a millisecond or so."""
+NODE_SLICE = 4000
+"""Phase-1 nodes a direction may visit before the driver looks at the clock again."""
+DIRECTION_ROTATIONS = ("", "x", "z")
+"""Whole-cube rotations that bring each axis to U-D (none: U-D, x: F-B, z: R-L)."""
+
+P2_MOVES = np.array(PHASE2_MOVES, dtype=np.int64)
+IS_PHASE2_MOVE = np.zeros(N_MOVE, dtype=np.bool_)
+IS_PHASE2_MOVE[list(PHASE2_MOVES)] = True
+
+# status codes of `search_direction`
+BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
+
+
+@njit(cache=True)
+def allowed_after(prev, m):
+    """Canonical order: no two turns of one face in a row, and of opposite faces U-D, R-L,
+    F-B only in that order."""
+    if prev < 0:
+        return True
+    face = m // 3
+    prev_face = prev // 3
+    return face != prev_face and prev_face - face != 3
+
+
+@njit(cache=True)
+def phase1_residue(T, twist, flip, slc):
+    fs = np.int64(slc) * N_FLIP + flip
+    index = np.int64(T.flipslice_classidx[fs]) * N_TWIST + T.twist_conj[twist, T.flipslice_sym[fs]]
+    return mod3(T.phase1_pruning, index)
+
+
+@njit(cache=True)
+def phase2_residue(T, corners, ud_edges):
+    index = (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
+             + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
+    return mod3(T.phase2_pruning, index)
+
+
+@njit(cache=True)
+def phase1_distance(T, twist, flip, slc):
+    """Exact moves to G1: walk down the residues to the goal and count the steps."""
+    depth = 0
+    while twist != 0 or flip != 0 or slc != 0:
+        residue = phase1_residue(T, twist, flip, slc)
+        for m in range(N_MOVE):
+            t1 = T.twist_move[twist, m]
+            f1 = T.flip_move[flip, m]
+            s1 = T.slice_move[slc, m]
+            if phase1_residue(T, t1, f1, s1) == (residue + 2) % 3:
+                twist, flip, slc = t1, f1, s1
+                depth += 1
+                break
+    return depth
+
+
+@njit(cache=True)
+def phase2_distance(T, corners, ud_edges):
+    """Exact phase-2 moves to corners and U/D edges solved (slice edges ignored)."""
+    depth = 0
+    while corners != 0 or ud_edges != 0:
+        residue = phase2_residue(T, corners, ud_edges)
+        for m in P2_MOVES:
+            c1 = T.corners_move[corners, m]
+            u1 = T.ud_edges_move[ud_edges, m]
+            if phase2_residue(T, c1, u1) == (residue + 2) % 3:
+                corners, ud_edges = c1, u1
+                depth += 1
+                break
+    return depth
+
+
+@njit(cache=True)
+def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, work, counter):
+    """Shortest phase-2 continuation of at most ``max_depth`` moves, written to
+    path[offset:]; returns its length, or -1 when there is none."""
+    if T.cornslice_depth[corners * N_PERM_4 + slice_perm] > max_depth:
+        return -1
+    h = phase2_distance(T, corners, ud_edges)
+    if h > max_depth:
+        return -1
+    lower = max(h, np.int64(T.cornslice_depth[corners * N_PERM_4 + slice_perm]))
+    if lower == 0:
+        return 0
+    prev_root = path[offset - 1] if offset > 0 else -1
+    c_st = work[0]
+    u_st = work[1]
+    s_st = work[2]
+    d_st = work[3]
+    k_st = work[4]
+    for depth in range(lower, max_depth + 1):
+        c_st[0] = corners
+        u_st[0] = ud_edges
+        s_st[0] = slice_perm
+        d_st[0] = h
+        k_st[0] = 0
+        sp = 0
+        while sp >= 0:
+            k = k_st[sp]
+            if k >= N_PHASE2_MOVE:
+                sp -= 1
+                continue
+            k_st[sp] = k + 1
+            m = P2_MOVES[k]
+            prev = path[offset + sp - 1] if sp > 0 else prev_root
+            if not allowed_after(prev, m):
+                continue
+            counter[0] += 1
+            togo = depth - sp - 1
+            c1 = T.corners_move[c_st[sp], m]
+            s1 = T.slice_sorted_move[s_st[sp], m]
+            if T.cornslice_depth[np.int64(c1) * N_PERM_4 + s1] > togo:
+                continue
+            u1 = T.ud_edges_move[u_st[sp], m]
+            d1 = next_depth(d_st[sp], d_st[sp] % 3, phase2_residue(T, c1, u1))
+            if d1 > togo:
+                continue
+            path[offset + sp] = m
+            if togo == 0:
+                return depth
+            sp += 1
+            c_st[sp] = c1
+            u_st[sp] = u1
+            s_st[sp] = s1
+            d_st[sp] = d1
+            k_st[sp] = 0
+    return -1
+
+
+@njit(cache=True)
+def phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work, counter):
+    """Replay the phase-1 moves on the permutations, then search phase 2."""
+    cp = work[5, :N_CORNER]
+    ep = work[6, :N_EDGE]
+    tmp = work[7, :N_EDGE]
+    for i in range(N_CORNER):
+        cp[i] = start_cp[i]
+    for i in range(N_EDGE):
+        ep[i] = start_ep[i]
+    for j in range(d1):
+        m = path[j]
+        for i in range(N_CORNER):
+            tmp[i] = cp[T.move_corner_perm[m, i]]
+        for i in range(N_CORNER):
+            cp[i] = tmp[i]
+        for i in range(N_EDGE):
+            tmp[i] = ep[T.move_edge_perm[m, i]]
+        for i in range(N_EDGE):
+            ep[i] = tmp[i]
+    corners = coord.get_corners(cp)
+    ud_edges = coord.get_ud_edges(ep)
+    for i in range(FIRST_SLICE_EDGE, N_EDGE):
+        tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
+    slice_perm = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
+    return phase2_search(T, corners, ud_edges, slice_perm, max_total - d1, path, d1, work,
+                         counter)
+
+
+@njit(cache=True)
+def search_direction(T, root, start_cp, start_ep, state, stack, max_total, budget, path, work):
+    """Run one direction's phase-1 IDA* for about ``budget`` nodes, resuming from ``state``
+    (d1, sp) and ``stack`` (twist, flip, slice, distance, next move per level).
+
+    Returns (status, solution length, nodes): FOUND with the solution in ``path``,
+    EXHAUSTED when every phase-1 depth up to ``max_total`` is done, or BUDGET_SPENT.
+    """
+    counter = np.zeros(1, np.int64)
+    d1 = state[0]
+    sp = state[1]
+    tw_st = stack[0]
+    fl_st = stack[1]
+    sl_st = stack[2]
+    di_st = stack[3]
+    k_st = stack[4]
+    while True:
+        if counter[0] >= budget:
+            state[0] = d1
+            state[1] = sp
+            return BUDGET_SPENT, 0, counter[0]
+        if sp < 0:
+            if d1 + 1 > max_total:
+                state[0] = d1
+                state[1] = -1
+                return EXHAUSTED, 0, counter[0]
+            d1 += 1
+            if d1 == 0:
+                found = phase2_from_leaf(T, start_cp, start_ep, path, 0, max_total, work,
+                                         counter)
+                if found >= 0:
+                    state[0] = d1
+                    state[1] = -1
+                    return FOUND, found, counter[0]
+                continue
+            tw_st[0] = root[0]
+            fl_st[0] = root[1]
+            sl_st[0] = root[2]
+            di_st[0] = root[3]
+            k_st[0] = 0
+            sp = 0
+        if d1 > max_total:
+            sp = -1
+            continue
+        m = k_st[sp]
+        if m >= N_MOVE:
+            sp -= 1
+            continue
+        k_st[sp] = m + 1
+        if sp > 0 and not allowed_after(k_st[sp - 1] - 1, m):
+            continue
+        counter[0] += 1
+        togo = d1 - sp - 1
+        t1 = T.twist_move[tw_st[sp], m]
+        f1 = T.flip_move[fl_st[sp], m]
+        s1 = T.slice_move[sl_st[sp], m]
+        dist = next_depth(di_st[sp], di_st[sp] % 3, phase1_residue(T, t1, f1, s1))
+        if dist > togo:
+            continue
+        if togo == 0:
+            if IS_PHASE2_MOVE[m]:
+                continue
+            for j in range(sp + 1):
+                path[j] = k_st[j] - 1
+            found = phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work,
+                                     counter)
+            if found >= 0:
+                state[0] = d1
+                state[1] = sp
+                return FOUND, d1 + found, counter[0]
+            continue
+        sp += 1
+        tw_st[sp] = t1
+        fl_st[sp] = f1
+        sl_st[sp] = s1
+        di_st[sp] = dist
+        k_st[sp] = 0
+
+
+@dataclass
+class Direction:
+    """One way of looking at the cube: ``rotation`` then, if ``inverse``, its inverse."""
+
+    rotation: str
+    inverse: bool
+    face_map: dict[str, str]
+    """Face of the rotated frame -> face of the original frame."""
+    root: np.ndarray
+    start_cp: np.ndarray
+    start_ep: np.ndarray
+    state: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
+    stack: np.ndarray = field(default_factory=lambda: np.zeros((5, MAX_LENGTH + 1), np.int64))
+    exhausted: bool = False
+
+    def to_original(self, indices: np.ndarray) -> list[Move]:
+        moves = [move_of_index(int(i)) for i in indices]
+        if self.inverse:
+            moves = [m.inverse() for m in reversed(moves)]
+        return [Move(self.face_map[m.name], m.quarter_turns) for m in moves]
+
+
+def _relabelled_rotation(facelets: str, rotation: str) -> tuple[str, dict[str, str]]:
+    if not rotation:
+        return facelets, {f: f for f in FACES}
+    turned = apply_to_facelets(facelets, rotation)
+    centres = centre_facelets()
+    rename = {turned[centres[i]]: FACES[i] for i in range(len(FACES))}
+    turned_solved = apply_to_facelets(solved(3), rotation)
+    face_map = {FACES[i]: turned_solved[centres[i]] for i in range(len(FACES))}
+    return "".join(rename[c] for c in turned), face_map
+
+
+def make_directions(state: CubieState, T: TwoPhaseTables) -> list[Direction]:
+    directions = []
+    facelets = state.to_facelets()
+    for rotation in DIRECTION_ROTATIONS:
+        turned, face_map = _relabelled_rotation(facelets, rotation)
+        cube = from_facelets(turned)
+        for inverse in (False, True):
+            view = cube.inverse() if inverse else cube
+            co = view.corner_twist.astype(np.int8)
+            eo = view.edge_flip.astype(np.int8)
+            ep = view.edge_perm.astype(np.int8)
+            twist, flip = coord.get_twist(co), coord.get_flip(eo)
+            slc = coord.get_slice(ep)
+            root = np.array([twist, flip, slc, phase1_distance(T, twist, flip, slc)], np.int64)
+            direction = Direction(rotation, inverse, face_map, root,
+                                  view.corner_perm.astype(np.int64), ep.astype(np.int64))
+            direction.state[:] = (root[3] - 1, -1)
+            directions.append(direction)
+    return directions
+
+
+@dataclass
+class SearchResult:
+    """What a search found: every solution in the order found (moves in the cube's frame),
+    with the seconds after the start when each was found."""
+
+    solutions: list[list[Move]]
+    found_s: list[float]
+    nodes: int
+    exhausted: bool
+    """True when the search space under the final bound was searched completely: for a
+    shortest-solution search, the best solution is then optimal."""
+
+
+class TwoPhaseSearch:
+    """Search a cube for solutions (see the module docstring)."""
+
+    def __init__(self, state: CubieState, tables: TwoPhaseTables | None = None) -> None:
+        self.state = state
+        self.tables = tables if tables is not None else load_tables()
+        self.directions = make_directions(state, self.tables)
+        self.path = np.zeros(MAX_LENGTH + 1, np.int64)
+        self.work = np.zeros((8, MAX_LENGTH + 1), np.int64)
+
+    def solutions(self, timeout: float | None = 0.0, max_length: int | None = None,
+                  keep_within: int = 0) -> Iterator[list[Move]]:
+        """Yield solutions as found, each shorter than the one before (or, with
+        ``keep_within`` > 0, any up to the best length + keep_within). Stops when the time is
+        up (after at least one solution), when a solution of at most ``max_length`` moves is
+        found (shortest-solution mode only), or when nothing shorter exists."""
+        start = time.perf_counter()
+        deadline = None if timeout is None else start + timeout
+        bound = FIRST_LENGTH_BOUND if max_length is None else max(max_length, FIRST_LENGTH_BOUND)
+        bound = min(bound, MAX_LENGTH - 1)
+        best: int | None = None
+        self.nodes = 0
+        self.exhausted = False
+        T = self.tables
+        while True:
+            active = [d for d in self.directions if not d.exhausted]
+            if not active:
+                self.exhausted = True
+                return
+            for direction in active:
+                status, length, nodes = search_direction(
+                    T, direction.root, direction.start_cp, direction.start_ep, direction.state,
+                    direction.stack, bound, NODE_SLICE, self.path, self.work)
+                self.nodes += int(nodes)
+                if status == EXHAUSTED:
+                    direction.exhausted = True
+                elif status == FOUND:
+                    moves = direction.to_original(self.path[:length])
+                    best = length if best is None else min(best, length)
+                    yield moves
+                    if keep_within == 0:
+                        if max_length is not None and best <= max_length:
+                            return
+                        bound = best - 1
+                    else:
+                        bound = min(best + keep_within, MAX_LENGTH - 1)
+                if best is not None and deadline is not None and time.perf_counter() >= deadline:
+                    return
+
+    def run(self, timeout: float | None = 0.0, max_length: int | None = None,
+            keep_within: int = 0,
+            on_solution: Callable[[list[Move]], None] | None = None) -> SearchResult:
+        """Collect `solutions` into a `SearchResult` (calling ``on_solution`` on each)."""
+        start = time.perf_counter()
+        found, found_s = [], []
+        for moves in self.solutions(timeout, max_length, keep_within):
+            found.append(moves)
+            found_s.append(time.perf_counter() - start)
+            if on_solution is not None:
+                on_solution(moves)
+        return SearchResult(found, found_s, self.nodes, self.exhausted)
