@@ -224,3 +224,37 @@ def phase1_coset_distribution(depth: np.ndarray, sym_tables: dict) -> np.ndarray
     _histogram_phase1(depth, sym_tables["flipslice_classidx"], sym_tables["flipslice_sym"],
                       sym_tables["twist_conj"], counts)
     return counts[: int(np.nonzero(counts)[0].max()) + 1]
+
+
+@njit(cache=True)
+def _pair_bfs(move_a, move_b, n_b, moves, depth):
+    depth[0] = 0
+    d = 0
+    while True:
+        new = 0
+        for i in range(depth.size):
+            if depth[i] == d:
+                a = i // n_b
+                b = i % n_b
+                for m in moves:
+                    j = np.int64(move_a[a, m]) * n_b + move_b[b, m]
+                    if depth[j] == UNSET:
+                        depth[j] = d + 1
+                        new += 1
+        if new == 0:
+            return
+        d += 1
+
+
+def phase1_pair_depths(move_tables: dict) -> dict[str, np.ndarray]:
+    """Exact phase-1 distances of slice * N_TWIST + twist and slice * N_FLIP + flip: weaker
+    bounds than the full table but small enough to stay in cache, so the search tries them
+    first and reads the full table only for nodes they do not prune."""
+    from robocell.services.solver.cube3.defs import N_SLICE
+
+    slice_move = (move_tables["slice_sorted_move"][::N_PERM_4] // N_PERM_4).astype(np.uint16)
+    slice_twist = np.full(N_SLICE * N_TWIST, UNSET, np.uint8)
+    _pair_bfs(slice_move, move_tables["twist_move"], N_TWIST, ALL_MOVES, slice_twist)
+    slice_flip = np.full(N_SLICE * N_FLIP, UNSET, np.uint8)
+    _pair_bfs(slice_move, move_tables["flip_move"], N_FLIP, ALL_MOVES, slice_flip)
+    return {"slice_twist_depth": slice_twist, "slice_flip_depth": slice_flip}

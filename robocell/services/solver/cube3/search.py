@@ -39,7 +39,7 @@ from robocell.services.solver.cube3.defs import (
 )
 from robocell.services.solver.cube3.moves import move_of_index
 from robocell.services.solver.cube3.pruning import mod3, next_depth
-from robocell.services.solver.cube3.tables import TwoPhaseTables, load_tables
+from robocell.services.solver.cube3.tables import SYM_BITS, TwoPhaseTables, load_tables
 
 FIRST_LENGTH_BOUND = 21
 """Length bound before any solution is known: every cube has a two-phase solution this
@@ -52,6 +52,8 @@ DIRECTION_ROTATIONS = ("", "x", "z")
 P2_MOVES = np.array(PHASE2_MOVES, dtype=np.int64)
 IS_PHASE2_MOVE = np.zeros(N_MOVE, dtype=np.bool_)
 IS_PHASE2_MOVE[list(PHASE2_MOVES)] = True
+
+SYM_MASK = (1 << SYM_BITS) - 1
 
 # status codes of `search_direction`
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
@@ -70,8 +72,8 @@ def allowed_after(prev, m):
 
 @njit(cache=True)
 def phase1_residue(T, twist, flip, slc):
-    fs = np.int64(slc) * N_FLIP + flip
-    index = np.int64(T.flipslice_classidx[fs]) * N_TWIST + T.twist_conj[twist, T.flipslice_sym[fs]]
+    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
+    index = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
     return mod3(T.phase1_pruning, index)
 
 
@@ -150,7 +152,7 @@ def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, wor
             prev = path[offset + sp - 1] if sp > 0 else prev_root
             if not allowed_after(prev, m):
                 continue
-            counter[0] += 1
+            counter[3] += 1
             togo = depth - sp - 1
             c1 = T.corners_move[c_st[sp], m]
             s1 = T.slice_sorted_move[s_st[sp], m]
@@ -202,21 +204,72 @@ def phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work, counter):
 
 
 @njit(cache=True)
-def search_direction(T, root, start_cp, start_ep, state, stack, max_total, budget, path, work):
+def expand_phase1(T, twist, flip, slc, dist, prev, togo, children, level):
+    """Fill children[level] with the moves (and resulting twist, flip, slice, distance) that
+    can still reach G1 in ``togo`` moves - exactly G1, through a move leaving G1, when
+    ``togo`` is 0. Returns their number and the number of moves tried. The full-table reads
+    come in a second loop of independent loads, which the processor overlaps."""
+    ch_move = children[level, 0]
+    ch_twist = children[level, 1]
+    ch_flip = children[level, 2]
+    ch_slice = children[level, 3]
+    ch_dist = children[level, 4]
+    n = 0
+    tried = 0
+    for m in range(N_MOVE):
+        if not allowed_after(prev, m):
+            continue
+        tried += 1
+        t1 = T.twist_move[twist, m]
+        s1 = T.slice_move[slc, m]
+        f1 = T.flip_move[flip, m]
+        if togo == 0:
+            if t1 != 0 or f1 != 0 or s1 != 0 or IS_PHASE2_MOVE[m]:
+                continue
+        elif (T.slice_twist_depth[np.int64(s1) * N_TWIST + t1] > togo
+              or T.slice_flip_depth[np.int64(s1) * N_FLIP + f1] > togo):
+            continue
+        ch_move[n] = m
+        ch_twist[n] = t1
+        ch_flip[n] = f1
+        ch_slice[n] = s1
+        n += 1
+    if togo == 0:
+        for j in range(n):
+            ch_dist[j] = 0
+        return n, tried
+    residue = dist % 3
+    for j in range(n):
+        ch_dist[j] = next_depth(dist, residue,
+                                phase1_residue(T, ch_twist[j], ch_flip[j], ch_slice[j]))
+    kept = 0
+    for j in range(n):
+        if ch_dist[j] <= togo:
+            ch_move[kept] = ch_move[j]
+            ch_twist[kept] = ch_twist[j]
+            ch_flip[kept] = ch_flip[j]
+            ch_slice[kept] = ch_slice[j]
+            ch_dist[kept] = ch_dist[j]
+            kept += 1
+    return kept, tried
+
+
+@njit(cache=True)
+def search_direction(T, root, start_cp, start_ep, state, children, max_total, budget, path,
+                     work, stats):
     """Run one direction's phase-1 IDA* for about ``budget`` nodes, resuming from ``state``
-    (d1, sp) and ``stack`` (twist, flip, slice, distance, next move per level).
+    (d1, sp, then per level the number of children and the next one to visit) and the
+    per-level child lists in ``children``.
 
     Returns (status, solution length, nodes): FOUND with the solution in ``path``,
     EXHAUSTED when every phase-1 depth up to ``max_total`` is done, or BUDGET_SPENT.
     """
-    counter = np.zeros(1, np.int64)
+    counter = stats
+    counter[:] = 0
     d1 = state[0]
     sp = state[1]
-    tw_st = stack[0]
-    fl_st = stack[1]
-    sl_st = stack[2]
-    di_st = stack[3]
-    k_st = stack[4]
+    n_ch = state[2:2 + MAX_LENGTH + 1]
+    pos = state[3 + MAX_LENGTH:]
     while True:
         if counter[0] >= budget:
             state[0] = d1
@@ -236,35 +289,24 @@ def search_direction(T, root, start_cp, start_ep, state, stack, max_total, budge
                     state[1] = -1
                     return FOUND, found, counter[0]
                 continue
-            tw_st[0] = root[0]
-            fl_st[0] = root[1]
-            sl_st[0] = root[2]
-            di_st[0] = root[3]
-            k_st[0] = 0
+            n, tried = expand_phase1(T, root[0], root[1], root[2], root[3], -1, d1 - 1,
+                                     children, 0)
+            counter[0] += tried
+            n_ch[0] = n
+            pos[0] = 0
             sp = 0
         if d1 > max_total:
             sp = -1
             continue
-        m = k_st[sp]
-        if m >= N_MOVE:
+        j = pos[sp]
+        if j >= n_ch[sp]:
             sp -= 1
             continue
-        k_st[sp] = m + 1
-        if sp > 0 and not allowed_after(k_st[sp - 1] - 1, m):
-            continue
-        counter[0] += 1
+        pos[sp] = j + 1
         togo = d1 - sp - 1
-        t1 = T.twist_move[tw_st[sp], m]
-        f1 = T.flip_move[fl_st[sp], m]
-        s1 = T.slice_move[sl_st[sp], m]
-        dist = next_depth(di_st[sp], di_st[sp] % 3, phase1_residue(T, t1, f1, s1))
-        if dist > togo:
-            continue
         if togo == 0:
-            if IS_PHASE2_MOVE[m]:
-                continue
-            for j in range(sp + 1):
-                path[j] = k_st[j] - 1
+            for level in range(sp + 1):
+                path[level] = children[level, 0, pos[level] - 1]
             found = phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work,
                                      counter)
             if found >= 0:
@@ -272,12 +314,14 @@ def search_direction(T, root, start_cp, start_ep, state, stack, max_total, budge
                 state[1] = sp
                 return FOUND, d1 + found, counter[0]
             continue
+        counter[2] += 1
+        n, tried = expand_phase1(T, children[sp, 1, j], children[sp, 2, j],
+                                 children[sp, 3, j], children[sp, 4, j],
+                                 children[sp, 0, j], togo - 1, children, sp + 1)
+        counter[0] += tried
         sp += 1
-        tw_st[sp] = t1
-        fl_st[sp] = f1
-        sl_st[sp] = s1
-        di_st[sp] = dist
-        k_st[sp] = 0
+        n_ch[sp] = n
+        pos[sp] = 0
 
 
 @dataclass
@@ -291,8 +335,10 @@ class Direction:
     root: np.ndarray
     start_cp: np.ndarray
     start_ep: np.ndarray
-    state: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
-    stack: np.ndarray = field(default_factory=lambda: np.zeros((5, MAX_LENGTH + 1), np.int64))
+    state: np.ndarray = field(
+        default_factory=lambda: np.zeros(2 * (MAX_LENGTH + 2), np.int64))
+    children: np.ndarray = field(
+        default_factory=lambda: np.zeros((MAX_LENGTH + 1, 5, N_MOVE), np.int64))
     exhausted: bool = False
 
     def to_original(self, indices: np.ndarray) -> list[Move]:
@@ -329,7 +375,7 @@ def make_directions(state: CubieState, T: TwoPhaseTables) -> list[Direction]:
             root = np.array([twist, flip, slc, phase1_distance(T, twist, flip, slc)], np.int64)
             direction = Direction(rotation, inverse, face_map, root,
                                   view.corner_perm.astype(np.int64), ep.astype(np.int64))
-            direction.state[:] = (root[3] - 1, -1)
+            direction.state[:2] = (root[3] - 1, -1)
             directions.append(direction)
     return directions
 
@@ -356,6 +402,8 @@ class TwoPhaseSearch:
         self.directions = make_directions(state, self.tables)
         self.path = np.zeros(MAX_LENGTH + 1, np.int64)
         self.work = np.zeros((8, MAX_LENGTH + 1), np.int64)
+        self.stats = np.zeros(4, np.int64)
+        self.totals = np.zeros(4, np.int64)
 
     def solutions(self, timeout: float | None = 0.0, max_length: int | None = None,
                   keep_within: int = 0) -> Iterator[list[Move]]:
@@ -379,8 +427,9 @@ class TwoPhaseSearch:
             for direction in active:
                 status, length, nodes = search_direction(
                     T, direction.root, direction.start_cp, direction.start_ep, direction.state,
-                    direction.stack, bound, NODE_SLICE, self.path, self.work)
+                    direction.children, bound, NODE_SLICE, self.path, self.work, self.stats)
                 self.nodes += int(nodes)
+                self.totals += self.stats
                 if status == EXHAUSTED:
                     direction.exhausted = True
                 elif status == FOUND:

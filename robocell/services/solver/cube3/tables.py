@@ -14,9 +14,11 @@ import numpy as np
 
 from robocell.common.tables import TableGroup, load
 
-TABLES_CODE_VERSION = 1
+TABLES_CODE_VERSION = 3
 """Bump when any table's content changes."""
 GROUP_NAME = "cube3-twophase"
+SYM_BITS = 4
+"""flipslice_classsym = class << SYM_BITS | symmetry."""
 
 
 def build_all() -> dict[str, np.ndarray]:
@@ -33,11 +35,14 @@ def build_all() -> dict[str, np.ndarray]:
     phase1 = pruning.pack_mod3(pruning.phase1_depth(move_tables, sym_tables))
     phase2 = pruning.pack_mod3(pruning.phase2_depth(move_tables, sym_tables))
     cp, _, ep, _ = moves.basic_cubies()
-    keep = ("twist_conj", "ud_edges_conj", "flipslice_classidx", "flipslice_sym",
-            "corner_classidx", "corner_sym")
+    keep = ("twist_conj", "ud_edges_conj", "corner_classidx", "corner_sym")
+    # class and symmetry of a flip-slice value in one word: one memory read in the search
+    flipslice_classsym = ((sym_tables["flipslice_classidx"].astype(np.uint32) << SYM_BITS)
+                          | sym_tables["flipslice_sym"])
     return {**move_tables, **{k: sym_tables[k] for k in keep},
-            "phase1_pruning": phase1, "phase2_pruning": phase2,
+            "flipslice_classsym": flipslice_classsym, "phase1_pruning": phase1, "phase2_pruning": phase2,
             "cornslice_depth": pruning.cornslice_depth(move_tables),
+            **pruning.phase1_pair_depths(move_tables),
             "move_corner_perm": cp, "move_edge_perm": ep}
 
 
@@ -61,13 +66,14 @@ class TwoPhaseTables(NamedTuple):
     ud_edges_move: np.ndarray
     twist_conj: np.ndarray
     ud_edges_conj: np.ndarray
-    flipslice_classidx: np.ndarray
-    flipslice_sym: np.ndarray
+    flipslice_classsym: np.ndarray
     corner_classidx: np.ndarray
     corner_sym: np.ndarray
     phase1_pruning: np.ndarray
     phase2_pruning: np.ndarray
     cornslice_depth: np.ndarray
+    slice_twist_depth: np.ndarray
+    slice_flip_depth: np.ndarray
     move_corner_perm: np.ndarray
     move_edge_perm: np.ndarray
 
