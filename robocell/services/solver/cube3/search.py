@@ -22,7 +22,7 @@ from numba import njit
 from robocell.common.cubie import CubieState, from_facelets
 from robocell.common.facelets import FACES, centre_facelets, solved
 from robocell.common.moves import apply_to_facelets
-from robocell.common.notation import Move
+from robocell.common.notation import Move, simplify_moves
 from robocell.services.solver.cube3 import coord
 from robocell.services.solver.cube3.defs import (
     FIRST_SLICE_EDGE,
@@ -149,8 +149,13 @@ def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, wor
                 continue
             k_st[sp] = k + 1
             m = P2_MOVES[k]
-            prev = path[offset + sp - 1] if sp > 0 else prev_root
-            if not allowed_after(prev, m):
+            if sp > 0:
+                if not allowed_after(path[offset + sp - 1], m):
+                    continue
+            elif not allowed_after(prev_root, m) and not (m // 3 == prev_root // 3
+                                                           and m % 3 == 1):
+                # a half turn of the face phase 1 ended with merges into one quarter turn:
+                # "R R2" is "R'", the other phase-1 solution of the pair
                 continue
             counter[3] += 1
             togo = depth - sp - 1
@@ -345,7 +350,7 @@ class Direction:
         moves = [move_of_index(int(i)) for i in indices]
         if self.inverse:
             moves = [m.inverse() for m in reversed(moves)]
-        return [Move(self.face_map[m.name], m.quarter_turns) for m in moves]
+        return simplify_moves([Move(self.face_map[m.name], m.quarter_turns) for m in moves])
 
 
 def _relabelled_rotation(facelets: str, rotation: str) -> tuple[str, dict[str, str]]:
@@ -434,7 +439,7 @@ class TwoPhaseSearch:
                     direction.exhausted = True
                 elif status == FOUND:
                     moves = direction.to_original(self.path[:length])
-                    best = length if best is None else min(best, length)
+                    best = len(moves) if best is None else min(best, len(moves))
                     yield moves
                     if keep_within == 0:
                         if max_length is not None and best <= max_length:
