@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from robocell.services.solver.cube3.defs import N_FLIP, N_MOVE, PHASE2_MOVES
 from robocell.services.solver.cube3.moves import basic_cubies
 from robocell.services.solver.cube3.search import phase1_distance, phase2_distance

@@ -40,7 +40,8 @@ def build_all() -> dict[str, np.ndarray]:
     flipslice_classsym = ((sym_tables["flipslice_classidx"].astype(np.uint32) << SYM_BITS)
                           | sym_tables["flipslice_sym"])
     return {**move_tables, **{k: sym_tables[k] for k in keep},
-            "flipslice_classsym": flipslice_classsym, "phase1_pruning": phase1, "phase2_pruning": phase2,
+            "flipslice_classsym": flipslice_classsym,
+            "phase1_pruning": phase1, "phase2_pruning": phase2,
             "cornslice_depth": pruning.cornslice_depth(move_tables),
             **pruning.phase1_pair_depths(move_tables),
             "move_corner_perm": cp, "move_edge_perm": ep}
