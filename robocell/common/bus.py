@@ -202,6 +202,7 @@ class Publisher:
         self._sock = _context().socket(zmq.XPUB)
         self._sock.sndhwm = hwm
         self._sock.linger = LINGER_MS
+        self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
         self._sock.connect(self.endpoints.publish)
 
     def wait_linked(self, timeout: float = CONNECT_WAIT_S) -> bool:
@@ -210,12 +211,20 @@ class Publisher:
 
         deadline = time.monotonic() + timeout
         with self._lock:
+            self._drain_subscriptions()
             while not self._linked:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
                     return self._linked
                 self._drain_subscriptions()
         return True
+
+    def check_link(self) -> bool:
+        """Notice a (re)connected broker and give it our latched state again; call this now
+        and then (Node does, every heartbeat). True when the link is up."""
+        with self._lock:
+            self._drain_subscriptions()
+            return self._linked
 
     def _drain_subscriptions(self) -> None:
         import zmq
@@ -869,6 +878,7 @@ class Node:
     def _beat(self) -> None:
         if self.publisher is None:
             return
+        self.publisher.check_link()
         health = dict(self.health)
         health["bus"] = self.subscriber.stats.as_health()
         try:
