@@ -280,8 +280,8 @@ class StateGraph:
             by_src.setdefault(int(self.arc_src[a]), []).append(a)
         path, state = [], 0
         while self.distance_to_goal[state] > 0:
-            arc = next(a for a in by_src[state]
-                       if self.distance_to_goal[self.arc_dst[a]] == self.distance_to_goal[state] - 1)
+            want = self.distance_to_goal[state] - 1
+            arc = next(a for a in by_src[state] if self.distance_to_goal[self.arc_dst[a]] == want)
             path.append(arc)
             state = int(self.arc_dst[arc])
         return path

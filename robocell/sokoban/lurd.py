@@ -30,7 +30,6 @@ def replay(level: Level, lurd: str) -> Replay:
     boxes = set(level.boxes)
     player = level.player
     moves = pushes = 0
-    step = 0
 
     def draw() -> str:
         grid = [list(row) for row in level.rows]
@@ -44,7 +43,7 @@ def replay(level: Level, lurd: str) -> Replay:
         grid[pr][pc] = "+" if player in goals else "@"
         return "\n".join("".join(row).rstrip() for row in grid)
 
-    def fail(message: str) -> Replay:
+    def fail(step: int, message: str) -> Replay:
         return Replay(False, False, moves, pushes, f"step {step} ({lurd_clean[step - 1]!r}): "
                       f"{message}", step, draw())
 
@@ -52,27 +51,28 @@ def replay(level: Level, lurd: str) -> Replay:
     for step, ch in enumerate(lurd_clean, 1):
         key = ch.lower()
         if key not in LURD_DELTAS:
-            return fail("not a LURD letter; use u d l r (walk) and U D L R (push)")
+            return fail(step, "not a LURD letter; use u d l r (walk) and U D L R (push)")
         dr, dc = LURD_DELTAS[key]
         target = (player[0] + dr, player[1] + dc)
         if target in walls:
-            return fail(f"walks into the wall at {square_name(*target)}")
+            return fail(step, f"walks into the wall at {square_name(*target)}")
         if not (0 <= target[0] < level.height and 0 <= target[1] < level.width):
-            return fail(f"leaves the board at {square_name(*target)}")
+            return fail(step, f"leaves the board at {square_name(*target)}")
         if target in boxes:
             if ch.islower():
-                return fail(f"moves into the box at {square_name(*target)} without pushing; "
+                return fail(step, f"moves into the box at {square_name(*target)} without pushing; "
                             "write pushes in upper case")
             beyond = (target[0] + dr, target[1] + dc)
             if beyond in walls or beyond in boxes:
                 what = "wall" if beyond in walls else "box"
-                return fail(f"cannot push the box at {square_name(*target)}: {what} at "
+                return fail(step, f"cannot push the box at {square_name(*target)}: {what} at "
                             f"{square_name(*beyond)}")
             boxes.remove(target)
             boxes.add(beyond)
             pushes += 1
         elif ch.isupper():
-            return fail(f"push with no box at {square_name(*target)}; write walks in lower case")
+            return fail(step, f"push with no box at {square_name(*target)}; "
+                        "write walks in lower case")
         player = target
         moves += 1
     solved = boxes == goals
