@@ -16,7 +16,7 @@ from robocell.sokoban.solver import EMPTY_SLOT, region_scan, table_find, table_i
 
 DEFAULT_MAX_STATES = 2_000_000
 EXPORT_MAX_STATES = 5_000
-DIAMETER_MAX_STATES = 5_000
+DIAMETER_MAX_STATES = 20_000
 NO_DISTANCE = -1
 EXPLORE_OK, EXPLORE_TOO_BIG = 0, 1
 

@@ -413,13 +413,15 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                   h_scale, stats)
     result = SolveResult(status="running", metric=metric, lower_bound=int(min(lb, INFEASIBLE)))
     status = STATUS_NO_SOLUTION if lb >= INFEASIBLE else STATUS_RUNNING
+    timed_out = False
     while status == STATUS_RUNNING or status == STATUS_FULL:
+        if timeout is not None and time.monotonic() - started > timeout:
+            timed_out = True
+            break
         if status == STATUS_FULL:
             if arena.capacity * 2 > max_nodes:
                 break
             arena.grow(int(stats[ST_NODES]), int(stats[ST_HEAP]))
-        if timeout is not None and time.monotonic() - started > timeout:
-            break
         status = search_chunk(board.neighbours, board.is_goal, board.dead, board.push_distance,
                               board.zobrist_box, board.zobrist_player, arena.boxes,
                               arena.player, arena.hash, arena.g, arena.h, arena.parent,
@@ -446,10 +448,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     elif status == STATUS_NO_SOLUTION:
         result.status = "no solution"
         result.optimal = True
-    elif status == STATUS_FULL:
-        result.status = "memory"
-    else:
+    elif timed_out:
         result.status = "timeout"
+    else:
+        result.status = "memory"
     return result
 
 
