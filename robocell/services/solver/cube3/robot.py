@@ -422,8 +422,9 @@ def compile_plan(moves: list[Move], profile: Profile) -> tuple[list[str], float]
             raise MotionCompileError(
                 f"profile {profile.name} cannot perform {which} (move {where} of the "
                 f"sequence): its primitives turn only {tables.turnable_faces or 'no layer'} "
-                "in the robot, and no whole-cube rotation it has brings that layer there; "
-                "add a primitive that turns it or a rotation")
+                "in the robot, and no sequence of them (whole-cube rotations and the "
+                f"sequencing rule {profile.sequencing!r} included) does it; add a primitive "
+                "that turns that layer, or a rotation that brings it where one turns")
         raise MotionCompileError(
             f"profile {profile.name} cannot bring the cube back to its start orientation "
             "(solved_any_orientation = false) with its rotations")
