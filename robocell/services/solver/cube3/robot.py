@@ -430,3 +430,12 @@ def compile_plan(moves: list[Move], profile: Profile) -> tuple[list[str], float]
             "(solved_any_orientation = false) with its rotations")
     names = [tables.primitive_names[p] for p in out[:n_out]]
     return names, float(cost)
+
+
+def primitive_moves(primitives: list[str], profile: Profile) -> list[Move]:
+    """The moves, in the robot's frame, that the named primitives make one after another
+    (what a plan's ``moves`` holds for a robot that re-orients the cube)."""
+    moves: list[Move] = []
+    for name in primitives:
+        moves.extend(profile.primitive(name).moves)
+    return moves
