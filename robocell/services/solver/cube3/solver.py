@@ -6,7 +6,9 @@ collecting candidate solutions up to ``ROBOT_LENGTH_SLACK`` moves longer than th
 found so far, the motion compiler (`robocell.services.solver.cube3.robot.compile_plan`)
 prices each one in the robot's primitives, and the plan is the one with the least robot time.
 A solution two moves longer often needs fewer re-grips or tilts, so it pays to look at them;
-beyond that the candidates are rarely better and only slow the search down.
+beyond that the candidates are rarely better and only slow the search down. For such
+profiles the plan's ``moves`` are what the robot does in its own frame (whole-cube rotations
+included); the face-turn solution is in ``stats["face_turns"]``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from collections.abc import Callable
 from functools import cache
 
 from robocell.common.cubie import CubieState
-from robocell.common.moves import apply_to_cubies
-from robocell.common.notation import Move
+from robocell.common.facelets import solved
+from robocell.common.moves import apply_to_cubies, apply_to_facelets
+from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile, load_profile
 from robocell.common.validation import validate
 from robocell.services.solver.plan import Plan
@@ -89,6 +92,7 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
                  "found_ms": [round(1000 * s, 3) for s in result.found_s]}
         return moves, [str(m) for m in moves], float(len(moves)), stats
     budget = DEFAULT_ROBOT_TIMEOUT_S if timeout is None else timeout
+    cost_function([Move("U", 1)])  # build the compiler's tables before the clock starts
     seen: set[tuple[Move, ...]] = set()
     best: tuple[float, list[Move], list[str]] | None = None
     shortest: tuple[int, float] | None = None
@@ -129,7 +133,24 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
         raise RuntimeError(f"internal error: solution {moves} does not solve {facelets}")
     if cost_function is None:
         cost = sum(chosen.primitive(p).cost for p in primitives)
+    else:
+        # the plan's moves are what the robot does, in its frame (rotations included)
+        from robocell.services.solver.cube3.robot import primitive_moves
+
+        stats["face_turns"] = format_moves(moves)
+        stats["face_turn_count"] = len(moves)
+        moves = primitive_moves(primitives, chosen)
+        if not _solved_in_some_orientation(apply_to_facelets(facelets, moves),
+                                           chosen.solved_any_orientation):
+            raise RuntimeError(f"internal error: primitives {primitives} of profile "
+                               f"{chosen.name} do not solve {facelets}")
     return Plan(puzzle="3x3", profile=chosen.name, facelets=facelets, primitives=primitives,
                 moves=moves, cost=cost, cost_ms=chosen.cost_ms(cost),
                 solve_ms=1000 * (time.perf_counter() - started),
                 optimal=bool(stats.pop("optimal")) and cost_function is None, stats=stats)
+
+
+def _solved_in_some_orientation(facelets: str, any_orientation: bool) -> bool:
+    if not any_orientation:
+        return facelets == solved(3)
+    return all(len(set(facelets[9 * f: 9 * f + 9])) == 1 for f in range(6))
