@@ -40,11 +40,16 @@ CostFunction = Callable[[list[Move]], tuple[list[str], float]]
 def is_move_count_metric(profile: Profile) -> bool:
     """True when the profile's cost is the number of face turns (htm): then the shortest
     solution is the cheapest and no candidates need pricing."""
+    return _counts_moves(tuple((p.moves, p.cost) for p in profile.primitives))
+
+
+@cache
+def _counts_moves(primitives: tuple[tuple[tuple[Move, ...], float], ...]) -> bool:
     from robocell.services.solver.cube3.moves import move_of_index
 
-    if any(len(p.moves) != 1 for p in profile.primitives):
+    if any(len(moves) != 1 for moves, _ in primitives):
         return False
-    costs = {p.moves[0]: p.cost for p in profile.primitives}
+    costs = {moves[0]: cost for moves, cost in primitives}
     turns = [move_of_index(i) for i in range(18)]
     return all(m in costs for m in turns) and len({costs[m] for m in turns}) == 1
 
