@@ -413,13 +413,15 @@ class TwoPhaseSearch:
     def solutions(self, timeout: float | None = 0.0, max_length: int | None = None,
                   keep_within: int = 0) -> Iterator[list[Move]]:
         """Yield solutions as found, each shorter than the one before (or, with
-        ``keep_within`` > 0, any up to the best length + keep_within). Stops when the time is
+        ``keep_within`` > 0, any up to the best length + keep_within, and never longer than
+        the first bound). Stops when the time is
         up (after at least one solution), when a solution of at most ``max_length`` moves is
         found (shortest-solution mode only), or when nothing shorter exists."""
         start = time.perf_counter()
         deadline = None if timeout is None else start + timeout
-        bound = FIRST_LENGTH_BOUND if max_length is None else max(max_length, FIRST_LENGTH_BOUND)
-        bound = min(bound, MAX_LENGTH - 1)
+        first_bound = FIRST_LENGTH_BOUND if max_length is None else max(max_length,
+                                                                        FIRST_LENGTH_BOUND)
+        bound = first_bound = min(first_bound, MAX_LENGTH - 1)
         best: int | None = None
         self.nodes = 0
         self.exhausted = False
@@ -446,7 +448,7 @@ class TwoPhaseSearch:
                             return
                         bound = best - 1
                     else:
-                        bound = min(best + keep_within, MAX_LENGTH - 1)
+                        bound = min(best + keep_within, first_bound)
                 if best is not None and deadline is not None and time.perf_counter() >= deadline:
                     return
 

@@ -63,6 +63,7 @@ def robot_cost_function(profile: Profile) -> CostFunction:
             f"profile {profile.name} needs the 3x3 motion compiler "
             "(robocell.services.solver.cube3.robot), which is not installed; use --profile "
             "htm or install the full robocell package") from exc
+    compile_plan([Move("U", 1)], profile)  # build the compiler's tables before the clock starts
     return lambda moves: compile_plan(moves, profile)
 
 
@@ -97,7 +98,6 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
                  "found_ms": [round(1000 * s, 3) for s in result.found_s]}
         return moves, [str(m) for m in moves], float(len(moves)), stats
     budget = DEFAULT_ROBOT_TIMEOUT_S if timeout is None else timeout
-    cost_function([Move("U", 1)])  # build the compiler's tables before the clock starts
     seen: set[tuple[Move, ...]] = set()
     best: tuple[float, list[Move], list[str]] | None = None
     shortest: tuple[int, float] | None = None
