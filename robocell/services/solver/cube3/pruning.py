@@ -37,8 +37,8 @@ ALL_MOVES = np.arange(N_MOVE, dtype=np.int64)
 
 
 @njit(cache=True)
-def _bfs_level(depth, d, backward, n_class, n_inner, moves, rep_outer, rep_inner_fn_unused,
-               outer_move_a, outer_move_b, outer_split, classidx, symidx, stab, inner_move,
+def _bfs_level(depth, d, backward, n_class, n_inner, moves, rep_outer, outer_move_a,
+               outer_move_b, outer_split, classidx, symidx, stab, inner_move,
                inner_conj):
     """One breadth-first level over a class x inner table; returns entries set to d + 1.
 
@@ -116,7 +116,7 @@ def _sym_bfs(n_class: int, n_inner: int, moves: np.ndarray, rep_outer, outer_mov
         progress.update(filled)
         while filled < total:
             backward = total - filled < frontier
-            new = _bfs_level(depth, d, backward, n_class, n_inner, moves, rep_outer, 0,
+            new = _bfs_level(depth, d, backward, n_class, n_inner, moves, rep_outer,
                              outer_move_a, outer_move_b, outer_split, classidx, symidx, stab,
                              inner_move, inner_conj)
             if new == 0:

@@ -55,6 +55,10 @@ IS_PHASE2_MOVE[list(PHASE2_MOVES)] = True
 
 SYM_MASK = (1 << SYM_BITS) - 1
 
+# counters in the ``stats`` array of `search_direction`
+PHASE1_TRIED, PHASE1_EXPANDED, PHASE2_NODES = 0, 1, 2
+N_STATS = 3
+
 # status codes of `search_direction`
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
 
@@ -157,7 +161,7 @@ def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, wor
                 # a half turn of the face phase 1 ended with merges into one quarter turn:
                 # "R R2" is "R'", the other phase-1 solution of the pair
                 continue
-            counter[3] += 1
+            counter[PHASE2_NODES] += 1
             togo = depth - sp - 1
             c1 = T.corners_move[c_st[sp], m]
             s1 = T.slice_sorted_move[s_st[sp], m]
@@ -276,15 +280,15 @@ def search_direction(T, root, start_cp, start_ep, state, children, max_total, bu
     n_ch = state[2:2 + MAX_LENGTH + 1]
     pos = state[3 + MAX_LENGTH:]
     while True:
-        if counter[0] >= budget:
+        if counter[PHASE1_TRIED] >= budget:
             state[0] = d1
             state[1] = sp
-            return BUDGET_SPENT, 0, counter[0]
+            return BUDGET_SPENT, 0, counter[PHASE1_TRIED]
         if sp < 0:
             if d1 + 1 > max_total:
                 state[0] = d1
                 state[1] = -1
-                return EXHAUSTED, 0, counter[0]
+                return EXHAUSTED, 0, counter[PHASE1_TRIED]
             d1 += 1
             if d1 == 0:
                 found = phase2_from_leaf(T, start_cp, start_ep, path, 0, max_total, work,
@@ -292,11 +296,11 @@ def search_direction(T, root, start_cp, start_ep, state, children, max_total, bu
                 if found >= 0:
                     state[0] = d1
                     state[1] = -1
-                    return FOUND, found, counter[0]
+                    return FOUND, found, counter[PHASE1_TRIED]
                 continue
             n, tried = expand_phase1(T, root[0], root[1], root[2], root[3], -1, d1 - 1,
                                      children, 0)
-            counter[0] += tried
+            counter[PHASE1_TRIED] += tried
             n_ch[0] = n
             pos[0] = 0
             sp = 0
@@ -317,13 +321,13 @@ def search_direction(T, root, start_cp, start_ep, state, children, max_total, bu
             if found >= 0:
                 state[0] = d1
                 state[1] = sp
-                return FOUND, d1 + found, counter[0]
+                return FOUND, d1 + found, counter[PHASE1_TRIED]
             continue
-        counter[2] += 1
+        counter[PHASE1_EXPANDED] += 1
         n, tried = expand_phase1(T, children[sp, 1, j], children[sp, 2, j],
                                  children[sp, 3, j], children[sp, 4, j],
                                  children[sp, 0, j], togo - 1, children, sp + 1)
-        counter[0] += tried
+        counter[PHASE1_TRIED] += tried
         sp += 1
         n_ch[sp] = n
         pos[sp] = 0
@@ -393,6 +397,8 @@ class SearchResult:
     solutions: list[list[Move]]
     found_s: list[float]
     nodes: int
+    """Phase-1 moves tried (the unit of the node budget)."""
+    phase2_nodes: int
     exhausted: bool
     """True when the search space under the final bound was searched completely: for a
     shortest-solution search, the best solution is then optimal."""
@@ -407,8 +413,8 @@ class TwoPhaseSearch:
         self.directions = make_directions(state, self.tables)
         self.path = np.zeros(MAX_LENGTH + 1, np.int64)
         self.work = np.zeros((8, MAX_LENGTH + 1), np.int64)
-        self.stats = np.zeros(4, np.int64)
-        self.totals = np.zeros(4, np.int64)
+        self.stats = np.zeros(N_STATS, np.int64)
+        self.totals = np.zeros(N_STATS, np.int64)
 
     def solutions(self, timeout: float | None = 0.0, max_length: int | None = None,
                   keep_within: int = 0) -> Iterator[list[Move]]:
@@ -424,6 +430,7 @@ class TwoPhaseSearch:
         bound = first_bound = min(first_bound, MAX_LENGTH - 1)
         best: int | None = None
         self.nodes = 0
+        self.totals[:] = 0
         self.exhausted = False
         T = self.tables
         while True:
@@ -463,4 +470,5 @@ class TwoPhaseSearch:
             found_s.append(time.perf_counter() - start)
             if on_solution is not None:
                 on_solution(moves)
-        return SearchResult(found, found_s, self.nodes, self.exhausted)
+        return SearchResult(found, found_s, self.nodes, int(self.totals[PHASE2_NODES]),
+                            self.exhausted)
