@@ -56,8 +56,10 @@ IS_PHASE2_MOVE[list(PHASE2_MOVES)] = True
 SYM_MASK = (1 << SYM_BITS) - 1
 
 # counters in the ``stats`` array of `search_direction`
-PHASE1_TRIED, PHASE1_EXPANDED, PHASE2_NODES = 0, 1, 2
-N_STATS = 3
+PHASE1_TRIED, PHASE1_EXPANDED, PHASE2_NODES, N_FOUND = 0, 1, 2, 3
+N_STATS = 4
+MAX_FOUND = 32
+"""Solutions one call of `search_direction` may return (several only when collecting)."""
 
 # status codes of `search_direction`
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
@@ -122,9 +124,21 @@ def phase2_distance(T, corners, ud_edges):
 
 
 @njit(cache=True)
-def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, work, counter):
-    """Shortest phase-2 continuation of at most ``max_depth`` moves, written to
-    path[offset:]; returns its length, or -1 when there is none."""
+def record(path, length, found, found_length, counter):
+    """Copy path[:length] into the next free row of ``found``."""
+    n = counter[N_FOUND]
+    if n < found.shape[0]:
+        found[n, :length] = path[:length]
+        found_length[n] = length
+        counter[N_FOUND] = n + 1
+
+
+@njit(cache=True)
+def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, work, counter,
+                  collect, found, found_length):
+    """Phase-2 continuations (in path[offset:]) of at most ``max_depth`` moves, each whole
+    solution recorded in ``found``: only the shortest, or with ``collect`` every one (until
+    ``found`` is full). Returns the shortest length, or -1 when there is none."""
     if T.cornslice_depth[corners * N_PERM_4 + slice_perm] > max_depth:
         return -1
     h = phase2_distance(T, corners, ud_edges)
@@ -132,7 +146,9 @@ def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, wor
         return -1
     lower = max(h, np.int64(T.cornslice_depth[corners * N_PERM_4 + slice_perm]))
     if lower == 0:
+        record(path, offset, found, found_length, counter)
         return 0
+    shortest = -1
     prev_root = path[offset - 1] if offset > 0 else -1
     c_st = work[0]
     u_st = work[1]
@@ -173,18 +189,24 @@ def phase2_search(T, corners, ud_edges, slice_perm, max_depth, path, offset, wor
                 continue
             path[offset + sp] = m
             if togo == 0:
-                return depth
+                record(path, offset + depth, found, found_length, counter)
+                if not collect or counter[N_FOUND] >= found.shape[0]:
+                    return depth
+                if shortest < 0:
+                    shortest = depth
+                continue
             sp += 1
             c_st[sp] = c1
             u_st[sp] = u1
             s_st[sp] = s1
             d_st[sp] = d1
             k_st[sp] = 0
-    return -1
+    return shortest
 
 
 @njit(cache=True)
-def phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work, counter):
+def phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work, counter, collect, found,
+                     found_length):
     """Replay the phase-1 moves on the permutations, then search phase 2."""
     cp = work[5, :N_CORNER]
     ep = work[6, :N_EDGE]
@@ -209,7 +231,7 @@ def phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work, counter):
         tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
     slice_perm = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
     return phase2_search(T, corners, ud_edges, slice_perm, max_total - d1, path, d1, work,
-                         counter)
+                         counter, collect, found, found_length)
 
 
 @njit(cache=True)
@@ -265,12 +287,13 @@ def expand_phase1(T, twist, flip, slc, dist, prev, togo, children, level):
 
 @njit(cache=True)
 def search_direction(T, root, start_cp, start_ep, state, children, max_total, budget, path,
-                     work, stats):
+                     work, stats, collect, found, found_length):
     """Run one direction's phase-1 IDA* for about ``budget`` nodes, resuming from ``state``
     (d1, sp, then per level the number of children and the next one to visit) and the
     per-level child lists in ``children``.
 
-    Returns (status, solution length, nodes): FOUND with the solution in ``path``,
+    Returns (status, solution length, nodes): FOUND with stats[N_FOUND] solutions in
+    ``found`` (the shortest of the leaf, or with ``collect`` all within the bound),
     EXHAUSTED when every phase-1 depth up to ``max_total`` is done, or BUDGET_SPENT.
     """
     counter = stats
@@ -291,12 +314,12 @@ def search_direction(T, root, start_cp, start_ep, state, children, max_total, bu
                 return EXHAUSTED, 0, counter[PHASE1_TRIED]
             d1 += 1
             if d1 == 0:
-                found = phase2_from_leaf(T, start_cp, start_ep, path, 0, max_total, work,
-                                         counter)
-                if found >= 0:
+                found_any = phase2_from_leaf(T, start_cp, start_ep, path, 0, max_total, work,
+                                             counter, collect, found, found_length)
+                if found_any >= 0:
                     state[0] = d1
                     state[1] = -1
-                    return FOUND, found, counter[PHASE1_TRIED]
+                    return FOUND, found_any, counter[PHASE1_TRIED]
                 continue
             n, tried = expand_phase1(T, root[0], root[1], root[2], root[3], -1, d1 - 1,
                                      children, 0)
@@ -316,12 +339,12 @@ def search_direction(T, root, start_cp, start_ep, state, children, max_total, bu
         if togo == 0:
             for level in range(sp + 1):
                 path[level] = children[level, 0, pos[level] - 1]
-            found = phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work,
-                                     counter)
-            if found >= 0:
+            found_any = phase2_from_leaf(T, start_cp, start_ep, path, d1, max_total, work,
+                                         counter, collect, found, found_length)
+            if found_any >= 0:
                 state[0] = d1
                 state[1] = sp
-                return FOUND, d1 + found, counter[PHASE1_TRIED]
+                return FOUND, d1 + found_any, counter[PHASE1_TRIED]
             continue
         counter[PHASE1_EXPANDED] += 1
         n, tried = expand_phase1(T, children[sp, 1, j], children[sp, 2, j],
@@ -414,6 +437,8 @@ class TwoPhaseSearch:
         self.path = np.zeros(MAX_LENGTH + 1, np.int64)
         self.work = np.zeros((8, MAX_LENGTH + 1), np.int64)
         self.stats = np.zeros(N_STATS, np.int64)
+        self.found = np.zeros((MAX_FOUND, MAX_LENGTH + 1), np.int64)
+        self.found_length = np.zeros(MAX_FOUND, np.int64)
         self.totals = np.zeros(N_STATS, np.int64)
 
     def solutions(self, timeout: float | None = 0.0, max_length: int | None = None,
@@ -441,15 +466,17 @@ class TwoPhaseSearch:
             for direction in active:
                 status, length, nodes = search_direction(
                     T, direction.root, direction.start_cp, direction.start_ep, direction.state,
-                    direction.children, bound, NODE_SLICE, self.path, self.work, self.stats)
+                    direction.children, bound, NODE_SLICE, self.path, self.work, self.stats,
+                    keep_within > 0, self.found, self.found_length)
                 self.nodes += int(nodes)
                 self.totals += self.stats
                 if status == EXHAUSTED:
                     direction.exhausted = True
                 elif status == FOUND:
-                    moves = direction.to_original(self.path[:length])
-                    best = len(moves) if best is None else min(best, len(moves))
-                    yield moves
+                    for i in range(int(self.stats[N_FOUND])):
+                        moves = direction.to_original(self.found[i, :self.found_length[i]])
+                        best = len(moves) if best is None else min(best, len(moves))
+                        yield moves
                     if keep_within == 0:
                         if max_length is not None and best <= max_length:
                             return
