@@ -85,9 +85,9 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
     candidates found within the budget."""
     from robocell.services.solver.cube3.search import TwoPhaseSearch
 
+    warm_up()  # first: a caller warming up with the solved cube gets the search ready too
     if state.is_solved():
         return [], [], 0.0, {"candidates": 0, "nodes": 0, "optimal": True}
-    warm_up()
     search = TwoPhaseSearch(state)
     if cost_function is None:
         budget = DEFAULT_TIMEOUT_S if timeout is None else timeout
