@@ -443,11 +443,11 @@ class TwoPhaseSearch:
 
     def solutions(self, timeout: float | None = 0.0, max_length: int | None = None,
                   keep_within: int = 0) -> Iterator[list[Move]]:
-        """Yield solutions as found, each shorter than the one before (or, with
-        ``keep_within`` > 0, any up to the best length + keep_within, and never longer than
-        the first bound). Stops when the time is
-        up (after at least one solution), when a solution of at most ``max_length`` moves is
-        found (shortest-solution mode only), or when nothing shorter exists."""
+        """Yield solutions as found: each shorter than the one before, or with
+        ``keep_within`` > 0 every one up to the best length + keep_within (never above the
+        first bound, 21 or ``max_length``). Stops when the time is up (after at least one
+        solution), when a solution of at most ``max_length`` moves is found (shortest mode
+        only), or when nothing shorter exists. A search object runs one search."""
         start = time.perf_counter()
         deadline = None if timeout is None else start + timeout
         first_bound = FIRST_LENGTH_BOUND if max_length is None else max(max_length,
