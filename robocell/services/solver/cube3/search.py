@@ -374,6 +374,7 @@ class Direction:
     exhausted: bool = False
 
     def to_original(self, indices: np.ndarray) -> list[Move]:
+        """A solution found for this direction (move numbers) as moves of the original cube."""
         moves = [move_of_index(int(i)) for i in indices]
         if self.inverse:
             moves = [m.inverse() for m in reversed(moves)]
@@ -381,6 +382,8 @@ class Direction:
 
 
 def _relabelled_rotation(facelets: str, rotation: str) -> tuple[str, dict[str, str]]:
+    """The cube turned by ``rotation`` with its colours renamed after the centres' new
+    places, and which original face each face of the turned frame is."""
     if not rotation:
         return facelets, {f: f for f in FACES}
     turned = apply_to_facelets(facelets, rotation)
@@ -392,6 +395,7 @@ def _relabelled_rotation(facelets: str, rotation: str) -> tuple[str, dict[str, s
 
 
 def make_directions(state: CubieState, T: TwoPhaseTables) -> list[Direction]:
+    """The six directions of a cube, each ready to start its phase-1 search."""
     directions = []
     facelets = state.to_facelets()
     for rotation in DIRECTION_ROTATIONS:
