@@ -69,6 +69,16 @@ def test_short_scramble_is_solved_optimally_and_says_so() -> None:
     assert plan.optimal
 
 
+def test_superflip_gets_a_first_solution_without_a_long_wait() -> None:
+    superflip = apply_to_facelets(
+        SOLVED, "U R2 F B R B2 R U2 L B2 R U' D' R2 F R' L B2 U2 F2")
+    result = TwoPhaseSearch(validate(superflip)).run(timeout=0.0)
+    moves = result.solutions[-1]
+    assert apply_to_facelets(superflip, moves) == SOLVED
+    # the bound grows by one move every PATIENCE_S past the budget: 21 or 22 moves
+    assert len(moves) <= 22
+
+
 def test_max_length_stops_at_the_first_solution_that_short() -> None:
     facelets = random_facelets(3, 77)
     plan = solve(facelets, "htm", max_length=20, timeout=10.0)

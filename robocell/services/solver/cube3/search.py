@@ -44,6 +44,8 @@ from robocell.services.solver.cube3.tables import SYM_BITS, TwoPhaseTables, load
 FIRST_LENGTH_BOUND = 21
 """Length bound before any solution is known: every cube has a two-phase solution this
 short, and the search finds one within a millisecond or so."""
+PATIENCE_S = 0.05
+"""Past the budget with no solution yet, the length bound grows by one every this long."""
 NODE_SLICE = 4000
 """Phase-1 nodes a direction may visit before the driver looks at the clock again."""
 DIRECTION_ROTATIONS = ("", "x", "z")
@@ -487,8 +489,17 @@ class TwoPhaseSearch:
                         bound = best - 1
                     else:
                         bound = min(best + keep_within, first_bound)
-                if best is not None and deadline is not None and time.perf_counter() >= deadline:
-                    return
+                if deadline is not None and time.perf_counter() >= deadline:
+                    if best is not None:
+                        return
+                    if time.perf_counter() >= deadline + PATIENCE_S and bound < MAX_LENGTH - 1:
+                        # a rare cube (the superflip) has few two-phase solutions this short:
+                        # rather than keep the caller waiting, accept one move more
+                        bound += 1
+                        first_bound = bound
+                        deadline += PATIENCE_S
+                        for d in self.directions:
+                            d.exhausted = False
 
     def run(self, timeout: float | None = 0.0, max_length: int | None = None,
             keep_within: int = 0,
