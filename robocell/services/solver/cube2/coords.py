@@ -127,22 +127,24 @@ def normal_coordinate(cp, co, norm_cp, norm_co):  # pragma: no cover - compiled
     t = co[6]
     r_cp = norm_cp[c, t]
     r_co = norm_co[c, t]
-    # the normal member r * s, read over the free positions 0..5, 7 (cubie 7 renamed 6)
-    perm = np.empty(7, dtype=np.int8)
+    # the normal member r * s, read over the free positions 0..5, 7 (cubie 7 renamed 6);
+    # Lehmer rank: each value counts the smaller values not yet used
+    rank = 0
     twist = 0
+    seen = 0
     for k in range(7):
         i = k if k < 6 else 7
         cubie = r_cp[cp[i]]
-        perm[k] = cubie if cubie < 6 else 6
+        value = cubie if cubie < 6 else 6
+        below = seen & ((1 << value) - 1)
+        used_below = 0
+        while below:
+            below &= below - 1
+            used_below += 1
+        rank = rank * (7 - k) + value - used_below
+        seen |= 1 << value
         if k < 6:
             twist = twist * 3 + (r_co[cp[i]] + co[i]) % 3
-    rank = 0
-    for k in range(6):
-        smaller = 0
-        for m in range(k + 1, 7):
-            if perm[m] < perm[k]:
-                smaller += 1
-        rank = rank * (7 - k) + smaller
     return rank * 729 + twist
 
 
@@ -151,23 +153,26 @@ def normal_state(coord, out_cp, out_co):  # pragma: no cover - compiled
     """The normal member of class ``coord`` into (out_cp, out_co)."""
     twist = coord % 729
     rank = coord // 729
-    digits = np.empty(7, dtype=np.int64)
+    # factorial-base digits, last first: digit k has base 7 - k
+    digits = 0
     for k in range(6, -1, -1):
         base = 7 - k
-        digits[k] = rank % base
+        digits |= (rank % base) << (3 * k)
         rank //= base
-    used = np.zeros(7, dtype=np.bool_)
-    total = 0
+    free = 0x7F
     for k in range(7):
-        skip = digits[k]
-        for v in range(7):
-            if not used[v]:
+        skip = (digits >> (3 * k)) & 7
+        v = 0
+        while True:
+            if free & (1 << v):
                 if skip == 0:
-                    used[v] = True
-                    i = k if k < 6 else 7
-                    out_cp[i] = v if v < 6 else 7
                     break
                 skip -= 1
+            v += 1
+        free &= ~(1 << v)
+        i = k if k < 6 else 7
+        out_cp[i] = v if v < 6 else 7
+    total = 0
     for k in range(5, -1, -1):
         t = twist % 3
         twist //= 3

@@ -17,7 +17,6 @@ the R/L and B/F pairs, so one table serves both, halving its size.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 

@@ -1,0 +1,167 @@
+"""Optimal 2x2x2 plans for a robot profile, read off the cost-to-go table by descent.
+
+From the cube as it sits in the robot, the plan's cost is the least ``cost(p) + h(s*p, q_p)``
+over all primitives ``p`` (no sequencing constraint before the first one). Then, step by
+step, the first primitive allowed after the last one whose successor's cost-to-go is exactly
+the current cost minus its own cost is taken, until the cube is solved in some orientation.
+Each step is a handful of table reads, so a plan takes microseconds; it is optimal because
+the table is the exact cost-to-go.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit
+
+from robocell.common.cubie import from_facelets
+from robocell.common.profile import Profile
+from robocell.services.solver.cube2.coords import (
+    SOLVED,
+    multiply,
+    normal_coordinate,
+    normalisers,
+)
+from robocell.services.solver.cube2.robot import RobotModel, compile_profile
+from robocell.services.solver.cube2.search import UNREACHED, table_value
+from robocell.services.solver.cube2.tables import LAYOUT_BITS, load_tables
+from robocell.services.solver.plan import Plan
+
+MAX_PLAN_STEPS = 512
+NO_PLAN = -1
+"""Descent result: the robot cannot solve this state with its primitives."""
+TABLE_MISMATCH = -2
+"""Descent result: no primitive continues the plan (the table does not fit the profile)."""
+
+
+class UnsolvableForRobot(ValueError):
+    """A valid cube that this robot's primitives cannot bring to solved."""
+
+
+@njit(cache=True)
+def _successor_cost(s_cp, s_co, p, lookup_cp, lookup_co, tab, packed, bits, norm_cp, norm_co,
+                    u_cp, u_co):  # pragma: no cover - compiled
+    multiply(s_cp, s_co, lookup_cp[p], lookup_co[p], u_cp, u_co)
+    return table_value(packed, bits, tab, normal_coordinate(u_cp, u_co, norm_cp, norm_co))
+
+
+@njit(cache=True)
+def descend(s_cp, s_co, prim_cp, prim_co, prim_cost, prim_state, lookup_cp, lookup_co,
+            allowed, table_of_state, packed, bits, unreached, norm_cp, norm_co,
+            out):  # pragma: no cover - compiled
+    """Fill ``out`` with the optimal plan's primitive indices; returns (steps, cost) with
+    steps = NO_PLAN or TABLE_MISMATCH on failure. Costs in scaled units."""
+    n_prims = prim_cost.shape[0]
+    cp = s_cp.copy()
+    co = s_co.copy()
+    u_cp = np.empty(8, dtype=np.int8)
+    u_co = np.empty(8, dtype=np.int8)
+    if normal_coordinate(cp, co, norm_cp, norm_co) == SOLVED:
+        return 0, 0
+    best = -1
+    for p in range(n_prims):
+        h = _successor_cost(cp, co, p, lookup_cp, lookup_co, table_of_state[prim_state[p]],
+                            packed, bits, norm_cp, norm_co, u_cp, u_co)
+        if h != unreached and (best < 0 or prim_cost[p] + h < best):
+            best = prim_cost[p] + h
+    if best < 0:
+        return NO_PLAN, 0
+    total = best
+    remaining = best
+    state = -1
+    steps = 0
+    while normal_coordinate(cp, co, norm_cp, norm_co) != SOLVED:
+        if steps == out.shape[0]:
+            return TABLE_MISMATCH, total
+        chosen = -1
+        for p in range(n_prims):
+            if state >= 0 and not allowed[state, p]:
+                continue
+            if prim_cost[p] > remaining:
+                continue
+            h = _successor_cost(cp, co, p, lookup_cp, lookup_co, table_of_state[prim_state[p]],
+                                packed, bits, norm_cp, norm_co, u_cp, u_co)
+            if h != unreached and prim_cost[p] + h == remaining:
+                chosen = p
+                break
+        if chosen < 0:
+            return TABLE_MISMATCH, total
+        multiply(cp, co, prim_cp[chosen], prim_co[chosen], u_cp, u_co)
+        cp[:] = u_cp
+        co[:] = u_co
+        remaining -= prim_cost[chosen]
+        state = prim_state[chosen]
+        out[steps] = chosen
+        steps += 1
+    if remaining != 0:
+        return TABLE_MISMATCH, total
+    return steps, total
+
+
+class Cube2Solver:
+    """One profile's compiled model and memory-mapped table, ready to plan."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.model: RobotModel = compile_profile(profile)
+        self.packed, layout = load_tables(profile)
+        self.bits = int(layout[LAYOUT_BITS])
+        self.unreached = UNREACHED[self.bits]
+        self.norm_cp, self.norm_co = normalisers()
+        self._out = np.zeros(MAX_PLAN_STEPS, dtype=np.int64)
+        # first call loads the compiled descent, so that solve_ms measures only solving
+        self.plan_indices(np.arange(8, dtype=np.int8), np.zeros(8, dtype=np.int8))
+
+    def plan_indices(self, corner_perm: np.ndarray, corner_twist: np.ndarray,
+                     ) -> tuple[list[int], int]:
+        """Primitive indices of an optimal plan and its cost in scaled units."""
+        m = self.model
+        steps, cost = descend(
+            np.ascontiguousarray(corner_perm, dtype=np.int8),
+            np.ascontiguousarray(corner_twist, dtype=np.int8),
+            m.prim_cp, m.prim_co, m.prim_cost, m.prim_state, m.lookup_cp, m.lookup_co,
+            m.allowed, m.table_of_state, self.packed, self.bits, self.unreached,
+            self.norm_cp, self.norm_co, self._out)
+        if steps == NO_PLAN:
+            raise UnsolvableForRobot(
+                f"profile {self.profile.name}: this cube cannot be solved with the robot's "
+                "primitives (its cost-to-go is unreachable); check the profile's primitives")
+        if steps == TABLE_MISMATCH:
+            raise RuntimeError(
+                f"tables for profile {self.profile.name} do not fit the profile; rebuild them "
+                "with `robocell tables build --force --profile "
+                f"{self.profile.name}`")
+        return [int(i) for i in self._out[:steps]], int(cost)
+
+    def solve(self, facelets: str) -> Plan:
+        """The optimal plan for a validated 2x2x2 facelet string."""
+        started = time.perf_counter()
+        state = from_facelets(facelets)
+        indices, scaled_cost = self.plan_indices(state.corner_perm, state.corner_twist)
+        prims = [self.profile.primitives[i] for i in indices]
+        moves = [move for p in prims for move in p.moves]
+        cost = scaled_cost / self.model.cost_scale
+        solve_ms = (time.perf_counter() - started) * 1000.0
+        return Plan(
+            puzzle="2x2", profile=self.profile.name, facelets=facelets,
+            primitives=[p.name for p in prims], moves=moves, cost=cost,
+            cost_ms=self.profile.cost_ms(cost), solve_ms=solve_ms, optimal=True,
+            stats={"steps": len(prims)},
+        )
+
+
+_SOLVERS: dict[tuple[str, str], Cube2Solver] = {}
+
+
+def solver_for(profile: Profile) -> Cube2Solver:
+    """The (cached) solver of a profile; loads or builds its table on first use."""
+    key = (profile.name, profile.content_hash)
+    if key not in _SOLVERS:
+        _SOLVERS[key] = Cube2Solver(profile)
+    return _SOLVERS[key]
+
+
+def solve_2x2(facelets: str, profile: Profile) -> Plan:
+    """Optimal plan for a validated 2x2x2 facelet string (any orientation) and a profile."""
+    return solver_for(profile).solve(facelets)
