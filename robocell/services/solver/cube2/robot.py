@@ -40,7 +40,8 @@ class RobotModel:
     Per primitive ``p``: ``prim_cp/prim_co`` (n, 8) its element; ``prim_cost`` scaled cost;
     ``prim_state`` the sequencing state after it; ``lookup_cp/lookup_co`` (n, 8) the element
     ``p * g`` where ``g`` maps that state to its table (``table_of_state``).
-    ``allowed[q, p]``: may ``p`` follow sequencing state ``q``.
+    ``allowed[q, p]``: may ``p`` follow sequencing state ``q``. ``carrier_cp/carrier_co``
+    (n_states, 8): the rotation ``g`` with ``h(s, q) = table[table_of_state[q]][class(s * g)]``.
     ``edges``: the predecessor edges of the backward search, one row per (table, primitive,
     previous state): element ``p^-1 * g_prev`` (cp, co), scaled cost, source table (the table
     of ``p``'s resulting state), target table (of the previous state).
@@ -52,6 +53,8 @@ class RobotModel:
     n_tables: int
     state_names: tuple[str, ...]
     table_of_state: np.ndarray
+    carrier_cp: np.ndarray
+    carrier_co: np.ndarray
     prim_cp: np.ndarray
     prim_co: np.ndarray
     prim_cost: np.ndarray
@@ -175,6 +178,8 @@ def compile_profile(profile: Profile) -> RobotModel:
     return RobotModel(
         profile=profile.name, cost_scale=scale, n_states=n_states, n_tables=len(reps),
         state_names=tuple(state_names), table_of_state=table_of_state,
+        carrier_cp=np.array([c[0] for c in carriers], dtype=np.int8),
+        carrier_co=np.array([c[1] for c in carriers], dtype=np.int8),
         prim_cp=prim_cp, prim_co=prim_co, prim_cost=cost, prim_state=prim_state,
         lookup_cp=np.array([e[0] for e in lookups], dtype=np.int8),
         lookup_co=np.array([e[1] for e in lookups], dtype=np.int8),
