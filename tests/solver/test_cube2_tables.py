@@ -108,3 +108,24 @@ def test_tables_cli_verifies_and_describes_the_cube2_groups():
     row = json.loads(info.stdout.splitlines()[0])
     assert row["group"] == "cube2-soltvvo-2x2" and row["status"] == "ok"
     assert row["arrays"]["cost_to_go"]["dtype"] == "uint8"
+
+
+def test_plan_cost_of_every_class_agrees_with_the_plans_and_has_the_known_mean():
+    from robocell.common.cubie import CubieState
+    from robocell.services.solver.api import solve
+    from robocell.services.solver.cube2.coords import normal_state
+    from robocell.services.solver.cube2.solver import plan_costs
+
+    costs, scale = plan_costs(load_profile("soltvvo-2x2"))
+    assert scale == 1 and costs.shape == (N_STATES,) and costs.min() == 0
+    assert np.count_nonzero(costs == 0) == 1
+    rng = np.random.default_rng(5)
+    cp = np.empty(8, dtype=np.int8)
+    co = np.empty(8, dtype=np.int8)
+    for coord in rng.integers(0, N_STATES, 300).tolist():
+        normal_state(coord, cp, co)
+        facelets = CubieState(2, cp.copy(), co.copy()).to_facelets()
+        assert solve(facelets, "soltvvo-2x2").cost == costs[coord]
+    # htm: before the first turn the plan length is the distance itself
+    htm_costs, _ = plan_costs(load_profile("htm"))
+    assert np.bincount(htm_costs).tolist() == HTM_DISTRIBUTION

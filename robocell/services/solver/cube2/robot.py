@@ -114,6 +114,11 @@ def compile_profile(profile: Profile) -> RobotModel:
         state_names = profile.groups
         prim_state = np.array([state_names.index(p.group) for p in prims], dtype=np.int64)
         n_states = len(state_names)
+        if n_states < 2:
+            raise ProfileNotSupported(
+                f"profile {profile.name}: sequencing.rule: \"alternate-groups\" with one "
+                f"group ({state_names[0]!r}) allows a single primitive per plan; give the "
+                "primitives at least two groups or use rule \"none\"")
         allowed = prim_state[None, :] != np.arange(n_states)[:, None]
     else:
         state_names = ("any",)

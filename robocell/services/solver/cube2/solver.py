@@ -18,9 +18,11 @@ from numba import njit
 from robocell.common.cubie import from_facelets
 from robocell.common.profile import Profile
 from robocell.services.solver.cube2.coords import (
+    N_STATES,
     SOLVED,
     multiply,
     normal_coordinate,
+    normal_state,
     normalisers,
 )
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
@@ -165,3 +167,37 @@ def solver_for(profile: Profile) -> Cube2Solver:
 def solve_2x2(facelets: str, profile: Profile) -> Plan:
     """Optimal plan for a validated 2x2x2 facelet string (any orientation) and a profile."""
     return solver_for(profile).solve(facelets)
+
+
+@njit(cache=True)
+def _plan_costs(carrier_cp, carrier_co, table_of_state, packed, bits, unreached, norm_cp,
+                norm_co, out):  # pragma: no cover - compiled
+    # before the first motion every primitive is allowed, and each is allowed after some
+    # sequencing state, so the plan cost is the least h(s, q) over the states q
+    s_cp = np.empty(8, dtype=np.int8)
+    s_co = np.empty(8, dtype=np.int8)
+    u_cp = np.empty(8, dtype=np.int8)
+    u_co = np.empty(8, dtype=np.int8)
+    n_seq = table_of_state.shape[0]
+    for coord in range(out.shape[0]):
+        normal_state(coord, s_cp, s_co)
+        best = -1
+        for q in range(n_seq):
+            multiply(s_cp, s_co, carrier_cp[q], carrier_co[q], u_cp, u_co)
+            h = table_value(packed, bits, table_of_state[q],
+                            normal_coordinate(u_cp, u_co, norm_cp, norm_co))
+            if h != unreached and (best < 0 or h < best):
+                best = h
+        out[coord] = best
+
+
+def plan_costs(profile: Profile) -> tuple[np.ndarray, int]:
+    """The optimal plan cost (scaled units, -1 if unsolvable) of every rotation class as the
+    cube sits in the robot before the first motion, and the cost scale. Each class stands
+    for 24 robot-frame states (the same cube recoloured), all with this cost."""
+    solver = solver_for(profile)
+    m = solver.model
+    out = np.empty(N_STATES, dtype=np.int32)
+    _plan_costs(m.carrier_cp, m.carrier_co, m.table_of_state, solver.packed, solver.bits,
+                solver.unreached, solver.norm_cp, solver.norm_co, out)
+    return out, m.cost_scale
