@@ -1,10 +1,9 @@
 """2x2x2 plans: replayed on the cube model they solve, obey sequencing, and are optimal."""
 
-import heapq
 
 import numpy as np
 import pytest
-from cube2_support import is_solved_any_orientation, orientation_free_key
+from cube2_support import is_solved_any_orientation, least_robot_cost, orientation_free_key
 
 from robocell.common.cube import (
     apply_to_facelets,
@@ -86,36 +85,6 @@ def test_metric_plans_match_an_exhaustive_search_of_all_short_cases(profile_name
         assert (cost <= depth) == (orientation_free_key(facelets) in distance)
 
 
-def _least_robot_cost(facelets: str, profile_name: str, bound: float) -> float | None:
-    """Uniform-cost search over (cube, last group) with the profile's primitives applied on
-    the facelet model; the least cost to any solved orientation, or None above ``bound``."""
-    profile = load_profile(profile_name)
-    steps = [(list(p.moves), p.cost, p.group) for p in profile.primitives]
-    queue = [(0.0, 0, facelets, None)]
-    best: dict[tuple[str, str | None], float] = {}
-    counter = 1
-    while queue:
-        cost, _, cube, group = heapq.heappop(queue)
-        if cost > bound:
-            return None
-        if is_solved_any_orientation(cube):
-            return cost
-        key = (orientation_free_key(cube), group)
-        if best.get(key, np.inf) < cost:
-            continue
-        for moves, step_cost, step_group in steps:
-            if step_group == group:
-                continue
-            after = apply_to_facelets(cube, moves)
-            new_cost = cost + step_cost
-            new_key = (orientation_free_key(after), step_group)
-            if new_cost <= bound and new_cost < best.get(new_key, np.inf):
-                best[new_key] = new_cost
-                heapq.heappush(queue, (new_cost, counter, after, step_group))
-                counter += 1
-    return None
-
-
 def test_reference_robot_plans_match_an_exhaustive_search_on_short_cases():
     profile = load_profile("soltvvo-2x2")
     rng = np.random.default_rng(11)
@@ -135,4 +104,4 @@ def test_reference_robot_plans_match_an_exhaustive_search_on_short_cases():
         plan = solve(cube, "soltvvo-2x2")
         assert plan.cost <= sum(p.cost for p in sequence)
         # uniform-cost search pops states cheapest first: its first solved state is optimal
-        assert _least_robot_cost(cube, "soltvvo-2x2", plan.cost) == plan.cost, cube
+        assert least_robot_cost(cube, profile, plan.cost) == plan.cost, cube

@@ -111,7 +111,6 @@ class Cube2Solver:
         self.bits = int(layout[LAYOUT_BITS])
         self.unreached = UNREACHED[self.bits]
         self.norm_cp, self.norm_co = normalisers()
-        self._out = np.zeros(MAX_PLAN_STEPS, dtype=np.int64)
         # first call loads the compiled descent, so that solve_ms measures only solving
         self.plan_indices(np.arange(8, dtype=np.int8), np.zeros(8, dtype=np.int8))
 
@@ -119,12 +118,13 @@ class Cube2Solver:
                      ) -> tuple[list[int], int]:
         """Primitive indices of an optimal plan and its cost in scaled units."""
         m = self.model
+        out = np.empty(MAX_PLAN_STEPS, dtype=np.int64)  # per call: solvers may share threads
         steps, cost = descend(
             np.ascontiguousarray(corner_perm, dtype=np.int8),
             np.ascontiguousarray(corner_twist, dtype=np.int8),
             m.prim_cp, m.prim_co, m.prim_cost, m.prim_state, m.lookup_cp, m.lookup_co,
             m.allowed, m.table_of_state, self.packed, self.bits, self.unreached,
-            self.norm_cp, self.norm_co, self._out)
+            self.norm_cp, self.norm_co, out)
         if steps == NO_PLAN:
             raise UnsolvableForRobot(
                 f"profile {self.profile.name}: this cube cannot be solved with the robot's "
@@ -134,7 +134,7 @@ class Cube2Solver:
                 f"tables for profile {self.profile.name} do not fit the profile; rebuild them "
                 "with `robocell tables build --force --profile "
                 f"{self.profile.name}`")
-        return [int(i) for i in self._out[:steps]], int(cost)
+        return [int(i) for i in out[:steps]], int(cost)
 
     def solve(self, facelets: str) -> Plan:
         """The optimal plan for a validated 2x2x2 facelet string."""
