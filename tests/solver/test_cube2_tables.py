@@ -21,7 +21,8 @@ QTM_DISTRIBUTION = [1, 6, 27, 120, 534, 2256, 8969, 33058, 114149, 360508, 93058
 
 
 def unpacked(profile: str) -> np.ndarray:
-    packed, layout = load_tables(load_profile(profile))
+    _, arrays = load_tables(load_profile(profile))
+    packed, layout = arrays["cost_to_go"], arrays["layout"]
     if int(layout[LAYOUT_BITS]) == 4:
         low = packed & 0xF
         high = packed >> 4
@@ -40,8 +41,8 @@ def test_metric_distance_distributions_equal_the_published_ones(profile, publish
 def test_reference_robot_reaches_every_class_and_table_is_bellman_consistent():
     profile = load_profile("soltvvo-2x2")
     model = compile_profile(profile)
-    packed, layout = load_tables(profile)
-    bits = int(layout[LAYOUT_BITS])
+    _, arrays = load_tables(profile)
+    packed, bits = arrays["cost_to_go"], int(arrays["layout"][LAYOUT_BITS])
     values = unpacked("soltvvo-2x2")
     assert (values != UNREACHED[bits]).all()
     assert values[0, SOLVED] == 0 and (values[0, 1:] > 0).all()
@@ -74,7 +75,7 @@ def test_manifest_records_profile_hash_and_checksums():
     tables.load(group)
     manifest = tables.read_manifest(group)
     assert manifest["params"]["profile_hash"] == profile.content_hash
-    assert set(manifest["arrays"]) == {"cost_to_go", "layout"}
+    assert set(manifest["arrays"]) == {"perm_moves", "twist_moves", "cost_to_go", "layout"}
     assert manifest["arrays"]["cost_to_go"]["shape"] == [1, N_STATES]
     assert tables.verify(group) == []
 
@@ -100,12 +101,12 @@ def test_tables_cli_verifies_and_describes_the_cube2_groups():
     out = subprocess.run([sys.executable, "-m", "robocell", "tables", "verify", "--json"],
                          capture_output=True, text=True, timeout=300)
     rows = {r["group"]: r for r in map(json.loads, out.stdout.splitlines())}
-    for name in ("cube2-htm", "cube2-qtm", "cube2-soltvvo-2x2"):
+    for name in ("cube2-classes", "cube2-htm", "cube2-qtm", "cube2-soltvvo-2x2"):
         assert rows[name]["ok"], rows[name]
     info = subprocess.run([sys.executable, "-m", "robocell", "tables", "info", "--json",
                            "--profile", "soltvvo-2x2"], capture_output=True, text=True,
                           timeout=300)
-    row = json.loads(info.stdout.splitlines()[0])
+    row = json.loads(info.stdout.splitlines()[1])
     assert row["group"] == "cube2-soltvvo-2x2" and row["status"] == "ok"
     assert row["arrays"]["cost_to_go"]["dtype"] == "uint8"
 
@@ -113,8 +114,8 @@ def test_tables_cli_verifies_and_describes_the_cube2_groups():
 def test_plan_cost_of_every_class_agrees_with_the_plans_and_has_the_known_mean():
     from robocell.common.cubie import CubieState
     from robocell.services.solver.api import solve
-    from robocell.services.solver.cube2.coords import normal_state
     from robocell.services.solver.cube2.solver import plan_costs
+    from robocell.services.solver.cube2.transitions import perm8_unrank, twist7_unrank
 
     costs, scale = plan_costs(load_profile("soltvvo-2x2"))
     assert scale == 1 and costs.shape == (N_STATES,) and costs.min() == 0
@@ -123,7 +124,9 @@ def test_plan_cost_of_every_class_agrees_with_the_plans_and_has_the_known_mean()
     cp = np.empty(8, dtype=np.int8)
     co = np.empty(8, dtype=np.int8)
     for coord in rng.integers(0, N_STATES, 300).tolist():
-        normal_state(coord, cp, co)
+        classes, _ = load_tables(load_profile("soltvvo-2x2"))
+        perm8_unrank(int(classes["normal_perm8"][coord // 729]), cp)
+        twist7_unrank((coord % 729) * 3, co)
         facelets = CubieState(2, cp.copy(), co.copy()).to_facelets()
         assert solve(facelets, "soltvvo-2x2").cost == costs[coord]
     # htm: before the first turn the plan length is the distance itself

@@ -112,17 +112,9 @@ def normalisers() -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def multiply(a_cp, a_co, b_cp, b_co, out_cp, out_co):  # pragma: no cover - compiled
-    """out = a * b (b applied after a)."""
-    for i in range(8):
-        j = b_cp[i]
-        out_cp[i] = a_cp[j]
-        out_co[i] = (a_co[j] + b_co[i]) % 3
-
-
-@njit(cache=True)
 def normal_coordinate(cp, co, norm_cp, norm_co):  # pragma: no cover - compiled
-    """Coordinate of the rotation class of the state (cp, co)."""
+    """Coordinate of the rotation class of the state (cp, co), from the cubies (the
+    move-transition tables of `transitions` are built from this)."""
     c = cp[6]
     t = co[6]
     r_cp = norm_cp[c, t]
@@ -146,38 +138,3 @@ def normal_coordinate(cp, co, norm_cp, norm_co):  # pragma: no cover - compiled
         if k < 6:
             twist = twist * 3 + (r_co[cp[i]] + co[i]) % 3
     return rank * 729 + twist
-
-
-@njit(cache=True)
-def normal_state(coord, out_cp, out_co):  # pragma: no cover - compiled
-    """The normal member of class ``coord`` into (out_cp, out_co)."""
-    twist = coord % 729
-    rank = coord // 729
-    # factorial-base digits, last first: digit k has base 7 - k
-    digits = 0
-    for k in range(6, -1, -1):
-        base = 7 - k
-        digits |= (rank % base) << (3 * k)
-        rank //= base
-    free = 0x7F
-    for k in range(7):
-        skip = (digits >> (3 * k)) & 7
-        v = 0
-        while True:
-            if free & (1 << v):
-                if skip == 0:
-                    break
-                skip -= 1
-            v += 1
-        free &= ~(1 << v)
-        i = k if k < 6 else 7
-        out_cp[i] = v if v < 6 else 7
-    total = 0
-    for k in range(5, -1, -1):
-        t = twist % 3
-        twist //= 3
-        out_co[k] = t
-        total += t
-    out_co[7] = (3 - total % 3) % 3
-    out_cp[6] = 6
-    out_co[6] = 0

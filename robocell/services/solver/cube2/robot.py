@@ -42,6 +42,9 @@ class RobotModel:
     ``p * g`` where ``g`` maps that state to its table (``table_of_state``).
     ``allowed[q, p]``: may ``p`` follow sequencing state ``q``. ``carrier_cp/carrier_co``
     (n_states, 8): the rotation ``g`` with ``h(s, q) = table[table_of_state[q]][class(s * g)]``.
+    ``motion_cp/motion_co`` (rows, 8): every distinct element above, the rows of the
+    move-transition tables; ``prim_row``, ``lookup_row``, ``carrier_row``, ``edge_row`` say
+    which row each primitive, lookup, carrier and edge is.
     ``edges``: the predecessor edges of the backward search, one row per (table, primitive,
     previous state): element ``p^-1 * g_prev`` (cp, co), scaled cost, source table (the table
     of ``p``'s resulting state), target table (of the previous state).
@@ -68,6 +71,17 @@ class RobotModel:
     edge_source: np.ndarray
     edge_target: np.ndarray
     symmetries: int
+
+    motion_cp: np.ndarray
+    motion_co: np.ndarray
+    prim_row: np.ndarray
+    lookup_row: np.ndarray
+    carrier_row: np.ndarray
+    edge_row: np.ndarray
+
+    @property
+    def n_prims(self) -> int:
+        return int(self.prim_cost.shape[0])
 
 
 def _cost_scale(profile: Profile) -> int:
@@ -180,6 +194,20 @@ def compile_profile(profile: Profile) -> RobotModel:
             edge = _mul(inv, carriers[q_before])
             edges.append((edge, int(cost[i]), int(table_of_state[q_after]),
                           int(table_of_state[q_before])))
+    motions: dict[bytes, int] = {}
+    motion_list: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def row_of(el: tuple[np.ndarray, np.ndarray]) -> int:
+        key = el[0].astype(np.int8).tobytes() + el[1].astype(np.int8).tobytes()
+        if key not in motions:
+            motions[key] = len(motion_list)
+            motion_list.append(el)
+        return motions[key]
+
+    prim_row = np.array([row_of(el) for el in elements], dtype=np.int64)
+    lookup_row = np.array([row_of(el) for el in lookups], dtype=np.int64)
+    carrier_row = np.array([row_of(el) for el in carriers], dtype=np.int64)
+    edge_row = np.array([row_of(e[0]) for e in edges], dtype=np.int64)
     return RobotModel(
         profile=profile.name, cost_scale=scale, n_states=n_states, n_tables=len(reps),
         state_names=tuple(state_names), table_of_state=table_of_state,
@@ -195,4 +223,7 @@ def compile_profile(profile: Profile) -> RobotModel:
         edge_source=np.array([e[2] for e in edges], dtype=np.int64),
         edge_target=np.array([e[3] for e in edges], dtype=np.int64),
         symmetries=len(state_maps),
+        motion_cp=np.array([m[0] for m in motion_list], dtype=np.int8).reshape(-1, 8),
+        motion_co=np.array([m[1] for m in motion_list], dtype=np.int8).reshape(-1, 8),
+        prim_row=prim_row, lookup_row=lookup_row, carrier_row=carrier_row, edge_row=edge_row,
     )

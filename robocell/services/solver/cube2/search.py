@@ -17,15 +17,9 @@ import numpy as np
 from numba import njit
 
 from robocell.common.progress import Progress
-from robocell.services.solver.cube2.coords import (
-    N_STATES,
-    SOLVED,
-    multiply,
-    normal_coordinate,
-    normal_state,
-    normalisers,
-)
+from robocell.services.solver.cube2.coords import N_STATES, SOLVED
 from robocell.services.solver.cube2.robot import RobotModel
+from robocell.services.solver.cube2.transitions import class_of
 
 WORK_UNREACHED = np.uint16(0xFFFF)
 MAX_TABLE_COST = 0xFFFE
@@ -35,14 +29,11 @@ UNREACHED = {4: 0xF, 8: 0xFF, 16: 0xFFFF}
 
 
 @njit(cache=True)
-def _expand_level(cost, level, counts, edge_cp, edge_co, edge_cost, edge_source, edge_target,
-                  norm_cp, norm_co):  # pragma: no cover - compiled
+def _expand_level(cost, level, counts, edge_row, edge_cost, edge_source, edge_target,
+                  perm_moves, twist_moves, class_perm, class_twist_offset, twist_add,
+                  normal_perm8):  # pragma: no cover - compiled
     """Expand every node at ``level``; returns (nodes settled, largest cost assigned)."""
     n_tables, n = cost.shape
-    s_cp = np.empty(8, dtype=np.int8)
-    s_co = np.empty(8, dtype=np.int8)
-    u_cp = np.empty(8, dtype=np.int8)
-    u_co = np.empty(8, dtype=np.int8)
     settled = 0
     highest = 0
     for tab in range(n_tables):
@@ -51,12 +42,14 @@ def _expand_level(cost, level, counts, edge_cp, edge_co, edge_cost, edge_source,
             if row[coord] != level:
                 continue
             settled += 1
-            normal_state(coord, s_cp, s_co)
+            perm8 = normal_perm8[coord // 729]
+            twist7 = (coord % 729) * 3
             for e in range(edge_cost.shape[0]):
                 if edge_source[e] != tab:
                     continue
-                multiply(s_cp, s_co, edge_cp[e], edge_co[e], u_cp, u_co)
-                k = normal_coordinate(u_cp, u_co, norm_cp, norm_co)
+                m = edge_row[e]
+                k = class_of(perm_moves[m, perm8], twist_moves[m, twist7], class_perm,
+                             class_twist_offset, twist_add)
                 value = level + edge_cost[e]
                 target = cost[edge_target[e]]
                 old = target[k]
@@ -70,11 +63,13 @@ def _expand_level(cost, level, counts, edge_cp, edge_co, edge_cost, edge_source,
     return settled, highest
 
 
-def cost_to_go(model: RobotModel, show_progress: bool = True) -> np.ndarray:
+def cost_to_go(model: RobotModel, perm_moves: np.ndarray, twist_moves: np.ndarray,
+               classes: dict[str, np.ndarray], show_progress: bool = True) -> np.ndarray:
     """The exact cost-to-go, shape (n_tables, N_STATES), uint16 in scaled units, 0xFFFF where
     unreachable: ``[table_of_state[q], c]`` is the least cost from class ``c`` when the last
-    primitive left sequencing state ``q``."""
-    norm_cp, norm_co = normalisers()
+    primitive left sequencing state ``q``. ``perm_moves``/``twist_moves`` are the transition
+    tables of the model's motions (``motion_cp/motion_co``), ``classes`` the tables of
+    `transitions.class_tables`."""
     cost = np.full((model.n_tables, N_STATES), WORK_UNREACHED, dtype=np.uint16)
     cost[:, SOLVED] = 0
     counts = np.zeros(MAX_TABLE_COST + 1 + int(model.prim_cost.max()), dtype=np.int64)
@@ -86,8 +81,10 @@ def cost_to_go(model: RobotModel, show_progress: bool = True) -> np.ndarray:
         while level <= pending_max:
             if counts[level]:
                 settled, highest = _expand_level(
-                    cost, level, counts, model.edge_cp, model.edge_co, model.edge_cost,
-                    model.edge_source, model.edge_target, norm_cp, norm_co)
+                    cost, level, counts, model.edge_row, model.edge_cost, model.edge_source,
+                    model.edge_target, perm_moves, twist_moves, classes["class_perm"],
+                    classes["class_twist_offset"], classes["twist_add"],
+                    classes["normal_perm8"])
                 pending_max = max(pending_max, int(highest))
                 if pending_max > MAX_TABLE_COST:
                     raise OverflowError(

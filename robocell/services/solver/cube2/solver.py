@@ -4,8 +4,8 @@ From the cube as it sits in the robot, the plan's cost is the least ``cost(p) + 
 over all primitives ``p`` (no sequencing constraint before the first one). Then, step by
 step, the first primitive allowed after the last one whose successor's cost-to-go is exactly
 the current cost minus its own cost is taken, until the cube is solved in some orientation.
-Each step is a handful of table reads, so a plan takes microseconds; it is optimal because
-the table is the exact cost-to-go.
+Each step is a handful of move-transition and table reads, so a plan takes microseconds;
+it is optimal because the table is the exact cost-to-go.
 """
 
 from __future__ import annotations
@@ -17,17 +17,11 @@ from numba import njit
 
 from robocell.common.cubie import from_facelets
 from robocell.common.profile import Profile
-from robocell.services.solver.cube2.coords import (
-    N_STATES,
-    SOLVED,
-    multiply,
-    normal_coordinate,
-    normal_state,
-    normalisers,
-)
+from robocell.services.solver.cube2.coords import N_STATES, SOLVED
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
 from robocell.services.solver.cube2.tables import LAYOUT_BITS, load_tables
+from robocell.services.solver.cube2.transitions import class_of, perm8_rank, twist7_rank
 from robocell.services.solver.plan import Plan
 
 MAX_PLAN_STEPS = 512
@@ -42,75 +36,76 @@ class UnsolvableForRobot(ValueError):
 
 
 @njit(cache=True)
-def _successor_cost(s_cp, s_co, p, lookup_cp, lookup_co, tab, packed, bits, norm_cp, norm_co,
-                    u_cp, u_co):  # pragma: no cover - compiled
-    multiply(s_cp, s_co, lookup_cp[p], lookup_co[p], u_cp, u_co)
-    return table_value(packed, bits, tab, normal_coordinate(u_cp, u_co, norm_cp, norm_co))
+def _successor_cost(perm8, twist7, row, tab, perm_moves, twist_moves, packed, bits,
+                    class_perm, class_twist_offset, twist_add):  # pragma: no cover - compiled
+    """Cost-to-go after the motion in transition row ``row``, read from table row ``tab``."""
+    coord = class_of(perm_moves[row, perm8], twist_moves[row, twist7], class_perm,
+                     class_twist_offset, twist_add)
+    return table_value(packed, bits, tab, coord)
 
 
 @njit(cache=True)
-def descend(s_cp, s_co, prim_cp, prim_co, prim_cost, prim_state, lookup_cp, lookup_co,
-            allowed, table_of_state, packed, bits, unreached, norm_cp, norm_co,
-            out):  # pragma: no cover - compiled
-    """Fill ``out`` with the optimal plan's primitive indices; returns (steps, cost) with
-    steps = NO_PLAN or TABLE_MISMATCH on failure. Costs in scaled units."""
+def descend(perm8, twist7, perm_moves, twist_moves, prim_row, lookup_row, prim_cost,
+            prim_state, allowed, table_of_state, packed, bits, unreached, class_perm,
+            class_twist_offset, twist_add, out):  # pragma: no cover - compiled
+    """Fill ``out`` with the optimal plan's primitive indices from the robot-frame state
+    (perm8, twist7); returns (steps, cost) with steps = NO_PLAN or TABLE_MISMATCH on
+    failure. Costs in scaled units."""
     n_prims = prim_cost.shape[0]
-    cp = s_cp.copy()
-    co = s_co.copy()
-    u_cp = np.empty(8, dtype=np.int8)
-    u_co = np.empty(8, dtype=np.int8)
-    if normal_coordinate(cp, co, norm_cp, norm_co) == SOLVED:
+    if class_of(perm8, twist7, class_perm, class_twist_offset, twist_add) == SOLVED:
         return 0, 0
     best = -1
     for p in range(n_prims):
-        h = _successor_cost(cp, co, p, lookup_cp, lookup_co, table_of_state[prim_state[p]],
-                            packed, bits, norm_cp, norm_co, u_cp, u_co)
+        h = _successor_cost(perm8, twist7, lookup_row[p], table_of_state[prim_state[p]],
+                            perm_moves, twist_moves, packed, bits, class_perm,
+                            class_twist_offset, twist_add)
         if h != unreached and (best < 0 or prim_cost[p] + h < best):
             best = prim_cost[p] + h
     if best < 0:
         return NO_PLAN, 0
-    total = best
     remaining = best
     state = -1
     steps = 0
-    while normal_coordinate(cp, co, norm_cp, norm_co) != SOLVED:
+    while class_of(perm8, twist7, class_perm, class_twist_offset, twist_add) != SOLVED:
         if steps == out.shape[0]:
-            return TABLE_MISMATCH, total
+            return TABLE_MISMATCH, best
         chosen = -1
         for p in range(n_prims):
             if state >= 0 and not allowed[state, p]:
                 continue
             if prim_cost[p] > remaining:
                 continue
-            h = _successor_cost(cp, co, p, lookup_cp, lookup_co, table_of_state[prim_state[p]],
-                                packed, bits, norm_cp, norm_co, u_cp, u_co)
+            h = _successor_cost(perm8, twist7, lookup_row[p], table_of_state[prim_state[p]],
+                                perm_moves, twist_moves, packed, bits, class_perm,
+                                class_twist_offset, twist_add)
             if h != unreached and prim_cost[p] + h == remaining:
                 chosen = p
                 break
         if chosen < 0:
-            return TABLE_MISMATCH, total
-        multiply(cp, co, prim_cp[chosen], prim_co[chosen], u_cp, u_co)
-        cp[:] = u_cp
-        co[:] = u_co
+            return TABLE_MISMATCH, best
+        perm8 = perm_moves[prim_row[chosen], perm8]
+        twist7 = twist_moves[prim_row[chosen], twist7]
         remaining -= prim_cost[chosen]
         state = prim_state[chosen]
         out[steps] = chosen
         steps += 1
     if remaining != 0:
-        return TABLE_MISMATCH, total
-    return steps, total
+        return TABLE_MISMATCH, best
+    return steps, best
 
 
 class Cube2Solver:
-    """One profile's compiled model and memory-mapped table, ready to plan."""
+    """One profile's compiled model and memory-mapped tables, ready to plan."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.model: RobotModel = compile_profile(profile)
-        self.packed, layout = load_tables(profile)
-        self.bits = int(layout[LAYOUT_BITS])
+        self.classes, arrays = load_tables(profile)
+        self.perm_moves = arrays["perm_moves"]
+        self.twist_moves = arrays["twist_moves"]
+        self.packed = arrays["cost_to_go"]
+        self.bits = int(arrays["layout"][LAYOUT_BITS])
         self.unreached = UNREACHED[self.bits]
-        self.norm_cp, self.norm_co = normalisers()
         # first call loads the compiled descent, so that solve_ms measures only solving
         self.plan_indices(np.arange(8, dtype=np.int8), np.zeros(8, dtype=np.int8))
 
@@ -118,13 +113,14 @@ class Cube2Solver:
                      ) -> tuple[list[int], int]:
         """Primitive indices of an optimal plan and its cost in scaled units."""
         m = self.model
+        c = self.classes
         out = np.empty(MAX_PLAN_STEPS, dtype=np.int64)  # per call: solvers may share threads
         steps, cost = descend(
-            np.ascontiguousarray(corner_perm, dtype=np.int8),
-            np.ascontiguousarray(corner_twist, dtype=np.int8),
-            m.prim_cp, m.prim_co, m.prim_cost, m.prim_state, m.lookup_cp, m.lookup_co,
-            m.allowed, m.table_of_state, self.packed, self.bits, self.unreached,
-            self.norm_cp, self.norm_co, out)
+            perm8_rank(np.ascontiguousarray(corner_perm, dtype=np.int8)),
+            twist7_rank(np.ascontiguousarray(corner_twist, dtype=np.int8)),
+            self.perm_moves, self.twist_moves, m.prim_row, m.lookup_row, m.prim_cost,
+            m.prim_state, m.allowed, m.table_of_state, self.packed, self.bits, self.unreached,
+            c["class_perm"], c["class_twist_offset"], c["twist_add"], out)
         if steps == NO_PLAN:
             raise UnsolvableForRobot(
                 f"profile {self.profile.name}: this cube cannot be solved with the robot's "
@@ -170,22 +166,20 @@ def solve_2x2(facelets: str, profile: Profile) -> Plan:
 
 
 @njit(cache=True)
-def _plan_costs(carrier_cp, carrier_co, table_of_state, packed, bits, unreached, norm_cp,
-                norm_co, out):  # pragma: no cover - compiled
+def _plan_costs(carrier_row, table_of_state, perm_moves, twist_moves, packed, bits,
+                unreached, class_perm, class_twist_offset, twist_add, normal_perm8,
+                out):  # pragma: no cover - compiled
     # before the first motion every primitive is allowed, and each is allowed after some
     # sequencing state, so the plan cost is the least h(s, q) over the states q
-    s_cp = np.empty(8, dtype=np.int8)
-    s_co = np.empty(8, dtype=np.int8)
-    u_cp = np.empty(8, dtype=np.int8)
-    u_co = np.empty(8, dtype=np.int8)
     n_seq = table_of_state.shape[0]
     for coord in range(out.shape[0]):
-        normal_state(coord, s_cp, s_co)
+        perm8 = normal_perm8[coord // 729]
+        twist7 = (coord % 729) * 3
         best = -1
         for q in range(n_seq):
-            multiply(s_cp, s_co, carrier_cp[q], carrier_co[q], u_cp, u_co)
-            h = table_value(packed, bits, table_of_state[q],
-                            normal_coordinate(u_cp, u_co, norm_cp, norm_co))
+            h = _successor_cost(perm8, twist7, carrier_row[q], table_of_state[q],
+                                perm_moves, twist_moves, packed, bits, class_perm,
+                                class_twist_offset, twist_add)
             if h != unreached and (best < 0 or h < best):
                 best = h
         out[coord] = best
@@ -197,7 +191,9 @@ def plan_costs(profile: Profile) -> tuple[np.ndarray, int]:
     for 24 robot-frame states (the same cube recoloured), all with this cost."""
     solver = solver_for(profile)
     m = solver.model
+    c = solver.classes
     out = np.empty(N_STATES, dtype=np.int32)
-    _plan_costs(m.carrier_cp, m.carrier_co, m.table_of_state, solver.packed, solver.bits,
-                solver.unreached, solver.norm_cp, solver.norm_co, out)
+    _plan_costs(m.carrier_row, m.table_of_state, solver.perm_moves, solver.twist_moves,
+                solver.packed, solver.bits, solver.unreached, c["class_perm"],
+                c["class_twist_offset"], c["twist_add"], c["normal_perm8"], out)
     return out, m.cost_scale

@@ -1,10 +1,16 @@
-"""The 2x2x2 table groups: one exact cost-to-go table per robot profile, built on demand.
+"""The 2x2x2 table groups: shared class tables, and per robot profile its move-transition
+tables and exact cost-to-go, built on demand.
 
-Group ``cube2-<profile>`` holds ``cost_to_go`` (packed, see `search.pack`; rows are the
-sequencing-state tables of `robot.RobotModel`, columns the 3,674,160 rotation classes of
-`coords`) and ``layout`` = [bits per entry, cost scale, number of rows]. Its parameters name
-the profile's content hash, so editing a profile makes its table stale and it is rebuilt on
-next use. For ``htm`` and ``qtm`` the table is the breadth-first distance table.
+Group ``cube2-classes`` (any profile): the tables of `transitions.class_tables` that map
+robot-frame coordinates to rotation classes.
+
+Group ``cube2-<profile>``: ``perm_moves`` and ``twist_moves``, the move-transition tables of
+every motion the profile's search and descent use (`robot.RobotModel.motion_cp`);
+``cost_to_go`` (packed, see `search.pack`; rows are the sequencing-state tables, columns the
+3,674,160 rotation classes) and ``layout`` = [bits per entry, cost scale, number of rows].
+Its parameters name the profile's content hash, so editing a profile makes its tables stale
+and they are rebuilt on next use. For ``htm`` and ``qtm`` the cost-to-go is the
+breadth-first distance table.
 """
 
 from __future__ import annotations
@@ -18,10 +24,26 @@ from robocell.common.profile import Profile, available_profiles, load_profile
 from robocell.services.solver.cube2.coords import N_STATES
 from robocell.services.solver.cube2.robot import ProfileNotSupported, compile_profile
 
-CODE_VERSION = 1
+CODE_VERSION = 3
 """Bump when the coordinates, the search or the packing change: every table goes stale."""
 PLAIN_METRICS = ("htm", "qtm")
 LAYOUT_BITS, LAYOUT_SCALE, LAYOUT_ROWS = range(3)
+
+
+def classes_group() -> tables.TableGroup:
+    """The profile-independent tables from robot-frame coordinates to rotation classes."""
+    return tables.TableGroup(
+        name="cube2-classes",
+        params={"code_version": CODE_VERSION, "n_states": N_STATES},
+        build=_build_classes,
+        description="2x2x2 robot-frame coordinates -> rotation classes (and back)",
+    )
+
+
+def _build_classes() -> dict[str, np.ndarray]:
+    from robocell.services.solver.cube2.transitions import class_tables
+
+    return class_tables()
 
 
 def group_for(profile: Profile) -> tables.TableGroup:
@@ -39,14 +61,18 @@ def group_for(profile: Profile) -> tables.TableGroup:
 
 def _build(profile: Profile) -> dict[str, np.ndarray]:
     from robocell.services.solver.cube2.search import cost_to_go, pack
+    from robocell.services.solver.cube2.transitions import move_tables
 
     model = compile_profile(profile)
-    packed, bits = pack(cost_to_go(model))
+    classes = tables.load(classes_group())
+    perm_moves, twist_moves = move_tables(model.motion_cp, model.motion_co)
+    packed, bits = pack(cost_to_go(model, perm_moves, twist_moves, classes))
     layout = np.zeros(3, dtype=np.int64)
     layout[LAYOUT_BITS] = bits
     layout[LAYOUT_SCALE] = model.cost_scale
     layout[LAYOUT_ROWS] = model.n_tables
-    return {"cost_to_go": packed, "layout": layout}
+    return {"perm_moves": perm_moves, "twist_moves": twist_moves, "cost_to_go": packed,
+            "layout": layout}
 
 
 def table_groups(profile: str | None) -> list[tables.TableGroup]:
@@ -56,8 +82,8 @@ def table_groups(profile: str | None) -> list[tables.TableGroup]:
         loaded = load_profile(profile)
         if not loaded.fits(2):
             return []
-        return [group_for(loaded)]
-    groups = []
+        return [classes_group(), group_for(loaded)]
+    groups = [classes_group()]
     for name in available_profiles():
         loaded = load_profile(name)
         if loaded.puzzle == "2x2" or name in PLAIN_METRICS:
@@ -70,7 +96,7 @@ def table_groups(profile: str | None) -> list[tables.TableGroup]:
     return groups
 
 
-def load_tables(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """(cost_to_go, layout) of a profile, memory-mapped; built first if missing or stale."""
-    arrays = tables.load(group_for(profile))
-    return arrays["cost_to_go"], arrays["layout"]
+def load_tables(profile: Profile) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(class tables, the profile's tables), memory-mapped; built first if missing or stale."""
+    classes = tables.load(classes_group())
+    return classes, tables.load(group_for(profile))
