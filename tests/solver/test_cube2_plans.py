@@ -23,11 +23,9 @@ from robocell.services.solver.cube2.solver import solve_2x2
 REPLAYS = {"htm": 1000, "qtm": 1000, "soltvvo-2x2": 3000}
 EXHAUSTIVE_DEPTH = {"htm": 4, "qtm": 5}
 HTM_TURNS = [f"{face}{suffix}" for face in "URFDLB" for suffix in ("", "'", "2")]
+QTM_TURNS = [f"{face}{suffix}" for face in "URFDLB" for suffix in ("", "'")]
 SHORT_CASES = 30
 ORIENTATIONS = ("", "x", "y'", "z2", "x y", "z' x2")
-QTM_TURNS = [f"{face}{suffix}" for face in "URFDLB" for suffix in ("", "'")]
-
-
 DBL = 6
 """Corner position DBL in kociemba order."""
 STICKERS_PER_FACE = 4

@@ -106,6 +106,91 @@ def _mul(a: tuple[np.ndarray, np.ndarray],
     return cp.astype(np.int8), co.astype(np.int8)
 
 
+Element = tuple[np.ndarray, np.ndarray]
+
+
+def _sequencing(profile: Profile) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """Sequencing state names, the state after each primitive, and ``allowed[q, p]``."""
+    n_prims = len(profile.primitives)
+    if profile.sequencing != "alternate-groups":
+        return ("any",), np.zeros(n_prims, dtype=np.int64), np.ones((1, n_prims), dtype=bool)
+    names = profile.groups
+    if len(names) < 2:
+        raise ProfileNotSupported(
+            f"profile {profile.name}: sequencing.rule: \"alternate-groups\" with one "
+            f"group ({names[0]!r}) allows a single primitive per plan; give the "
+            "primitives at least two groups or use rule \"none\"")
+    prim_state = np.array([names.index(p.group) for p in profile.primitives], dtype=np.int64)
+    allowed = prim_state[None, :] != np.arange(len(names))[:, None]
+    return names, prim_state, allowed
+
+
+def _symmetries(elements: list[Element], cost: np.ndarray, prim_state: np.ndarray,
+                n_states: int) -> list[tuple[int, np.ndarray]]:
+    """Rotations ``g`` whose conjugation maps every primitive onto one of equal cost, with
+    the map of sequencing states it induces: [(rotation index, state map)]."""
+    rot_cp, rot_co = rotations()
+    by_effect: dict[tuple[bytes, bytes, int], list[int]] = {}
+    for i, (cp, co) in enumerate(elements):
+        by_effect.setdefault((cp.tobytes(), co.tobytes(), int(cost[i])), []).append(i)
+    found = []
+    for r in range(N_ROTATIONS):
+        g = (rot_cp[r], rot_co[r])
+        g_inv = _inverse(*g)
+        state_map = -np.ones(n_states, dtype=np.int64)
+        ok = True
+        for i, element in enumerate(elements):
+            image = _mul(_mul(g_inv, element), g)
+            targets = by_effect.get((image[0].tobytes(), image[1].tobytes(), int(cost[i])), [])
+            image_states = {int(prim_state[t]) for t in targets}
+            q = int(prim_state[i])
+            if state_map[q] < 0 and len(image_states) == 1:
+                state_map[q] = image_states.pop()
+            elif state_map[q] not in image_states:  # no image, or states mapped ambiguously
+                ok = False
+                break
+        if ok and (state_map >= 0).all() and len(set(state_map.tolist())) == n_states:
+            found.append((r, state_map))
+    return found
+
+
+def _state_tables(symmetries: list[tuple[int, np.ndarray]], n_states: int,
+                  ) -> tuple[np.ndarray, np.ndarray, list[Element]]:
+    """For each sequencing state: the smallest state of its orbit under the symmetries (whose
+    table it shares), that table's index, and the carrier rotation that maps it there."""
+    rot_cp, rot_co = rotations()
+    table_rep = np.arange(n_states)
+    carrier = np.zeros(n_states, dtype=np.int64)  # rotation index 0 is the identity
+    for q in range(n_states):
+        for r, state_map in symmetries:  # a group: one pass sees the whole orbit
+            if state_map[q] < table_rep[q]:
+                table_rep[q] = state_map[q]
+                carrier[q] = r
+    reps = sorted(set(table_rep.tolist()))
+    table_of_state = np.array([reps.index(int(table_rep[q])) for q in range(n_states)],
+                              dtype=np.int64)
+    carriers = [(rot_cp[carrier[q]], rot_co[carrier[q]]) for q in range(n_states)]
+    return table_rep, table_of_state, carriers
+
+
+def _edges(elements: list[Element], cost: np.ndarray, prim_state: np.ndarray,
+           allowed: np.ndarray, table_rep: np.ndarray, table_of_state: np.ndarray,
+           carriers: list[Element]) -> list[tuple[Element, int, int, int]]:
+    """Predecessor edges of the backward search: (p^-1 * carrier of the previous state,
+    cost, source table, target table), for primitives that lead to a table's own state."""
+    edges = []
+    for i, element in enumerate(elements):
+        q_after = int(prim_state[i])
+        if table_rep[q_after] != q_after:
+            continue  # its predecessors are found through the symmetric state's primitives
+        inverse = _inverse(*element)
+        for q_before in range(len(carriers)):
+            if allowed[q_before, i]:
+                edges.append((_mul(inverse, carriers[q_before]), int(cost[i]),
+                              int(table_of_state[q_after]), int(table_of_state[q_before])))
+    return edges
+
+
 def compile_profile(profile: Profile) -> RobotModel:
     """Compile a validated profile (see the module docstring)."""
     if not profile.fits(2):
@@ -124,106 +209,46 @@ def compile_profile(profile: Profile) -> RobotModel:
             f"profile {profile.name}: primitives.cost: scaled costs up to {cost.max()} "
             f"(unit/{scale}); the bucketed search takes at most {MAX_STEP_COST}")
     elements = [moves_element(p.moves) for p in prims]
-    if profile.sequencing == "alternate-groups":
-        state_names = profile.groups
-        prim_state = np.array([state_names.index(p.group) for p in prims], dtype=np.int64)
-        n_states = len(state_names)
-        if n_states < 2:
-            raise ProfileNotSupported(
-                f"profile {profile.name}: sequencing.rule: \"alternate-groups\" with one "
-                f"group ({state_names[0]!r}) allows a single primitive per plan; give the "
-                "primitives at least two groups or use rule \"none\"")
-        allowed = prim_state[None, :] != np.arange(n_states)[:, None]
-    else:
-        state_names = ("any",)
-        prim_state = np.zeros(len(prims), dtype=np.int64)
-        n_states = 1
-        allowed = np.ones((1, len(prims)), dtype=bool)
-
-    # symmetries: rotations g with g^-1 p g a primitive of equal cost, states mapped consistently
-    rot_cp, rot_co = rotations()
-    by_effect: dict[tuple[bytes, bytes, int], list[int]] = {}
-    for i, (cp, co) in enumerate(elements):
-        by_effect.setdefault((cp.tobytes(), co.tobytes(), int(cost[i])), []).append(i)
-    state_maps: list[tuple[int, np.ndarray]] = []
-    for r in range(N_ROTATIONS):
-        g = (rot_cp[r], rot_co[r])
-        g_inv = _inverse(*g)
-        mapping = -np.ones(n_states, dtype=np.int64)
-        ok = True
-        for i, el in enumerate(elements):
-            image = _mul(_mul(g_inv, el), g)
-            targets = by_effect.get((image[0].tobytes(), image[1].tobytes(), int(cost[i])))
-            if not targets:
-                ok = False
-                break
-            image_states = {int(prim_state[t]) for t in targets}
-            q = int(prim_state[i])
-            if mapping[q] < 0 and len(image_states) == 1:
-                mapping[q] = image_states.pop()
-            elif mapping[q] not in image_states:
-                ok = False
-                break
-        if ok and (mapping >= 0).all() and len(set(mapping.tolist())) == n_states:
-            state_maps.append((r, mapping))
-    # orbits of sequencing states; each state's table is its orbit's smallest member
-    table_rep = np.arange(n_states)
-    carrier = np.zeros(n_states, dtype=np.int64)  # rotation taking the state to its rep
-    for q in range(n_states):
-        for r, mapping in state_maps:
-            if mapping[q] < table_rep[q]:
-                table_rep[q] = mapping[q]
-                carrier[q] = r
-    reps = sorted(set(table_rep.tolist()))
-    table_of_state = np.array([reps.index(int(table_rep[q])) for q in range(n_states)],
-                              dtype=np.int64)
-    carriers = [(rot_cp[carrier[q]], rot_co[carrier[q]]) for q in range(n_states)]
-
-    prim_cp = np.array([e[0] for e in elements], dtype=np.int8).reshape(len(prims), 8)
-    prim_co = np.array([e[1] for e in elements], dtype=np.int8).reshape(len(prims), 8)
+    state_names, prim_state, allowed = _sequencing(profile)
+    n_states = len(state_names)
+    symmetries = _symmetries(elements, cost, prim_state, n_states)
+    table_rep, table_of_state, carriers = _state_tables(symmetries, n_states)
     lookups = [_mul(elements[i], carriers[int(prim_state[i])]) for i in range(len(prims))]
-    edges = []
-    for i, el in enumerate(elements):
-        q_after = int(prim_state[i])
-        if table_rep[q_after] != q_after:
-            continue  # its predecessors are found through the symmetric state's primitives
-        inv = _inverse(*el)
-        for q_before in range(n_states):
-            if not allowed[q_before, i]:
-                continue
-            edge = _mul(inv, carriers[q_before])
-            edges.append((edge, int(cost[i]), int(table_of_state[q_after]),
-                          int(table_of_state[q_before])))
-    motions: dict[bytes, int] = {}
-    motion_list: list[tuple[np.ndarray, np.ndarray]] = []
+    edges = _edges(elements, cost, prim_state, allowed, table_rep, table_of_state, carriers)
 
-    def row_of(el: tuple[np.ndarray, np.ndarray]) -> int:
-        key = el[0].astype(np.int8).tobytes() + el[1].astype(np.int8).tobytes()
-        if key not in motions:
-            motions[key] = len(motion_list)
-            motion_list.append(el)
-        return motions[key]
+    # the distinct motions, each one row of the move-transition tables
+    rows: dict[bytes, int] = {}
+    motions: list[Element] = []
 
-    prim_row = np.array([row_of(el) for el in elements], dtype=np.int64)
-    lookup_row = np.array([row_of(el) for el in lookups], dtype=np.int64)
-    carrier_row = np.array([row_of(el) for el in carriers], dtype=np.int64)
+    def row_of(element: Element) -> int:
+        key = element[0].astype(np.int8).tobytes() + element[1].astype(np.int8).tobytes()
+        if key not in rows:
+            rows[key] = len(motions)
+            motions.append(element)
+        return rows[key]
+
+    prim_row = np.array([row_of(e) for e in elements], dtype=np.int64)
+    lookup_row = np.array([row_of(e) for e in lookups], dtype=np.int64)
+    carrier_row = np.array([row_of(e) for e in carriers], dtype=np.int64)
     edge_row = np.array([row_of(e[0]) for e in edges], dtype=np.int64)
+
+    def stack(items: list[Element], part: int) -> np.ndarray:
+        return np.array([e[part] for e in items], dtype=np.int8).reshape(len(items), 8)
+
     return RobotModel(
-        profile=profile.name, cost_scale=scale, n_states=n_states, n_tables=len(reps),
-        state_names=tuple(state_names), table_of_state=table_of_state,
-        carrier_cp=np.array([c[0] for c in carriers], dtype=np.int8),
-        carrier_co=np.array([c[1] for c in carriers], dtype=np.int8),
-        prim_cp=prim_cp, prim_co=prim_co, prim_cost=cost, prim_state=prim_state,
-        lookup_cp=np.array([e[0] for e in lookups], dtype=np.int8),
-        lookup_co=np.array([e[1] for e in lookups], dtype=np.int8),
+        profile=profile.name, cost_scale=scale, n_states=n_states,
+        n_tables=int(table_of_state.max()) + 1, state_names=tuple(state_names),
+        table_of_state=table_of_state,
+        carrier_cp=stack(carriers, 0), carrier_co=stack(carriers, 1),
+        prim_cp=stack(elements, 0), prim_co=stack(elements, 1),
+        prim_cost=cost, prim_state=prim_state,
+        lookup_cp=stack(lookups, 0), lookup_co=stack(lookups, 1),
         allowed=np.ascontiguousarray(allowed),
-        edge_cp=np.array([e[0][0] for e in edges], dtype=np.int8).reshape(len(edges), 8),
-        edge_co=np.array([e[0][1] for e in edges], dtype=np.int8).reshape(len(edges), 8),
+        edge_cp=stack([e[0] for e in edges], 0), edge_co=stack([e[0] for e in edges], 1),
         edge_cost=np.array([e[1] for e in edges], dtype=np.int64),
         edge_source=np.array([e[2] for e in edges], dtype=np.int64),
         edge_target=np.array([e[3] for e in edges], dtype=np.int64),
-        symmetries=len(state_maps),
-        motion_cp=np.array([m[0] for m in motion_list], dtype=np.int8).reshape(-1, 8),
-        motion_co=np.array([m[1] for m in motion_list], dtype=np.int8).reshape(-1, 8),
+        symmetries=len(symmetries),
         prim_row=prim_row, lookup_row=lookup_row, carrier_row=carrier_row, edge_row=edge_row,
+        motion_cp=stack(motions, 0), motion_co=stack(motions, 1),
     )
