@@ -3,15 +3,18 @@ peers, waiting helpers."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from robocell.common.bus import Endpoints
 
@@ -22,6 +25,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 TOKEN = "test-token-3f9a1c"
 START_TIMEOUT_S = 15.0
 BUS_PORTS = 4  # subscribe, publish, command, tap
+T = TypeVar("T")
 
 
 def free_port_block(count: int) -> int:
@@ -176,3 +180,22 @@ def face_jpeg(facelets: str, face_index: int, size: int, width: int = 160,
     ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])
     assert ok
     return encoded.tobytes(), grid, colours
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to completion on a fresh event loop in its own thread (Playwright's
+    sync API keeps a loop running on the test's thread)."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised on the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

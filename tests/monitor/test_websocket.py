@@ -3,7 +3,6 @@ token, whatever the page shows; remote monitoring through the broker's CURVE end
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from monitor_harness import (
     TOKEN,
     http_get,
     process_env,
+    run_async,
     start_broker,
     start_monitor,
     wait_for,
@@ -70,7 +70,7 @@ class CallCounter:
 
 def test_control_without_token_is_refused_by_the_server_and_never_reaches_the_bus(cell):
     with CallCounter(cell.endpoints) as service:
-        replies = asyncio.run(converse(cell.url, [
+        replies = run_async(converse(cell.url, [
             {"type": "control", "id": "a", "action": "start", "args": {}},
             {"type": "auth", "token": TOKEN[:-1] + "x"},
             {"type": "control", "id": "b", "action": "estop"},
@@ -88,7 +88,7 @@ def test_control_without_token_is_refused_by_the_server_and_never_reaches_the_bu
 
 def test_control_with_the_token_is_sent_and_answered(cell):
     with CallCounter(cell.endpoints) as service:
-        replies = asyncio.run(converse(cell.url, [
+        replies = run_async(converse(cell.url, [
             {"type": "auth", "token": TOKEN},
             {"type": "control", "id": "go", "action": "start"},
             {"type": "control", "id": "bad", "action": "self-destruct"},
@@ -101,7 +101,7 @@ def test_control_with_the_token_is_sent_and_answered(cell):
 
 
 def test_bad_messages_get_an_error_and_the_connection_stays_up(cell):
-    errors = asyncio.run(converse(cell.url, ["{not json", {"type": "dance"}],
+    errors = run_async(converse(cell.url, ["{not json", {"type": "dance"}],
                                   "error", count=2))
     assert "not JSON" in errors[0]["message"]
     assert "unknown message type" in errors[1]["message"]
@@ -116,7 +116,7 @@ def test_a_websocket_from_a_foreign_origin_is_refused(cell):
                     return 101
             except aiohttp.WSServerHandshakeError as exc:
                 return exc.status
-    assert asyncio.run(attempt()) == 403
+    assert run_async(attempt()) == 403
 
 
 def test_page_headers_forbid_framing_and_foreign_scripts(cell):
@@ -124,7 +124,7 @@ def test_page_headers_forbid_framing_and_foreign_scripts(cell):
         async with aiohttp.ClientSession() as session, session.get(cell.url + "/") as r:
             assert r.status == 200
             return dict(r.headers)
-    h = asyncio.run(headers())
+    h = run_async(headers())
     assert h["X-Frame-Options"] == "DENY"
     assert "default-src 'self'" in h["Content-Security-Policy"]
 
@@ -161,7 +161,7 @@ def test_remote_monitoring_through_the_curve_endpoint(tmp_path):
                 return any(s["service"] == "cell" and not s["stale"]
                            for s in snapshot.get("services") or [])
             wait_for(sees_cell, 10.0, "the remote monitor to see the cell's heartbeat", monitor)
-            hello_and_reply = asyncio.run(converse(url, [
+            hello_and_reply = run_async(converse(url, [
                 {"type": "auth", "token": TOKEN},
                 {"type": "control", "id": "r", "action": "start"}], "control_reply"))
             reply = hello_and_reply[0]["replies"][0]

@@ -120,7 +120,7 @@
     log.hidden = false;
     const line = document.createElement("div");
     line.className = `log-${kind}`;
-    line.textContent = `${new Date().toLocaleTimeString()}  ${text}`;
+    line.textContent = `${new Date().toLocaleTimeString([], { hour12: false })}  ${text}`;
     log.prepend(line);
     while (log.childElementCount > 6) log.lastElementChild.remove();
   }
@@ -168,7 +168,7 @@
   }
 
   function clock(t) {
-    return t ? new Date(t * 1000).toLocaleTimeString() : "";
+    return t ? new Date(t * 1000).toLocaleTimeString([], { hour12: false }) : "";
   }
 
   function healthSummary(health) {
@@ -190,7 +190,7 @@
       const state = s.stale ? "stale" : s.state;
       const row = el("tr", { "data-service": s.service, "data-stale": String(s.stale),
                              "data-state": s.state, class: s.stale ? "stale" : "" },
-        el("td", {}, el("b", {}, s.service), el("div", { class: "muted" }, `pid ${s.pid} @ ${s.host}`)),
+        el("td", { title: `pid ${s.pid} on ${s.host}, up ${Math.round(s.uptime_s)} s, commands: ${s.commands.join(", ")}` }, el("b", {}, s.service)),
         el("td", {}, el("span", { class: `state state-${state}` }, s.stale ? `STALE (was ${s.state})` : s.state)),
         el("td", { class: "health" }, healthSummary(s.health)),
         el("td", {}, ago(s.age_s)));
@@ -295,16 +295,25 @@
   function drawPlan() {
     const plan = views.plan, progress = views.progress, result = views.actuator;
     const list = $("plan-steps");
-    list.textContent = "";
-    if (!plan) { $("plan-meta").textContent = ""; $("progress-text").textContent = ""; return; }
+    if (!plan) {
+      list.textContent = "";
+      list.dataset.planId = "";
+      $("plan-meta").textContent = ""; $("progress-text").textContent = "";
+      return;
+    }
     $("plan-meta").textContent = `${plan.puzzle} · ${plan.profile} · ${plan.primitives.length} primitives · predicted ${(plan.predicted_ms / 1000).toFixed(2)} s`;
     const current = progress && progress.plan_id === plan.plan_id ? progress : null;
     const done = result && result.plan_id === plan.plan_id ? result : null;
-    plan.primitives.forEach((p, i) => {
+    if (list.dataset.planId !== plan.plan_id || list.childElementCount !== plan.primitives.length) {
+      list.textContent = "";
+      list.dataset.planId = plan.plan_id;
+      plan.primitives.forEach((p, i) => list.append(el("li", { "data-step": i }, p)));
+    }
+    [...list.children].forEach((li, i) => {
       let cls = "";
       if (done) cls = i < done.executed ? "done" : "";
       else if (current) cls = i < current.step ? "done" : (i === current.step ? "current" : "");
-      list.append(el("li", { class: cls, "data-step": i }, p));
+      if (li.className !== cls) li.className = cls;
     });
     let fraction = 0, text = "waiting for execution";
     if (done) {
@@ -356,8 +365,9 @@
         bar.append(part);
       }
       body.append(el("tr", { class: c.ok ? "" : "failed" },
-        el("td", {}, clock(c.time)), el("td", {}, c.cycle_id),
-        el("td", {}, c.ok ? "✓ solved" : `✗ ${c.failed_stage || ""}: ${c.error || ""}`),
+        el("td", { title: `finished ${clock(c.time)}` }, c.cycle_id),
+        el("td", { class: "why", title: c.ok ? "" : c.error || "" },
+          c.ok ? "✓ solved" : `✗ ${c.failed_stage || ""}: ${c.error || ""}`),
         el("td", {}, bar), el("td", { class: "num" }, `${c.total_s.toFixed(2)} s`)));
     }
   }
