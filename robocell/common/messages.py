@@ -257,6 +257,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle", optional=True),
         F("profile", "str", "robot profile", optional=True),
         F("publish", "bool", "also publish the plan on solver.plan", optional=True),
+        F("scan_id", "str", "the cube state this answers", optional=True),
     ), (), "Plan a solution; the result has the fields of solver.plan."),
     CommandSpec("actuator", "execute", (
         F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
