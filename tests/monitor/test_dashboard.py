@@ -154,3 +154,14 @@ def test_control_requests_are_refused_unless_authorised_and_well_formed():
     action, args = plan_control({"action": "scramble", "args": {"moves": 20, "seed": 3}}, True)
     assert action.commands == (("cell", "scramble"),) and args == {"moves": 20, "seed": 3}
     assert ("actuator", "estop") in ACTIONS["estop"].commands
+
+
+def test_a_view_that_cannot_be_built_says_so_and_the_others_still_update():
+    board = Dashboard(FakeClock())
+    board.ingest(progress(1))
+    board.ingest(beat("vision"))
+    board._latest.heartbeats.clear()  # liveness and heartbeats out of step: services breaks
+    changes = board.take_changes()
+    assert "cannot be built" in changes["services"]["unavailable"]
+    assert changes["progress"]["step"] == 1
+    assert board.build_errors == 1

@@ -160,7 +160,11 @@ def test_remote_monitoring_through_the_curve_endpoint(tmp_path):
                 snapshot = json.loads(http_get(url + "/api/snapshot") or b"{}")
                 return any(s["service"] == "cell" and not s["stale"]
                            for s in snapshot.get("services") or [])
-            wait_for(sees_cell, 10.0, "the remote monitor to see the cell's heartbeat", monitor)
+            try:
+                wait_for(sees_cell, 10.0, "the remote monitor to see the cell's heartbeat",
+                         monitor)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\nbroker log:\n{broker.output()}") from None
             hello_and_reply = run_async(converse(url, [
                 {"type": "auth", "token": TOKEN},
                 {"type": "control", "id": "r", "action": "start"}], "control_reply"))

@@ -114,6 +114,7 @@ class Dashboard:
         self.ingested = 0
         self.views_sent = 0
         self.updates_taken = 0
+        self.build_errors = 0
         self.receive_health: Callable[[], dict[str, Any]] = dict
         """Set by the server: the bus subscriber's receive statistics (drops, rejects)."""
         self._window_start = clock()
@@ -201,7 +202,7 @@ class Dashboard:
         with self._lock:
             self._refresh(now)
             dirty, self._latest.dirty = self._latest.dirty, set()
-            views = {name: self._build(name, now) for name in sorted(dirty)}
+            views = {name: self._build_safely(name, now) for name in sorted(dirty)}
             if views:
                 self.updates_taken += 1
                 self.views_sent += len(views)
@@ -214,7 +215,7 @@ class Dashboard:
             self._refresh(now)
             names = {"services", "monitor", "errors", "cycles", *_LAST_VALUE_VIEWS.values(),
                      *FACE_VIEWS}
-            return {name: self._build(name, now) for name in sorted(names)}
+            return {name: self._build_safely(name, now) for name in sorted(names)}
 
     def _refresh(self, now: float) -> None:
         """Time-driven changes: staleness, ages, the monitor's own rates."""
@@ -231,6 +232,16 @@ class Dashboard:
                 counter.window = 0
             self._window_start = now
             self._latest.dirty.add("monitor")
+
+    def _build_safely(self, name: str, now: float) -> Any:
+        """The view, or a view that says why it cannot be shown: one odd message must not
+        stop the dashboard."""
+        try:
+            return self._build(name, now)
+        except Exception as exc:
+            self.build_errors += 1
+            return {"unavailable": f"view {name!r} cannot be built: "
+                                   f"{type(exc).__name__}: {exc}"}
 
     def _build(self, name: str, now: float) -> Any:
         latest = self._latest

@@ -156,7 +156,12 @@ class MonitorServer:
         """Every update period: hand the changed views to every browser (ends on cancel)."""
         while True:
             await asyncio.sleep(self.update_period)
-            views = self.dashboard.take_changes()
+            try:
+                views = self.dashboard.take_changes()
+            except Exception as exc:  # keep ticking: the next period may be fine
+                print(f"monitor: cannot build the dashboard's views: {type(exc).__name__}: "
+                      f"{exc}", file=sys.stderr, flush=True)
+                continue
             if views:
                 for browser in self.browsers:
                     browser.queue_views(views)
