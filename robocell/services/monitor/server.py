@@ -53,6 +53,7 @@ WRONG_TOKEN_DELAY_S = 0.5
 MAX_OUTBOX = 64
 """Direct messages (replies) queued for one browser before the oldest are dropped."""
 CONTROL_WORKERS = 4
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "connect-src 'self' ws: wss:; frame-ancestors 'none'",
@@ -302,6 +303,10 @@ def serve(server: MonitorServer, host: str, port: int) -> None:
               f"{', remote CURVE' if server.endpoints.curve else ''}; control "
               f"{'needs the token' if server.token else 'off: no token'})",
               file=sys.stderr, flush=True)
+        if server.token and host not in LOOPBACK_HOSTS:
+            print(f"monitor: warning: listening on {host} over plain HTTP: the token crosses "
+                  "the network in clear; keep the dashboard on loopback and reach it through "
+                  "an SSH tunnel or a TLS proxy", file=sys.stderr, flush=True)
 
     web.run_app(server.make_app(), host=host, port=port, print=announce,
                 access_log=None, handle_signals=True, shutdown_timeout=2.0)
