@@ -237,3 +237,43 @@ def test_unsupported_profiles_name_the_key(tmp_path):
     odd_cost = TILT_ROBOT.replace("cost = 1.6", "cost = 1.0001")
     with pytest.raises(ProfileNotSupported, match="primitives.cost"):
         compile_profile(parse_profile(odd_cost, tmp_path / "tilt-2x2.toml"))
+
+
+TWO_GENERATOR_ROBOT = """
+name = "ru-2x2"
+puzzle = "2x2"
+unit_ms = 50
+[[primitives]]
+name = "R"
+moves = "R"
+cost = 1
+[[primitives]]
+name = "R'"
+moves = "R'"
+cost = 1
+[[primitives]]
+name = "U"
+moves = "U"
+cost = 1
+[[primitives]]
+name = "U'"
+moves = "U'"
+cost = 1
+"""
+TWO_GENERATOR_GROUP_ORDER = 29_160
+"""Published size of the <R, U> group of the 2x2x2."""
+
+
+def test_a_robot_that_cannot_reach_every_state_says_so(tmp_path, monkeypatch):
+    from robocell.services.solver.cube2.solver import UnsolvableForRobot, plan_costs
+
+    monkeypatch.setenv("ROBOCELL_TABLES", str(tmp_path))
+    robot = parse_profile(TWO_GENERATOR_ROBOT, tmp_path / "ru-2x2.toml")
+    costs, _ = plan_costs(robot)
+    assert np.count_nonzero(costs >= 0) == TWO_GENERATOR_GROUP_ORDER
+    scrambled = apply_to_facelets(solved(2), "x R U' R' U2 R")
+    plan = solve_2x2(scrambled, robot)
+    assert is_solved_any_orientation(apply_to_facelets(scrambled, plan.moves))
+    assert plan.cost <= 6  # R U' R' U2 R undone by quarter turns
+    with pytest.raises(UnsolvableForRobot, match="cannot be solved with the robot"):
+        solve_2x2(apply_to_facelets(solved(2), "F"), robot)
