@@ -269,6 +269,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("actuator", "resume", ()),
     CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once."),
     CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
+    CommandSpec("cell", "estop", (), (), "Stop the cycle at once (the monitor's e-stop sends "
+                "this together with actuator.estop)."),
     CommandSpec("cell", "scramble", (
         F("moves", "int", "number of random moves", optional=True),
         F("seed", "int", "random seed", optional=True),
