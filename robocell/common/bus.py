@@ -103,8 +103,11 @@ CLIENT_ID_PREFIX = b"c:"
 
 PUB_HWM = 10_000
 """Messages queued per publisher socket before ZeroMQ drops (never blocks)."""
-SUB_HWM = 10_000
-"""Messages queued per subscriber socket before the broker drops for that subscriber."""
+SUB_HWM = 2_000
+"""Messages queued for one subscriber (in the broker, and again in the subscriber's socket)
+before ZeroMQ drops for that subscriber only. Bounds the memory a stuck subscriber can cost
+the broker to SUB_HWM x message size (2,000 x 100 KB images = 200 MB) and still absorbs
+two seconds of a 1 kHz burst."""
 HEARTBEAT_PERIOD_S = 1.0
 STALE_AFTER_BEATS = 3
 DEFAULT_TIMEOUT_S = 5.0
@@ -202,6 +205,7 @@ class Publisher:
         self._sock = _context().socket(zmq.XPUB)
         self._sock.sndhwm = hwm
         self._sock.linger = LINGER_MS
+        self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
         self._sock.connect(self.endpoints.publish)
 
     def wait_linked(self, timeout: float = CONNECT_WAIT_S) -> bool:
@@ -210,12 +214,20 @@ class Publisher:
 
         deadline = time.monotonic() + timeout
         with self._lock:
+            self._drain_subscriptions()
             while not self._linked:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
                     return self._linked
                 self._drain_subscriptions()
         return True
+
+    def check_link(self) -> bool:
+        """Notice a (re)connected broker and give it our latched state again; call this now
+        and then (Node does, every heartbeat). True when the link is up."""
+        with self._lock:
+            self._drain_subscriptions()
+            return self._linked
 
     def _drain_subscriptions(self) -> None:
         import zmq
@@ -319,7 +331,10 @@ class Subscriber:
         self.stats = ReceiveStats()
         self._exact: set[str] = set()
         self._prefixes: set[str] = set()
-        self._last_seq: dict[tuple[str, str], int] = {}
+        self.first_seq: dict[tuple[str, str], int] = {}
+        """(source, topic) -> first sequence number received (gaps are counted after it)."""
+        self.last_seq: dict[tuple[str, str], int] = {}
+        """(source, topic) -> latest sequence number received."""
         self.sock = _context().socket(zmq.SUB)
         self.sock.rcvhwm = hwm
         self.sock.linger = 0
@@ -373,8 +388,10 @@ class Subscriber:
         if env is None or not self.wanted(env.topic):
             return None
         key = (env.source, env.topic)
-        last = self._last_seq.get(key)
-        if last is not None:
+        last = self.last_seq.get(key)
+        if last is None:
+            self.first_seq[key] = env.seq
+        else:
             if env.seq == last:
                 self.stats.duplicates += 1
                 return None
@@ -382,7 +399,7 @@ class Subscriber:
                 self.stats.gaps += env.seq - last - 1
             elif env.seq < last:
                 self.stats.restarts += 1
-        self._last_seq[key] = env.seq
+        self.last_seq[key] = env.seq
         self.stats.received += 1
         return env
 
@@ -420,6 +437,18 @@ def _topic_mismatch(topic_frame: str, env: Envelope) -> MessageError:
 
     return DecodeError(f"topic frame {topic_frame!r} does not match envelope topic "
                        f"{env.topic!r}", topic=topic_frame, source=env.source)
+
+
+def _send_nowait(sock: Any, frames: list[bytes]) -> bool:
+    """Send without blocking; False when the socket has no link to send on right now
+    (a DEALER with no connected broker). The caller's retry or the dedup cache covers it."""
+    import zmq
+
+    try:
+        sock.send_multipart(frames, zmq.NOBLOCK)
+        return True
+    except zmq.Again:
+        return False
 
 
 # --- liveness ------------------------------------------------------------------------------
@@ -566,8 +595,9 @@ class CommandClient:
                              service=service, command=command, attempts=attempts)
             payload["timeout_ms"] = (deadline - now) * 1000.0
             env = Envelope.now("cmd.request", self.name, next(self._seq), payload)
-            self.sock.send_multipart([REQUEST, service.encode(), encode(env)])
-            attempts += 1
+            # DEALER blocks while no broker link exists: never wait on that, retry instead
+            if _send_nowait(self.sock, [REQUEST, service.encode(), encode(env)]):
+                attempts += 1
             retry_at = min(deadline, time.monotonic() + interval)
             while (wait := retry_at - time.monotonic()) > 0:
                 if not self.sock.poll(int(wait * 1000) + 1):
@@ -864,11 +894,12 @@ class Node:
     def _hello(self) -> None:
         import msgpack
 
-        self._server.send_multipart([HELLO, msgpack.packb(sorted(self._commands))])
+        _send_nowait(self._server, [HELLO, msgpack.packb(sorted(self._commands))])
 
     def _beat(self) -> None:
         if self.publisher is None:
             return
+        self.publisher.check_link()
         health = dict(self.health)
         health["bus"] = self.subscriber.stats.as_health()
         try:
@@ -932,7 +963,7 @@ class Node:
         pending = self._pending.get(request_id)
         if pending is not None:  # a retry: never execute twice
             if pending.reply is not None:
-                self._server.send_multipart([REPLY, client, pending.reply])
+                _send_nowait(self._server, [REPLY, client, pending.reply])
             elif client not in pending.waiters:
                 pending.waiters.append(client)
             return
@@ -995,7 +1026,7 @@ class Node:
         pending.reply = data
         pending.finished = time.monotonic()
         for client in pending.waiters:
-            self._server.send_multipart([REPLY, client, data])
+            _send_nowait(self._server, [REPLY, client, data])
         pending.waiters.clear()
 
     def _expire_pending(self) -> None:

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import msgpack
 import zmq
+import zmq.utils.z85
 
 from robocell.common.bus import (
     CLIENT_ID_PREFIX,
@@ -104,7 +105,7 @@ class Broker:
     def __init__(self, endpoints: Endpoints, *, remote: RemoteAccess | None = None,
                  stats_period: float = STATS_PERIOD_S, check: bool = True,
                  max_bytes: int | None = None, allow_nonlocal: bool = False,
-                 context: zmq.Context | None = None) -> None:
+                 subscriber_hwm: int = SUB_HWM, context: zmq.Context | None = None) -> None:
         if not allow_nonlocal:
             for endpoint in (endpoints.subscribe, endpoints.publish, endpoints.command,
                              endpoints.tap):
@@ -117,6 +118,7 @@ class Broker:
         self.remote = remote
         self.stats_period = stats_period
         self.check = check
+        self.subscriber_hwm = subscriber_hwm
         self.max_bytes = max_bytes if max_bytes is not None else max_message_bytes()
         self.ctx = context or zmq.Context.instance()
         self.started = time.monotonic()
@@ -142,7 +144,7 @@ class Broker:
         self.xsub.bind(self.endpoints.publish)
         self.xsub.send(b"\x01")  # subscribe to everything: the broker sees all traffic
         self.xpub = ctx.socket(zmq.XPUB)
-        self.xpub.sndhwm = SUB_HWM
+        self.xpub.sndhwm = self.subscriber_hwm
         self.xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         self.xpub.bind(self.endpoints.subscribe)
         self.router = self._router(self.endpoints.command)
@@ -161,7 +163,7 @@ class Broker:
             remote = Endpoints.from_base(self.remote.base, self.remote.server_key)
             self.remote_xpub = ctx.socket(zmq.XPUB)
             self._curve_server(self.remote_xpub, ZAP_DOMAIN_READ)
-            self.remote_xpub.sndhwm = SUB_HWM
+            self.remote_xpub.sndhwm = self.subscriber_hwm
             self.remote_xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
             self.remote_xpub.bind(remote.subscribe)
             self.remote_router = self._router(None)
@@ -193,9 +195,11 @@ class Broker:
             if not poller.poll(100):
                 continue
             frames = self._zap.recv_multipart()
-            version, request_id, domain, _address, _identity, mechanism = frames[:6]
+            if len(frames) < 6:
+                continue  # not a ZAP request: libzmq never sends these
+            version, request_id, _domain, _address, _identity, mechanism = frames[:6]
             status, text, user = b"400", b"key not allowed", b""
-            if mechanism == b"CURVE" and len(frames) >= 7:
+            if mechanism == b"CURVE" and len(frames) >= 7 and len(frames[6]) == 32:
                 client_key = zmq.utils.z85.encode(frames[6]).decode("ascii")
                 entry = self.remote.allowed.get(client_key)
                 if entry is not None:
