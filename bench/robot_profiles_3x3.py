@@ -23,14 +23,8 @@ from robocell.common.profile import Profile, load_profile
 from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
 from robocell.common.validation import validate
+from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3.robot import compile_plan, motion_tables
-from robocell.services.solver.cube3.solver import (
-    DEFAULT_ROBOT_TIMEOUT_S,
-    ROBOT_LENGTH_SLACK,
-    solve_3x3,
-    solve_state,
-    warm_up,
-)
 
 ROBOT_PROFILES = ("six-motor", "tilt-spin")
 FACE_TURNS = [Move(face, turns) for face in "URFDLB" for turns in (1, 2, 3)]
@@ -87,7 +81,7 @@ def compiler_speed(seed: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cubes", type=int, default=300)
-    parser.add_argument("--timeout", type=float, default=DEFAULT_ROBOT_TIMEOUT_S,
+    parser.add_argument("--timeout", type=float, default=cube3_solver.DEFAULT_ROBOT_TIMEOUT_S,
                         help="solver budget per cube and plan, s (default: the solver's "
                              "budget for robot profiles)")
     parser.add_argument("--seed", type=int, default=2026)
@@ -124,12 +118,12 @@ def profile_figures(facelets: str, profile: Profile, timeout: float) -> CubeFigu
         priced.append((len(moves), cost))
         return primitives, cost
 
-    moves, _, best_cost, _ = solve_state(validate(facelets, 3), timeout=timeout,
-                                         cost_function=price)
+    moves, _, best_cost, _ = cube3_solver.solve_state(
+        validate(facelets, 3), timeout=timeout, cost_function=price)
     # the shortest candidate, first found among equals: what a move-count solver keeps
     shortest_length = min(length for length, _ in priced)
     shortest_cost = next(cost for length, cost in priced if length == shortest_length)
-    htm_plan = solve_3x3(facelets, "htm", timeout=timeout)
+    htm_plan = cube3_solver.solve_3x3(facelets, "htm", timeout=timeout)
     _, htm_cost = compile_plan(htm_plan.moves, profile)
     to_s = profile.unit_ms / 1000
     return CubeFigures(
@@ -139,10 +133,10 @@ def profile_figures(facelets: str, profile: Profile, timeout: float) -> CubeFigu
 
 
 def solver_figures(cubes: list[str], timeout: float) -> None:
-    warm_up()
+    cube3_solver.warm_up()
     print(f"robot time of 3x3 plans: {len(cubes)} seeded random cubes, solver budget "
           f"{timeout:g} s per cube and plan; candidates = solutions up to "
-          f"{ROBOT_LENGTH_SLACK} moves longer than the shortest found")
+          f"{cube3_solver.ROBOT_LENGTH_SLACK} moves longer than the shortest found")
     print(f"{'profile':<10} {'plan':<34} {'moves':>6} {'robot s':>8} {'max s':>7} "
           f"{'vs shortest':>11}")
     for name in ROBOT_PROFILES:
