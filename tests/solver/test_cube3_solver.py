@@ -182,3 +182,15 @@ def test_robot_profiles_get_the_cheapest_plan_in_their_own_primitives(profile: s
     assert apply_to_facelets(facelets, plan.stats["face_turns"]) == SOLVED
     after = apply_to_facelets(facelets, plan.moves)
     assert all(len(set(after[9 * f: 9 * f + 9])) == 1 for f in range(6))
+
+
+def test_a_cube_sitting_rotated_is_solved_in_the_robot_frame():
+    from robocell.common.cube import apply_to_facelets, random_facelets
+    from robocell.services.solver.api import solve
+
+    for seed, rotation in ((1, "x"), (2, "y z"), (3, "z2")):
+        cube = apply_to_facelets(random_facelets(3, seed), rotation)
+        plan = solve(cube, "htm", timeout=0.05)
+        after = apply_to_facelets(cube, plan.moves)
+        assert all(len(set(after[f * 9:f * 9 + 9])) == 1 for f in range(6))
+        assert plan.facelets == cube
