@@ -365,12 +365,18 @@ class Subscriber:
 
     def recv(self, timeout: float | None = None) -> Envelope | None:
         """The next accepted message, or None when ``timeout`` seconds pass without one."""
+        import zmq
+
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if not self.sock.poll(None if deadline is None else
-                                  max(0, int((deadline - time.monotonic()) * 1000))):
-                return None
-            env = self.handle(self.sock.recv_multipart())
+            try:  # messages already queued: no poll (the hot path under load)
+                frames = self.sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                if not self.sock.poll(None if deadline is None else
+                                      max(0, int((deadline - time.monotonic()) * 1000))):
+                    return None
+                continue
+            env = self.handle(frames)
             if env is not None:
                 return env
             if deadline is not None and time.monotonic() >= deadline:
