@@ -696,6 +696,7 @@ class Node:
         self._pending: collections.OrderedDict[str, _Pending] = collections.OrderedDict()
         self._diag_last: dict[tuple[str, str], float] = {}
         self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._gaps_reported = 0
         self._lock = threading.RLock()
         self._clients = threading.local()
         self._stop = threading.Event()
@@ -854,6 +855,8 @@ class Node:
                     env = self.subscriber.handle(frames)
                     if env is not None:
                         self._dispatch(env)
+                if self.subscriber.stats.gaps > self._gaps_reported:
+                    self._report_drops()
             if self._server in ready:
                 while True:
                     try:
@@ -918,6 +921,15 @@ class Node:
         except MessageError as exc:  # e.g. a health value msgpack cannot carry
             print(f"{self.name}: heartbeat refused: {exc}", file=sys.stderr)
 
+    def _report_drops(self) -> None:
+        stats = self.subscriber.stats
+        new = stats.gaps - self._gaps_reported
+        self._gaps_reported = stats.gaps
+        self._diagnose("dropped_messages", "",
+                       f"{self.name} missed {new} message(s) (sequence gaps; {stats.gaps} in "
+                       "all): it is too slow for its subscriptions or the broker is "
+                       "overloaded", count=stats.gaps)
+
     def _report_rejection(self, rejection: Rejection) -> None:
         error = rejection.error
         self._diagnose("bad_message", rejection.topic or "",
@@ -926,10 +938,10 @@ class Node:
                        f"{error.reason}: {error}", peer=error.source)
 
     def _diagnose(self, code: str, topic: str, message: str, *, level: str = "warning",
-                  peer: str | None = None) -> None:
+                  peer: str | None = None, count: int | None = None) -> None:
         """Publish a diagnostic, at most one per (code, topic) per second, with a count."""
         key = (code, topic)
-        self._diag_count[key] += 1
+        self._diag_count[key] = self._diag_count[key] + 1 if count is None else count
         now = time.monotonic()
         if now - self._diag_last.get(key, -1e9) < DIAGNOSTIC_MIN_INTERVAL_S:
             return
