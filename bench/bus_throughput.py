@@ -92,6 +92,7 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
     sock.subscribe(topic.encode())
     sock.connect(endpoint)
     ready.set()
+    cpu_start = time.process_time()
     count, nbytes, first, last, lat = 0, 0, 0.0, 0.0, []
     while True:  # the plainest pyzmq loop: blocking receive, no decoding
         try:
@@ -108,7 +109,8 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
         last = now
         count += 1
         nbytes += len(frames[1])
-    out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat, "gaps": 0})
+    out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat, "gaps": 0,
+             "sub_cpu": time.process_time() - cpu_start})
 
 
 def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Queue,
@@ -116,6 +118,7 @@ def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Qu
     sub = Subscriber([topic], endpoints)
     started = time.monotonic()
     ready.set()
+    cpu_start = time.process_time()
     count, nbytes, first, last, lat = 0, 0, 0.0, 0.0, []
     while True:
         env = sub.recv(IDLE_END_S)
@@ -134,14 +137,15 @@ def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Qu
         count += 1
         nbytes += env.size
     out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat,
-             "gaps": sub.stats.gaps, "rejected": sum(sub.stats.rejected.values())})
+             "gaps": sub.stats.gaps, "rejected": sum(sub.stats.rejected.values()),
+             "sub_cpu": time.process_time() - cpu_start})
 
 
 # --- one measurement ---------------------------------------------------------------------
 
 
 def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
-            endpoints: Endpoints | None) -> dict:
+            endpoints: Endpoints | None, broker_pid: int = 0) -> dict:
     """Send ``n`` messages (as fast as possible when rate_hz == 0) and collect the report."""
     import zmq
 
@@ -174,6 +178,8 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
     time.sleep(0.3)
     seq = 0
     pre_encoded = encode(Envelope.now(topic, "bench", 0, payload))
+    broker_cpu_start = process_cpu(broker_pid) if path == "bus" else 0.0
+    pub_cpu_start = time.process_time()
     started = time.monotonic()
     if rate_hz <= 0:
         if path == "raw":
@@ -201,11 +207,19 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
                 pub.publish(topic, payload)
             next_send += period
     send_time = time.monotonic() - started
+    pub_cpu = time.process_time() - pub_cpu_start
     report = out.get(timeout=120)
     proc.join(10)
     pub.close()
-    report.update(sent=n, send_time=send_time)
+    broker_cpu = process_cpu(broker_pid) - broker_cpu_start if path == "bus" else 0.0
+    report.update(sent=n, send_time=send_time, pub_cpu=pub_cpu, broker_cpu=broker_cpu)
     return report
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_broker(base: str) -> subprocess.Popen:
@@ -250,13 +264,13 @@ def main() -> None:
             for label, topic, payload in CASES:
                 n = n_small if "small" in label else n_image
                 for path in PATHS:
-                    r = measure(path, topic, payload, n, 0, endpoints)
+                    r = measure(path, topic, payload, n, 0, endpoints, broker.pid)
                     r["rate"] = r["count"] / r["span"] if r["span"] > 0 else 0.0
                     throughput.setdefault((label, path), []).append(r)
                 for path in PATHS:
                     rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
                     count = n_latency if "small" in label else n_latency // 3
-                    r = measure(path, topic, payload, count, rate, endpoints)
+                    r = measure(path, topic, payload, count, rate, endpoints, broker.pid)
                     lat = np.array(r["latency"]) * 1000.0
                     r["p50"], r["p99"], r["max"] = (
                         (np.percentile(lat, 50), np.percentile(lat, 99), lat.max())
@@ -288,6 +302,19 @@ def main() -> None:
             print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {r['sent']:>7} | "
                   f"{r['count']:>8} | {r['rate']:>9,.0f} | {mbps:>7.1f} | {ratio:>6} | "
                   f"{spread:>17} |")
+    print()
+    print("CPU time per message in the throughput runs (median run; independent of load)")
+    print(f"| {'message':<17} | {'path':<13} | {'publisher us':>12} | {'broker us':>9} | "
+          f"{'subscriber us':>13} | {'total us':>8} |")
+    print(f"|{'-' * 19}|{'-' * 15}|{'-' * 14}|{'-' * 11}|{'-' * 15}|{'-' * 10}|")
+    for label, _, _ in CASES:
+        for path in PATHS:
+            r = medians[(label, path)]
+            us = [r["pub_cpu"] / r["sent"] * 1e6, r["broker_cpu"] / r["sent"] * 1e6,
+                  r["sub_cpu"] / max(r["count"], 1) * 1e6]
+            broker_cell = f"{us[1]:>9.1f}" if path == "bus" else f"{'-':>9}"
+            print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {us[0]:>12.1f} | {broker_cell} | "
+                  f"{us[2]:>13.1f} | {sum(us):>8.1f} |")
     print()
     print("Latency (publisher paced; receipt time minus the envelope's mono_time, one clock)")
     print(f"| {'message':<17} | {'rate':>7} | {'path':<13} | {'received':>8} | "

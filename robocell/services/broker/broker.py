@@ -361,10 +361,12 @@ class Broker:
         except zmq.ZMQError as exc:
             if exc.errno != zmq.EHOSTUNREACH:
                 raise
+            name = service.decode(errors="replace")
+            self.services.pop(name, None)  # it has gone, if it was ever here
             known = ", ".join(sorted(self.services)) or "none"
             self._refuse(router, sender, data, "unavailable",
-                         f"no service named {service.decode(errors='replace')!r} is connected "
-                         f"to the broker (connected: {known}); start it or check its name")
+                         f"no service named {name!r} is connected to the broker (services "
+                         f"seen: {known}); start it or check its name")
 
     def _route_reply(self, client: bytes, data: bytes) -> None:
         self.commands["replies"] += 1
