@@ -17,11 +17,17 @@ Cases, each measured for both paths in the same run:
   decodes, validates, counts and forwards, the subscriber uses
   :class:`robocell.common.bus.Subscriber` (decode, validate, sequence check).
 
+- **bus, --no-check** (throughput only): the same with ``robocell broker --no-check``, which
+  forwards without decoding (receivers still validate), to show what central checking costs.
+
 Throughput: the publisher sends N messages as fast as it can; the subscriber (another
 process) reports how many arrived and the time from the first to the last; messages/s =
 received / that time. Losses (ZeroMQ drops at a high-water mark) are shown, not hidden.
-Latency: the publisher sends at a fixed rate (1,000 messages/s); latency = the subscriber's
-``time.monotonic()`` at receipt minus the envelope's ``mono_time`` (one clock on one host).
+CPU time per message of each process (``time.process_time`` and ``/proc``) is printed too: it
+does not depend on what else the host runs, unlike the rates. Each cell is the median of
+several interleaved runs. Latency: the publisher sends at a fixed rate (1,000 messages/s);
+latency = the subscriber's ``time.monotonic()`` at receipt minus the envelope's
+``mono_time`` (one clock on one host).
 """
 
 from __future__ import annotations
@@ -178,7 +184,7 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
     time.sleep(0.3)
     seq = 0
     pre_encoded = encode(Envelope.now(topic, "bench", 0, payload))
-    broker_cpu_start = process_cpu(broker_pid) if path == "bus" else 0.0
+    broker_cpu_start = process_cpu(broker_pid) if path != "raw" else 0.0
     pub_cpu_start = time.process_time()
     started = time.monotonic()
     if rate_hz <= 0:
@@ -211,7 +217,7 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
     report = out.get(timeout=120)
     proc.join(10)
     pub.close()
-    broker_cpu = process_cpu(broker_pid) - broker_cpu_start if path == "bus" else 0.0
+    broker_cpu = process_cpu(broker_pid) - broker_cpu_start if path != "raw" else 0.0
     report.update(sent=n, send_time=send_time, pub_cpu=pub_cpu, broker_cpu=broker_cpu)
     return report
 
@@ -222,17 +228,17 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_broker(base: str) -> subprocess.Popen:
+def start_broker(base: str, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO), ROBOCELL_BUS=base)
-    proc = subprocess.Popen([sys.executable, "-m", "robocell", "broker", "--no-tap"], env=env,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "robocell", "broker", "--no-tap", *extra],
+                            env=env, stderr=subprocess.DEVNULL)
     return proc
 
 
 CASES = (("small state msg", SMALL_TOPIC, SMALL_PAYLOAD),
          ("100 KB image msg", IMAGE_TOPIC, IMAGE_PAYLOAD))
-PATHS = ("raw", "bus")
-PATH_NAMES = {"raw": "raw pyzmq", "bus": "robocell bus"}
+PATHS = ("raw", "bus", "bus-nocheck")
+PATH_NAMES = {"raw": "raw pyzmq", "bus": "robocell bus", "bus-nocheck": "bus, --no-check"}
 
 
 def median_run(runs: list[dict], key) -> dict:
@@ -256,6 +262,11 @@ def main() -> None:
     base = f"tcp://127.0.0.1:{free_port_block()}"
     endpoints = Endpoints.from_base(base)
     broker = start_broker(base)
+    base_nocheck = f"tcp://127.0.0.1:{free_port_block()}"
+    brokers = {"bus": (broker, endpoints),
+               "bus-nocheck": (start_broker(base_nocheck, "--no-check"),
+                               Endpoints.from_base(base_nocheck)),
+               "raw": (broker, endpoints)}
     throughput: dict[tuple[str, str], list[dict]] = {}
     latency: dict[tuple[str, str], list[dict]] = {}
     try:
@@ -264,10 +275,11 @@ def main() -> None:
             for label, topic, payload in CASES:
                 n = n_small if "small" in label else n_image
                 for path in PATHS:
-                    r = measure(path, topic, payload, n, 0, endpoints, broker.pid)
+                    proc, eps = brokers[path]
+                    r = measure(path, topic, payload, n, 0, eps, proc.pid)
                     r["rate"] = r["count"] / r["span"] if r["span"] > 0 else 0.0
                     throughput.setdefault((label, path), []).append(r)
-                for path in PATHS:
+                for path in PATHS[:2]:
                     rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
                     count = n_latency if "small" in label else n_latency // 3
                     r = measure(path, topic, payload, count, rate, endpoints, broker.pid)
@@ -278,8 +290,10 @@ def main() -> None:
                     latency.setdefault((label, path), []).append(r)
             print(f"  run {rep + 1}/{repeats} done", file=sys.stderr)
     finally:
-        broker.terminate()
-        broker.wait(5)
+        for proc, _ in brokers.values():
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(5)
 
     print()
     print(f"Bus benchmark: median of {repeats} interleaved runs per cell; 2-core host shared "
@@ -297,7 +311,7 @@ def main() -> None:
             r = medians[(label, path)] = median_run(runs, lambda x: x["rate"])
             mbps = r["bytes"] / r["span"] / MB if r["span"] > 0 else 0.0
             raw = medians[(label, "raw")]["rate"]
-            ratio = f"{r['rate'] / raw:.0%}" if path == "bus" and raw else ""
+            ratio = f"{r['rate'] / raw:.0%}" if path != "raw" and raw else ""
             spread = f"{min(x['rate'] for x in runs):,.0f}-{max(x['rate'] for x in runs):,.0f}"
             print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {r['sent']:>7} | "
                   f"{r['count']:>8} | {r['rate']:>9,.0f} | {mbps:>7.1f} | {ratio:>6} | "
@@ -312,7 +326,7 @@ def main() -> None:
             r = medians[(label, path)]
             us = [r["pub_cpu"] / r["sent"] * 1e6, r["broker_cpu"] / r["sent"] * 1e6,
                   r["sub_cpu"] / max(r["count"], 1) * 1e6]
-            broker_cell = f"{us[1]:>9.1f}" if path == "bus" else f"{'-':>9}"
+            broker_cell = f"{us[1]:>9.1f}" if path != "raw" else f"{'-':>9}"
             print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {us[0]:>12.1f} | {broker_cell} | "
                   f"{us[2]:>13.1f} | {sum(us):>8.1f} |")
     print()
@@ -323,7 +337,7 @@ def main() -> None:
           f"{'-' * 15}|")
     for label, _, _ in CASES:
         rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
-        for path in PATHS:
+        for path in PATHS[:2]:
             runs = latency[(label, path)]
             r = median_run(runs, lambda x: x["p99"])
             spread = f"{min(x['p99'] for x in runs):.3f}-{max(x['p99'] for x in runs):.3f}"
