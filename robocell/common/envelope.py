@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +133,9 @@ class Envelope:
         return cls(topic, source, seq, time.time(), time.monotonic(), payload)
 
 
+_packers = threading.local()
+
+
 def _refuse_ext(code: int, data: bytes) -> Any:
     raise DecodeError(f"msgpack extension type {code} is not allowed in bus messages")
 
@@ -139,13 +143,15 @@ def _refuse_ext(code: int, data: bytes) -> Any:
 def encode(envelope: Envelope, max_bytes: int | None = None) -> bytes:
     """The msgpack bytes of ``envelope``; raises OversizeError above the size limit and
     DecodeError (a MessageError) if the payload holds something msgpack cannot carry."""
+    packer = getattr(_packers, "packer", None)
+    if packer is None:  # one per thread: a Packer keeps its buffer, packb allocates each time
+        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
     try:
-        data = msgpack.packb(
+        data = packer.pack(
             [envelope.version, envelope.topic, envelope.source, envelope.seq,
-             envelope.wall_time, envelope.mono_time, envelope.payload],
-            use_bin_type=True,
-        )
+             envelope.wall_time, envelope.mono_time, envelope.payload])
     except (TypeError, ValueError, OverflowError) as exc:
+        packer.reset()
         raise DecodeError(
             f"topic {envelope.topic!r}: payload cannot be encoded with msgpack ({exc}); "
             "use only str, bytes, int, float, bool, None, lists and maps with string keys",
