@@ -257,6 +257,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle", optional=True),
         F("profile", "str", "robot profile", optional=True),
         F("publish", "bool", "also publish the plan on solver.plan", optional=True),
+        F("scan_id", "str", "the cube state this answers", optional=True),
     ), (), "Plan a solution; the result has the fields of solver.plan."),
     CommandSpec("actuator", "execute", (
         F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
@@ -268,6 +269,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("actuator", "resume", ()),
     CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once."),
     CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
+    CommandSpec("cell", "estop", (), (), "Stop the cycle at once (the monitor's e-stop sends "
+                "this together with actuator.estop)."),
     CommandSpec("cell", "scramble", (
         F("moves", "int", "number of random moves", optional=True),
         F("seed", "int", "random seed", optional=True),

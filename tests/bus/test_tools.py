@@ -18,7 +18,7 @@ PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 30, "primitive": "R+", "eta_s
             "state": "running"}
 N_RECORDED = 30
 GAP_S = (0.0, 0.02, 0.08)  # irregular spacing, so that timing is worth reproducing
-TIMING_TOLERANCE_S = 0.05
+TIMING_TOLERANCE_S = 0.25  # generous: the machine may be busy; the gaps span > 0.5 s
 
 
 def run_cli(env: dict, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:

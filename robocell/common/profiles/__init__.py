@@ -1,0 +1,1 @@
+"""Robot profiles: one declarative TOML file per robot (see docs/profiles.md)."""

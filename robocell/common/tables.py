@@ -1,0 +1,157 @@
+"""Generated lookup tables on disk: build once with a progress bar, verify, memory-map read-only.
+
+A *table group* is a directory under `tables_dir()` holding ``.npy`` arrays and a
+``manifest.json`` with the format version, the parameters the content depends on, and per
+array its dtype, shape, byte size and SHA-256. `load` memory-maps the arrays read-only (so
+several solver processes share one copy in the page cache) after a quick check of the
+manifest and file sizes; a group that is missing or stale (other format version or
+parameters, missing or truncated files) is rebuilt first, with a message saying why.
+`verify` also recomputes every checksum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from robocell.common.paths import tables_dir
+
+TABLE_FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class TableGroup:
+    """A set of arrays built together. ``build()`` returns them by name (it shows its own
+    progress with `robocell.common.progress.Progress`); ``params`` must name everything the
+    content depends on (a code-version number included), as JSON-compatible values."""
+
+    name: str
+    params: dict
+    build: Callable[[], dict[str, np.ndarray]] = field(compare=False)
+    description: str = ""
+
+    @property
+    def path(self) -> Path:
+        return tables_dir() / self.name
+
+
+class TableError(RuntimeError):
+    """A table group that cannot be used (and could not be rebuilt)."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_manifest(group: TableGroup) -> dict | None:
+    try:
+        return json.loads((group.path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def staleness(group: TableGroup) -> str | None:
+    """Why the group must be (re)built, or None when it is usable (quick check)."""
+    manifest = read_manifest(group)
+    if manifest is None:
+        return "not built yet"
+    if manifest.get("format_version") != TABLE_FORMAT_VERSION:
+        return f"format version {manifest.get('format_version')} != {TABLE_FORMAT_VERSION}"
+    if manifest.get("params") != json.loads(json.dumps(group.params)):
+        return "built with other parameters"
+    for name, info in manifest.get("arrays", {}).items():
+        file = group.path / info["file"]
+        if not file.is_file() or file.stat().st_size != info["file_bytes"]:
+            return f"array {name} is missing or truncated"
+    return None
+
+
+def build(group: TableGroup, reason: str = "requested") -> dict:
+    """Build a group from scratch into a temporary directory, then swap it in atomically."""
+    root = tables_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"tables: building {group.name} ({reason})", file=sys.stderr)
+    started = time.monotonic()
+    arrays = group.build()
+    tmp = root / f".{group.name}.{os.getpid()}.tmp"  # concurrent builders never share one
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    entries = {}
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        file = tmp / f"{name}.npy"
+        np.save(file, array, allow_pickle=False)
+        entries[name] = {
+            "file": file.name, "dtype": str(array.dtype), "shape": list(array.shape),
+            "bytes": int(array.nbytes), "file_bytes": file.stat().st_size,
+            "sha256": _sha256(file),
+        }
+    manifest = {
+        "format_version": TABLE_FORMAT_VERSION, "group": group.name,
+        "description": group.description, "params": group.params, "arrays": entries,
+        "build_seconds": round(time.monotonic() - started, 3),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    final = group.path
+    old = root / f".{group.name}.{os.getpid()}.old"
+    if final.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        try:
+            final.rename(old)
+        except FileNotFoundError:  # another builder swapped it out first
+            pass
+    try:
+        tmp.rename(final)
+    except OSError:  # another builder finished first: its identical result stands
+        shutil.rmtree(tmp, ignore_errors=True)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+    print(f"tables: {group.name} built in {manifest['build_seconds']:.1f}s, "
+          f"{sum(e['bytes'] for e in entries.values()) / 1e6:.1f} MB", file=sys.stderr)
+    return manifest
+
+
+def load(group: TableGroup, build_if_needed: bool = True) -> dict[str, np.ndarray]:
+    """The group's arrays, memory-mapped read-only; builds it first if missing or stale."""
+    reason = staleness(group)
+    if reason is not None:
+        if not build_if_needed:
+            raise TableError(f"tables {group.name}: {reason}; run `robocell tables build`")
+        build(group, reason)
+    manifest = read_manifest(group)
+    assert manifest is not None
+    return {
+        name: np.load(group.path / info["file"], mmap_mode="r", allow_pickle=False)
+        for name, info in manifest["arrays"].items()
+    }
+
+
+def verify(group: TableGroup) -> list[str]:
+    """Problems found (empty when the group is intact): quick check plus every checksum."""
+    reason = staleness(group)
+    if reason is not None:
+        return [reason]
+    manifest = read_manifest(group)
+    assert manifest is not None
+    problems = []
+    for name, info in manifest["arrays"].items():
+        if _sha256(group.path / info["file"]) != info["sha256"]:
+            problems.append(f"array {name}: checksum mismatch (file changed or corrupted)")
+    return problems

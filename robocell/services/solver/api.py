@@ -1,0 +1,34 @@
+"""The solver's one entry point: any valid cube + a robot profile -> the plan for that robot."""
+
+from __future__ import annotations
+
+from robocell.common.profile import load_profile
+from robocell.common.validation import validate
+from robocell.services.solver.plan import Plan
+
+DEFAULT_PROFILE = {2: "htm", 3: "htm"}
+
+
+def solve(facelets: str, profile: str | None = None, *, max_length: int | None = None,
+          timeout: float | None = None) -> Plan:
+    """Plan for a cube given as a facelet string (validated first: an impossible cube raises
+    `robocell.common.validation.CubeStateError` with its specific code).
+
+    2x2x2: optimal for the profile, read off full tables (``max_length``/``timeout`` unused).
+    3x3x3: two-phase search for at most ``timeout`` seconds or until a solution of at most
+    ``max_length`` moves; with a robot profile the least robot time among solutions found.
+    """
+    state = validate(facelets)
+    size = state.size
+    chosen = load_profile(profile or DEFAULT_PROFILE[size])
+    if not chosen.fits(size):
+        raise ValueError(
+            f"profile {chosen.name} is for a {chosen.puzzle} cube, but this cube is "
+            f"{size}x{size}x{size}; pick a profile with puzzle = \"{size}x{size}\" or \"any\"")
+    if size == 2:
+        from robocell.services.solver.cube2.solver import solve_2x2
+
+        return solve_2x2(facelets, chosen)
+    from robocell.services.solver.cube3.solver import solve_3x3
+
+    return solve_3x3(facelets, chosen, max_length=max_length, timeout=timeout)

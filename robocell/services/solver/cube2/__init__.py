@@ -1,0 +1,1 @@
+"""2x2x2 solver: full-state tables and optimal plans for any robot profile."""

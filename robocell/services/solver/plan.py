@@ -1,0 +1,38 @@
+"""A plan: what the solver returns for one cube and one robot profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from robocell.common.notation import Move, format_moves
+
+
+@dataclass
+class Plan:
+    """The solver's answer. ``moves`` are face turns (and rotations) in the robot's frame that
+    take ``facelets`` to solved (in any orientation when the profile allows it);
+    ``primitives`` name the profile's primitives in execution order; ``cost`` is the robot
+    time in profile units (for metric profiles: the move count)."""
+
+    puzzle: str
+    profile: str
+    facelets: str
+    primitives: list[str]
+    moves: list[Move]
+    cost: float
+    cost_ms: float
+    solve_ms: float
+    optimal: bool = False
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return len(self.moves)
+
+    def to_dict(self) -> dict:
+        return {
+            "puzzle": self.puzzle, "profile": self.profile, "facelets": self.facelets,
+            "primitives": list(self.primitives), "moves": format_moves(self.moves),
+            "length": self.length, "cost": self.cost, "cost_ms": self.cost_ms,
+            "solve_ms": round(self.solve_ms, 4), "optimal": self.optimal, "stats": self.stats,
+        }
