@@ -88,3 +88,33 @@ def first_seq(sub: Subscriber) -> int:
 
 def last_seq(sub: Subscriber) -> int:
     return sub.last_seq[("cell", "cell.status")]
+
+
+def test_a_node_that_falls_behind_reports_its_drops(bus_base: str) -> None:
+    from robocell.common.bus import Node
+
+    endpoints = Endpoints.from_base(bus_base)
+    broker = Broker(endpoints, stats_period=0.2, subscriber_hwm=SMALL_HWM)
+    broker_thread = threading.Thread(target=broker.run, daemon=True)
+    broker_thread.start()
+    reports: list[dict] = []
+    try:
+        with Node("slowpoke", endpoints) as slow, Node("watcher", endpoints) as watcher:
+            slow.subscribe("cell.status", lambda env: time.sleep(0.002))  # 500 msgs/s at most
+            watcher.subscribe("diagnostics", lambda env: reports.append(env.payload))
+            time.sleep(0.3)
+            detail = "x" * DETAIL_BYTES
+            for i in range(3000):
+                slow.publish("cell.status", {"cycle_id": f"c{i}", "stage": "idle",
+                                             "detail": detail})
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not any(
+                    r["code"] == "dropped_messages" and r["service"] == "slowpoke"
+                    for r in reports):
+                time.sleep(0.05)
+            drop = next(r for r in reports if r["code"] == "dropped_messages")
+            assert drop["count"] > 0 and "missed" in drop["message"]
+            assert slow.subscriber.stats.gaps > 0
+    finally:
+        broker.stop()
+        broker_thread.join(5)

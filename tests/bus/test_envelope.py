@@ -16,6 +16,7 @@ from robocell.common.envelope import (
     SchemaVersionError,
     decode,
     encode,
+    max_message_bytes,
 )
 from robocell.common.messages import (
     COMMAND_SPECS,
@@ -57,12 +58,16 @@ def test_oversize_message_is_refused_with_the_limit_in_the_message() -> None:
 
 
 def test_size_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    max_message_bytes.cache_clear()
     monkeypatch.setenv("ROBOCELL_BUS_MAX_BYTES", "200")
     with pytest.raises(OversizeError):
         encode(Envelope.now("cell.status", "cell", 0, {"detail": "y" * 300}))
+    max_message_bytes.cache_clear()
     monkeypatch.setenv("ROBOCELL_BUS_MAX_BYTES", "lots")
     with pytest.raises(ValueError, match="ROBOCELL_BUS_MAX_BYTES"):
         encode(Envelope.now("cell.status", "cell", 0, GOOD_STATUS))
+    monkeypatch.delenv("ROBOCELL_BUS_MAX_BYTES")
+    max_message_bytes.cache_clear()
 
 
 def test_wrong_schema_version_is_refused() -> None:

@@ -110,6 +110,8 @@ def test_receiver_refuses_counts_and_reports_bad_messages_and_keeps_running(
             # cell.gossip and cell.result frames are not subscribed (ZeroMQ filters them).
             assert rejected == {"decode": N_ROUNDS, "schema_version": N_ROUNDS,
                                 "invalid": N_ROUNDS}
+            while sum(broker.rejected.values()) < 2 * N_ROUNDS and time.monotonic() < deadline:
+                time.sleep(0.05)
             assert broker.rejected == {"oversize": N_ROUNDS, "decode": N_ROUNDS}
             deadline = time.monotonic() + 3
             while not diagnostics and time.monotonic() < deadline:
@@ -143,3 +145,34 @@ def test_callback_that_raises_does_not_stop_the_node(endpoints: Endpoints) -> No
         while len(seen) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
     assert seen == [0, 1]
+
+
+def test_garbage_on_the_command_channel_is_counted_and_commands_still_work(
+        broker: Broker) -> None:
+    from robocell.common.bus import REQUEST
+
+    diagnostics: list[dict] = []
+    with Node("solver", broker.endpoints) as solver, Node("watcher", broker.endpoints) as w:
+        solver.serve("solve", lambda args, ctx: "planned")
+        w.subscribe("diagnostics", lambda env: diagnostics.append(env.payload))
+        time.sleep(0.3)
+        rogue = zmq.Context.instance().socket(zmq.DEALER)
+        rogue.linger = 0
+        rogue.connect(broker.endpoints.command)
+        try:
+            rogue.send_multipart([b"\x07"])  # unknown frame kind
+            rogue.send_multipart([REQUEST, b"solver", os.urandom(30)])  # undecodable request
+            rogue.send_multipart([REQUEST, b"solver", encode(Envelope.now(
+                "cmd.request", "rogue", 0, {"id": 5}))])  # wrong field types
+            assert w.call("solver", "solve", {"facelets": "U"}, timeout=3) == "planned"
+            deadline = time.monotonic() + 3
+            while broker.commands["malformed"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert broker.commands["malformed"] == 1
+            while len([d for d in diagnostics if d["code"] == "bad_request"]) < 1 \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            bad = [d for d in diagnostics if d["code"] == "bad_request"]
+            assert bad and bad[0]["service"] == "solver" and bad[0]["count"] >= 1
+        finally:
+            rogue.close()

@@ -191,3 +191,29 @@ def test_broker_process_stops_cleanly_on_sigterm(broker_process) -> None:
     proc, _ = broker_process
     proc.terminate()
     assert proc.wait(5) == 0
+
+
+def test_record_from_the_tap_includes_command_traffic(broker_process, cli_env: dict,
+                                                      tmp_path: Path) -> None:
+    from robocell.common.bus import Node
+
+    _, endpoints = broker_process
+    recording = tmp_path / "tap.mcap"
+    recorder = subprocess.Popen(
+        robocell_cmd("bus", "record", str(recording), "cmd.request", "cmd.reply", "--tap",
+                     "--count", "2"), env=cli_env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "recording" in recorder.stderr.readline()
+        with Node("solver", endpoints) as solver, Node("cell", endpoints) as cell:
+            solver.serve("solve", lambda args, ctx: {"moves": 9})
+            time.sleep(0.5)
+            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=3) == {
+                "moves": 9}
+            assert recorder.wait(10) == 0
+    finally:
+        stop_process(recorder)
+    messages = [decode(m.data) for m in read_messages(recording)]
+    assert [m.topic for m in messages] == ["cmd.request", "cmd.reply"]
+    assert messages[0].payload["command"] == "solve" and messages[0].source == "cell"
+    assert messages[1].payload["result"] == {"moves": 9}
+    assert messages[1].payload["id"] == messages[0].payload["id"]
