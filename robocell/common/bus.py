@@ -357,6 +357,8 @@ class Subscriber:
         """(source, topic) -> first sequence number received (gaps are counted after it)."""
         self.last_seq: dict[tuple[str, str], int] = {}
         """(source, topic) -> latest sequence number received."""
+        self.last_wall: dict[tuple[str, str], float] = {}
+        """(source, topic) -> send time of that latest message."""
         self.sock = _context().socket(zmq.SUB)
         self.sock.rcvhwm = hwm
         self.sock.linger = 0
@@ -420,7 +422,9 @@ class Subscriber:
         if last is None:
             self.first_seq[key] = env.seq
         else:
-            if env.seq == last:
+            # a duplicate is the very same message again (a latched value re-delivered);
+            # a restarted publisher reuses sequence numbers but not the send time
+            if env.seq == last and env.wall_time == self.last_wall.get(key):
                 self.stats.duplicates += 1
                 return None
             if env.seq > last + 1:
@@ -428,6 +432,7 @@ class Subscriber:
             elif env.seq < last:
                 self.stats.restarts += 1
         self.last_seq[key] = env.seq
+        self.last_wall[key] = env.wall_time
         self.stats.received += 1
         return env
 

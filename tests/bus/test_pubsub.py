@@ -188,3 +188,22 @@ def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str)
         pub.close()
         broker.stop()
         thread.join(5)
+
+
+def test_a_restarted_publisher_is_heard_although_it_reuses_sequence_numbers():
+    from robocell.common.bus import Subscriber
+    from robocell.common.envelope import Envelope, encode
+
+    sub = Subscriber(["cell.status"], check=True)
+    try:
+        def frames(wall: float) -> list[bytes]:
+            env = Envelope(topic="cell.status", source="cell", seq=1, wall_time=wall,
+                           mono_time=1.0, payload={"cycle_id": "c", "stage": "idle"})
+            return [b"cell.status", encode(env)]
+
+        first = frames(100.0)
+        assert sub.handle(first) is not None
+        assert sub.handle(first) is None          # the same message again: a duplicate
+        assert sub.handle(frames(200.0)) is not None   # same seq, new process: delivered
+    finally:
+        sub.close()
