@@ -129,7 +129,7 @@ class FirmwareCore:
                               for n in motion.targets)
             stopped = min(motion.end, now + stop_ms)
             fraction = (stopped - motion.start) / (motion.end - motion.start)
-            self._apply(motion, fraction)
+            self._apply_partial(motion, fraction)
             self._log("interrupted", line=motion.command.line, text=motion.command.body,
                       fraction=round(fraction, 4), facelets=self.twin.facelets)
         dropped = len(self.waiting) + (1 if self.current else 0)
@@ -238,6 +238,13 @@ class FirmwareCore:
             self.twin.set_servos(motion.targets, fraction)
         self.model.apply(verb, motion.targets, fraction)
 
+    def _apply_partial(self, motion: Motion, fraction: float) -> None:
+        """A motion cut short (e-stop, reset): the twin records what physically happened."""
+        try:
+            self._apply(motion, fraction)
+        except TwinFault as exc:
+            self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
+
     def _finish(self, motion: Motion) -> list[bytes]:
         self.current = None
         self.last_end = motion.end
@@ -273,8 +280,8 @@ class FirmwareCore:
     def reset(self, now: float) -> bytes:
         """A reboot: new boot id, queue and line numbers gone; the cube stays as it is."""
         if self.current is not None:
-            self._apply(self.current, (now - self.current.start) / max(
-                1e-9, self.current.end - self.current.start))
+            self._apply_partial(self.current, min(1.0, (now - self.current.start) / max(
+                1e-9, self.current.end - self.current.start)))
         self.boot_id = uuid.uuid4().hex[:8]
         self._boot_state()
         self.last_end = now

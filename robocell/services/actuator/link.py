@@ -21,8 +21,8 @@ from robocell.services.actuator import protocol as proto
 READ_POLL_S = 0.005
 PROBE_AFTER_S = 0.1
 """Ask for a status report after this long without any report from the firmware."""
-STALL_REPORT_PROBES = 5
-"""Report the firmware as not responding after this many unanswered probes."""
+STALL_REPORT_S = 0.5
+"""Report the firmware as not responding after this long without an answer to probes."""
 HANDSHAKE_TIMEOUT_S = 2.0
 RECONNECT_BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 RECONNECT_GIVE_UP_S = 30.0
@@ -359,7 +359,7 @@ class Link:
                     self._write(proto.STATUS_BYTE)
                     self.events.probes += 1
                     unanswered += 1
-                    if unanswered == STALL_REPORT_PROBES and not stalled:
+                    if now - last_report > STALL_REPORT_S and not stalled:
                         stalled = True
                         self.events.stalls += 1
                         self.on_event("stall", f"firmware at {self.url} has not answered for "
