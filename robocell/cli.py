@@ -13,6 +13,7 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import threading
 
 # Module path of each command group, in the order `robocell --help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -57,7 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (from `robocell up`, Docker or systemd) stops a process like Ctrl-C: the
+    services' shutdown paths run instead of the process vanishing mid-message."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)

@@ -1,0 +1,209 @@
+"""`robocell up | demo | cycle | cell | health`: run the cell and talk to it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from robocell.cli import CommandError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "up", help="start the whole cell as local processes (from docker-compose.yml)",
+        description="Start broker, solver, vision, actuator, cell coordinator and monitor "
+                    "(and the firmware simulator with --sim) as local processes, with the "
+                    "commands and environment of docker-compose.yml. Ctrl-C stops them all; "
+                    "the exit status is non-zero if a service dies.")
+    p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
+    p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
+    p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.set_defaults(func=cmd_up)
+
+    p = subparsers.add_parser(
+        "demo", help="the main job: simulated cell, scramble the twin, one solve cycle",
+        description="Start the cell in simulation, scramble the digital twin, run one full "
+                    "cycle (scan, solve, execute, verify) with a progress display, print the "
+                    "summary and shut everything down. Exit 0 when the twin is solved.")
+    p.add_argument("--profile", default=None,
+                   help="robot profile (default $ROBOCELL_PROFILE or soltvvo-2x2)")
+    p.add_argument("--seed", type=int, default=None, help="scramble seed")
+    p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
+    p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.set_defaults(func=cmd_demo)
+
+    p = subparsers.add_parser("cycle", help="run one solve cycle on a running cell")
+    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS)")
+    p.add_argument("--timeout", type=float, default=600.0, help="give up after S seconds")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_cycle)
+
+    p = subparsers.add_parser("cell", help="run the cycle coordinator service")
+    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS)")
+    p.set_defaults(func=cmd_cell)
+
+    p = subparsers.add_parser("health", help="exit 0 when SERVICE's heartbeat is current")
+    p.add_argument("service", metavar="SERVICE")
+    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS)")
+    p.add_argument("--wait", type=float, default=3.5, help="seconds to listen (default 3.5)")
+    p.set_defaults(func=cmd_health)
+
+
+def _env_with(args: argparse.Namespace) -> dict[str, str]:
+    env = dict(os.environ)
+    if getattr(args, "profile", None):
+        env["ROBOCELL_PROFILE"] = args.profile
+    if getattr(args, "speed", None):
+        env["ROBOCELL_SPEED"] = str(args.speed)
+    return env
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from robocell.cell.compose import ComposeError
+    from robocell.cell.launcher import Launcher, LaunchError
+
+    try:
+        launcher = Launcher("sim" if args.sim else "hardware", _env_with(args))
+    except ComposeError as exc:
+        raise CommandError(str(exc)) from None
+    with launcher:
+        try:
+            launcher.start(on_ready=lambda name: launcher.log("up", f"{name} is alive"))
+        except LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        launcher.log("up", "the cell is up; Ctrl-C stops it")
+        return launcher.watch()
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from robocell.common.bus import Endpoints, Liveness, Subscriber
+
+    liveness = Liveness()
+    sub = Subscriber(["heartbeat"], Endpoints.resolve(args.broker))
+    deadline = time.monotonic() + args.wait
+    try:
+        while time.monotonic() < deadline:
+            env = sub.recv(timeout=0.2)
+            if env is not None:
+                liveness.update(env)
+                peer = liveness.peers().get(args.service)
+                if peer is not None and peer.alive and env.payload["service"] == args.service:
+                    if env.payload["state"] in ("error", "stopping"):
+                        print(f"{args.service}: {env.payload['state']} "
+                              f"{env.payload['health']}", file=sys.stderr)
+                        return 1
+                    print(f"{args.service}: {env.payload['state']}")
+                    return 0
+    finally:
+        sub.close()
+    print(f"{args.service}: no heartbeat within {args.wait:g} s", file=sys.stderr)
+    return 1
+
+
+def cmd_cell(args: argparse.Namespace) -> int:
+    from robocell.cell.service import CellService
+    from robocell.common.bus import Endpoints, Node
+
+    speed = float(os.environ.get("ROBOCELL_SPEED", "1") or 1)
+    with Node("cell", Endpoints.resolve(args.broker)) as node:
+        CellService(node, speed).start()
+        node.wait()
+    return 0
+
+
+def follow_cycle(node: object, cycle_id: str, timeout: float, show: bool) -> dict:
+    """Wait for the cycle's `cell.result`, printing stages and execution progress."""
+    import queue
+
+    events: queue.Queue = queue.Queue()
+    for topic in ("cell.status", "cell.result", "actuator.progress", "actuator.scan_pose",
+                  "vision.cube_state", "solver.plan", "errors"):
+        node.subscribe(topic, events.put)  # type: ignore[attr-defined]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            env = events.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        p = env.payload
+        if env.topic == "cell.result" and p["cycle_id"] == cycle_id:
+            return p
+        if not show:
+            continue
+        if env.topic == "cell.status" and p["cycle_id"] == cycle_id:
+            print(f"  stage: {p['stage']}", flush=True)
+        elif env.topic == "actuator.scan_pose":
+            print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: face {p['face']} in view",
+                  flush=True)
+        elif env.topic == "vision.cube_state":
+            print(f"    cube read: {p['facelets']}", flush=True)
+        elif env.topic == "solver.plan":
+            print(f"    plan: {len(p['primitives'])} primitives, predicted "
+                  f"{p['predicted_ms']:.0f} ms: {' '.join(p['primitives'])}", flush=True)
+        elif env.topic == "actuator.progress":
+            print(f"    step {p['step'] + 1}/{p['n_steps']} {p['primitive']:<8} "
+                  f"eta {p['eta_s']:.1f}s", flush=True)
+        elif env.topic == "errors":
+            print(f"    error from {p['service']} ({p['stage']}): {p['message']}", flush=True)
+    raise CommandError(f"no result for cycle {cycle_id} within {timeout:.0f} s")
+
+
+def print_summary(result: dict) -> None:
+    verdict = "SOLVED" if result["ok"] else f"FAILED in {result.get('failed_stage')}"
+    print(f"cycle {result['cycle_id']}: {verdict} in {result['total_s']:.2f} s")
+    for stage, seconds in result["stages_s"].items():
+        print(f"  {stage:<10} {seconds:8.3f} s")
+    if result.get("error"):
+        print(f"  reason: {result['error']}")
+
+
+def cmd_cycle(args: argparse.Namespace) -> int:
+    import json
+
+    from robocell.common.bus import CommandFailed, Endpoints, Node
+
+    with Node("cycle-cli", Endpoints.resolve(args.broker), track_peers=False) as node:
+        try:
+            started = node.call("cell", "start", {}, timeout=5.0)
+        except CommandFailed as exc:
+            raise CommandError(f"cannot start a cycle: {exc}") from None
+        result = follow_cycle(node, started["cycle_id"], args.timeout, show=not args.json)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_summary(result)
+    return 0 if result["ok"] else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from robocell.cell.launcher import Launcher, LaunchError
+    from robocell.common.bus import CommandFailed, Endpoints, Node
+
+    env = _env_with(args)
+    env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
+    print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}); "
+          "a first run builds the solver tables", flush=True)
+    launcher = Launcher("sim", env, quiet=None if args.verbose else {
+        s for s in ("broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell",
+                    "monitor")})
+    with launcher:
+        try:
+            launcher.start(on_ready=lambda name: print(f"  {name} is up", flush=True))
+        except LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        bus = launcher.services[0].environment.get("ROBOCELL_BUS")
+        with Node("demo", Endpoints.resolve(bus), track_peers=False) as node:
+            try:
+                scrambled = node.call("cell", "scramble",
+                                      {} if args.seed is None else {"seed": args.seed},
+                                      timeout=10.0)
+                print(f"twin scrambled: {scrambled}", flush=True)
+                started = node.call("cell", "start", {}, timeout=5.0)
+            except CommandFailed as exc:
+                raise CommandError(f"the cell refused: {exc}") from None
+            print(f"cycle {started['cycle_id']} started", flush=True)
+            result = follow_cycle(node, started["cycle_id"], 600.0, show=True)
+        print_summary(result)
+    return 0 if result["ok"] else 1

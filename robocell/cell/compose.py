@@ -1,0 +1,107 @@
+"""Reading docker-compose.yml for the local launcher, so local runs and containers never drift.
+
+Only what the launcher needs: each service's command, environment, profiles and
+dependencies, with ``${VAR}``, ``${VAR:-default}`` and ``${VAR-default}`` interpolated
+from the environment as Compose does. Run locally, every service shares the host's
+loopback, so a URL host naming a compose service, and the wildcard ``0.0.0.0``, become
+``127.0.0.1``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from robocell.common.paths import REPO_DIR
+
+COMPOSE_FILE = REPO_DIR / "docker-compose.yml"
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
+
+
+class ComposeError(ValueError):
+    """docker-compose.yml cannot be used to start the cell locally."""
+
+
+@dataclass(frozen=True)
+class LocalService:
+    """One compose service as a local process."""
+
+    name: str
+    argv: tuple[str, ...]
+    environment: dict[str, str]
+    depends_on: tuple[str, ...]
+    bus_name: str
+    """Name the service announces on the bus (its heartbeat), from its healthcheck."""
+
+
+def interpolate(text: str, env: dict[str, str]) -> str:
+    def replace(match: re.Match) -> str:
+        name, op, default = match.group(1), match.group(2), match.group(3)
+        value = env.get(name)
+        if op == ":-" and not value:
+            return default or ""
+        if op == "-" and value is None:
+            return default or ""
+        return value or ""
+    return _VARIABLE.sub(replace, text)
+
+
+def _localise(text: str, service_names: set[str]) -> str:
+    text = text.replace("0.0.0.0", "127.0.0.1")
+    for name in service_names:
+        text = re.sub(rf"(://){re.escape(name)}(:\d)", r"\g<1>127.0.0.1\2", text)
+    return text
+
+
+def load_services(profile: str, env: dict[str, str] | None = None,
+                  path: Path = COMPOSE_FILE) -> list[LocalService]:
+    """Services of a compose profile ("sim" or "hardware") in dependency order."""
+    import yaml
+
+    env = dict(os.environ if env is None else env)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ComposeError(f"{path}: cannot read: {exc}") from None
+    services = document.get("services") or {}
+    names = set(services)
+    chosen: dict[str, LocalService] = {}
+    for name, spec in services.items():
+        if profile not in (spec.get("profiles") or [profile]):
+            continue
+        command = spec.get("command")
+        if not isinstance(command, list) or not command or command[0] != "robocell":
+            raise ComposeError(f"{path}: services.{name}.command must be a list starting "
+                               "with robocell")
+        argv = [sys.executable, "-m", "robocell"] + [
+            _localise(interpolate(str(a), env), names) for a in command[1:]]
+        environment = {k: _localise(interpolate(str(v), env), names)
+                       for k, v in (spec.get("environment") or {}).items()}
+        health = (spec.get("healthcheck") or {}).get("test") or []
+        bus_name = health[-1] if len(health) >= 4 and health[2] == "health" else name
+        depends = spec.get("depends_on") or []
+        if isinstance(depends, dict):
+            depends = list(depends)
+        chosen[name] = LocalService(name, tuple(argv), environment, tuple(depends), bus_name)
+    ordered: list[LocalService] = []
+    placed: set[str] = set()
+
+    def place(name: str, trail: tuple[str, ...] = ()) -> None:
+        if name in placed:
+            return
+        if name in trail:
+            raise ComposeError(f"{path}: depends_on cycle: {' -> '.join(trail + (name,))}")
+        if name not in chosen:
+            raise ComposeError(f"{path}: a service depends on {name!r}, which is not in "
+                               f"profile {profile!r}")
+        for dep in chosen[name].depends_on:
+            place(dep, trail + (name,))
+        placed.add(name)
+        ordered.append(chosen[name])
+
+    for name in chosen:
+        place(name)
+    return ordered

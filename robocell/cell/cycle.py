@@ -1,0 +1,190 @@
+"""The solve cycle: scan -> read -> plan -> execute -> verify, with every stage timed.
+
+`run_cycle` is the whole cycle over a small `CellBus` interface (commands with deadlines,
+waiting for a message, the latest value of a latched topic), so the sequence and its error
+handling are plain code; `robocell.cell.service` supplies the bus. Any stage that fails
+stops the cycle, e-stops the robot if it was moving, and reports which stage, why, and
+what to do next.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+STAGES = ("scanning", "solving", "executing", "verifying")
+
+
+class CellBus(Protocol):
+    def call(self, service: str, command: str, args: dict[str, Any], timeout: float) -> Any:
+        """Result of a command, or raise robocell.common.bus.CommandFailed."""
+
+    def wait_for(self, topic: str, match: Callable[[dict[str, Any]], bool],
+                 timeout: float) -> dict[str, Any] | None:
+        """The first payload on ``topic`` (since the cycle began) that ``match``es."""
+
+    def latest(self, topic: str) -> dict[str, Any] | None:
+        """The newest payload seen on a latched topic."""
+
+    def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
+        """Publish where the cycle is."""
+
+    def errors_since(self, since: float) -> list[dict[str, Any]]:
+        """Payloads of the `errors` topic received since ``since`` (time.monotonic())."""
+
+    def stopped(self) -> bool:
+        """True once an emergency stop was requested (waits return at once after it)."""
+
+
+@dataclass
+class CycleTimeouts:
+    """Seconds each stage may take at simulation speed 1 (divided by the speed factor)."""
+
+    scan: float = 90.0
+    solve: float = 10.0
+    execute_margin: float = 30.0
+    verify: float = 10.0
+
+
+@dataclass
+class CycleResult:
+    cycle_id: str
+    ok: bool
+    stages_s: dict[str, float] = field(default_factory=dict)
+    total_s: float = 0.0
+    failed_stage: str | None = None
+    error: str | None = None
+    facelets: str | None = None
+    plan: dict[str, Any] | None = None
+    verified_by: str | None = None
+
+    def payload(self) -> dict[str, Any]:
+        """The `cell.result` message."""
+        out: dict[str, Any] = {"cycle_id": self.cycle_id, "ok": self.ok,
+                               "stages_s": self.stages_s, "total_s": self.total_s}
+        if self.failed_stage:
+            out["failed_stage"] = self.failed_stage
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+class StageFailed(Exception):
+    def __init__(self, stage: str, message: str) -> None:
+        self.stage = stage
+        super().__init__(message)
+
+
+def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
+              timeouts: CycleTimeouts | None = None, cycle_id: str | None = None,
+              on_stage: Callable[[str, float], None] | None = None) -> CycleResult:
+    """Run one cycle; never raises for a failing stage (the result says what failed)."""
+    from robocell.common.bus import CommandFailed
+
+    timeouts = timeouts or CycleTimeouts()
+    speed = max(speed, 1e-6)
+    cycle_id = cycle_id or uuid.uuid4().hex[:12]
+    result = CycleResult(cycle_id, ok=False)
+    started = time.monotonic()
+    stage = "scanning"
+    stage_started = started
+
+    def enter(name: str) -> None:
+        nonlocal stage, stage_started
+        now = time.monotonic()
+        if name != stage:
+            result.stages_s[stage] = round(now - stage_started, 4)
+            if on_stage:
+                on_stage(stage, now - stage_started)
+        stage, stage_started = name, now
+        bus.status(cycle_id, name)
+
+    def check_stop() -> None:
+        if bus.stopped():
+            raise StageFailed(stage, "emergency stop requested; the robot was stopped. "
+                              "Check the cell, then rescan before a new cycle")
+
+    def fail_from_errors(stage_name: str, since: float) -> None:
+        errors = bus.errors_since(since)
+        if errors:
+            e = errors[-1]
+            action = f"; {e['action']}" if e.get("action") else ""
+            raise StageFailed(stage_name, f"{e['service']}: {e['message']} [{e['code']}]"
+                              f"{action}")
+
+    try:
+        enter("scanning")
+        scan_id = f"{cycle_id}-scan"
+        scan_started = time.monotonic()
+        try:
+            bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=timeouts.scan / speed)
+        except CommandFailed as exc:
+            raise StageFailed("scanning", f"actuator could not scan: {exc}") from None
+        state = bus.wait_for("vision.cube_state", lambda p: p.get("scan_id") == scan_id,
+                             timeout=timeouts.scan / speed)
+        check_stop()
+        if state is None:
+            fail_from_errors("scanning", scan_started)
+            raise StageFailed("scanning", "vision published no cube state for this scan; "
+                              "check the vision service and the camera")
+        result.facelets = state["facelets"]
+
+        enter("solving")
+        try:
+            plan = bus.call("solver", "solve", {"facelets": state["facelets"],
+                                                "publish": True}, timeout=timeouts.solve)
+        except CommandFailed as exc:
+            raise StageFailed("solving", f"solver: {exc}") from None
+        result.plan = plan
+        check_stop()
+
+        enter("executing")
+        budget = plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
+        exec_started = time.monotonic()
+        try:
+            bus.call("actuator", "execute", {"plan_id": plan["plan_id"]}, timeout=10.0)
+        except CommandFailed as exc:
+            raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
+        done = bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan["plan_id"],
+                            timeout=budget)
+        check_stop()
+        if done is None:
+            fail_from_errors("executing", exec_started)
+            raise StageFailed("executing", f"no execution result within {budget:.0f} s; "
+                              "check the actuator and the serial line")
+        if not done["ok"]:
+            known = "" if done.get("cube_state_known", True) else " The cube state is unknown: " \
+                                                                 "rescan before the next cycle."
+            raise StageFailed("executing", f"execution stopped after {done['executed']} of "
+                              f"{done['n_steps']} primitives: {done.get('error')}.{known}")
+
+        enter("verifying")
+        if simulated:
+            deadline = time.monotonic() + timeouts.verify / speed
+            twin = bus.latest("sim.twin_state")
+            while (twin is None or not twin["solved"]) and time.monotonic() < deadline:
+                twin = bus.wait_for("sim.twin_state", lambda p: p["solved"], timeout=0.2) \
+                    or bus.latest("sim.twin_state")
+            if twin is None or not twin["solved"]:
+                fault = f" (twin fault: {twin['fault']})" if twin and twin.get("fault") else ""
+                raise StageFailed("verifying", "the plan ran but the twin cube is not "
+                                  f"solved{fault}; the motor mapping or the scan is wrong")
+            result.verified_by = "twin"
+        else:
+            result.verified_by = "execution"
+        result.ok = True
+        enter("done")
+    except StageFailed as exc:
+        result.failed_stage = exc.stage
+        result.error = str(exc)
+        if exc.stage in ("scanning", "executing"):
+            try:
+                bus.call("actuator", "estop", {}, timeout=2.0)
+            except CommandFailed:
+                pass
+        enter("failed")
+    result.total_s = round(time.monotonic() - started, 4)
+    return result

@@ -1,0 +1,1043 @@
+"""The bus client every service uses: publish, subscribe, commands, heartbeats, liveness.
+
+A service is a :class:`Node`; it connects to the broker, publishes validated messages,
+calls back on subscribed topics, answers commands, beats every second and knows who is
+alive::
+
+    from robocell.common.bus import Node
+
+    def on_pose(msg):                              # msg: robocell.common.envelope.Envelope
+        print("pose", msg.payload["pose"], "face", msg.payload["face"])
+
+    def rescan(args, ctx):                         # runs in a worker thread
+        return {"started": True}                   # -> the reply's result
+
+    with Node("vision") as node:                   # endpoints from $ROBOCELL_BUS*
+        node.subscribe("actuator.scan_pose", on_pose)
+        node.serve("rescan", rescan)
+        node.set_state("ready")
+        node.publish("vision.cube_state", {...})   # validated against messages.py
+        plan = node.call("solver", "solve", {"facelets": f}, timeout=2.0)  # or CommandFailed
+        node.peers()                               # {"solver": PeerStatus(...), ...}
+        node.wait()                                # until stop() or Ctrl-C
+
+Lower-level pieces for tools and single-threaded code: :class:`Publisher`,
+:class:`Subscriber` (``recv(timeout)``), :class:`CommandClient`, :class:`Liveness`.
+
+Endpoints (see :class:`Endpoints`): ``$ROBOCELL_BUS`` is a base address, default
+``tcp://127.0.0.1:7600``; from it port +0 is the broker's subscribe side (XPUB), +1 its
+publish side (XSUB), +2 the command channel (ROUTER), +3 the capture tap. Each can be
+overridden with ``$ROBOCELL_BUS_SUB``, ``_PUB``, ``_CMD``, ``_TAP``. A remote broker is
+reached with a CURVE key file (``--curve-key`` / ``$ROBOCELL_BUS_CURVE_KEY``); remote
+clients can subscribe and, if their key allows it, command -- never publish.
+
+Commands -- pattern: **broker-routed request/reply** (a simplified Majordomo). The broker
+binds one ROUTER. Each service connects a DEALER whose routing id is ``s:<service>``;
+clients connect DEALERs with a random routing id. A client sends
+``[REQUEST, service, request]``; the broker forwards ``[REQUEST, client_id, request]`` to the
+service's DEALER, the service answers ``[REPLY, client_id, reply]`` and the broker routes
+it back. If no such service is connected the broker itself answers ``unavailable`` at once.
+The client retries on silence like the guide's **Lazy Pirate** (same request id, resent until
+the deadline); the service keeps a **dedup cache** of request ids, so a retry of a request
+that is running or done is answered from the cache and never executed twice. Every call
+ends in a result or an explicit error: ``unknown_command``, ``invalid_arguments``, ``busy``,
+``timeout``, ``unavailable``, ``forbidden`` or ``failed``.
+
+Threading: :meth:`Node.publish` and :meth:`Node.call` may be used from any thread.
+Subscription callbacks run on the node's I/O thread (keep them short, hand long work to
+your own thread); command handlers run on a small worker pool.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import secrets
+import socket as socketlib
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from robocell.common.curve_keys import CurveKey, load_key
+from robocell.common.envelope import (
+    Envelope,
+    MessageError,
+    decode,
+    encode,
+)
+from robocell.common.messages import (
+    COMMAND_ERRORS,
+    LATCHED_TOPICS,
+    LIFECYCLE_STATES,
+    topic_spec,
+    validate,
+    validate_args,
+    validate_payload,
+)
+
+# --- endpoints ----------------------------------------------------------------------------
+
+DEFAULT_BUS = "tcp://127.0.0.1:7600"
+BUS_ENV = "ROBOCELL_BUS"
+SUB_ENV, PUB_ENV, CMD_ENV, TAP_ENV = ("ROBOCELL_BUS_SUB", "ROBOCELL_BUS_PUB", "ROBOCELL_BUS_CMD",
+                                      "ROBOCELL_BUS_TAP")
+CURVE_KEY_ENV = "ROBOCELL_BUS_CURVE_KEY"
+SUB_PORT_OFFSET, PUB_PORT_OFFSET, CMD_PORT_OFFSET, TAP_PORT_OFFSET = 0, 1, 2, 3
+
+# --- wire constants of the command channel -------------------------------------------------
+
+REQUEST = b"\x01"
+REPLY = b"\x02"
+HELLO = b"\x03"  # service -> broker: "I serve commands" (+ command names, msgpack list)
+SERVICE_ID_PREFIX = b"s:"
+CLIENT_ID_PREFIX = b"c:"
+
+# --- tuning ---------------------------------------------------------------------------------
+
+PUB_HWM = 10_000
+"""Messages queued per publisher socket before ZeroMQ drops (never blocks)."""
+SUB_HWM = 2_000
+"""Messages queued for one subscriber (in the broker, and again in the subscriber's socket)
+before ZeroMQ drops for that subscriber only. Bounds the memory a stuck subscriber can cost
+the broker to SUB_HWM x message size (2,000 x 100 KB images = 200 MB) and still absorbs
+two seconds of a 1 kHz burst."""
+HEARTBEAT_PERIOD_S = 1.0
+STALE_AFTER_BEATS = 3
+DEFAULT_TIMEOUT_S = 5.0
+MAX_RETRY_INTERVAL_S = 1.0
+DEDUP_CAPACITY = 4096
+DEDUP_TTL_S = 300.0
+CONNECT_WAIT_S = 2.0
+DIAGNOSTIC_MIN_INTERVAL_S = 1.0
+LINGER_MS = 200
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where the broker listens. ``publish`` is None for a remote (read-only) broker."""
+
+    subscribe: str
+    publish: str | None
+    command: str
+    tap: str | None = None
+    curve: CurveKey | None = None
+
+    @classmethod
+    def from_base(cls, base: str, curve: CurveKey | None = None) -> Endpoints:
+        """Endpoints at ports base+0 (subscribe), +1 (publish), +2 (command), +3 (tap)."""
+        parts = urlsplit(base)
+        if parts.scheme != "tcp" or parts.port is None:
+            raise ValueError(f"bus address {base!r} must look like tcp://HOST:PORT; for ipc:// "
+                             f"or other transports set {SUB_ENV}, {PUB_ENV} and {CMD_ENV}")
+        host = parts.hostname or "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+
+        def at(offset: int) -> str:
+            return f"tcp://{host}:{parts.port + offset}"
+
+        return cls(at(SUB_PORT_OFFSET), None if curve else at(PUB_PORT_OFFSET),
+                   at(CMD_PORT_OFFSET), None if curve else at(TAP_PORT_OFFSET), curve)
+
+    @classmethod
+    def resolve(cls, broker: str | None = None, curve_key: str | Path | None = None
+                ) -> Endpoints:
+        """Endpoints from arguments, else the environment, else the loopback default.
+        With a CURVE key the broker is remote: subscribe and command only."""
+        key_path = curve_key or os.environ.get(CURVE_KEY_ENV) or None
+        curve = load_key(key_path, need_broker=True) if key_path else None
+        base = cls.from_base(broker or os.environ.get(BUS_ENV) or DEFAULT_BUS, curve)
+        if broker or curve:
+            return base
+        env = os.environ
+        return cls(env.get(SUB_ENV, base.subscribe), env.get(PUB_ENV, base.publish),
+                   env.get(CMD_ENV, base.command), env.get(TAP_ENV, base.tap))
+
+    def secure(self, sock: Any) -> None:
+        """Make ``sock`` a CURVE client of the broker when this is a remote endpoint set."""
+        if self.curve is not None:
+            sock.curve_secretkey = self.curve.secret.encode("ascii")
+            sock.curve_publickey = self.curve.public.encode("ascii")
+            sock.curve_serverkey = self.curve.broker.encode("ascii")
+
+
+def _context() -> Any:
+    import zmq
+
+    return zmq.Context.instance()
+
+
+# --- publishing -----------------------------------------------------------------------------
+
+
+class Publisher:
+    """Validated, sequenced publishing to the broker; thread-safe.
+
+    The socket is an XPUB connected to the broker's XSUB: it behaves like a PUB (never
+    blocks; drops at its high-water mark) and also tells us when the broker's subscription
+    arrived, i.e. when the link is up -- so messages sent at start-up are not lost.
+    """
+
+    def __init__(self, source: str, endpoints: Endpoints | None = None, *,
+                 hwm: int = PUB_HWM, check: bool = True, max_bytes: int | None = None) -> None:
+        import zmq
+
+        self.source = source
+        self.endpoints = endpoints or Endpoints.resolve()
+        if self.endpoints.publish is None:
+            raise ValueError("this broker is remote and read-only: publishing is not allowed "
+                             "(run the publisher on the cell's host)")
+        self.check = check
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._seq: dict[str, itertools.count[int]] = {}
+        self._latched: dict[str, list[bytes]] = {}
+        self._linked = False
+        self.sent = 0
+        self.sent_before_link = 0
+        self._sock = _context().socket(zmq.XPUB)
+        self._sock.sndhwm = hwm
+        self._sock.linger = LINGER_MS
+        self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
+        self._sock.connect(self.endpoints.publish)
+
+    def wait_linked(self, timeout: float = CONNECT_WAIT_S) -> bool:
+        """Wait until the broker subscribed to us (the link is up); False on timeout."""
+        import zmq
+
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._drain_subscriptions()
+            while not self._linked:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
+                    return self._linked
+                self._drain_subscriptions()
+        return True
+
+    def check_link(self) -> bool:
+        """Notice a (re)connected broker and give it our latched state again; call this now
+        and then (Node does, every heartbeat). True when the link is up."""
+        with self._lock:
+            self._drain_subscriptions()
+            return self._linked
+
+    def _drain_subscriptions(self) -> None:
+        import zmq
+
+        while True:
+            try:
+                frame = self._sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if frame[:1] == b"\x01":
+                if self._linked:  # the broker came back: give it our latched state again
+                    for frames in self._latched.values():
+                        self._sock.send_multipart(frames)
+                self._linked = True
+
+    def envelope(self, topic: str, payload: dict[str, Any]) -> Envelope:
+        """The next envelope of ``topic`` from this source (validated when ``check``)."""
+        if self.check:
+            validate_payload(topic, payload)
+        counter = self._seq.get(topic)
+        if counter is None:
+            counter = self._seq.setdefault(topic, itertools.count())
+        return Envelope.now(topic, self.source, next(counter), payload)
+
+    def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
+        """Validate, stamp, encode and send; raises MessageError (ValidationError,
+        UnknownTopicError, OversizeError) when the message is refused."""
+        with self._lock:
+            env = self.envelope(topic, payload)
+            data = encode(env, self.max_bytes)
+            self._send([topic.encode(), data], topic)
+        return env
+
+    def send_frames(self, topic: str, data: bytes) -> None:
+        """Send an already encoded envelope as is (replay of a recording)."""
+        with self._lock:
+            self._send([topic.encode(), data], topic)
+
+    def _send(self, frames: list[bytes], topic: str) -> None:
+        if not self._linked:
+            self._drain_subscriptions()
+            if not self._linked:
+                self.sent_before_link += 1
+        if topic in LATCHED_TOPICS:
+            self._latched[topic] = frames
+        self._sock.send_multipart(frames, copy=len(frames[1]) < 65536)
+        self.sent += 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._sock.close()
+
+
+# --- subscribing -----------------------------------------------------------------------------
+
+
+@dataclass
+class ReceiveStats:
+    """What a subscriber saw: accepted, refused by reason, duplicates, sequence gaps."""
+
+    received: int = 0
+    rejected: collections.Counter[str] = field(default_factory=collections.Counter)
+    duplicates: int = 0
+    gaps: int = 0
+    restarts: int = 0
+
+    def as_health(self) -> dict[str, Any]:
+        return {"received": self.received, "rejected": dict(self.rejected),
+                "duplicates": self.duplicates, "dropped": self.gaps}
+
+
+class Rejection(Exception):
+    """A frame set that was refused, with the MessageError that explains it."""
+
+    def __init__(self, error: MessageError, topic: str | None, size: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.topic = topic
+        self.size = size
+
+
+class Subscriber:
+    """Receives validated messages of chosen topics; for single-threaded use.
+
+    ``subscribe("heartbeat")`` is exact; ``subscribe("vision.", prefix=True)`` or
+    ``subscribe("")`` (everything) match by prefix. :meth:`recv` returns the next good
+    message; malformed ones are counted in ``stats.rejected`` (and passed to ``on_reject``)
+    and never raise. Exact repeats of a message (the broker's latched replay to a new
+    subscriber reaching existing ones) are dropped; sequence gaps count as ``stats.gaps``.
+    """
+
+    def __init__(self, topics: Iterable[str] = (), endpoints: Endpoints | None = None, *,
+                 hwm: int = SUB_HWM, check: bool = True, max_bytes: int | None = None,
+                 on_reject: Callable[[Rejection], None] | None = None) -> None:
+        import zmq
+
+        self.endpoints = endpoints or Endpoints.resolve()
+        self.check = check
+        self.max_bytes = max_bytes
+        self.on_reject = on_reject
+        self.stats = ReceiveStats()
+        self._exact: set[str] = set()
+        self._prefixes: set[str] = set()
+        self.first_seq: dict[tuple[str, str], int] = {}
+        """(source, topic) -> first sequence number received (gaps are counted after it)."""
+        self.last_seq: dict[tuple[str, str], int] = {}
+        """(source, topic) -> latest sequence number received."""
+        self.sock = _context().socket(zmq.SUB)
+        self.sock.rcvhwm = hwm
+        self.sock.linger = 0
+        self.endpoints.secure(self.sock)
+        self.sock.connect(self.endpoints.subscribe)
+        for topic in topics:
+            self.subscribe(topic)
+
+    def subscribe(self, topic: str, prefix: bool = False) -> None:
+        import zmq
+
+        if prefix or topic == "":
+            self._prefixes.add(topic)
+        else:
+            topic_spec(topic)  # an undeclared topic is a programming error: say so now
+            self._exact.add(topic)
+        self.sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+
+    def unsubscribe(self, topic: str) -> None:
+        import zmq
+
+        self._exact.discard(topic)
+        self._prefixes.discard(topic)
+        self.sock.setsockopt(zmq.UNSUBSCRIBE, topic.encode())
+
+    def wanted(self, topic: str) -> bool:
+        return topic in self._exact or any(topic.startswith(p) for p in self._prefixes)
+
+    def recv(self, timeout: float | None = None) -> Envelope | None:
+        """The next accepted message, or None when ``timeout`` seconds pass without one."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if not self.sock.poll(None if deadline is None else
+                                  max(0, int((deadline - time.monotonic()) * 1000))):
+                return None
+            env = self.handle(self.sock.recv_multipart())
+            if env is not None:
+                return env
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def handle(self, frames: list[bytes]) -> Envelope | None:
+        """Accept or refuse one received frame set (used by recv and by Node's loop)."""
+        try:
+            env = self.accept(frames)
+        except Rejection as rejection:
+            self.stats.rejected[rejection.error.reason] += 1
+            if self.on_reject is not None:
+                self.on_reject(rejection)
+            return None
+        if env is None or not self.wanted(env.topic):
+            return None
+        key = (env.source, env.topic)
+        last = self.last_seq.get(key)
+        if last is None:
+            self.first_seq[key] = env.seq
+        else:
+            if env.seq == last:
+                self.stats.duplicates += 1
+                return None
+            if env.seq > last + 1:
+                self.stats.gaps += env.seq - last - 1
+            elif env.seq < last:
+                self.stats.restarts += 1
+        self.last_seq[key] = env.seq
+        self.stats.received += 1
+        return env
+
+    def accept(self, frames: list[bytes]) -> Envelope | None:
+        """Decode and validate; raises Rejection for a bad frame set."""
+        topic_hint: str | None = None
+        if len(frames) != 2:
+            raise Rejection(_frame_count_error(frames), None, sum(map(len, frames)))
+        topic_frame, data = frames
+        try:
+            topic_hint = topic_frame.decode("utf-8")
+            env = decode(data, self.max_bytes)
+            if env.topic != topic_hint:
+                raise _topic_mismatch(topic_hint, env)
+            if self.check:
+                validate(env)
+        except UnicodeDecodeError:
+            raise Rejection(MessageError("topic frame is not UTF-8"), None, len(data)) from None
+        except MessageError as exc:
+            raise Rejection(exc, topic_hint, len(data)) from None
+        return env
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _frame_count_error(frames: list[bytes]) -> MessageError:
+    from robocell.common.envelope import DecodeError
+
+    return DecodeError(f"expected 2 frames [topic, envelope], got {len(frames)}")
+
+
+def _topic_mismatch(topic_frame: str, env: Envelope) -> MessageError:
+    from robocell.common.envelope import DecodeError
+
+    return DecodeError(f"topic frame {topic_frame!r} does not match envelope topic "
+                       f"{env.topic!r}", topic=topic_frame, source=env.source)
+
+
+def _send_nowait(sock: Any, frames: list[bytes]) -> bool:
+    """Send without blocking; False when the socket has no link to send on right now
+    (a DEALER with no connected broker). The caller's retry or the dedup cache covers it."""
+    import zmq
+
+    try:
+        sock.send_multipart(frames, zmq.NOBLOCK)
+        return True
+    except zmq.Again:
+        return False
+
+
+# --- liveness ------------------------------------------------------------------------------
+
+
+@dataclass
+class PeerStatus:
+    """The latest heartbeat of one service, and whether it is stale."""
+
+    service: str
+    state: str
+    health: dict[str, Any]
+    last_seen: float  # time.monotonic() of the receiver
+    period_s: float
+    pid: int
+    host: str
+    commands: list[str]
+    stale: bool = False
+
+    @property
+    def alive(self) -> bool:
+        return not self.stale
+
+
+class Liveness:
+    """Tracks heartbeats: a peer is stale after STALE_AFTER_BEATS missed beats."""
+
+    def __init__(self, stale_after_beats: int = STALE_AFTER_BEATS) -> None:
+        self.stale_after_beats = stale_after_beats
+        self._peers: dict[str, PeerStatus] = {}
+        self._lock = threading.Lock()
+
+    def update(self, env: Envelope, now: float | None = None) -> None:
+        p = env.payload
+        status = PeerStatus(p["service"], p["state"], p["health"],
+                            time.monotonic() if now is None else now, float(p["period_s"]),
+                            p["pid"], p["host"], list(p["commands"]))
+        with self._lock:
+            self._peers[status.service] = status
+
+    def peers(self, now: float | None = None) -> dict[str, PeerStatus]:
+        """Every service ever heard, with ``stale`` computed for ``now``."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            for status in self._peers.values():
+                status.stale = now - status.last_seen > self.stale_after_beats * status.period_s
+            return dict(self._peers)
+
+    def alive(self, now: float | None = None) -> list[str]:
+        """Names of the services whose heartbeats are current."""
+        return sorted(name for name, s in self.peers(now).items() if not s.stale)
+
+    def is_alive(self, service: str, now: float | None = None) -> bool:
+        status = self.peers(now).get(service)
+        return status is not None and not status.stale
+
+
+# --- commands: the client side -------------------------------------------------------------
+
+
+class CommandFailed(Exception):
+    """A command that did not succeed: ``code`` is one of messages.COMMAND_ERRORS."""
+
+    def __init__(self, code: str, message: str, service: str = "", command: str = "") -> None:
+        super().__init__(f"{service}.{command}: {code}: {message}" if service else message)
+        self.code = code
+        self.message = message
+        self.service = service
+        self.command = command
+
+
+class Busy(CommandFailed):
+    """Raise from a handler when the service cannot take the command now."""
+
+    def __init__(self, message: str = "the service is busy; retry later") -> None:
+        super().__init__("busy", message)
+
+
+@dataclass
+class Reply:
+    """The answer to one command: ``ok`` with ``result``, or an ``error`` code and message."""
+
+    id: str
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    message: str = ""
+    service: str = ""
+    command: str = ""
+    attempts: int = 1
+
+    def unwrap(self) -> Any:
+        """The result, or raise CommandFailed."""
+        if not self.ok:
+            raise CommandFailed(self.error or "failed", self.message, self.service, self.command)
+        return self.result
+
+
+def reply_payload(request_id: str, *, result: Any = None, error: str | None = None,
+                  message: str = "") -> dict[str, Any]:
+    """The payload of a ``cmd.reply``."""
+    if error is not None and error not in COMMAND_ERRORS:
+        raise ValueError(f"unknown command error code {error!r}")
+    return {"id": request_id, "ok": error is None, "result": result if error is None else None,
+            "error": error, "message": message}
+
+
+class CommandClient:
+    """Sends commands to named services through the broker; for one thread at a time
+    (:class:`Node` keeps one per calling thread)."""
+
+    def __init__(self, name: str, endpoints: Endpoints | None = None) -> None:
+        import zmq
+
+        self.name = name
+        self.endpoints = endpoints or Endpoints.resolve()
+        self._seq = itertools.count()
+        self.sock = _context().socket(zmq.DEALER)
+        self.sock.routing_id = CLIENT_ID_PREFIX + f"{name}-{secrets.token_hex(6)}".encode()
+        self.sock.linger = 0
+        self.endpoints.secure(self.sock)
+        self.sock.connect(self.endpoints.command)
+
+    def request(self, service: str, command: str, args: dict[str, Any] | None = None,
+                timeout: float = DEFAULT_TIMEOUT_S, retry_interval: float | None = None,
+                request_id: str | None = None) -> Reply:
+        """Send and wait; always returns a Reply (error ``timeout`` when the deadline passes).
+        Silence is retried every ``retry_interval`` s with the same request id."""
+        args = {} if args is None else args
+        request_id = request_id or f"{self.name}-{secrets.token_hex(8)}"
+        payload = {"id": request_id, "service": service, "command": command, "args": args,
+                   "timeout_ms": timeout * 1000.0}
+        validate_payload("cmd.request", payload)
+        interval = retry_interval or max(min(timeout / 3, MAX_RETRY_INTERVAL_S), 0.05)
+        deadline = time.monotonic() + timeout
+        attempts = 0
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return Reply(request_id, False, error="timeout",
+                             message=f"no reply from {service!r} to {command!r} within "
+                                     f"{timeout:.3g} s ({attempts} attempt(s)); is the service "
+                                     "running? (`robocell bus list`)",
+                             service=service, command=command, attempts=attempts)
+            payload["timeout_ms"] = (deadline - now) * 1000.0
+            env = Envelope.now("cmd.request", self.name, next(self._seq), payload)
+            # DEALER blocks while no broker link exists: never wait on that, retry instead
+            if _send_nowait(self.sock, [REQUEST, service.encode(), encode(env)]):
+                attempts += 1
+            retry_at = min(deadline, time.monotonic() + interval)
+            while (wait := retry_at - time.monotonic()) > 0:
+                if not self.sock.poll(int(wait * 1000) + 1):
+                    break
+                reply = self._read_reply(request_id)
+                if reply is not None:
+                    reply.service, reply.command, reply.attempts = service, command, attempts
+                    return reply
+
+    def call(self, service: str, command: str, args: dict[str, Any] | None = None,
+             timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+        """The command's result; raises CommandFailed with the error code otherwise."""
+        return self.request(service, command, args, timeout).unwrap()
+
+    def _read_reply(self, request_id: str) -> Reply | None:
+        frames = self.sock.recv_multipart()
+        if len(frames) != 2 or frames[0] != REPLY:
+            return None
+        try:
+            env = validate(decode(frames[1]))
+        except MessageError:
+            return None
+        p = env.payload
+        if env.topic != "cmd.reply" or p["id"] != request_id:
+            return None  # a late answer to an earlier, abandoned request
+        return Reply(p["id"], p["ok"], p["result"], p["error"], p["message"])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# --- the node: a service on the bus ---------------------------------------------------------
+
+
+Handler = Callable[[dict[str, Any], "CommandContext"], Any]
+Callback = Callable[[Envelope], None]
+
+
+@dataclass
+class CommandContext:
+    """What a command handler knows about the request it serves."""
+
+    request_id: str
+    command: str
+    caller: str
+    deadline: float  # time.monotonic() after which the caller no longer waits
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+
+@dataclass
+class _Command:
+    handler: Handler
+    concurrency: int
+    running: int = 0
+
+
+@dataclass
+class _Pending:
+    """A request in the dedup cache: running (reply None) or answered."""
+
+    waiters: list[bytes]
+    reply: bytes | None = None
+    finished: float = 0.0
+
+
+class Node:
+    """One service on the bus: publisher, subscriptions with callbacks, command server,
+    heartbeat and peer liveness, run by one I/O thread. Use as a context manager or call
+    start()/stop()."""
+
+    def __init__(self, name: str, endpoints: Endpoints | None = None, *,
+                 heartbeat_period: float = HEARTBEAT_PERIOD_S, workers: int = 4,
+                 track_peers: bool = True, check: bool = True) -> None:
+        import zmq
+
+        self.name = name
+        self.endpoints = endpoints or Endpoints.resolve()
+        self.heartbeat_period = heartbeat_period
+        self.state = "starting"
+        self.health: dict[str, Any] = {}
+        self.liveness = Liveness()
+        self.started = time.monotonic()
+        self._callbacks: dict[str, list[tuple[bool, Callback]]] = collections.defaultdict(list)
+        self._commands: dict[str, _Command] = {"ping": _Command(self._ping, 1_000_000)}
+        self._pending: collections.OrderedDict[str, _Pending] = collections.OrderedDict()
+        self._diag_last: dict[tuple[str, str], float] = {}
+        self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._lock = threading.RLock()
+        self._clients = threading.local()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{name}-cmd")
+        ctx = _context()
+        self.publisher = (Publisher(name, self.endpoints, check=check)
+                          if self.endpoints.publish else None)
+        self.subscriber = Subscriber((), self.endpoints, check=check,
+                                     on_reject=self._report_rejection)
+        self._server = ctx.socket(zmq.DEALER)
+        self._server.routing_id = SERVICE_ID_PREFIX + name.encode()
+        self._server.linger = LINGER_MS
+        self.endpoints.secure(self._server)
+        self._server.connect(self.endpoints.command)
+        wake = f"inproc://robocell-node-{name}-{id(self)}"
+        self._inbox = ctx.socket(zmq.PULL)
+        self._inbox.bind(wake)
+        self._outbox = ctx.socket(zmq.PUSH)  # guarded by self._lock
+        self._outbox.connect(wake)
+        if track_peers:
+            self.subscribe("heartbeat", self.liveness.update)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Node:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, wait_linked: float = CONNECT_WAIT_S) -> Node:
+        """Start the I/O thread; wait up to ``wait_linked`` s for the broker link."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name=f"{self.name}-bus",
+                                            daemon=True)
+            self._thread.start()
+            if self.publisher is not None and wait_linked > 0:
+                self.publisher.wait_linked(wait_linked)
+        return self
+
+    def stop(self) -> None:
+        """Announce ``stopping``, stop the I/O thread and close every socket."""
+        if self._thread is None:
+            return
+        self.set_state("stopping")
+        self._beat()
+        self._stop.set()
+        self._wake(b"stop")
+        self._thread.join(timeout=5)
+        self._thread = None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for sock in (self._server, self._inbox, self._outbox):
+            sock.close()
+        self.subscriber.close()
+        if self.publisher is not None:
+            self.publisher.close()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until stop() (from another thread) or Ctrl-C; True if stopped."""
+        try:
+            return self._stop.wait(timeout)
+        except KeyboardInterrupt:
+            return True
+
+    def set_state(self, state: str, **health: Any) -> None:
+        """Set the lifecycle state (starting, ready, busy, error, stopping) and merge
+        ``health`` details; announced with the next heartbeat (and at once on change)."""
+        if state not in LIFECYCLE_STATES:
+            raise ValueError(f"lifecycle state {state!r} is not one of "
+                             f"{', '.join(LIFECYCLE_STATES)}")
+        changed = state != self.state
+        self.state = state
+        self.health.update(health)
+        if changed and self._thread is not None:
+            self._wake(b"beat")
+
+    # -- pub/sub -----------------------------------------------------------------------------
+
+    def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
+        """Publish from any thread; raises MessageError if the message is refused."""
+        if self.publisher is None:
+            raise ValueError("connected to a remote, read-only broker: cannot publish")
+        return self.publisher.publish(topic, payload)
+
+    def subscribe(self, topic: str, callback: Callback, prefix: bool = False) -> None:
+        """Call ``callback(envelope)`` on the I/O thread for each message of ``topic``
+        (exact name; ``prefix=True`` or ``""`` for a prefix). Latched topics deliver their
+        current value at once."""
+        if not (prefix or topic == ""):
+            topic_spec(topic)
+        with self._lock:
+            self._callbacks[topic].append((prefix or topic == "", callback))
+        self._wake(b"sub" + topic.encode(), b"1" if prefix else b"0")
+
+    def peers(self) -> dict[str, PeerStatus]:
+        """Every service heard on the heartbeat topic, with staleness."""
+        return self.liveness.peers()
+
+    def alive(self) -> list[str]:
+        """Names of services whose heartbeats are current."""
+        return self.liveness.alive()
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def serve(self, command: str, handler: Handler, concurrency: int = 1) -> None:
+        """Answer ``command`` with ``handler(args, ctx)`` (its return value is the result;
+        raise CommandFailed/Busy for an explicit error). More than ``concurrency``
+        simultaneous requests are answered ``busy``. Arguments are validated first."""
+        with self._lock:
+            self._commands[command] = _Command(handler, concurrency)
+        self._wake(b"hello")
+
+    def call(self, service: str, command: str, args: dict[str, Any] | None = None,
+             timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+        """Send a command and return its result; raises CommandFailed (from any thread)."""
+        return self.request(service, command, args, timeout).unwrap()
+
+    def request(self, service: str, command: str, args: dict[str, Any] | None = None,
+                timeout: float = DEFAULT_TIMEOUT_S) -> Reply:
+        """Like call() but returns the Reply instead of raising."""
+        client = getattr(self._clients, "client", None)
+        if client is None:
+            client = self._clients.client = CommandClient(self.name, self.endpoints)
+        return client.request(service, command, args, timeout)
+
+    # -- the I/O thread ----------------------------------------------------------------------
+
+    def _wake(self, *frames: bytes) -> None:
+        with self._lock:
+            self._outbox.send_multipart(list(frames))
+
+    def _loop(self) -> None:
+        """Poll subscriptions, commands and the inbox until stop(); beat on time."""
+        import zmq
+
+        poller = zmq.Poller()
+        for sock in (self.subscriber.sock, self._server, self._inbox):
+            poller.register(sock, zmq.POLLIN)
+        self._hello()
+        next_beat = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_beat:
+                self._beat()
+                next_beat = now + self.heartbeat_period
+            ready = dict(poller.poll(max(0, int((next_beat - now) * 1000)) + 1))
+            if self._inbox in ready:
+                self._drain_inbox()
+            if self.subscriber.sock in ready:
+                for _ in range(1000):  # bounded batch, then look at the other sockets
+                    try:
+                        frames = self.subscriber.sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    env = self.subscriber.handle(frames)
+                    if env is not None:
+                        self._dispatch(env)
+            if self._server in ready:
+                while True:
+                    try:
+                        frames = self._server.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    self._on_request(frames)
+
+    def _drain_inbox(self) -> None:
+        import zmq
+
+        while True:
+            try:
+                frames = self._inbox.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            kind = frames[0]
+            if kind.startswith(b"sub"):
+                self.subscriber.subscribe(kind[3:].decode(), prefix=frames[1] == b"1")
+            elif kind == b"done":
+                command = self._commands.get(frames[1].decode())
+                if command is not None:
+                    command.running -= 1
+                self._deliver(frames[2].decode(), frames[3])
+            elif kind == b"beat":
+                self._beat()
+            elif kind == b"hello":
+                self._hello()
+
+    def _dispatch(self, env: Envelope) -> None:
+        with self._lock:
+            targets = [cb for topic, entries in self._callbacks.items()
+                       for prefix, cb in entries
+                       if topic == env.topic or (prefix and env.topic.startswith(topic))]
+        for callback in targets:
+            try:
+                callback(env)
+            except Exception as exc:  # a bad callback must not kill the node
+                self._diagnose("callback_failed", env.topic,
+                               f"callback {getattr(callback, '__name__', callback)!r} for "
+                               f"topic {env.topic!r} raised {type(exc).__name__}: {exc}",
+                               level="error")
+
+    def _hello(self) -> None:
+        import msgpack
+
+        _send_nowait(self._server, [HELLO, msgpack.packb(sorted(self._commands))])
+
+    def _beat(self) -> None:
+        if self.publisher is None:
+            return
+        self.publisher.check_link()
+        health = dict(self.health)
+        health["bus"] = self.subscriber.stats.as_health()
+        try:
+            self.publish("heartbeat", {
+                "service": self.name, "state": self.state, "health": health,
+                "period_s": self.heartbeat_period, "pid": os.getpid(),
+                "host": socketlib.gethostname(), "uptime_s": time.monotonic() - self.started,
+                "commands": sorted(self._commands),
+            })
+        except MessageError as exc:  # e.g. a health value msgpack cannot carry
+            print(f"{self.name}: heartbeat refused: {exc}", file=sys.stderr)
+
+    def _report_rejection(self, rejection: Rejection) -> None:
+        error = rejection.error
+        self._diagnose("bad_message", rejection.topic or "",
+                       f"refused a message on topic {rejection.topic!r} from "
+                       f"{error.source or 'unknown source'} ({rejection.size} bytes): "
+                       f"{error.reason}: {error}", peer=error.source)
+
+    def _diagnose(self, code: str, topic: str, message: str, *, level: str = "warning",
+                  peer: str | None = None) -> None:
+        """Publish a diagnostic, at most one per (code, topic) per second, with a count."""
+        key = (code, topic)
+        self._diag_count[key] += 1
+        now = time.monotonic()
+        if now - self._diag_last.get(key, -1e9) < DIAGNOSTIC_MIN_INTERVAL_S:
+            return
+        self._diag_last[key] = now
+        if self.publisher is None:
+            print(f"{self.name}: {message}", file=sys.stderr)
+            return
+        payload: dict[str, Any] = {"service": self.name, "level": level, "code": code,
+                                   "message": message, "topic": topic or None,
+                                   "count": self._diag_count[key]}
+        if peer:
+            payload["peer"] = peer
+        try:
+            self.publish("diagnostics", payload)
+        except MessageError as exc:
+            print(f"{self.name}: diagnostic refused: {exc}", file=sys.stderr)
+
+    # -- the command server (runs on the I/O thread; handlers on the pool) -----------------
+
+    def _ping(self, args: dict[str, Any], ctx: CommandContext) -> dict[str, Any]:
+        return {"service": self.name, "state": self.state}
+
+    def _on_request(self, frames: list[bytes]) -> None:
+        if len(frames) != 3 or frames[0] != REQUEST:
+            return
+        _, client, data = frames
+        try:
+            env = validate(decode(data))
+            if env.topic != "cmd.request":
+                raise MessageError(f"expected a cmd.request, got topic {env.topic!r}")
+        except MessageError as exc:
+            self._diagnose("bad_request", "cmd.request", f"refused a command request: {exc}")
+            return
+        p = env.payload
+        request_id, command = p["id"], p["command"]
+        self._expire_pending()
+        pending = self._pending.get(request_id)
+        if pending is not None:  # a retry: never execute twice
+            if pending.reply is not None:
+                _send_nowait(self._server, [REPLY, client, pending.reply])
+            elif client not in pending.waiters:
+                pending.waiters.append(client)
+            return
+        spec = self._commands.get(command)
+        deadline = time.monotonic() + p["timeout_ms"] / 1000.0
+        error: tuple[str, str] | None = None
+        if spec is None:
+            error = ("unknown_command", f"service {self.name!r} has no command {command!r}; "
+                     f"it offers: {', '.join(sorted(self._commands))}")
+        elif p["timeout_ms"] <= 0:
+            error = ("timeout", f"request {request_id} arrived after its deadline")
+        else:
+            try:
+                validate_args(self.name, command, p["args"])
+            except MessageError as exc:
+                error = ("invalid_arguments", str(exc))
+        if error is None and spec is not None and spec.running >= spec.concurrency:
+            error = ("busy", f"{self.name}.{command} is already running "
+                     f"({spec.running} of {spec.concurrency} allowed); retry later")
+        self._pending[request_id] = _Pending([client])
+        if error is not None:
+            self._finish(request_id, reply_payload(request_id, error=error[0], message=error[1]))
+            return
+        assert spec is not None
+        spec.running += 1
+        ctx = CommandContext(request_id, command, env.source, deadline)
+        self._pool.submit(self._run, spec, p["args"], ctx)
+
+    def _run(self, spec: _Command, args: dict[str, Any], ctx: CommandContext) -> None:
+        try:
+            result = spec.handler(args, ctx)
+            payload = reply_payload(ctx.request_id, result=result)
+        except CommandFailed as exc:
+            code = exc.code if exc.code in COMMAND_ERRORS else "failed"
+            payload = reply_payload(ctx.request_id, error=code, message=exc.message)
+        except Exception as exc:
+            payload = reply_payload(ctx.request_id, error="failed",
+                                    message=f"{self.name}.{ctx.command} raised "
+                                            f"{type(exc).__name__}: {exc}")
+        self._finish(ctx.request_id, payload, command=ctx.command)
+
+    def _finish(self, request_id: str, payload: dict[str, Any], command: str | None = None
+                ) -> None:
+        """Send the reply to every waiter and cache it; ``command`` is set when called from
+        a worker, which hands over to the I/O thread (owner of the sockets and the cache)."""
+        try:
+            data = encode(Envelope.now("cmd.reply", self.name, 0, payload))
+        except MessageError as exc:
+            data = encode(Envelope.now("cmd.reply", self.name, 0, reply_payload(
+                request_id, error="failed", message=f"the result cannot be sent: {exc}")))
+        if command is not None:
+            self._wake(b"done", command.encode(), request_id.encode(), data)
+            return
+        self._deliver(request_id, data)
+
+    def _deliver(self, request_id: str, data: bytes) -> None:
+        pending = self._pending.get(request_id)
+        if pending is None:
+            return
+        pending.reply = data
+        pending.finished = time.monotonic()
+        for client in pending.waiters:
+            _send_nowait(self._server, [REPLY, client, data])
+        pending.waiters.clear()
+
+    def _expire_pending(self) -> None:
+        now = time.monotonic()
+        while self._pending:
+            oldest_id, oldest = next(iter(self._pending.items()))
+            too_many = len(self._pending) > DEDUP_CAPACITY
+            if oldest.reply is not None and (too_many or now - oldest.finished > DEDUP_TTL_S):
+                del self._pending[oldest_id]
+            elif too_many:
+                self._pending.move_to_end(oldest_id)  # still running: keep it
+                break
+            else:
+                break

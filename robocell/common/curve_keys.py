@@ -1,0 +1,98 @@
+"""CURVE key files for remote bus access: one TOML file per key pair, and the broker's allow-list.
+
+A key file (``NAME.key``, keep it private) holds a Z85 key pair and, for a client, the public
+key of the broker it talks to::
+
+    # robocell CURVE key "laptop" -- secret, keep private
+    name = "laptop"
+    public = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+    secret = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
+    broker = "..."          # clients only: the broker's public key
+
+A public file (``NAME.pub``, safe to share) holds ``name`` and ``public`` only. The broker
+allows a client by its ``.pub`` file with a role: ``read`` (subscribe) or ``command``
+(subscribe and send commands).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+Z85_KEY_CHARS = 40
+ROLES = ("read", "command")
+
+
+class KeyFileError(ValueError):
+    """A key file that is missing, unreadable or incomplete."""
+
+
+@dataclass(frozen=True)
+class CurveKey:
+    """A CURVE key pair (secret may be empty for a public-only file) and, for clients, the
+    broker's public key."""
+
+    name: str
+    public: str
+    secret: str = ""
+    broker: str = ""
+
+    @classmethod
+    def generate(cls, name: str, broker_public: str = "") -> CurveKey:
+        import zmq
+
+        public, secret = zmq.curve_keypair()
+        return cls(name, public.decode("ascii"), secret.decode("ascii"), broker_public)
+
+    def write(self, directory: Path) -> tuple[Path, Path]:
+        """Write NAME.key (secret, mode 0600) and NAME.pub into ``directory``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        secret_path = directory / f"{self.name}.key"
+        public_path = directory / f"{self.name}.pub"
+        lines = [f'# robocell CURVE key "{self.name}" -- secret, keep private',
+                 f'name = "{self.name}"', f'public = "{self.public}"', f'secret = "{self.secret}"']
+        if self.broker:
+            lines.append(f'broker = "{self.broker}"')
+        fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write("\n".join(lines) + "\n")
+        public_path.write_text(f'# robocell CURVE public key "{self.name}"\n'
+                               f'name = "{self.name}"\npublic = "{self.public}"\n')
+        return secret_path, public_path
+
+
+def load_key(path: Path | str, *, need_secret: bool = True, need_broker: bool = False
+             ) -> CurveKey:
+    """Read a key file; KeyFileError says what is missing and how to make it."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise KeyFileError(f"key file {path} does not exist; create one with "
+                           "`robocell keys generate NAME`") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise KeyFileError(f"key file {path} cannot be read: {exc}") from None
+    key = CurveKey(str(data.get("name", path.stem)), str(data.get("public", "")),
+                   str(data.get("secret", "")), str(data.get("broker", "")))
+    wanted = ["public"] + (["secret"] if need_secret else []) + (["broker"] if need_broker
+                                                                  else [])
+    for field in wanted:
+        value = getattr(key, field)
+        if len(value) != Z85_KEY_CHARS:
+            hint = ("generate it with `robocell keys generate NAME --broker-pub BROKER.pub`"
+                    if field == "broker" else "generate it with `robocell keys generate NAME`")
+            raise KeyFileError(f"key file {path}: {field!r} must be a {Z85_KEY_CHARS}-character "
+                               f"Z85 key, found {value!r}; {hint}")
+    return key
+
+
+def parse_allow(spec: str) -> tuple[CurveKey, str]:
+    """``FILE.pub[:ROLE]`` -> (public key, role); role defaults to ``read``."""
+    path, sep, role = spec.rpartition(":")
+    if not sep or Path(spec).exists():
+        path, role = spec, "read"
+    if role not in ROLES:
+        raise KeyFileError(f"allow entry {spec!r}: role must be one of {', '.join(ROLES)}")
+    return load_key(path, need_secret=False), role

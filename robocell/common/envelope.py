@@ -1,0 +1,217 @@
+"""The bus message envelope: what every message carries, and its msgpack wire encoding.
+
+On the wire a message is two ZeroMQ frames::
+
+    [topic (UTF-8 bytes), envelope (msgpack)]
+
+The first frame is the topic so that ZeroMQ's prefix subscriptions filter without decoding.
+The envelope is a msgpack array, in this order::
+
+    [schema_version, topic, source, seq, wall_time, mono_time, payload]
+
+- ``schema_version`` -- ``SCHEMA_VERSION``; a receiver refuses any other version.
+- ``topic`` -- repeated inside the envelope so a recorded envelope stands on its own; a
+  receiver refuses a message whose topic frame and envelope topic disagree.
+- ``source`` -- the name of the publishing process (``vision``, ``broker``, ...).
+- ``seq`` -- per-source, per-topic sequence number starting at 0; a gap means messages were
+  dropped on the way, a smaller number means the source restarted.
+- ``wall_time`` -- seconds since the epoch (``time.time()``) when the message was made.
+- ``mono_time`` -- the source's ``time.monotonic()`` at the same moment (only comparable
+  between messages of the same source).
+- ``payload`` -- a msgpack map with string keys; its fields are declared per topic in
+  :mod:`robocell.common.messages`.
+
+This module knows nothing about topics; :func:`decode` checks the envelope only, and
+:func:`robocell.common.messages.validate` checks a payload against its declaration.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+SCHEMA_VERSION = 1
+"""Version of the envelope layout and of the message declarations as a whole."""
+
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+"""Largest encoded envelope accepted by default (8 MiB: room for a full camera JPEG)."""
+
+MAX_MESSAGE_BYTES_ENV = "ROBOCELL_BUS_MAX_BYTES"
+"""Environment variable that overrides the size limit (in bytes) for every process."""
+
+MAX_TOPIC_CHARS = 128
+MAX_SOURCE_CHARS = 64
+N_ENVELOPE_FIELDS = 7
+
+
+def max_message_bytes() -> int:
+    """The configured size limit: $ROBOCELL_BUS_MAX_BYTES, else DEFAULT_MAX_MESSAGE_BYTES."""
+    env = os.environ.get(MAX_MESSAGE_BYTES_ENV)
+    if not env:
+        return DEFAULT_MAX_MESSAGE_BYTES
+    try:
+        limit = int(env)
+    except ValueError:
+        raise ValueError(
+            f"{MAX_MESSAGE_BYTES_ENV}={env!r} is not a whole number of bytes; "
+            "set it to e.g. 8388608 or unset it"
+        ) from None
+    if limit <= 0:
+        raise ValueError(f"{MAX_MESSAGE_BYTES_ENV}={env!r} must be a positive number of bytes")
+    return limit
+
+
+class MessageError(ValueError):
+    """A message that cannot be accepted. ``reason`` is a short machine-readable code
+    (``decode``, ``schema_version``, ``oversize``, ``invalid``, ``unknown_topic``), the
+    message text says what is wrong and where."""
+
+    reason = "invalid"
+
+    def __init__(self, message: str, *, topic: str | None = None,
+                 source: str | None = None) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.source = source
+
+
+class DecodeError(MessageError):
+    """The bytes are not a well-formed envelope (not msgpack, wrong shape, wrong types)."""
+
+    reason = "decode"
+
+
+class SchemaVersionError(MessageError):
+    """The envelope was written by a different schema version."""
+
+    reason = "schema_version"
+
+
+class OversizeError(MessageError):
+    """The encoded message is larger than the configured limit."""
+
+    reason = "oversize"
+
+
+class ValidationError(MessageError):
+    """The payload does not match the declaration of its topic."""
+
+    reason = "invalid"
+
+
+class UnknownTopicError(MessageError):
+    """The topic is not declared in :mod:`robocell.common.messages`."""
+
+    reason = "unknown_topic"
+
+
+@dataclass(slots=True)
+class Envelope:
+    """One bus message: who sent what, when, and in which order."""
+
+    topic: str
+    source: str
+    seq: int
+    wall_time: float
+    mono_time: float
+    payload: dict[str, Any]
+    version: int = SCHEMA_VERSION
+    size: int = field(default=0, compare=False)
+    """Encoded size in bytes (set by encode/decode; 0 for a message never on the wire)."""
+
+    @classmethod
+    def now(cls, topic: str, source: str, seq: int, payload: dict[str, Any]) -> Envelope:
+        """An envelope stamped with the current wall and monotonic clocks."""
+        return cls(topic, source, seq, time.time(), time.monotonic(), payload)
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise DecodeError(f"msgpack extension type {code} is not allowed in bus messages")
+
+
+def encode(envelope: Envelope, max_bytes: int | None = None) -> bytes:
+    """The msgpack bytes of ``envelope``; raises OversizeError above the size limit and
+    DecodeError (a MessageError) if the payload holds something msgpack cannot carry."""
+    try:
+        data = msgpack.packb(
+            [envelope.version, envelope.topic, envelope.source, envelope.seq,
+             envelope.wall_time, envelope.mono_time, envelope.payload],
+            use_bin_type=True,
+        )
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise DecodeError(
+            f"topic {envelope.topic!r}: payload cannot be encoded with msgpack ({exc}); "
+            "use only str, bytes, int, float, bool, None, lists and maps with string keys",
+            topic=envelope.topic, source=envelope.source,
+        ) from None
+    limit = max_message_bytes() if max_bytes is None else max_bytes
+    if len(data) > limit:
+        raise OversizeError(
+            f"topic {envelope.topic!r}: message is {len(data)} bytes, over the limit of "
+            f"{limit} bytes; send less (e.g. a smaller JPEG) or raise {MAX_MESSAGE_BYTES_ENV}",
+            topic=envelope.topic, source=envelope.source,
+        )
+    envelope.size = len(data)
+    return data
+
+
+def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
+    """The envelope in ``data``. Raises a MessageError subclass (never anything else) when
+    the bytes are oversize, not msgpack, not an envelope, or of another schema version."""
+    limit = max_message_bytes() if max_bytes is None else max_bytes
+    if len(data) > limit:
+        raise OversizeError(
+            f"message of {len(data)} bytes is over the limit of {limit} bytes "
+            f"(set {MAX_MESSAGE_BYTES_ENV} on both sides to carry larger messages)"
+        )
+    try:
+        fields = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True,
+                                 ext_hook=_refuse_ext)
+    except MessageError:
+        raise
+    except Exception as exc:  # msgpack raises many types on garbage input
+        raise DecodeError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
+    if not isinstance(fields, list) or len(fields) != N_ENVELOPE_FIELDS:
+        raise DecodeError(
+            f"not an envelope: expected a msgpack array of {N_ENVELOPE_FIELDS} fields, "
+            f"got {_describe(fields)}"
+        )
+    version, topic, source, seq, wall_time, mono_time, payload = fields
+    if type(version) is not int:
+        raise DecodeError(f"envelope schema version must be an integer, got {_describe(version)}")
+    if not isinstance(topic, str) or not 0 < len(topic) <= MAX_TOPIC_CHARS:
+        raise DecodeError(f"envelope topic must be a non-empty string of at most "
+                          f"{MAX_TOPIC_CHARS} characters, got {_describe(topic)}")
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"topic {topic!r}: schema version {version}, this process speaks version "
+            f"{SCHEMA_VERSION}; run the same robocell version on every process",
+            topic=topic,
+        )
+    if not isinstance(source, str) or not 0 < len(source) <= MAX_SOURCE_CHARS:
+        raise DecodeError(f"topic {topic!r}: envelope source must be a non-empty string of at "
+                          f"most {MAX_SOURCE_CHARS} characters, got {_describe(source)}",
+                          topic=topic)
+    if type(seq) is not int or seq < 0:
+        raise DecodeError(f"topic {topic!r} from {source!r}: sequence number must be a "
+                          f"non-negative integer, got {_describe(seq)}", topic=topic, source=source)
+    for name, stamp in (("wall_time", wall_time), ("mono_time", mono_time)):
+        if type(stamp) is not float and type(stamp) is not int:
+            raise DecodeError(f"topic {topic!r} from {source!r}: {name} must be a number, "
+                              f"got {_describe(stamp)}", topic=topic, source=source)
+    if not isinstance(payload, dict):
+        raise DecodeError(f"topic {topic!r} from {source!r}: payload must be a map, "
+                          f"got {_describe(payload)}", topic=topic, source=source)
+    return Envelope(topic, source, seq, float(wall_time), float(mono_time), payload,
+                    version, len(data))
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"

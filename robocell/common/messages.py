@@ -1,0 +1,519 @@
+"""Every bus topic and command of the cell, declared once: name, kind, publisher, fields, types.
+
+This file is the contract between the processes. Encoding and validation are derived from
+it (:func:`validate`, :func:`validate_args`); no service writes its own checks of what
+arrives. To add a topic or a field, add it here -- nowhere else.
+
+Topics
+    ``TopicSpec(topic, type_name, kind, publisher, fields, doc)``. ``kind`` is
+    ``LATCHED`` for state (the broker keeps the last value and hands it to every late
+    subscriber at once -- ROS 2 "transient local") or ``EVENT`` for things that happen
+    (not kept). ``publisher`` names the service that publishes it (``*`` = every service).
+
+Commands
+    ``CommandSpec(service, command, args, result, doc)``: request/reply through the broker
+    (see :mod:`robocell.common.bus`). ``args`` are validated before the handler runs; a
+    mismatch is answered with the ``invalid_arguments`` error.
+
+Field types (a small grammar, parsed once into validators)
+    ``str int float bool bytes any map`` -- scalars (``float`` also accepts an int; ``any``
+    is any msgpack value; ``map`` is any map with string keys),
+    ``list[T]``, ``map[T]`` (string keys, values of type T),
+    ``enum(a,b,c)`` (one of these strings), ``T?`` (T or null).
+    A field is required unless declared with ``optional=True``; fields not declared are
+    refused (a typo is an error, not a silently ignored key).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from robocell.common.envelope import (
+    Envelope,
+    UnknownTopicError,
+    ValidationError,
+)
+
+# --- declarations -------------------------------------------------------------------------
+
+
+class Kind(enum.Enum):
+    """Durability of a topic."""
+
+    LATCHED = "latched"  # state: the broker caches the last message for late joiners
+    EVENT = "event"  # something happened: delivered to current subscribers only
+
+
+LATCHED = Kind.LATCHED
+EVENT = Kind.EVENT
+
+ANY_SERVICE = "*"
+
+LIFECYCLE_STATES = ("starting", "ready", "busy", "error", "stopping")
+"""Lifecycle state a service announces in its heartbeat."""
+
+FACES = ("U", "R", "F", "D", "L", "B")
+PUZZLES = ("2x2x2", "3x3x3", "sokoban")
+CYCLE_STAGES = ("idle", "scanning", "solving", "executing", "verifying", "done", "failed",
+                "stopped")
+COMMAND_ERRORS = ("unknown_command", "invalid_arguments", "busy", "timeout", "unavailable",
+                  "forbidden", "failed")
+"""Error codes of a command reply: the command is not offered by the service; the arguments
+do not match the declaration; the service cannot take it now; the deadline passed; no such
+service is connected; the caller's key may not command; the handler raised."""
+
+
+@dataclass(frozen=True)
+class F:
+    """One field of a payload: name, type (see the grammar above), meaning."""
+
+    name: str
+    type: str
+    doc: str = ""
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One topic: its message type, durability, publisher and payload fields."""
+
+    topic: str
+    type_name: str
+    kind: Kind
+    publisher: str
+    fields: tuple[F, ...]
+    doc: str = ""
+
+    @property
+    def latched(self) -> bool:
+        return self.kind is Kind.LATCHED
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One command a service answers: its arguments and the fields of its result."""
+
+    service: str
+    command: str
+    args: tuple[F, ...]
+    result: tuple[F, ...] = ()
+    doc: str = ""
+
+
+HEALTH = F("health", "map", "free-form health details (queue depth, drops, last error, ...)")
+
+TOPICS: tuple[TopicSpec, ...] = (
+    # --- bus infrastructure ---------------------------------------------------------------
+    TopicSpec("heartbeat", "Heartbeat", EVENT, ANY_SERVICE, (
+        F("service", "str", "name of the service (also the envelope source)"),
+        F("state", f"enum({','.join(LIFECYCLE_STATES)})", "lifecycle state"),
+        HEALTH,
+        F("period_s", "float", "seconds between heartbeats; stale after 3 missed"),
+        F("pid", "int", "operating-system process id"),
+        F("host", "str", "host name"),
+        F("uptime_s", "float", "seconds since the service started"),
+        F("commands", "list[str]", "commands this service answers"),
+    ), "Liveness: every service, every second."),
+    TopicSpec("diagnostics", "Diagnostic", EVENT, ANY_SERVICE, (
+        F("service", "str", "who reports"),
+        F("level", "enum(info,warning,error)", "severity"),
+        F("code", "str", "machine-readable reason, e.g. bad_message, dropped_messages"),
+        F("message", "str", "what is wrong, where, what to do"),
+        F("topic", "str?", "topic concerned, if any", optional=True),
+        F("peer", "str?", "source of the offending message, if known", optional=True),
+        F("count", "int", "how many times this happened so far", optional=True),
+    ), "Problems with the bus itself: rejected messages, drops, slow consumers."),
+    TopicSpec("bus.stats", "BusStats", LATCHED, "broker", (
+        F("period_s", "float", "statistics window in seconds"),
+        F("uptime_s", "float", "seconds since the broker started"),
+        F("topics", "map[map]", "per topic: messages, bytes, rate_hz, bytes_per_s, kind, "
+          "type, publishers, gaps (messages lost before the broker)"),
+        F("messages", "int", "messages forwarded since start"),
+        F("bytes", "int", "bytes forwarded since start"),
+        F("rejected", "map[int]", "messages refused by the broker, by reason"),
+        F("gaps", "int", "messages lost between publishers and the broker (sequence gaps)"),
+        F("subscriptions", "int", "subscription requests seen"),
+        F("commands", "map[int]", "command traffic: requests, replies, errors by code"),
+        F("services", "list[str]", "services connected to the command channel"),
+    ), "The broker's own statistics, published every period."),
+    TopicSpec("errors", "CellError", EVENT, ANY_SERVICE, (
+        F("service", "str", "who reports"),
+        F("stage", "str", "what was being done (scan, resolve, solve, execute, ...)"),
+        F("code", "str", "machine-readable error code"),
+        F("message", "str", "what is wrong and where"),
+        F("action", "str", "what to do next", optional=True),
+        F("detail", "map", "extra facts (doubtful stickers, line numbers, ...)", optional=True),
+    ), "Domain failures of the cell, for the monitor and the cycle."),
+    # --- vision ---------------------------------------------------------------------------
+    TopicSpec("vision.face", "FaceResult", EVENT, "vision", (
+        F("scan_id", "str", "scan this face belongs to"),
+        F("pose", "int", "index of the scan pose"),
+        F("face", f"enum({','.join(FACES)})", "which face of the cube is in view"),
+        F("rotation", "int", "quarter turns of the face in the image", optional=True),
+        F("size", "int", "N of the N x N face"),
+        F("jpeg", "bytes", "thumbnail of the camera frame (JPEG)"),
+        F("grid", "list[list[float]]", "sticker centres [x, y] in thumbnail pixels, row-major"),
+        F("colors", "list[list[int]]", "measured sticker colours [r, g, b], row-major"),
+        F("confidence", "list[float]", "per-sticker confidence 0..1, row-major"),
+        F("ok", "bool", "detection succeeded"),
+        F("error", "str?", "why detection failed", optional=True),
+    ), "One scanned face, with a thumbnail and the detected grid."),
+    TopicSpec("vision.cube_state", "CubeState", LATCHED, "vision", (
+        F("scan_id", "str", "scan the state was read from"),
+        F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),
+        F("facelets", "str", "kociemba facelet string, faces U R F D L B"),
+        F("confidence", "list[float]", "per-sticker confidence, facelet order"),
+        F("wall_time", "float", "when the scan finished", optional=True),
+    ), "The current cube state as read by the camera."),
+    # --- actuator -------------------------------------------------------------------------
+    TopicSpec("actuator.scan_pose", "ScanPoseReached", EVENT, "actuator", (
+        F("scan_id", "str", "scan in progress"),
+        F("pose", "int", "index of the pose reached"),
+        F("n_poses", "int", "number of poses in the scan program"),
+        F("face", f"enum({','.join(FACES)})", "face in view of the camera"),
+        F("rotation", "int", "quarter turns of the face as seen by the camera"),
+    ), "The robot holds the cube still at a scan pose: the camera may capture."),
+    TopicSpec("actuator.progress", "ActuatorProgress", EVENT, "actuator", (
+        F("plan_id", "str", "plan being executed"),
+        F("step", "int", "index of the primitive now executing (0-based)"),
+        F("n_steps", "int", "number of primitives in the plan"),
+        F("primitive", "str", "the primitive now executing"),
+        F("eta_s", "float", "estimated seconds to the end of the plan"),
+        F("state", "enum(running,paused,stopped)", "execution state"),
+    ), "Execution progress, one message per primitive."),
+    TopicSpec("actuator.result", "ActuatorResult", LATCHED, "actuator", (
+        F("plan_id", "str", "plan executed"),
+        F("ok", "bool", "every primitive executed exactly once"),
+        F("executed", "int", "primitives executed"),
+        F("n_steps", "int", "primitives in the plan"),
+        F("duration_s", "float", "wall time of the execution"),
+        F("error", "str?", "why execution stopped", optional=True),
+        F("cube_state_known", "bool", "false after a firmware reset: rescan", optional=True),
+    ), "Final result of a plan execution."),
+    # --- solver ---------------------------------------------------------------------------
+    TopicSpec("solver.plan", "Plan", LATCHED, "solver", (
+        F("plan_id", "str", "unique id of this plan"),
+        F("scan_id", "str?", "cube state it answers", optional=True),
+        F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle"),
+        F("profile", "str", "robot profile the plan is for"),
+        F("facelets", "str", "start state"),
+        F("primitives", "list[str]", "the robot's primitives, in order"),
+        F("face_turns", "list[str]", "the same solution as face turns"),
+        F("predicted_ms", "float", "predicted robot execution time"),
+        F("search", "map", "search statistics (nodes, time_ms, depth, ...)"),
+    ), "The plan for the current cube state."),
+    # --- simulation -----------------------------------------------------------------------
+    TopicSpec("sim.twin_state", "TwinState", LATCHED, "firmware-sim", (
+        F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),
+        F("facelets", "str", "the twin cube, faces U R F D L B"),
+        F("solved", "bool", "the twin cube is solved"),
+        F("grips", "map[str]", "gripper name -> open/closed"),
+        F("arm_angles", "map[float]", "arm name -> angle in degrees"),
+        F("fault", "str?", "jam or other physical fault, if any", optional=True),
+        F("boot_id", "str", "firmware boot id", optional=True),
+    ), "The digital twin (simulation only)."),
+    # --- the cell cycle -------------------------------------------------------------------
+    TopicSpec("cell.status", "CycleStatus", LATCHED, "cell", (
+        F("cycle_id", "str", "current or last cycle"),
+        F("stage", f"enum({','.join(CYCLE_STAGES)})", "stage now"),
+        F("detail", "str", "human-readable detail", optional=True),
+    ), "Where the solve cycle is now."),
+    TopicSpec("cell.result", "CycleResult", LATCHED, "cell", (
+        F("cycle_id", "str", "the cycle"),
+        F("ok", "bool", "the cube was solved (confirmed by the twin in simulation)"),
+        F("stages_s", "map[float]", "duration of each stage in seconds"),
+        F("total_s", "float", "duration of the cycle"),
+        F("failed_stage", "str?", "stage that failed", optional=True),
+        F("error", "str?", "why it failed and what to do", optional=True),
+    ), "Result of a finished cycle with stage durations."),
+    # --- command channel (request/reply through the broker; see robocell.common.bus) ------
+    TopicSpec("cmd.request", "CommandRequest", EVENT, ANY_SERVICE, (
+        F("id", "str", "request id; a retry carries the same id and is not executed twice"),
+        F("service", "str", "service addressed"),
+        F("command", "str", "command name"),
+        F("args", "map", "arguments, checked against the command's declaration"),
+        F("timeout_ms", "float", "time the caller waits; the service drops it after that"),
+    ), "A command request (command channel, not pub/sub)."),
+    TopicSpec("cmd.reply", "CommandReply", EVENT, ANY_SERVICE, (
+        F("id", "str", "request id answered"),
+        F("ok", "bool", "the command ran and succeeded"),
+        F("result", "any", "the handler's result when ok"),
+        F("error", f"enum({','.join(COMMAND_ERRORS)})?", "error code when not ok"),
+        F("message", "str", "what went wrong, where, and what to do (empty when ok)"),
+    ), "A command reply (command channel, not pub/sub)."),
+)
+
+COMMON_COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("*", "ping", (), (F("service", "str"), F("state", "str")),
+                "Answered by every command server: name and lifecycle state."),
+)
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("solver", "solve", (
+        F("facelets", "str", "cube state, faces U R F D L B"),
+        F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle", optional=True),
+        F("profile", "str", "robot profile", optional=True),
+        F("publish", "bool", "also publish the plan on solver.plan", optional=True),
+        F("scan_id", "str", "the cube state this answers", optional=True),
+    ), (), "Plan a solution; the result has the fields of solver.plan."),
+    CommandSpec("actuator", "execute", (
+        F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
+    ), (), "Start executing a plan; progress and result on actuator.* topics."),
+    CommandSpec("actuator", "scan", (
+        F("scan_id", "str", "id for this scan", optional=True),
+    ), (), "Run the scan program; one actuator.scan_pose event per pose."),
+    CommandSpec("actuator", "pause", ()),
+    CommandSpec("actuator", "resume", ()),
+    CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once."),
+    CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
+    CommandSpec("cell", "estop", (), (), "Stop the cycle at once (the monitor's e-stop sends "
+                "this together with actuator.estop)."),
+    CommandSpec("cell", "scramble", (
+        F("moves", "int", "number of random moves", optional=True),
+        F("seed", "int", "random seed", optional=True),
+    ), (), "Scramble the twin (simulation only)."),
+)
+
+# --- derived tables -----------------------------------------------------------------------
+
+TOPIC_SPECS: dict[str, TopicSpec] = {spec.topic: spec for spec in TOPICS}
+LATCHED_TOPICS: frozenset[str] = frozenset(s.topic for s in TOPICS if s.latched)
+COMMAND_SPECS: dict[tuple[str, str], CommandSpec] = {
+    (spec.service, spec.command): spec for spec in COMMON_COMMANDS + COMMANDS
+}
+
+# --- the type grammar, compiled into validators -------------------------------------------
+
+Checker = Callable[[Any, str], None]
+"""Checks a value; raises ValidationError naming ``where`` (a dotted field path)."""
+
+
+def _type_error(where: str, expected: str, value: Any) -> ValidationError:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return ValidationError(f"field {where!r}: expected {expected}, got "
+                           f"{type(value).__name__} {text}")
+
+
+def _scalar(expected: str, accept: Callable[[Any], bool]) -> Checker:
+    def check(value: Any, where: str) -> None:
+        if not accept(value):
+            raise _type_error(where, expected, value)
+    return check
+
+
+def _plain(value: Any) -> bool:
+    if value is None or type(value) in (str, bytes, int, float, bool):
+        return True
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+_SCALARS: dict[str, Checker] = {
+    "str": _scalar("a string", lambda v: type(v) is str),
+    "int": _scalar("an integer", lambda v: type(v) is int),
+    "float": _scalar("a number", lambda v: type(v) is float or type(v) is int),
+    "bool": _scalar("true or false", lambda v: type(v) is bool),
+    "bytes": _scalar("binary data", lambda v: type(v) is bytes),
+    "any": _scalar("plain msgpack data", _plain),
+    "map": _scalar("a map with string keys",
+                   lambda v: isinstance(v, dict) and _plain(v)),
+}
+
+
+def compile_type(text: str) -> Checker:
+    """The validator for a type expression of the grammar in the module docstring."""
+    text = text.strip()
+    if text.endswith("?"):
+        inner = compile_type(text[:-1])
+
+        def check_optional(value: Any, where: str) -> None:
+            if value is not None:
+                inner(value, where)
+        return check_optional
+    if text in _SCALARS:
+        return _SCALARS[text]
+    if text.startswith("list[") and text.endswith("]"):
+        item = compile_type(text[5:-1])
+
+        def check_list(value: Any, where: str) -> None:
+            if not isinstance(value, list):
+                raise _type_error(where, f"a list ({text})", value)
+            for index, element in enumerate(value):
+                item(element, f"{where}[{index}]")
+        return check_list
+    if text.startswith("map[") and text.endswith("]"):
+        item = compile_type(text[4:-1])
+
+        def check_map(value: Any, where: str) -> None:
+            if not isinstance(value, dict):
+                raise _type_error(where, f"a map ({text})", value)
+            for key, element in value.items():
+                if not isinstance(key, str):
+                    raise _type_error(f"{where} key", "a string", key)
+                item(element, f"{where}.{key}")
+        return check_map
+    if text.startswith("enum(") and text.endswith(")"):
+        allowed = frozenset(part.strip() for part in text[5:-1].split(","))
+        listing = ", ".join(sorted(allowed))
+
+        def check_enum(value: Any, where: str) -> None:
+            if value not in allowed or type(value) is not str:
+                raise _type_error(where, f"one of {listing}", value)
+        return check_enum
+    raise ValueError(f"unknown field type {text!r} in robocell.common.messages; "
+                     "see the type grammar in its module docstring")
+
+
+@dataclass(frozen=True)
+class _FieldsValidator:
+    owner: str  # "topic 'x'" or "command 'svc.cmd'" for error messages
+    checkers: tuple[tuple[str, Checker, bool], ...]
+    names: frozenset[str]
+    required: frozenset[str]
+
+    def __call__(self, values: Any) -> None:
+        if not isinstance(values, dict):
+            raise ValidationError(f"{self.owner}: expected a map of fields, got "
+                                  f"{type(values).__name__}")
+        if not self.required.issubset(values.keys()):
+            missing = sorted(self.required - values.keys())
+            raise ValidationError(f"{self.owner}: missing required field(s) "
+                                  f"{', '.join(missing)}")
+        if not self.names.issuperset(values.keys()):
+            unknown = sorted(str(k) for k in values.keys() - self.names)
+            raise ValidationError(f"{self.owner}: undeclared field(s) {', '.join(unknown)}; "
+                                  f"declared: {', '.join(sorted(self.names)) or 'none'} "
+                                  "(add new fields in robocell.common.messages)")
+        for name, check, _ in self.checkers:
+            if name in values:
+                try:
+                    check(values[name], name)
+                except ValidationError as exc:
+                    raise ValidationError(f"{self.owner}: {exc}") from None
+
+
+def _fields_validator(owner: str, fields: tuple[F, ...]) -> _FieldsValidator:
+    seen: set[str] = set()
+    for f in fields:
+        if f.name in seen:
+            raise ValueError(f"{owner}: field {f.name!r} declared twice")
+        seen.add(f.name)
+    return _FieldsValidator(
+        owner,
+        tuple((f.name, compile_type(f.type), not f.optional) for f in fields),
+        frozenset(f.name for f in fields),
+        frozenset(f.name for f in fields if not f.optional),
+    )
+
+
+_TOPIC_VALIDATORS: dict[str, _FieldsValidator] = {
+    spec.topic: _fields_validator(f"topic {spec.topic!r}", spec.fields) for spec in TOPICS
+}
+_ARGS_VALIDATORS: dict[tuple[str, str], _FieldsValidator] = {
+    key: _fields_validator(f"command {key[0]}.{key[1]}", spec.args)
+    for key, spec in COMMAND_SPECS.items()
+}
+
+# --- public API ---------------------------------------------------------------------------
+
+
+def topic_spec(topic: str) -> TopicSpec:
+    """The declaration of ``topic``; UnknownTopicError if it is not declared."""
+    try:
+        return TOPIC_SPECS[topic]
+    except KeyError:
+        raise UnknownTopicError(
+            f"topic {topic!r} is not declared; declared topics: "
+            f"{', '.join(sorted(TOPIC_SPECS))} (declare it in robocell.common.messages)",
+            topic=topic,
+        ) from None
+
+
+def validate_payload(topic: str, payload: Any) -> None:
+    """Raise UnknownTopicError or ValidationError unless ``payload`` fits ``topic``."""
+    validator = _TOPIC_VALIDATORS.get(topic)
+    if validator is None:
+        topic_spec(topic)  # raises the explanatory error
+    try:
+        validator(payload)  # type: ignore[misc]
+    except ValidationError as exc:
+        exc.topic = topic
+        raise
+
+
+def validate(envelope: Envelope) -> Envelope:
+    """``envelope`` itself if its payload fits its topic's declaration, else raises."""
+    try:
+        validate_payload(envelope.topic, envelope.payload)
+    except (ValidationError, UnknownTopicError) as exc:
+        exc.source = envelope.source
+        raise
+    return envelope
+
+
+def command_spec(service: str, command: str) -> CommandSpec | None:
+    """The declaration of ``service.command`` (or of a common command), if any."""
+    return COMMAND_SPECS.get((service, command)) or COMMAND_SPECS.get((ANY_SERVICE, command))
+
+
+def validate_args(service: str, command: str, args: Any) -> None:
+    """Raise ValidationError unless ``args`` fit the declared arguments of the command.
+    Commands that are not declared accept any plain map (declare them to get checks)."""
+    key = (service, command) if (service, command) in _ARGS_VALIDATORS else (ANY_SERVICE,
+                                                                              command)
+    validator = _ARGS_VALIDATORS.get(key)
+    if validator is None:
+        if not isinstance(args, dict) or not _plain(args):
+            raise ValidationError(f"command {service}.{command}: arguments must be a map "
+                                  "of plain values")
+        return
+    validator(args)
+
+
+# --- JSON Schema, derived from the same declaration (for MCAP recordings and Foxglove) ------
+
+
+def type_json_schema(text: str, bytes_as_base64: bool = True) -> dict[str, Any]:
+    """JSON Schema of a type expression; ``bytes`` become base64 strings."""
+    text = text.strip()
+    if text.endswith("?"):
+        inner = type_json_schema(text[:-1], bytes_as_base64)
+        return {"anyOf": [inner, {"type": "null"}]}
+    simple = {"str": {"type": "string"}, "int": {"type": "integer"},
+              "float": {"type": "number"}, "bool": {"type": "boolean"},
+              "bytes": ({"type": "string", "contentEncoding": "base64"} if bytes_as_base64
+                        else {"description": "binary"}),
+              "any": {}, "map": {"type": "object"}}
+    if text in simple:
+        return simple[text]
+    if text.startswith("list["):
+        return {"type": "array", "items": type_json_schema(text[5:-1], bytes_as_base64)}
+    if text.startswith("map["):
+        return {"type": "object",
+                "additionalProperties": type_json_schema(text[4:-1], bytes_as_base64)}
+    if text.startswith("enum("):
+        return {"type": "string", "enum": [p.strip() for p in text[5:-1].split(",")]}
+    raise ValueError(f"unknown field type {text!r}")
+
+
+def payload_json_schema(topic: str, bytes_as_base64: bool = True) -> dict[str, Any]:
+    """JSON Schema of the payload of ``topic``, with each field's doc as description."""
+    spec = topic_spec(topic)
+    properties = {}
+    for f in spec.fields:
+        schema = dict(type_json_schema(f.type, bytes_as_base64))
+        if f.doc:
+            schema["description"] = f.doc
+        properties[f.name] = schema
+    return {"title": f"robocell.{spec.type_name}", "description": spec.doc, "type": "object",
+            "properties": properties,
+            "required": [f.name for f in spec.fields if not f.optional],
+            "additionalProperties": False}

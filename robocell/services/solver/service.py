@@ -1,0 +1,261 @@
+"""`robocell solver`: the solver as a bus service, answering from a pool of worker processes.
+
+Pattern: a request/reply *worker pool*. The bus adapter (one `Node`) answers the `solve`
+command and, in automatic mode, every new `vision.cube_state`; each solve runs in one of
+``--workers`` processes. The tables are built (if needed) once by this process before the
+workers start; every worker then memory-maps the same files read-only, so they share one
+copy in the page cache. A request that finds every worker busy and the queue full is
+answered ``busy`` at once; a request whose caller stopped waiting is dropped before it
+starts (cancellation), and a 3x3 search never runs past the caller's deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+DEFAULT_TIMEOUT_S = 1.0
+"""3x3 search budget when the caller gives none (bounded by the caller's deadline)."""
+MIN_BUDGET_S = 0.005
+QUEUE_PER_WORKER = 4
+"""Requests waiting per worker before new ones are refused as busy."""
+
+PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
+
+
+# --- the worker side (runs in the pool's processes) --------------------------------------
+
+def _warm_worker(profiles: tuple[str, ...]) -> None:
+    """Worker initialiser: map the tables and compile the search once, before any request."""
+    from robocell.common.facelets import solved
+    from robocell.services.solver.api import solve
+
+    for name in profiles:
+        from robocell.common.profile import load_profile
+
+        profile = load_profile(name)
+        for size in (2, 3):
+            if profile.fits(size):
+                solve(solved(size), name, timeout=0.01)
+
+
+def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
+                    timeout: float | None) -> dict[str, Any]:
+    """Plan in a worker; errors come back as data (exceptions with extra fields do not
+    cross process boundaries intact)."""
+    from robocell.common.profile import ProfileError
+    from robocell.common.validation import CubeStateError
+    from robocell.services.solver.api import solve
+
+    try:
+        plan = solve(facelets, profile, max_length=max_length, timeout=timeout)
+    except CubeStateError as exc:
+        return {"error": exc.to_dict()}
+    except (ProfileError, ValueError) as exc:
+        return {"error": {"code": "invalid_request", "message": str(exc), "stickers": []}}
+    return {"plan": plan.to_dict()}
+
+
+# --- the pure core: turning a plan into the bus payload ----------------------------------
+
+def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
+                 service_ms: float) -> dict[str, Any]:
+    """The `solver.plan` message for a plan dict (see `Plan.to_dict`)."""
+    size = 2 if len(plan["facelets"]) == 24 else 3
+    payload = {
+        "plan_id": plan_id,
+        "puzzle": PUZZLE_NAMES[size],
+        "profile": plan["profile"],
+        "facelets": plan["facelets"],
+        "primitives": list(plan["primitives"]),
+        "face_turns": plan["moves"].split() if plan["moves"] else [],
+        "predicted_ms": float(plan["cost_ms"]),
+        "search": {
+            "solve_ms": plan["solve_ms"], "service_ms": round(service_ms, 3),
+            "length": plan["length"], "cost_units": plan["cost"],
+            "optimal": plan["optimal"], **plan.get("stats", {}),
+        },
+    }
+    if scan_id is not None:
+        payload["scan_id"] = scan_id
+    return payload
+
+
+# --- the bus adapter ----------------------------------------------------------------------
+
+class SolverService:
+    """Bus adapter around a process pool of solvers."""
+
+    def __init__(self, node: Any, workers: int, profiles: dict[int, str], auto: bool,
+                 default_timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.node = node
+        self.workers = workers
+        self.profiles = profiles
+        self.auto = auto
+        self.default_timeout = default_timeout
+        self.queued = 0
+        self.served = 0
+        self.refused = 0
+        self._lock = threading.Lock()
+        ctx = multiprocessing.get_context("spawn")
+        warm = tuple(dict.fromkeys(profiles.values()))
+        self.pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_warm_worker,
+                                        initargs=(warm,))
+
+    def start(self) -> None:
+        # run one job per worker so that all of them are warm before we say ready
+        futures = [self.pool.submit(os.getpid) for _ in range(self.workers)]
+        for f in futures:
+            f.result()
+        self.node.serve("solve", self.on_solve, concurrency=self.workers * (1 + QUEUE_PER_WORKER))
+        if self.auto:
+            self.node.subscribe("vision.cube_state", self.on_cube_state)
+        self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
+
+    def stop(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, facelets: str, profile: str | None, budget: float) -> Future:
+        from robocell.common.bus import Busy
+
+        with self._lock:
+            if self.queued >= self.workers * (1 + QUEUE_PER_WORKER):
+                self.refused += 1
+                raise Busy(f"solver: all {self.workers} workers busy and "
+                           f"{self.queued} requests queued; retry later")
+            self.queued += 1
+        self.node.set_state("busy", queued=self.queued)
+        future = self.pool.submit(solve_in_worker, facelets, profile, None, budget)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _future: Future) -> None:
+        with self._lock:
+            self.queued -= 1
+            self.served += 1
+            idle = self.queued == 0
+        self.node.set_state("ready" if idle else "busy", queued=self.queued,
+                            served=self.served, refused=self.refused)
+
+    def _profile_for(self, facelets: str, requested: str | None) -> str | None:
+        if requested:
+            return requested
+        return self.profiles.get(2 if len(facelets) == 24 else 3)
+
+    def on_solve(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        from robocell.common.bus import CommandFailed
+
+        started = time.perf_counter()
+        facelets = args["facelets"]
+        profile = self._profile_for(facelets, args.get("profile"))
+        remaining = ctx.remaining()
+        # leave a margin for the reply's way back; never search past the caller's deadline
+        budget = max(MIN_BUDGET_S, min(self.default_timeout, remaining * 0.8 - 0.01))
+        future = self._submit(facelets, profile, budget)
+        try:
+            outcome = future.result(timeout=max(0.0, ctx.remaining()))
+        except FutureTimeout:
+            future.cancel()
+            raise CommandFailed("timeout", "solver: the plan was not ready before the "
+                                "caller's deadline; give a longer timeout") from None
+        if "error" in outcome:
+            err = outcome["error"]
+            raise CommandFailed("invalid_arguments",
+                                f"{err['message']} [{err['code']}]")
+        plan_id = uuid.uuid4().hex[:12]
+        payload = plan_payload(outcome["plan"], plan_id, args.get("scan_id"),
+                               (time.perf_counter() - started) * 1e3)
+        if args.get("publish"):
+            self.node.publish("solver.plan", payload)
+        return payload
+
+    def on_cube_state(self, env: Any) -> None:
+        """Automatic mode: answer each new cube state with a plan (off the I/O thread)."""
+        threading.Thread(target=self._auto_solve, args=(env.payload,), daemon=True).start()
+
+    def _auto_solve(self, state: dict[str, Any]) -> None:
+        from robocell.common.bus import CommandFailed
+
+        facelets = state["facelets"]
+        started = time.perf_counter()
+        try:
+            future = self._submit(facelets, self._profile_for(facelets, None),
+                                  self.default_timeout)
+            outcome = future.result()
+        except CommandFailed as exc:
+            self._report("busy", str(exc), state)
+            return
+        if "error" in outcome:
+            err = outcome["error"]
+            self._report(err["code"], err["message"], state, stickers=err["stickers"])
+            return
+        payload = plan_payload(outcome["plan"], uuid.uuid4().hex[:12], state.get("scan_id"),
+                               (time.perf_counter() - started) * 1e3)
+        self.node.publish("solver.plan", payload)
+
+    def _report(self, code: str, message: str, state: dict[str, Any],
+                stickers: list[int] | None = None) -> None:
+        self.node.publish("errors", {
+            "service": "solver", "stage": "solve", "code": code, "message": message,
+            "action": "rescan the cube" if stickers is not None else "retry",
+            "detail": {"scan_id": state.get("scan_id", ""), "stickers": stickers or []},
+        })
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "solver", help="run the solver service on the bus",
+        description="Serve `solve` commands from a pool of worker processes sharing the "
+                    "memory-mapped tables; with --auto also answer every new cube state "
+                    "with a plan on solver.plan.")
+    p.add_argument("--workers", type=int,
+                   default=int(os.environ.get("ROBOCELL_SOLVER_WORKERS", "2")),
+                   help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
+    p.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE"),
+                   help="the cell's robot profile (default $ROBOCELL_PROFILE); used for "
+                        "cubes of its size, htm for the other size")
+    p.add_argument("--auto", action="store_true",
+                   default=os.environ.get("ROBOCELL_SOLVER_AUTO", "") not in ("", "0"),
+                   help="plan for every new vision.cube_state (default $ROBOCELL_SOLVER_AUTO)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                   help="3x3 search budget per request in seconds (bounded by its deadline)")
+    p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")
+    p.set_defaults(func=cmd_solver)
+
+
+def cmd_solver(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.common.bus import Endpoints, Node
+    from robocell.common.profile import ProfileError, load_profile
+
+    profiles = {2: "htm", 3: "htm"}
+    if args.profile:
+        try:
+            profile = load_profile(args.profile)
+        except ProfileError as exc:
+            raise CommandError(str(exc)) from None
+        for size in (2, 3):
+            if profile.fits(size):
+                profiles[size] = args.profile
+    # build missing tables once, here, before the workers map them
+    from robocell.common import tables
+    from robocell.services.solver.tables_cli import all_groups
+
+    for name in dict.fromkeys(profiles.values()):
+        for group in all_groups(name):
+            tables.load(group)
+    with Node("solver", Endpoints.resolve(args.broker)) as node:
+        service = SolverService(node, args.workers, profiles, args.auto, args.timeout)
+        try:
+            service.start()
+            node.wait()
+        finally:
+            service.stop()
+    return 0
