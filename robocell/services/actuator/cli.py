@@ -24,15 +24,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="TCP port on 127.0.0.1 (0 = any free port); default %(default)s")
     where.add_argument("--pty", metavar="LINK", nargs="?", const="",
                        help="serve on a pseudo-terminal instead; optional symlink path to it")
-    sim.add_argument("--speed", type=float, default=1.0,
-                     help="simulated time runs this many times faster than real time")
+    where.add_argument("--listen", metavar="URL",
+                       help="tcp://HOST:PORT to listen on another interface (e.g. in a "
+                            "container); default 127.0.0.1 and --port")
+    sim.add_argument("--speed", type=float,
+                     default=float(os.environ.get("ROBOCELL_SPEED", "1")),
+                     help="simulated time runs this many times faster than real time "
+                          "(default $ROBOCELL_SPEED or 1)")
     sim.add_argument("--cube", metavar="FACELETS", help="start cube (default solved)")
     sim.add_argument("--scramble-seed", type=int, metavar="SEED",
                      help="start from a random cube made with this seed")
     sim.add_argument("--queue", type=int, default=8, help="firmware command queue length")
     sim.add_argument("--log", metavar="FILE", help="append JSON lines of every executed line")
-    sim.add_argument("--bus", action="store_true",
-                     help="publish the twin on the bus (sim.twin_state)")
+    sim.add_argument("--publish-twin", "--bus", dest="bus", action="store_true",
+                     help="join the bus: twin on sim.twin_state, `scramble` command")
     noise = sim.add_argument_group("fault injection")
     noise.add_argument("--drop-rate", type=float, default=0.0, help="drop each byte with this "
                        "probability (both directions)")
@@ -96,16 +101,19 @@ def run_firmware_sim(args: argparse.Namespace) -> int:
     faults = FaultPlan(args.drop_rate, args.corrupt_rate, args.fault_seed,
                        tuple(args.disconnect_after), args.stall_after, args.stall_ms,
                        args.reset_after)
-    on_twin = None
-    if args.bus:
-        from robocell.services.actuator.service import twin_publisher
+    host, port = "127.0.0.1", args.port
+    if args.listen:
+        from urllib.parse import urlsplit
 
-        on_twin = twin_publisher(profile)
+        url = urlsplit(args.listen)
+        if url.scheme != "tcp" or not url.hostname or url.port is None:
+            raise CommandError(f"--listen {args.listen}: expected tcp://HOST:PORT")
+        host, port = url.hostname, url.port
     try:
-        main_with_args(profile, port=None if args.pty is not None else args.port,
+        main_with_args(profile, port=None if args.pty is not None else port,
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
                        queue_size=args.queue, log_path=args.log, faults=faults,
-                       max_runtime_s=args.max_runtime, on_twin=on_twin)
+                       max_runtime_s=args.max_runtime, host=host, bus=args.bus)
     except OSError as exc:
         raise CommandError(f"cannot serve on port {args.port}: {exc.strerror}; pick another "
                            "--port or 0 for any free one") from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import select
 import socket
@@ -327,10 +328,13 @@ class _Clock:
 
 def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None = None,
           speed: float = 1.0, faults: FaultPlan | None = None,
-          ready: IO[str] | None = None, max_runtime_s: float | None = None) -> None:
+          ready: IO[str] | None = None, max_runtime_s: float | None = None,
+          host: str = "127.0.0.1", control: queue.Queue | None = None) -> None:
     """Run the firmware until interrupted (or ``max_runtime_s``): over TCP on 127.0.0.1:port
     (port 0 picks a free one) or over a pty (its device path is announced; ``pty_link``
-    also gets a symlink to it). Announces ``listening <url>`` on ``ready``."""
+    also gets a symlink to it). Announces ``listening <url>`` on ``ready``. ``control``
+    carries ``(function, reply_queue)`` pairs run on this loop's thread with the core (the
+    bus adapter's way in, e.g. to scramble the twin)."""
     faults = faults or FaultPlan()
     clock = _Clock(speed)
     rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
@@ -354,9 +358,9 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
     else:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", port or 0))
+        listener.bind((host, port or 0))
         listener.listen(1)
-        url = f"socket://127.0.0.1:{listener.getsockname()[1]}"
+        url = f"socket://{host}:{listener.getsockname()[1]}"
     if ready is not None:
         ready.write(f"listening {url} boot={core.boot_id}\n")
         ready.flush()
@@ -386,6 +390,12 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
             buffer.clear()
 
     while max_runtime_s is None or time.monotonic() - started < max_runtime_s:
+        while control is not None and not control.empty():
+            function, reply = control.get_nowait()
+            try:
+                reply.put(function(core))
+            except Exception as exc:  # noqa: BLE001 - the caller gets the error
+                reply.put(exc)
         for data in core.advance(clock.sim()):
             send(data)
         deadline = core.next_deadline()
@@ -446,13 +456,24 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
 def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,
                    facelets: str | None, queue_size: int, log_path: str | None,
                    faults: FaultPlan, max_runtime_s: float | None = None,
-                   on_twin: object = None) -> None:
-    """The `robocell firmware-sim` process body."""
+                   host: str = "127.0.0.1", bus: bool = False) -> None:
+    """The `robocell firmware-sim` process body (with ``bus``: twin on sim.twin_state and the
+    ``scramble`` command, see `robocell.services.actuator.service.FirmwareSimBus`)."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+    adapter = None
+    control: queue.Queue | None = None
     try:
-        core = FirmwareCore(profile, facelets, queue_size, log, on_twin)
+        core = FirmwareCore(profile, facelets, queue_size, log)
+        if bus:
+            from robocell.services.actuator.service import FirmwareSimBus
+
+            control = queue.Queue()
+            adapter = FirmwareSimBus(profile, control)
+            adapter.start(core)
         serve(core, port=port, pty_link=pty_link, speed=speed, faults=faults,
-              ready=sys.stdout, max_runtime_s=max_runtime_s)
+              ready=sys.stdout, max_runtime_s=max_runtime_s, host=host, control=control)
     finally:
+        if adapter is not None:
+            adapter.stop()
         if log is not None:
             log.close()

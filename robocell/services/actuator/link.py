@@ -406,8 +406,9 @@ class Link:
                             report.float_field("t"), report.float_field("stopped"),
                             report.float_field("rx_wall"), self._estop_sent_wall))
                     elif kind == "err":
-                        raise CommandRejected(f"firmware refused line {report.line} "
-                                              f"({commands[report.line - first] if first <= report.line <= last else '?'}): "
+                        index = report.line - first
+                        text = commands[index] if 0 <= index < len(commands) else "?"
+                        raise CommandRejected(f"firmware refused line {report.line} ({text}): "
                                               f"{report.text()}")
             except (serial.SerialException, OSError) as exc:
                 if self._estop.is_set():

@@ -116,8 +116,8 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
             if not isinstance(positions, dict) or not positions or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool)
                     for v in positions.values()):
-                raise ProfileError(path, f"{where}.positions",
-                                   "expected a table of named angles, e.g. {open = 90, closed = 10}")
+                raise ProfileError(path, f"{where}.positions", "expected a table of named "
+                                   "angles, e.g. {open = 90, closed = 10}")
             home = spec.get("home")
             if home not in positions:
                 raise ProfileError(path, f"{where}.home",

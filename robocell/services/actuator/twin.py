@@ -91,7 +91,8 @@ def load_geometry(profile: Profile, motors: dict[str, Motor] | None = None) -> G
             if name is not None and (name not in motors or motors[name].kind != kind):
                 raise ProfileError(path, f"{where}.{key}", f"{name!r} is not a {kind} in [motors]")
         if gripper is not None and "closed" not in motors[gripper].positions:
-            raise ProfileError(path, f"{where}.gripper", f"servo {gripper} needs a 'closed' position")
+            raise ProfileError(path, f"{where}.gripper",
+                               f"servo {gripper} needs a 'closed' position")
         holds = item.get("holds", "layers")
         if holds not in ("layers", "centre"):
             raise ProfileError(path, f"{where}.holds", "expected 'layers' or 'centre'")
