@@ -1,0 +1,120 @@
+"""Actuator timing figures against a real firmware-sim process over pyserial socket://:
+e-stop latency (host write -> motors stopped, simulated ms) and the idle time of the motors
+between consecutive commands and primitives while a plan streams (simulated ms).
+
+Targets (issue): e-stop within 50 ms; idle between primitives below 5 ms.
+Run: PYTHONPATH=. python bench/actuator_timing.py [--trials N] [--speed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from robocell.common.profile import load_profile
+from robocell.services.actuator.executor import Compiler, Execution
+from robocell.services.actuator.link import Link
+
+ESTOP_TARGET_MS = 50.0
+IDLE_TARGET_MS = 5.0
+
+
+def start_sim(log: Path, speed: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "robocell", "firmware-sim", "--port", "0",
+                             "--speed", str(speed), "--log", str(log)],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().split()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10, help="e-stops to measure")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="simulator speed (1 = real time, the honest setting)")
+    parser.add_argument("--plans", type=int, default=5, help="random plans for the idle figure")
+    args = parser.parse_args()
+    profile = load_profile("soltvvo-2x2")
+    compiler = Compiler(profile)
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        latencies, after_rx = [], []
+        for trial in range(args.trials):
+            # a fresh simulator per e-stop: a stop mid-turn leaves arms off square (the twin
+            # would jam on the next grip until the robot is homed)
+            proc, url = start_sim(Path(tmp) / f"estop{trial}.jsonl", args.speed)
+            try:
+                link = Link(url)
+                link.open()
+                job = compiler.plan(["R2", "B2"] * 10)
+                execution = Execution(job)
+                out = []
+                worker = threading.Thread(target=lambda j=job, e=execution, k=link, o=out: o.append(
+                    k.stream(j.texts, e.line_done, pause_points=j.pause_points)))
+                worker.start()
+                time.sleep(rng.uniform(0.2, 0.6) / args.speed)
+                link.estop()
+                worker.join(10)
+                if not out or out[0].estop is None:
+                    raise SystemExit(f"e-stop trial ended without an e-stop report: {out}")
+                report = out[0].estop
+                transport = (report.rx_wall - report.sent_wall) * 1000.0 * args.speed
+                latencies.append(transport + report.stop_after_receipt_ms)
+                after_rx.append(report.stop_after_receipt_ms)
+                link.close()
+            finally:
+                proc.terminate()
+                proc.wait(5)
+        log = Path(tmp) / "fw.jsonl"
+        proc, url = start_sim(log, args.speed)
+        try:
+            link = Link(url)
+            link.open()
+            gaps, prim_gaps = [], []
+            for _ in range(args.plans):
+                prims, last = [], None
+                for _ in range(20):
+                    p = rng.choice([q for q in profile.primitives if q.group != last])
+                    prims.append(p.name)
+                    last = p.group
+                first_line = link.next_line
+                job = compiler.plan(prims)
+                execution = Execution(job)
+                link.stream(job.texts, execution.line_done)
+                entries = [json.loads(x) for x in log.read_text().splitlines()]
+                run = [e for e in entries if e["ev"] == "exec" and e["line"] >= first_line]
+                gaps += [e["idle"] for e in run[1:]]
+                prim_gaps += [e["idle"] for e in run[1:] if " MARK step=" in e["text"]]
+            link.close()
+        finally:
+            proc.terminate()
+            proc.wait(5)
+    print(f"actuator timing, soltvvo-2x2, firmware-sim --speed {args.speed:g}, pyserial socket://")
+    print(f"{'figure':44} {'mean':>8} {'p50':>8} {'max':>8} {'target':>8}")
+    rows = [
+        ("e-stop: host write -> motors stopped [ms]", latencies, ESTOP_TARGET_MS),
+        ("e-stop: byte received -> stopped [ms]", after_rx, ESTOP_TARGET_MS),
+        ("idle between commands [ms]", gaps, IDLE_TARGET_MS),
+        ("idle between primitives [ms]", prim_gaps, IDLE_TARGET_MS),
+    ]
+    for name, values, target in rows:
+        print(f"{name:44} {statistics.mean(values):8.3f} {percentile(values, 0.5):8.3f} "
+              f"{max(values):8.3f} {'<= ' + format(target, 'g'):>8}")
+    print(f"samples: {len(latencies)} e-stops, {len(gaps)} command gaps, "
+          f"{len(prim_gaps)} primitive boundaries")
+
+
+if __name__ == "__main__":
+    main()
