@@ -109,7 +109,7 @@ def unframe(raw: bytes | str) -> str:
     body, sep, digits = text.rpartition(CHECKSUM_SEPARATOR)
     if not sep:
         raise ProtocolError(f"line {text!r} has no checksum ('*XXXX' at the end)")
-    if len(digits) != CRC_DIGITS or checksum(body) != digits.upper():
+    if len(digits) != CRC_DIGITS or checksum(body) != digits:
         raise ProtocolError(f"bad checksum in line {text!r}")
     return body
 
@@ -143,12 +143,12 @@ def parse_targets(args: tuple[str, ...] | list[str]) -> dict[str, float]:
         name, sep, value = arg.partition(":")
         if not sep or not name:
             raise ProtocolError(f"argument {arg!r} is not name:value")
+        if name in targets:
+            raise ProtocolError(f"motor {name!r} named twice")
         try:
             targets[name] = float(value)
         except ValueError:
             raise ProtocolError(f"argument {arg!r}: {value!r} is not a number") from None
-        if name in list(targets)[:-1]:
-            raise ProtocolError(f"motor {name!r} named twice")
     if not targets:
         raise ProtocolError("no motor targets given")
     return targets
