@@ -171,3 +171,36 @@ def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factor
     codes = [e["code"] for e in cell.seen.get("errors", [])]
     assert "serial_disconnected" in codes and "serial_reconnected" in codes
     assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
+
+
+def test_line_noise_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
+    cell = cell_factory("--drop-rate", "0.003", "--corrupt-rate", "0.003", "--fault-seed", "4")
+    plan = scrambled_twin(cell)
+    plan_id = cell.publish_plan(plan)
+    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and result["ok"]
+    assert cell.wait("errors", lambda e: e["code"] == "serial_noise", timeout=3)
+    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
+
+
+def test_stall_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
+    cell = cell_factory("--stall-after", "20", "--stall-ms", "50000")
+    plan = scrambled_twin(cell)
+    plan_id = cell.publish_plan(plan)
+    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and result["ok"]
+    codes = [e["code"] for e in cell.seen.get("errors", [])]
+    assert "serial_stall" in codes and "serial_recovered" in codes
+    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
+
+
+def test_firmware_reset_ends_the_plan_with_cube_state_unknown(cell_factory):
+    cell = cell_factory("--reset-after", "15")
+    plan_id = cell.publish_plan(["R'", "B'"] * 10)
+    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and not result["ok"] and result["cube_state_known"] is False
+    assert "rescan" in result["error"]
+    assert cell.wait("errors", lambda e: e["code"] == "firmware_reset", timeout=3)

@@ -190,6 +190,7 @@ class ActuatorService:
                         "primitive": item.name, "eta_s": round(item.eta_s, 3),
                         "state": "paused" if self.link.paused else "running"})
 
+        noise_before = (self.link.events.resends, self.link.events.bad_lines)
         try:
             self._prepare()
             result = self.link.stream(job.texts, on_done, pause_points=job.pause_points)
@@ -212,6 +213,7 @@ class ActuatorService:
             self.job_kind = None
             self._job_lock.release()
         self.cube_state_known = known
+        self._report_noise(noise_before, plan_id)
         if error is None:
             self.executed_plans += 1
         if outcome == "estop" or error:
@@ -270,6 +272,16 @@ class ActuatorService:
                     f"{scan_id} within {self.pose_hold_timeout_s} s; moving on", "check vision")
 
     # --- reporting -------------------------------------------------------------------------
+    def _report_noise(self, before: tuple[int, int], plan_id: str) -> None:
+        """One report per job of damaged lines on the serial line (each was resent)."""
+        resends = self.link.events.resends - before[0]
+        bad = self.link.events.bad_lines - before[1]
+        if resends or bad:
+            self._error("serial", "serial_noise", f"plan {plan_id}: {resends} resend request(s) "
+                        f"from the firmware and {bad} damaged report(s) on {self.link.url}; "
+                        "every command still ran exactly once",
+                        "check the cable and its shielding if this keeps happening")
+
     def _link_event(self, kind: str, message: str) -> None:
         self._error("serial", f"serial_{kind}", message,
                     "none: the actuator recovers by itself" if kind in (
