@@ -65,7 +65,8 @@ def start_firmware(tmp_path: Path, *args: str, profile: str = "soltvvo-2x2",
     log_path = tmp_path / f"{name}.jsonl"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     process = subprocess.Popen(
-        [sys.executable, "-m", "robocell", "firmware-sim", "--profile", profile, "--port", "0",
+        [sys.executable, "-m", "robocell", "firmware-sim", "--profile", profile,
+         *(() if "--pty" in args else ("--port", "0")),
          "--speed", str(speed), "--log", str(log_path), "--max-runtime", "600", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     line = process.stdout.readline()

@@ -15,7 +15,7 @@ from robocell.common.profile import load_profile, parse_profile
 from robocell.services.actuator.executor import Compiler, Execution
 from robocell.services.actuator.link import FirmwareFault, FirmwareReset, Link
 
-from .conftest import primitive_inverses, reference_case
+from .conftest import primitive_inverses, reference_case, start_firmware
 
 N_RANDOM_CUBES = 200
 SCRAMBLE_LENGTH = 12
@@ -239,3 +239,19 @@ def test_pause_holds_at_a_primitive_boundary_and_resume_finishes(firmware_factor
     worker.join(10)
     assert done[0].outcome == "completed"
     assert_exactly_once(fw, plan)
+
+
+def test_the_same_link_drives_the_firmware_over_a_pty(tmp_path, soltvvo):
+    # a pseudo-terminal is a real serial device to pyserial: the device-path code path
+    link_path = tmp_path / "ttyROBOT"
+    fw = start_firmware(tmp_path, "--pty", str(link_path), speed=2000, name="pty")
+    try:
+        assert fw.url.startswith("/dev/")
+        link = Link(str(link_path))
+        link.open()
+        plan = ["R'", "B2", "R'+L'", "F'"]
+        run_job(link, Compiler(soltvvo), plan)
+        link.close()
+        assert_exactly_once(fw, plan)
+    finally:
+        fw.stop()
