@@ -115,8 +115,10 @@ def run_firmware_sim(args: argparse.Namespace) -> int:
                        queue_size=args.queue, log_path=args.log, faults=faults,
                        max_runtime_s=args.max_runtime, host=host, bus=args.bus)
     except OSError as exc:
-        raise CommandError(f"cannot serve on port {args.port}: {exc.strerror}; pick another "
+        raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
                            "--port or 0 for any free one") from None
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a normal way to stop the simulator
+        return 0
     return 0
 
 
