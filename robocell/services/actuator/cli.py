@@ -72,11 +72,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_firmware_sim(args: argparse.Namespace) -> int:
     from robocell.common.profile import ProfileError, load_profile
     from robocell.services.actuator.firmware_sim import FaultPlan, main_with_args
+    from robocell.services.actuator.twin import Twin
 
     try:
         profile = load_profile(args.profile)
+        Twin(profile)  # the motors and geometry must be usable before serving
     except ProfileError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(f"{exc}; pick a robot profile with [motors] and [geometry]") from None
     if args.speed <= 0:
         raise CommandError(f"--speed {args.speed}: must be positive (1 = real time)")
     for name in ("drop_rate", "corrupt_rate"):
