@@ -155,10 +155,16 @@ def test_estop_stops_the_plan_and_reports_it(cell_factory):
     plan_id = cell.publish_plan(["R2", "B2"] * 20)
     cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
     time.sleep(0.5)
+    commanded = time.time()
     cell.node.call("actuator", "estop", {}, timeout=2)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=10)
     assert result and not result["ok"] and "emergency stop" in result["error"]
     assert result["executed"] < 40
+    stop = cell.wait("errors", lambda e: e["code"] == "estop", timeout=3)["detail"]
+    # real time (speed 1) from the bus command to the byte's arrival, then firmware time to
+    # standstill: the whole latency the issue bounds by 50 ms
+    latency_ms = (stop["rx_wall"] - commanded) * 1000.0 + stop["stopped_ms"] - stop["received_ms"]
+    assert 0 < latency_ms <= 50.0
 
 
 def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
