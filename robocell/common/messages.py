@@ -175,6 +175,8 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("n_poses", "int", "number of poses in the scan program"),
         F("face", f"enum({','.join(FACES)})", "face in view of the camera"),
         F("rotation", "int", "quarter turns of the face as seen by the camera"),
+        F("at", f"enum({','.join(FACES)})", "robot-frame face position the camera looks at "
+          "(a sim camera renders the twin's face there)", optional=True),
     ), "The robot holds the cube still at a scan pose: the camera may capture."),
     TopicSpec("actuator.progress", "ActuatorProgress", EVENT, "actuator", (
         F("plan_id", "str", "plan being executed"),
@@ -268,6 +270,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("actuator", "pause", ()),
     CommandSpec("actuator", "resume", ()),
     CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once."),
+    CommandSpec("actuator", "status", (), (), "Firmware info, link counters, job running."),
+    CommandSpec("firmware-sim", "scramble", (
+        F("moves", "int", "number of random face turns", optional=True),
+        F("seed", "int", "random seed", optional=True),
+        F("facelets", "str", "set this cube instead of a random one", optional=True),
+    ), (), "Simulation only: scramble the twin cube by hand (as a person would)."),
     CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
     CommandSpec("cell", "estop", (), (), "Stop the cycle at once (the monitor's e-stop sends "
                 "this together with actuator.estop)."),
