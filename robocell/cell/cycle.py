@@ -35,6 +35,9 @@ class CellBus(Protocol):
     def errors_since(self, since: float) -> list[dict[str, Any]]:
         """Payloads of the `errors` topic received since ``since`` (time.monotonic())."""
 
+    def stopped(self) -> bool:
+        """True once an emergency stop was requested (waits return at once after it)."""
+
 
 @dataclass
 class CycleTimeouts:
@@ -99,6 +102,11 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
         stage, stage_started = name, now
         bus.status(cycle_id, name)
 
+    def check_stop() -> None:
+        if bus.stopped():
+            raise StageFailed(stage, "emergency stop requested; the robot was stopped. "
+                              "Check the cell, then rescan before a new cycle")
+
     def fail_from_errors(stage_name: str, since: float) -> None:
         errors = bus.errors_since(since)
         if errors:
@@ -117,6 +125,7 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             raise StageFailed("scanning", f"actuator could not scan: {exc}") from None
         state = bus.wait_for("vision.cube_state", lambda p: p.get("scan_id") == scan_id,
                              timeout=timeouts.scan / speed)
+        check_stop()
         if state is None:
             fail_from_errors("scanning", scan_started)
             raise StageFailed("scanning", "vision published no cube state for this scan; "
@@ -130,6 +139,7 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
         except CommandFailed as exc:
             raise StageFailed("solving", f"solver: {exc}") from None
         result.plan = plan
+        check_stop()
 
         enter("executing")
         budget = plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
@@ -140,6 +150,7 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
         done = bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan["plan_id"],
                             timeout=budget)
+        check_stop()
         if done is None:
             fail_from_errors("executing", exec_started)
             raise StageFailed("executing", f"no execution result within {budget:.0f} s; "
@@ -169,7 +180,7 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
     except StageFailed as exc:
         result.failed_stage = exc.stage
         result.error = str(exc)
-        if exc.stage == "executing":
+        if exc.stage in ("scanning", "executing"):
             try:
                 bus.call("actuator", "estop", {}, timeout=2.0)
             except CommandFailed:

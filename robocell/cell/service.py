@@ -29,6 +29,7 @@ class NodeCellBus:
         self._messages: dict[str, collections.deque] = {
             t: collections.deque(maxlen=HISTORY) for t in WATCHED_TOPICS}
         self._changed = threading.Condition()
+        self.stop_requested = threading.Event()
         for topic in WATCHED_TOPICS:
             node.subscribe(topic, self._on_message)
 
@@ -49,7 +50,7 @@ class NodeCellBus:
                     if match(payload):
                         return payload
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self.stop_requested.is_set():
                     return None
                 self._changed.wait(min(remaining, 0.5))
 
@@ -60,6 +61,9 @@ class NodeCellBus:
     def errors_since(self, since: float) -> list[dict[str, Any]]:
         with self._changed:
             return [p for t, p in self._messages["errors"] if t >= since]
+
+    def stopped(self) -> bool:
+        return self.stop_requested.is_set()
 
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         stage_name = {"done": "done", "failed": "failed"}.get(stage, stage)
@@ -82,6 +86,7 @@ class CellService:
     def start(self) -> None:
         self.node.serve("start", self.on_start, concurrency=4)
         self.node.serve("scramble", self.on_scramble, concurrency=1)
+        self.node.serve("estop", self.on_estop, concurrency=8)
         self.node.publish("cell.status", {"cycle_id": "", "stage": "idle"})
         self.node.set_state("ready", cycles=0, failures=0)
 
@@ -92,6 +97,7 @@ class CellService:
             if self._running is not None and self._running.is_alive():
                 raise Busy("cell: a cycle is already running; wait for its cell.result")
             cycle_id = uuid.uuid4().hex[:12]
+            self.bus.stop_requested.clear()
             self._running = threading.Thread(target=self._run, args=(cycle_id,), daemon=True)
             self._running.start()
         return {"cycle_id": cycle_id}
@@ -114,6 +120,19 @@ class CellService:
                 "code": "cycle_failed", "message": result.error or "cycle failed",
                 "action": "fix the named stage, then start a new cycle"})
         self.node.set_state("ready", cycles=self.cycles, failures=self.failures)
+
+    def on_estop(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """Stop the robot at once and abandon the running cycle (it reports `failed`)."""
+        from robocell.common.bus import CommandFailed
+
+        self.bus.stop_requested.set()
+        try:
+            self.node.call("actuator", "estop", {}, timeout=min(1.0, ctx.remaining()))
+            robot = "stopped"
+        except CommandFailed as exc:
+            robot = f"not confirmed: {exc}"
+        return {"cycle_running": bool(self._running and self._running.is_alive()),
+                "actuator": robot}
 
     def on_scramble(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         from robocell.common.bus import CommandFailed

@@ -99,12 +99,37 @@ HELLO = b"\x03"  # service -> broker: "I serve commands" (+ command names, msgpa
 SERVICE_ID_PREFIX = b"s:"
 CLIENT_ID_PREFIX = b"c:"
 
+ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
+ZMQ_SNDMORE = 2  # zmq.h: ZMQ_SNDMORE
+
+
+def send_message(sock: Any, topic: Any, data: Any, copy: bool = True) -> None:
+    """Send ``[topic, data]`` as one message (bytes or zmq.Frame parts). Two plain
+    ``send`` calls: a third of the cost of ``send_multipart`` on the hot path."""
+    sock.send(topic, ZMQ_SNDMORE)
+    sock.send(data, 0, copy=copy)
+
+
+def recv_message(sock: Any, flags: int = 0) -> list[Any]:
+    """Receive one whole message as zmq.Frame parts (no copy; ``frame.bytes`` or
+    ``frame.buffer`` to read). Raises zmq.Again with ZMQ_NOBLOCK when nothing is queued."""
+    frame = sock.recv(flags, copy=False)
+    frames = [frame]
+    while frame.more:
+        frame = sock.recv(0, copy=False)
+        frames.append(frame)
+    return frames
+
+
 # --- tuning ---------------------------------------------------------------------------------
 
 PUB_HWM = 10_000
 """Messages queued per publisher socket before ZeroMQ drops (never blocks)."""
-SUB_HWM = 10_000
-"""Messages queued per subscriber socket before the broker drops for that subscriber."""
+SUB_HWM = 2_000
+"""Messages queued for one subscriber (in the broker, and again in the subscriber's socket)
+before ZeroMQ drops for that subscriber only. Bounds the memory a stuck subscriber can cost
+the broker to SUB_HWM x message size (2,000 x 100 KB images = 200 MB) and still absorbs
+two seconds of a 1 kHz burst."""
 HEARTBEAT_PERIOD_S = 1.0
 STALE_AFTER_BEATS = 3
 DEFAULT_TIMEOUT_S = 5.0
@@ -202,6 +227,7 @@ class Publisher:
         self._sock = _context().socket(zmq.XPUB)
         self._sock.sndhwm = hwm
         self._sock.linger = LINGER_MS
+        self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
         self._sock.connect(self.endpoints.publish)
 
     def wait_linked(self, timeout: float = CONNECT_WAIT_S) -> bool:
@@ -210,12 +236,20 @@ class Publisher:
 
         deadline = time.monotonic() + timeout
         with self._lock:
+            self._drain_subscriptions()
             while not self._linked:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
                     return self._linked
                 self._drain_subscriptions()
         return True
+
+    def check_link(self) -> bool:
+        """Notice a (re)connected broker and give it our latched state again; call this now
+        and then (Node does, every heartbeat). True when the link is up."""
+        with self._lock:
+            self._drain_subscriptions()
+            return self._linked
 
     def _drain_subscriptions(self) -> None:
         import zmq
@@ -227,8 +261,8 @@ class Publisher:
                 return
             if frame[:1] == b"\x01":
                 if self._linked:  # the broker came back: give it our latched state again
-                    for frames in self._latched.values():
-                        self._sock.send_multipart(frames)
+                    for topic_frame, data in self._latched.values():
+                        send_message(self._sock, topic_frame, data)
                 self._linked = True
 
     def envelope(self, topic: str, payload: dict[str, Any]) -> Envelope:
@@ -261,7 +295,7 @@ class Publisher:
                 self.sent_before_link += 1
         if topic in LATCHED_TOPICS:
             self._latched[topic] = frames
-        self._sock.send_multipart(frames, copy=len(frames[1]) < 65536)
+        send_message(self._sock, frames[0], frames[1], copy=len(frames[1]) < 65536)
         self.sent += 1
 
     def close(self) -> None:
@@ -319,7 +353,12 @@ class Subscriber:
         self.stats = ReceiveStats()
         self._exact: set[str] = set()
         self._prefixes: set[str] = set()
-        self._last_seq: dict[tuple[str, str], int] = {}
+        self.first_seq: dict[tuple[str, str], int] = {}
+        """(source, topic) -> first sequence number received (gaps are counted after it)."""
+        self.last_seq: dict[tuple[str, str], int] = {}
+        """(source, topic) -> latest sequence number received."""
+        self.last_wall: dict[tuple[str, str], float] = {}
+        """(source, topic) -> send time of that latest message."""
         self.sock = _context().socket(zmq.SUB)
         self.sock.rcvhwm = hwm
         self.sock.linger = 0
@@ -350,18 +389,24 @@ class Subscriber:
 
     def recv(self, timeout: float | None = None) -> Envelope | None:
         """The next accepted message, or None when ``timeout`` seconds pass without one."""
+        import zmq
+
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if not self.sock.poll(None if deadline is None else
-                                  max(0, int((deadline - time.monotonic()) * 1000))):
-                return None
-            env = self.handle(self.sock.recv_multipart())
+            try:  # messages already queued: no poll (the hot path under load)
+                frames = recv_message(self.sock, ZMQ_NOBLOCK)
+            except zmq.Again:
+                if not self.sock.poll(None if deadline is None else
+                                      max(0, int((deadline - time.monotonic()) * 1000))):
+                    return None
+                continue
+            env = self.handle(frames)
             if env is not None:
                 return env
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
-    def handle(self, frames: list[bytes]) -> Envelope | None:
+    def handle(self, frames: list[Any]) -> Envelope | None:
         """Accept or refuse one received frame set (used by recv and by Node's loop)."""
         try:
             env = self.accept(frames)
@@ -373,25 +418,33 @@ class Subscriber:
         if env is None or not self.wanted(env.topic):
             return None
         key = (env.source, env.topic)
-        last = self._last_seq.get(key)
-        if last is not None:
-            if env.seq == last:
+        last = self.last_seq.get(key)
+        if last is None:
+            self.first_seq[key] = env.seq
+        else:
+            # a duplicate is the very same message again (a latched value re-delivered);
+            # a restarted publisher reuses sequence numbers but not the send time
+            if env.seq == last and env.wall_time == self.last_wall.get(key):
                 self.stats.duplicates += 1
                 return None
             if env.seq > last + 1:
                 self.stats.gaps += env.seq - last - 1
             elif env.seq < last:
                 self.stats.restarts += 1
-        self._last_seq[key] = env.seq
+        self.last_seq[key] = env.seq
+        self.last_wall[key] = env.wall_time
         self.stats.received += 1
         return env
 
-    def accept(self, frames: list[bytes]) -> Envelope | None:
-        """Decode and validate; raises Rejection for a bad frame set."""
+    def accept(self, frames: list[Any]) -> Envelope | None:
+        """Decode and validate ``[topic, envelope]`` (bytes, or zmq.Frame received with
+        copy=False: then a large payload is read in place); raises Rejection if bad."""
         topic_hint: str | None = None
         if len(frames) != 2:
             raise Rejection(_frame_count_error(frames), None, sum(map(len, frames)))
         topic_frame, data = frames
+        if not isinstance(topic_frame, bytes):
+            topic_frame, data = topic_frame.bytes, data.buffer
         try:
             topic_hint = topic_frame.decode("utf-8")
             env = decode(data, self.max_bytes)
@@ -420,6 +473,18 @@ def _topic_mismatch(topic_frame: str, env: Envelope) -> MessageError:
 
     return DecodeError(f"topic frame {topic_frame!r} does not match envelope topic "
                        f"{env.topic!r}", topic=topic_frame, source=env.source)
+
+
+def _send_nowait(sock: Any, frames: list[bytes]) -> bool:
+    """Send without blocking; False when the socket has no link to send on right now
+    (a DEALER with no connected broker). The caller's retry or the dedup cache covers it."""
+    import zmq
+
+    try:
+        sock.send_multipart(frames, zmq.NOBLOCK)
+        return True
+    except zmq.Again:
+        return False
 
 
 # --- liveness ------------------------------------------------------------------------------
@@ -566,8 +631,9 @@ class CommandClient:
                              service=service, command=command, attempts=attempts)
             payload["timeout_ms"] = (deadline - now) * 1000.0
             env = Envelope.now("cmd.request", self.name, next(self._seq), payload)
-            self.sock.send_multipart([REQUEST, service.encode(), encode(env)])
-            attempts += 1
+            # DEALER blocks while no broker link exists: never wait on that, retry instead
+            if _send_nowait(self.sock, [REQUEST, service.encode(), encode(env)]):
+                attempts += 1
             retry_at = min(deadline, time.monotonic() + interval)
             while (wait := retry_at - time.monotonic()) > 0:
                 if not self.sock.poll(int(wait * 1000) + 1):
@@ -660,6 +726,7 @@ class Node:
         self._pending: collections.OrderedDict[str, _Pending] = collections.OrderedDict()
         self._diag_last: dict[tuple[str, str], float] = {}
         self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._gaps_reported = 0
         self._lock = threading.RLock()
         self._clients = threading.local()
         self._stop = threading.Event()
@@ -812,12 +879,14 @@ class Node:
             if self.subscriber.sock in ready:
                 for _ in range(1000):  # bounded batch, then look at the other sockets
                     try:
-                        frames = self.subscriber.sock.recv_multipart(zmq.NOBLOCK)
+                        frames = recv_message(self.subscriber.sock, ZMQ_NOBLOCK)
                     except zmq.Again:
                         break
                     env = self.subscriber.handle(frames)
                     if env is not None:
                         self._dispatch(env)
+                if self.subscriber.stats.gaps > self._gaps_reported:
+                    self._report_drops()
             if self._server in ready:
                 while True:
                     try:
@@ -864,11 +933,12 @@ class Node:
     def _hello(self) -> None:
         import msgpack
 
-        self._server.send_multipart([HELLO, msgpack.packb(sorted(self._commands))])
+        _send_nowait(self._server, [HELLO, msgpack.packb(sorted(self._commands))])
 
     def _beat(self) -> None:
         if self.publisher is None:
             return
+        self.publisher.check_link()
         health = dict(self.health)
         health["bus"] = self.subscriber.stats.as_health()
         try:
@@ -881,6 +951,15 @@ class Node:
         except MessageError as exc:  # e.g. a health value msgpack cannot carry
             print(f"{self.name}: heartbeat refused: {exc}", file=sys.stderr)
 
+    def _report_drops(self) -> None:
+        stats = self.subscriber.stats
+        new = stats.gaps - self._gaps_reported
+        self._gaps_reported = stats.gaps
+        self._diagnose("dropped_messages", "",
+                       f"{self.name} missed {new} message(s) (sequence gaps; {stats.gaps} in "
+                       "all): it is too slow for its subscriptions or the broker is "
+                       "overloaded", count=stats.gaps)
+
     def _report_rejection(self, rejection: Rejection) -> None:
         error = rejection.error
         self._diagnose("bad_message", rejection.topic or "",
@@ -889,10 +968,10 @@ class Node:
                        f"{error.reason}: {error}", peer=error.source)
 
     def _diagnose(self, code: str, topic: str, message: str, *, level: str = "warning",
-                  peer: str | None = None) -> None:
+                  peer: str | None = None, count: int | None = None) -> None:
         """Publish a diagnostic, at most one per (code, topic) per second, with a count."""
         key = (code, topic)
-        self._diag_count[key] += 1
+        self._diag_count[key] = self._diag_count[key] + 1 if count is None else count
         now = time.monotonic()
         if now - self._diag_last.get(key, -1e9) < DIAGNOSTIC_MIN_INTERVAL_S:
             return
@@ -932,7 +1011,7 @@ class Node:
         pending = self._pending.get(request_id)
         if pending is not None:  # a retry: never execute twice
             if pending.reply is not None:
-                self._server.send_multipart([REPLY, client, pending.reply])
+                _send_nowait(self._server, [REPLY, client, pending.reply])
             elif client not in pending.waiters:
                 pending.waiters.append(client)
             return
@@ -995,7 +1074,7 @@ class Node:
         pending.reply = data
         pending.finished = time.monotonic()
         for client in pending.waiters:
-            self._server.send_multipart([REPLY, client, data])
+            _send_nowait(self._server, [REPLY, client, data])
         pending.waiters.clear()
 
     def _expire_pending(self) -> None:

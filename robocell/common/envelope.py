@@ -27,7 +27,9 @@ This module knows nothing about topics; :func:`decode` checks the envelope only,
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,8 +50,10 @@ MAX_SOURCE_CHARS = 64
 N_ENVELOPE_FIELDS = 7
 
 
+@functools.lru_cache(maxsize=1)
 def max_message_bytes() -> int:
-    """The configured size limit: $ROBOCELL_BUS_MAX_BYTES, else DEFAULT_MAX_MESSAGE_BYTES."""
+    """The configured size limit: $ROBOCELL_BUS_MAX_BYTES, else DEFAULT_MAX_MESSAGE_BYTES
+    (read once per process; ``max_message_bytes.cache_clear()`` re-reads it)."""
     env = os.environ.get(MAX_MESSAGE_BYTES_ENV)
     if not env:
         return DEFAULT_MAX_MESSAGE_BYTES
@@ -129,6 +133,9 @@ class Envelope:
         return cls(topic, source, seq, time.time(), time.monotonic(), payload)
 
 
+_packers = threading.local()
+
+
 def _refuse_ext(code: int, data: bytes) -> Any:
     raise DecodeError(f"msgpack extension type {code} is not allowed in bus messages")
 
@@ -136,13 +143,15 @@ def _refuse_ext(code: int, data: bytes) -> Any:
 def encode(envelope: Envelope, max_bytes: int | None = None) -> bytes:
     """The msgpack bytes of ``envelope``; raises OversizeError above the size limit and
     DecodeError (a MessageError) if the payload holds something msgpack cannot carry."""
+    packer = getattr(_packers, "packer", None)
+    if packer is None:  # one per thread: a Packer keeps its buffer, packb allocates each time
+        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
     try:
-        data = msgpack.packb(
+        data = packer.pack(
             [envelope.version, envelope.topic, envelope.source, envelope.seq,
-             envelope.wall_time, envelope.mono_time, envelope.payload],
-            use_bin_type=True,
-        )
+             envelope.wall_time, envelope.mono_time, envelope.payload])
     except (TypeError, ValueError, OverflowError) as exc:
+        packer.reset()
         raise DecodeError(
             f"topic {envelope.topic!r}: payload cannot be encoded with msgpack ({exc}); "
             "use only str, bytes, int, float, bool, None, lists and maps with string keys",
@@ -175,11 +184,23 @@ def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
         raise
     except Exception as exc:  # msgpack raises many types on garbage input
         raise DecodeError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
-    if not isinstance(fields, list) or len(fields) != N_ENVELOPE_FIELDS:
+    if type(fields) is not list or len(fields) != N_ENVELOPE_FIELDS:
         raise DecodeError(
             f"not an envelope: expected a msgpack array of {N_ENVELOPE_FIELDS} fields, "
             f"got {_describe(fields)}"
         )
+    version, topic, source, seq, wall_time, mono_time, payload = fields
+    if (version == SCHEMA_VERSION and type(version) is int and type(topic) is str
+            and 0 < len(topic) <= MAX_TOPIC_CHARS and type(source) is str
+            and 0 < len(source) <= MAX_SOURCE_CHARS and type(seq) is int and seq >= 0
+            and type(wall_time) is float and type(mono_time) is float
+            and type(payload) is dict):
+        return Envelope(topic, source, seq, wall_time, mono_time, payload, version, len(data))
+    return _explain_bad_envelope(fields, len(data))
+
+
+def _explain_bad_envelope(fields: list, size: int) -> Envelope:
+    """The slow path of decode: accept integer time stamps, else raise the precise error."""
     version, topic, source, seq, wall_time, mono_time, payload = fields
     if type(version) is not int:
         raise DecodeError(f"envelope schema version must be an integer, got {_describe(version)}")
@@ -207,7 +228,7 @@ def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
         raise DecodeError(f"topic {topic!r} from {source!r}: payload must be a map, "
                           f"got {_describe(payload)}", topic=topic, source=source)
     return Envelope(topic, source, seq, float(wall_time), float(mono_time), payload,
-                    version, len(data))
+                    version, size)
 
 
 def _describe(value: Any) -> str:

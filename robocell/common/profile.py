@@ -17,9 +17,16 @@ in the robot's frame, standard notation), ``cost`` (float > 0: time in units), `
 (str, needed by "alternate-groups"), and for the actuator ``motion`` (list of motor command
 strings that perform it; see docs/profiles.md).
 
-Sections the actuator, vision and twin use, kept as plain data here: ``[motors]``
-(per motor: kind stepper/servo and its parameters), ``[scan]`` (the scan program: poses, the
-motions between them, and which face/rotation is in view), ``[geometry]`` (what the twin needs).
+Sections the actuator, vision and twin use, kept as plain data here and validated (with the
+same `ProfileError`) by the actuator's loaders when a robot is driven or simulated:
+``[motors.NAME]`` (``kind`` = "stepper" with ``steps_per_rev``, ``speed_dps``,
+``accel_dps2``; or "servo" with named ``positions``, ``home``, ``speed_dps``, ``settle_ms``;
+`robocell.services.actuator.motion.load_motors`), each primitive's ``motion`` (motion strings
+such as ``"turn R:-90 L:-90"``, ``"grip gR gL"``; `motion.compile_primitives`), ``[scan]``
+(``[[scan.poses]]`` with ``name``, ``motion``, ``views`` = [{at, face, rotation}], and
+``finish``; `motion.load_scan`), ``[geometry]`` (``[[geometry.arms]]`` with ``face``,
+``stepper``, ``gripper``, ``holds``, ``layers``; ``rest``; ``[[geometry.tilters]]``;
+`robocell.services.actuator.twin.load_geometry`). Full description: docs/profiles.md.
 
 A bad file raises `ProfileError` naming the file, the key and the problem.
 """

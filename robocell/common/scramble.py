@@ -41,23 +41,24 @@ def random_facelets(size: int, rng: np.random.Generator | int | None = None) -> 
 
 def scramble_moves(facelets: str) -> list:
     """A face-turn sequence that takes the solved cube to exactly ``facelets``: the inverse of
-    the solver's plan in the plain face-turn metric, plus, for a 2x2x2 whose plan solves it
-    in another orientation, the whole-cube rotation that restores the orientation."""
+    the solver's plan in the plain face-turn metric, preceded, for a 2x2x2 whose plan solves
+    it in another orientation, by the whole-cube rotation that sets that orientation."""
     from robocell.common.facelets import solved
     from robocell.common.moves import apply_to_facelets
-    from robocell.common.notation import invert_moves, parse_moves
+    from robocell.common.notation import Move, invert_moves, parse_moves
     from robocell.services.solver.api import solve
 
     plan = solve(facelets, "htm")
-    moves = invert_moves(plan.moves)
+    # half turns written plainly (U2, not U2'): the same state, the usual scramble notation
+    moves = [Move(m.name, m.quarter_turns) for m in invert_moves(plan.moves)]
     size = 2 if len(facelets) == 24 else 3
     reached = apply_to_facelets(solved(size), moves, size)
     if reached == facelets:
         return moves
     for rotation in _ROTATIONS:
         extra = parse_moves(rotation)
-        if apply_to_facelets(reached, extra, size) == facelets:
-            return moves + extra
+        if apply_to_facelets(solved(size), extra + moves, size) == facelets:
+            return extra + moves
     raise AssertionError(f"no orientation of the plan's inverse reaches {facelets}")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -86,7 +87,7 @@ def build(group: TableGroup, reason: str = "requested") -> dict:
     print(f"tables: building {group.name} ({reason})", file=sys.stderr)
     started = time.monotonic()
     arrays = group.build()
-    tmp = root / f".{group.name}.tmp"
+    tmp = root / f".{group.name}.{os.getpid()}.tmp"  # concurrent builders never share one
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
@@ -108,12 +109,18 @@ def build(group: TableGroup, reason: str = "requested") -> dict:
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
     final = group.path
-    old = root / f".{group.name}.old"
+    old = root / f".{group.name}.{os.getpid()}.old"
     if final.exists():
         if old.exists():
             shutil.rmtree(old)
-        final.rename(old)
-    tmp.rename(final)
+        try:
+            final.rename(old)
+        except FileNotFoundError:  # another builder swapped it out first
+            pass
+    try:
+        tmp.rename(final)
+    except OSError:  # another builder finished first: its identical result stands
+        shutil.rmtree(tmp, ignore_errors=True)
     if old.exists():
         shutil.rmtree(old, ignore_errors=True)
     print(f"tables: {group.name} built in {manifest['build_seconds']:.1f}s, "

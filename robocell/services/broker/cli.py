@@ -24,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-tap", action="store_true", help="do not open the capture tap")
     p.add_argument("--stats-period", type=float, default=1.0, metavar="S",
                    help="seconds between bus.stats messages (default 1)")
+    p.add_argument("--sub-hwm", type=int, default=None, metavar="N",
+                   help="messages queued per subscriber before dropping for it "
+                        "(default 2000)")
     p.add_argument("--no-check", action="store_true",
                    help="forward without decoding/validating (receivers still validate)")
     p.add_argument("--remote", metavar="tcp://HOST:PORT",
@@ -83,7 +86,8 @@ def run_broker(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
     try:
         broker = Broker(endpoints, remote=remote, stats_period=args.stats_period,
-                        check=not args.no_check, allow_nonlocal=args.allow_nonlocal)
+                        check=not args.no_check, allow_nonlocal=args.allow_nonlocal,
+                        **({"subscriber_hwm": args.sub_hwm} if args.sub_hwm else {}))
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:  # zmq.ZMQError: address in use, bad endpoint

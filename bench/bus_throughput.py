@@ -1,0 +1,367 @@
+"""Bus throughput and latency through the broker, side by side with raw pyzmq PUB/SUB.
+
+Run from the repository root::
+
+    python bench/bus_throughput.py            # full run (about a minute)
+    python bench/bus_throughput.py --quick    # smaller counts
+
+Cases, each measured for both paths in the same run:
+
+- **small state messages** (``cell.status``, ~100 bytes encoded) and **100 KB image messages**
+  (``vision.face`` with a 100 KB JPEG field).
+- **raw pyzmq**: one PUB socket bound, one SUB connected, the publisher sending pre-encoded
+  envelope bytes (the same bytes the bus carries) in a tight loop, the subscriber only
+  receiving -- with the same lean calls the bus uses (``send`` with plain int flags, large
+  frames zero-copy), so that the baseline is not handicapped.
+- **robocell bus**: a real ``robocell broker`` process in between; the publisher uses
+  :class:`robocell.common.bus.Publisher` (validate, stamp, encode each message), the broker
+  decodes, validates, counts and forwards, the subscriber uses
+  :class:`robocell.common.bus.Subscriber` (decode, validate, sequence check).
+
+- **bus, --no-check** (throughput only): the same with ``robocell broker --no-check``, which
+  forwards without decoding (receivers still validate), to show what central checking costs.
+
+Throughput: the publisher sends N messages as fast as it can; the subscriber (another
+process) reports how many arrived and the time from the first to the last; messages/s =
+received / that time. Losses (ZeroMQ drops at a high-water mark) are shown, not hidden.
+CPU time per message of each process (``time.process_time`` and ``/proc``) is printed too: it
+does not depend on what else the host runs, unlike the rates. Each cell is the median of
+several interleaved runs. Latency: the publisher sends at a fixed rate (1,000 messages/s);
+latency = the subscriber's ``time.monotonic()`` at receipt minus the envelope's
+``mono_time`` (one clock on one host).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from robocell.common.bus import (  # noqa: E402
+    ZMQ_SNDMORE,
+    Endpoints,
+    Publisher,
+    Subscriber,
+    send_message,
+)
+from robocell.common.envelope import Envelope, decode, encode  # noqa: E402
+
+SMALL_TOPIC = "cell.status"
+SMALL_PAYLOAD = {"cycle_id": "cycle-000123", "stage": "executing",
+                 "detail": "step 12 of 31: R2 (regrip first)"}
+IMAGE_TOPIC = "vision.face"
+IMAGE_BYTES = 100 * 1024
+IMAGE_PAYLOAD = {"scan_id": "scan-000123", "pose": 2, "face": "F", "size": 3,
+                 "jpeg": os.urandom(IMAGE_BYTES), "grid": [[10.0, 20.0]] * 9,
+                 "colors": [[200, 30, 40]] * 9, "confidence": [0.97] * 9, "ok": True}
+LATENCY_RATE_HZ = 1000
+IMAGE_LATENCY_RATE_HZ = 100
+IDLE_END_S = 1.5  # the subscriber stops after this long without a message
+RAW_HWM = 1000  # pyzmq's default, stated explicitly
+COPY_THRESHOLD = 65536  # larger frames are sent zero-copy, on both paths
+SPIN_S = 0.0003  # the publisher busy-waits only this close to a send time
+MB = 1e6
+
+
+def free_port_block(n: int = 4) -> int:
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        try:
+            held = []
+            for offset in range(n):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError("no free ports")
+
+
+# --- subscriber processes ------------------------------------------------------------------
+
+
+def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
+                   latency: bool) -> None:
+    import zmq
+
+    sock = zmq.Context.instance().socket(zmq.SUB)
+    sock.rcvhwm = RAW_HWM
+    sock.rcvtimeo = int(IDLE_END_S * 1000)
+    sock.subscribe(topic.encode())
+    sock.connect(endpoint)
+    ready.set()
+    cpu_start = time.process_time()
+    count, nbytes, first, last, lat = 0, 0, 0.0, 0.0, []
+    while True:  # the leanest pyzmq loop: blocking receive of the two frames, no decoding
+        try:
+            sock.recv()
+        except zmq.Again:
+            break
+        data = sock.recv(copy=False)  # no copy into Python: as the bus does for big frames
+        now = time.monotonic()
+        if len(data) == len(b"warmup"):
+            continue
+        if latency:
+            lat.append(now - decode(data.buffer).mono_time)
+        if count == 0:
+            first = now
+        last = now
+        count += 1
+        nbytes += len(data)
+    out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat, "gaps": 0,
+             "sub_cpu": time.process_time() - cpu_start})
+
+
+def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Queue,
+                   latency: bool) -> None:
+    sub = Subscriber([topic], endpoints)
+    started = time.monotonic()
+    ready.set()
+    cpu_start = time.process_time()
+    count, nbytes, first, last, lat = 0, 0, 0.0, 0.0, []
+    while True:
+        env = sub.recv(IDLE_END_S)
+        if env is None:
+            break
+        now = time.monotonic()
+        if env.mono_time < started:
+            continue  # the latched value of an earlier run, replayed by the broker
+        if env.payload.get("cycle_id") == "warmup" or env.payload.get("scan_id") == "warmup":
+            continue
+        if latency:
+            lat.append(now - env.mono_time)
+        if count == 0:
+            first = now
+        last = now
+        count += 1
+        nbytes += env.size
+    out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat,
+             "gaps": sub.stats.gaps, "rejected": sum(sub.stats.rejected.values()),
+             "sub_cpu": time.process_time() - cpu_start})
+
+
+# --- one measurement ---------------------------------------------------------------------
+
+
+def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
+            endpoints: Endpoints | None, broker_pid: int = 0) -> dict:
+    """Send ``n`` messages (as fast as possible when rate_hz == 0) and collect the report."""
+    import zmq
+
+    ctx = mp.get_context("fork")
+    ready, out = ctx.Event(), ctx.Queue()
+    latency = rate_hz > 0
+    if path == "raw":
+        port = free_port_block(1)
+        endpoint = f"tcp://127.0.0.1:{port}"
+        pub = zmq.Context.instance().socket(zmq.PUB)
+        pub.sndhwm = RAW_HWM
+        pub.bind(endpoint)
+        proc = ctx.Process(target=raw_subscriber, args=(endpoint, topic, ready, out, latency))
+    else:
+        pub = Publisher("bench", endpoints)
+        assert pub.wait_linked(5), "broker not reachable"
+        proc = ctx.Process(target=bus_subscriber, args=(endpoints, topic, ready, out, latency))
+    proc.start()
+    ready.wait(10)
+    topic_frame = topic.encode()
+    warm = dict(payload, **({"cycle_id": "warmup"} if "cycle_id" in payload else
+                            {"scan_id": "warmup"}))
+    # Warm-up: until the subscriber is surely connected and subscribed.
+    for _ in range(20):
+        if path == "raw":
+            send_message(pub, topic_frame, b"warmup")
+        else:
+            pub.publish(topic, warm)
+        time.sleep(0.025)
+    time.sleep(0.3)
+    seq = 0
+    pre_encoded = encode(Envelope.now(topic, "bench", 0, payload))
+    broker_cpu_start = process_cpu(broker_pid) if path != "raw" else 0.0
+    pub_cpu_start = time.process_time()
+    started = time.monotonic()
+    if rate_hz <= 0:
+        if path == "raw":
+            send = pub.send  # the fastest pyzmq send: plain int flags, no send_multipart
+            copy = len(pre_encoded) < COPY_THRESHOLD
+            for _ in range(n):
+                send(topic_frame, ZMQ_SNDMORE)
+                send(pre_encoded, 0, copy=copy)
+        else:
+            publish = pub.publish
+            for _ in range(n):
+                publish(topic, payload)
+    else:
+        period = 1.0 / rate_hz
+        next_send = time.monotonic()
+        for seq in range(n):
+            wait = next_send - time.monotonic()
+            if wait > SPIN_S:
+                time.sleep(wait - SPIN_S)  # sleep most of the gap, spin only the last bit
+            while time.monotonic() < next_send:
+                pass
+            if path == "raw":
+                data = encode(Envelope.now(topic, "bench", seq, payload))
+                send_message(pub, topic_frame, data, copy=len(data) < COPY_THRESHOLD)
+            else:
+                pub.publish(topic, payload)
+            next_send += period
+    send_time = time.monotonic() - started
+    pub_cpu = time.process_time() - pub_cpu_start
+    report = out.get(timeout=120)
+    proc.join(10)
+    pub.close()
+    broker_cpu = process_cpu(broker_pid) - broker_cpu_start if path != "raw" else 0.0
+    report.update(sent=n, send_time=send_time, pub_cpu=pub_cpu, broker_cpu=broker_cpu)
+    return report
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_broker(base: str, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO), ROBOCELL_BUS=base)
+    proc = subprocess.Popen([sys.executable, "-m", "robocell", "broker", "--no-tap", *extra],
+                            env=env, stderr=subprocess.DEVNULL)
+    return proc
+
+
+CASES = (("small state msg", SMALL_TOPIC, SMALL_PAYLOAD),
+         ("100 KB image msg", IMAGE_TOPIC, IMAGE_PAYLOAD))
+PATHS = ("raw", "bus", "bus-nocheck")
+PATH_NAMES = {"raw": "raw pyzmq", "bus": "robocell bus", "bus-nocheck": "bus, --no-check"}
+
+
+def median_run(runs: list[dict], key) -> dict:
+    """The run whose ``key`` is the median of all runs."""
+    ordered = sorted(runs, key=key)
+    return ordered[len(ordered) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller counts, 3 repeats")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="runs per cell, the median is shown (default 5, quick 3)")
+    args = parser.parse_args()
+    n_small = 30_000 if args.quick else 100_000
+    n_image = 1_000 if args.quick else 3_000
+    n_latency = 1_000 if args.quick else 3_000
+    repeats = args.repeats or (3 if args.quick else 5)
+    load = os.getloadavg()[0]
+
+    base = f"tcp://127.0.0.1:{free_port_block()}"
+    endpoints = Endpoints.from_base(base)
+    broker = start_broker(base)
+    base_nocheck = f"tcp://127.0.0.1:{free_port_block()}"
+    brokers = {"bus": (broker, endpoints),
+               "bus-nocheck": (start_broker(base_nocheck, "--no-check"),
+                               Endpoints.from_base(base_nocheck)),
+               "raw": (broker, endpoints)}
+    throughput: dict[tuple[str, str], list[dict]] = {}
+    latency: dict[tuple[str, str], list[dict]] = {}
+    try:
+        time.sleep(1.0)
+        for rep in range(repeats):  # interleaved, so that load changes hit both paths alike
+            for label, topic, payload in CASES:
+                n = n_small if "small" in label else n_image
+                for path in PATHS:
+                    proc, eps = brokers[path]
+                    r = measure(path, topic, payload, n, 0, eps, proc.pid)
+                    r["rate"] = r["count"] / r["span"] if r["span"] > 0 else 0.0
+                    throughput.setdefault((label, path), []).append(r)
+                for path in PATHS[:2]:
+                    rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
+                    count = n_latency if "small" in label else n_latency // 3
+                    r = measure(path, topic, payload, count, rate, endpoints, broker.pid)
+                    lat = np.array(r["latency"]) * 1000.0
+                    r["p50"], r["p99"], r["max"] = (
+                        (np.percentile(lat, 50), np.percentile(lat, 99), lat.max())
+                        if lat.size else (float("nan"),) * 3)
+                    latency.setdefault((label, path), []).append(r)
+            print(f"  run {rep + 1}/{repeats} done", file=sys.stderr)
+    finally:
+        for proc, _ in brokers.values():
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(5)
+
+    print()
+    print(f"Bus benchmark: median of {repeats} interleaved runs per cell; 2-core host shared "
+          f"with other work (load average {load:.1f} at start); all processes on loopback.")
+    print()
+    print("Throughput (publisher sends N messages as fast as it can)")
+    print(f"| {'message':<17} | {'path':<13} | {'sent':>7} | {'received':>8} | "
+          f"{'msgs/s':>9} | {'MB/s':>7} | {'vs raw':>6} | {'msgs/s min-max':>17} |")
+    print(f"|{'-' * 19}|{'-' * 15}|{'-' * 9}|{'-' * 10}|{'-' * 11}|{'-' * 9}|{'-' * 8}|"
+          f"{'-' * 19}|")
+    medians: dict[tuple[str, str], dict] = {}
+    for label, _, _ in CASES:
+        for path in PATHS:
+            runs = throughput[(label, path)]
+            r = medians[(label, path)] = median_run(runs, lambda x: x["rate"])
+            mbps = r["bytes"] / r["span"] / MB if r["span"] > 0 else 0.0
+            raw = medians[(label, "raw")]["rate"]
+            ratio = f"{r['rate'] / raw:.0%}" if path != "raw" and raw else ""
+            spread = f"{min(x['rate'] for x in runs):,.0f}-{max(x['rate'] for x in runs):,.0f}"
+            print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {r['sent']:>7} | "
+                  f"{r['count']:>8} | {r['rate']:>9,.0f} | {mbps:>7.1f} | {ratio:>6} | "
+                  f"{spread:>17} |")
+    print()
+    print("CPU time per message in the throughput runs (median run; independent of load)")
+    print(f"| {'message':<17} | {'path':<13} | {'publisher us':>12} | {'broker us':>9} | "
+          f"{'subscriber us':>13} | {'total us':>8} |")
+    print(f"|{'-' * 19}|{'-' * 15}|{'-' * 14}|{'-' * 11}|{'-' * 15}|{'-' * 10}|")
+    for label, _, _ in CASES:
+        for path in PATHS:
+            r = medians[(label, path)]
+            us = [r["pub_cpu"] / r["sent"] * 1e6, r["broker_cpu"] / r["sent"] * 1e6,
+                  r["sub_cpu"] / max(r["count"], 1) * 1e6]
+            broker_cell = f"{us[1]:>9.1f}" if path != "raw" else f"{'-':>9}"
+            print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {us[0]:>12.1f} | {broker_cell} | "
+                  f"{us[2]:>13.1f} | {sum(us):>8.1f} |")
+    print()
+    print("Latency (publisher paced; receipt time minus the envelope's mono_time, one clock)")
+    print(f"| {'message':<17} | {'rate':>7} | {'path':<13} | {'received':>8} | "
+          f"{'p50 ms':>7} | {'p99 ms':>7} | {'max ms':>7} | {'p99 min-max':>13} |")
+    print(f"|{'-' * 19}|{'-' * 9}|{'-' * 15}|{'-' * 10}|{'-' * 9}|{'-' * 9}|{'-' * 9}|"
+          f"{'-' * 15}|")
+    for label, _, _ in CASES:
+        rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
+        for path in PATHS[:2]:
+            runs = latency[(label, path)]
+            r = median_run(runs, lambda x: x["p99"])
+            spread = f"{min(x['p99'] for x in runs):.3f}-{max(x['p99'] for x in runs):.3f}"
+            print(f"| {label:<17} | {f'{rate}/s':>7} | {PATH_NAMES[path]:<13} | "
+                  f"{r['count']:>8} | {r['p50']:>7.3f} | {r['p99']:>7.3f} | {r['max']:>7.3f} | "
+                  f"{spread:>13} |")
+    small_ratio = (medians[("small state msg", "bus")]["rate"]
+                   / medians[("small state msg", "raw")]["rate"])
+    p99 = median_run(latency[("small state msg", "bus")], lambda x: x["p99"])["p99"]
+    print()
+    print(f"targets: small-message throughput >= 50% of raw: {small_ratio:.0%} "
+          f"({'met' if small_ratio >= 0.5 else 'NOT met'}); p99 latency < 1 ms at "
+          f"{LATENCY_RATE_HZ}/s: {p99:.3f} ms ({'met' if p99 < 1.0 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""The actuator's pure core: a plan's primitives -> firmware command lines, the progress of an
+execution (step i of n, primitive, ETA) and its exactly-once bookkeeping. No I/O.
+
+Each primitive becomes a ``MARK`` line (``MARK step=<i> <primitive>``, so the firmware log
+names what it executed) followed by the primitive's motor commands. A pause may only hold
+the stream before a MARK, so a primitive is never left half done.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from robocell.common.profile import Profile
+from robocell.services.actuator.motion import (
+    MotorModel,
+    PrimitiveMotion,
+    ScanProgram,
+    WireCommand,
+    command_targets,
+    compile_primitives,
+    load_motors,
+    load_scan,
+)
+
+
+class PlanMismatch(ValueError):
+    """A plan that this robot cannot execute (other puzzle/profile, unknown primitive)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One command of a job: its text, the step it belongs to, and its predicted duration."""
+
+    text: str
+    step: int
+    predicted_ms: float
+    starts_step: bool = False
+
+
+@dataclass
+class Job:
+    """A compiled plan or scan program: the lines to stream and what each step is called."""
+
+    kind: str
+    step_names: list[str]
+    lines: list[Line]
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_names)
+
+    @property
+    def pause_points(self) -> frozenset[int]:
+        return frozenset(i for i, line in enumerate(self.lines) if line.starts_step)
+
+    @property
+    def predicted_ms(self) -> float:
+        return sum(line.predicted_ms for line in self.lines)
+
+    @property
+    def texts(self) -> list[str]:
+        return [line.text for line in self.lines]
+
+
+class Compiler:
+    """Compiles plans and the scan program of one profile, predicting each line's time."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.motors = load_motors(profile)
+        self.primitives: dict[str, PrimitiveMotion] = compile_primitives(profile, self.motors)
+        self._scan: ScanProgram | None = None
+
+    @property
+    def scan_program(self) -> ScanProgram:
+        if self._scan is None:
+            self._scan = load_scan(self.profile, self.motors)
+        return self._scan
+
+    def check_plan(self, puzzle: str, profile: str, primitives: list[str]) -> None:
+        """PlanMismatch unless the plan is for this robot's puzzle and profile and uses only
+        its primitives."""
+        want = self.profile.puzzle
+        if puzzle.split("x")[0] != want.split("x")[0]:
+            raise PlanMismatch(f"plan is for puzzle {puzzle}, but this robot ({self.profile.name}) "
+                               f"holds a {want}; send a plan for {want}")
+        if profile != self.profile.name:
+            raise PlanMismatch(f"plan was made for profile {profile!r}, but this robot runs "
+                               f"{self.profile.name!r}; re-plan with --profile "
+                               f"{self.profile.name}")
+        for i, name in enumerate(primitives):
+            if name not in self.primitives:
+                raise PlanMismatch(f"step {i}: primitive {name!r} is not one of profile "
+                                   f"{self.profile.name}'s ({', '.join(self.primitives)})")
+
+    def plan(self, primitives: list[str], model: MotorModel | None = None) -> Job:
+        model = model or MotorModel(self.motors)
+        lines: list[Line] = []
+        for step, name in enumerate(primitives):
+            motion = self.primitives.get(name)
+            if motion is None:
+                raise PlanMismatch(f"step {step}: no primitive {name!r} in {self.profile.name}")
+            lines.append(Line(f"MARK step={step} {name}", step, 0.0, starts_step=True))
+            lines += self._lines(motion.commands, step, model)
+        return Job("plan", list(primitives), lines)
+
+    def scan(self, model: MotorModel | None = None) -> Job:
+        """The scan program: step i ends when pose i is reached; a last step returns the cube
+        to its start orientation."""
+        model = model or MotorModel(self.motors)
+        lines: list[Line] = []
+        names = []
+        program = self.scan_program
+        for pose in program.poses:
+            lines.append(Line(f"MARK pose={pose.index} {pose.name}", pose.index, 0.0,
+                              starts_step=True))
+            lines += self._lines(pose.commands, pose.index, model)
+            names.append(pose.name)
+        finish = len(program.poses)
+        lines.append(Line(f"MARK pose={finish} finish", finish, 0.0, starts_step=True))
+        lines += self._lines(program.finish, finish, model)
+        names.append("finish")
+        return Job("scan", names, lines)
+
+    @staticmethod
+    def _lines(commands: tuple[WireCommand, ...], step: int, model: MotorModel) -> list[Line]:
+        out = []
+        for command in commands:
+            targets = command_targets(command)
+            duration = model.duration_ms(command.verb, targets)
+            model.apply(command.verb, targets)
+            out.append(Line(command.text, step, duration))
+        return out
+
+
+@dataclass
+class Progress:
+    """A progress report: step i (0-based) of n is running, with an ETA in seconds."""
+
+    step: int
+    n_steps: int
+    name: str
+    eta_s: float
+
+
+@dataclass
+class Execution:
+    """Bookkeeping of one job being executed: which lines are done (each exactly once, in
+    order), which step is running, and the ETA from the measured pace."""
+
+    job: Job
+    started: float = field(default_factory=time.monotonic)
+    done_lines: int = 0
+    completed_steps: list[int] = field(default_factory=list)
+
+    def line_done(self, index: int, now: float | None = None) -> list[Progress | int]:
+        """Record that line ``index`` finished. Returns a `Progress` when a new step starts
+        and the index of a step when it completed. ValueError if a line is reported twice or
+        out of order — the exactly-once invariant."""
+        if index != self.done_lines:
+            raise ValueError(f"line {index} reported done, expected line {self.done_lines}: "
+                             "exactly-once violated")
+        self.done_lines += 1
+        out: list[Progress | int] = []
+        line = self.job.lines[index]
+        following = self.job.lines[index + 1] if index + 1 < len(self.job.lines) else None
+        if following is None or following.step != line.step:
+            self.completed_steps.append(line.step)
+            out.append(line.step)
+        if line.starts_step:
+            out.insert(0, Progress(line.step, self.job.n_steps, self.job.step_names[line.step],
+                                   self.eta_s(now)))
+        return out
+
+    @property
+    def finished(self) -> bool:
+        return self.done_lines == len(self.job.lines)
+
+    @property
+    def steps_done(self) -> int:
+        return len(self.completed_steps)
+
+    def eta_s(self, now: float | None = None) -> float:
+        """Seconds to the end: predicted remaining robot time scaled by the pace measured so
+        far (so a sped-up simulator gets honest ETAs)."""
+        now = time.monotonic() if now is None else now
+        lines = self.job.lines
+        predicted_done = sum(line.predicted_ms for line in lines[:self.done_lines])
+        remaining = sum(line.predicted_ms for line in lines[self.done_lines:])
+        if predicted_done > 0:
+            pace = (now - self.started) / (predicted_done / 1000.0)
+            return remaining / 1000.0 * pace
+        return remaining / 1000.0

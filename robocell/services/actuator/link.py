@@ -1,0 +1,427 @@
+"""The host side of the serial line: pyserial transport (device path or URL such as
+``socket://127.0.0.1:PORT``), handshake, line numbers, resend, flow control, status probes,
+reconnect with backoff and resume after the last accepted line, boot-id change detection,
+and the real-time e-stop.
+
+One code path for real and simulated hardware: `serial.serial_for_url` opens both.
+`Link.stream` sends numbered lines while keeping at most ``queue`` of them unfinished in the
+firmware (sliding window, like a Marlin host with ``ok`` flow control) and calls back once
+per finished line, in order — never twice, never skipping one, whatever the line does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from robocell.services.actuator import protocol as proto
+
+READ_POLL_S = 0.005
+PROBE_AFTER_S = 0.1
+"""Ask for a status report after this long without any report from the firmware."""
+STALL_REPORT_S = 0.5
+"""Report the firmware as not responding after this long without an answer to probes."""
+HANDSHAKE_TIMEOUT_S = 2.0
+RECONNECT_BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+RECONNECT_GIVE_UP_S = 30.0
+STALL_GIVE_UP_S = 30.0
+ESTOP_REPEAT_S = 0.02
+
+
+class LinkError(RuntimeError):
+    """The line cannot do what was asked; ``code`` says why (see subclasses)."""
+
+    code = "link"
+
+
+class FirmwareReset(LinkError):
+    """The firmware rebooted (new boot id): queued motion is lost, the cube state unknown."""
+
+    code = "firmware_reset"
+
+
+class FirmwareFault(LinkError):
+    """The firmware reported a physical fault (jam, dropped cube) and stopped."""
+
+    code = "fault"
+
+    def __init__(self, fault_code: str, message: str, line: int | None) -> None:
+        self.fault_code = fault_code
+        self.line = line
+        super().__init__(f"firmware fault {fault_code}: {message}"
+                         + (f" (line {line})" if line else ""))
+
+
+class FirmwareUnreachable(LinkError):
+    """No connection or no answer within the give-up time."""
+
+    code = "unreachable"
+
+
+class CommandRejected(LinkError):
+    """The firmware refused a command (``err``): a profile or host bug."""
+
+    code = "rejected"
+
+
+@dataclass
+class FirmwareInfo:
+    """What the handshake told us."""
+
+    name: str
+    version: str
+    protocol: int
+    boot_id: str
+    queue: int
+    capabilities: tuple[str, ...]
+    motors: tuple[str, ...]
+
+
+@dataclass
+class EStopReport:
+    """The firmware's e-stop report: when it got the byte and when the motors stood still
+    (simulated ms), and the wall time of receipt."""
+
+    received_ms: float
+    stopped_ms: float
+    rx_wall: float
+    sent_wall: float
+
+    @property
+    def stop_after_receipt_ms(self) -> float:
+        return self.stopped_ms - self.received_ms
+
+
+@dataclass
+class StreamResult:
+    """How a stream ended: ``completed`` (every line done), ``estop``, or ``paused`` never —
+    pause waits inside the stream."""
+
+    outcome: str
+    done: int
+    estop: EStopReport | None = None
+
+
+@dataclass
+class LinkEvents:
+    """Counters of what the line did (reported in the result and on the bus)."""
+
+    resends: int = 0
+    bad_lines: int = 0
+    reconnects: int = 0
+    probes: int = 0
+    stalls: int = 0
+    busy: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def open_port(url: str, timeout: float = READ_POLL_S):
+    """A pyserial port for a device path or URL (``socket://``, ``loop://``, a pty path)."""
+    import serial
+
+    return serial.serial_for_url(url, baudrate=115200, timeout=timeout, write_timeout=2.0)
+
+
+class Link:
+    """One firmware on one serial line. Thread-safe for `estop` (any thread) while another
+    thread streams."""
+
+    def __init__(self, url: str, *, on_event: Callable[[str, str], None] | None = None,
+                 reconnect_give_up_s: float = RECONNECT_GIVE_UP_S,
+                 stall_give_up_s: float = STALL_GIVE_UP_S) -> None:
+        self.url = url
+        self.on_event = on_event or (lambda kind, message: None)
+        self.reconnect_give_up_s = reconnect_give_up_s
+        self.stall_give_up_s = stall_give_up_s
+        self.port = None
+        self.info: FirmwareInfo | None = None
+        self.next_line = 1
+        self.events = LinkEvents()
+        self._buffer = bytearray()
+        self._write_lock = threading.Lock()
+        self._open_lock = threading.Lock()
+        self._estop = threading.Event()
+        self._estop_sent_wall = 0.0
+        self._paused = threading.Event()
+        self._resume = threading.Event()
+
+    # --- connection ------------------------------------------------------------------------
+    def open(self) -> FirmwareInfo:
+        """Connect and shake hands (retrying with backoff until the give-up time). Safe to
+        call from several threads: the first connects, the others get its result."""
+        with self._open_lock:
+            if self.info is None or self.port is None:
+                self._connect(first=self.info is None)
+            assert self.info is not None
+            return self.info
+
+    def close(self) -> None:
+        if self.port is not None:
+            try:
+                self.port.close()
+            except Exception:  # noqa: BLE001 - closing a dead port must not raise
+                pass
+            self.port = None
+
+    def _connect(self, first: bool = False) -> proto.Report:
+        """(Re)connect and handshake; returns the banner. Raises FirmwareReset if the boot id
+        changed since the first handshake."""
+        import serial
+
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                self.close()
+                self.port = open_port(self.url)
+                self._buffer.clear()
+                banner = self._handshake()
+                break
+            except (serial.SerialException, OSError, FirmwareUnreachable) as exc:
+                if time.monotonic() - started > self.reconnect_give_up_s:
+                    raise FirmwareUnreachable(
+                        f"cannot reach the firmware at {self.url} for "
+                        f"{self.reconnect_give_up_s:.0f} s ({exc}); check the cable or start "
+                        "`robocell firmware-sim`") from None
+                delay = RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)]
+                attempt += 1
+                time.sleep(delay)
+        boot = banner.fields.get("boot", "")
+        if first or self.info is None:
+            self.info = FirmwareInfo(
+                name=banner.fields.get("fw", "?"), version=banner.fields.get("version", "?"),
+                protocol=banner.int_field("proto"), boot_id=boot,
+                queue=banner.int_field("queue", 1),
+                capabilities=tuple(banner.fields.get("caps", "").split(",")),
+                motors=tuple(m for m in banner.fields.get("motors", "").split(",") if m))
+            if self.info.protocol != proto.PROTOCOL_VERSION:
+                raise LinkError(f"firmware {self.info.name} speaks protocol {self.info.protocol}, "
+                                f"this host speaks {proto.PROTOCOL_VERSION}; update one of them")
+            self.next_line = banner.int_field("accepted") + 1
+        elif boot != self.info.boot_id:
+            raise FirmwareReset(f"firmware rebooted (boot id {self.info.boot_id} -> {boot}): "
+                                "queued motion was lost and the cube state is unknown; rescan")
+        else:
+            self.events.reconnects += 1
+            self.on_event("reconnected", f"reconnected to {self.url} after {attempt + 1} "
+                          f"attempt(s); firmware executed up to line {banner.fields.get('last')}")
+        return banner
+
+    def _handshake(self) -> proto.Report:
+        deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+        self._write(proto.frame("HELLO"))
+        next_hello = time.monotonic() + 0.2
+        while time.monotonic() < deadline:
+            for report in self._read_reports():
+                if report.kind == "start":
+                    return report
+            if time.monotonic() > next_hello:
+                self._write(proto.frame("HELLO"))
+                next_hello = time.monotonic() + 0.2
+        raise FirmwareUnreachable(f"no handshake from {self.url} within {HANDSHAKE_TIMEOUT_S} s")
+
+    # --- low level I/O ---------------------------------------------------------------------
+    def _write(self, data: bytes) -> None:
+        with self._write_lock:
+            if self.port is None:
+                raise OSError("port closed")
+            self.port.write(data)
+
+    def _read_reports(self) -> list[proto.Report]:
+        """Reports that arrived (waits up to the poll interval); damaged lines are counted and
+        skipped. Raises SerialException/OSError when the connection is gone."""
+        import serial
+
+        if self.port is None:
+            raise serial.SerialException("port closed")
+        data = self.port.read(max(1, self.port.in_waiting))
+        self._buffer += data
+        reports = []
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline < 0:
+                if len(self._buffer) > 4 * proto.MAX_LINE_LENGTH:
+                    self._buffer.clear()
+                break
+            raw = bytes(self._buffer[:newline])
+            del self._buffer[:newline + 1]
+            try:
+                reports.append(proto.parse_report(proto.unframe(raw)))
+            except proto.ProtocolError:
+                self.events.bad_lines += 1
+        return reports
+
+    # --- queries ---------------------------------------------------------------------------
+    def status(self, timeout: float = 1.0) -> proto.Report:
+        """A status report (probing until one arrives or ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._write(proto.STATUS_BYTE)
+            end = time.monotonic() + PROBE_AFTER_S
+            while time.monotonic() < end:
+                for report in self._read_reports():
+                    if report.kind == "status":
+                        self._check_boot(report)
+                        return report
+        raise FirmwareUnreachable(f"no status report from {self.url} within {timeout} s")
+
+    def clear(self) -> proto.Report:
+        """Leave the e-stop/fault state (a new plan after a rescan)."""
+        self._estop.clear()
+        self._write(proto.frame("CLEAR"))
+        return self.status()
+
+    def _check_boot(self, report: proto.Report) -> None:
+        boot = report.fields.get("boot")
+        if self.info is not None and boot and boot != self.info.boot_id:
+            raise FirmwareReset(f"firmware rebooted (boot id {self.info.boot_id} -> {boot}): "
+                                "queued motion was lost and the cube state is unknown; rescan")
+
+    # --- control from other threads --------------------------------------------------------
+    def estop(self) -> float:
+        """Send the real-time e-stop byte now; returns the wall time it was written."""
+        self._estop.set()
+        self._estop_sent_wall = time.time()
+        try:
+            self._write(proto.ESTOP_BYTE)
+        except OSError:
+            pass
+        return self._estop_sent_wall
+
+    def pause(self) -> None:
+        """Stop feeding new lines at the next allowed boundary (see `stream`)."""
+        self._resume.clear()
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+        self._resume.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
+    # --- streaming -------------------------------------------------------------------------
+    def stream(self, commands: Sequence[str], on_done: Callable[[int], None], *,
+               pause_points: frozenset[int] = frozenset()) -> StreamResult:
+        """Execute ``commands`` (line bodies without numbers) exactly once each, in order.
+
+        ``on_done(i)`` is called once per command index when the firmware reports it
+        finished. Pausing holds back command ``i`` only if ``i`` is in ``pause_points`` (e.g.
+        the first command of each primitive). Raises FirmwareReset, FirmwareFault,
+        FirmwareUnreachable, CommandRejected; returns with outcome ``estop`` after an e-stop.
+        """
+        import serial
+
+        if self.info is None:
+            self.open()
+        assert self.info is not None
+        first = self.next_line
+        last = first + len(commands) - 1
+        lines = {first + i: proto.frame(f"N{first + i} {text}") for i, text in enumerate(commands)}
+        window = self.info.queue
+        next_send = first
+        done = first - 1
+        last_report = time.monotonic()
+        unanswered = 0
+        stalled = False
+        estop_wait_since = 0.0
+
+        def mark_done(upto: int) -> None:
+            nonlocal done
+            while done < min(upto, last):
+                done += 1
+                on_done(done - first)
+
+        while done < last or (self._estop.is_set()):
+            try:
+                if self._estop.is_set():
+                    if time.monotonic() - estop_wait_since > ESTOP_REPEAT_S:
+                        estop_wait_since = time.monotonic()
+                        self._write(proto.ESTOP_BYTE)
+                else:
+                    held = self._paused.is_set() and (next_send - first) in pause_points
+                    while (next_send <= last and next_send - done <= window and not held):
+                        self._write(lines[next_send])
+                        next_send += 1
+                        held = self._paused.is_set() and (next_send - first) in pause_points
+                    if held and done == next_send - 1:
+                        self._resume.wait(0.05)
+                        last_report = time.monotonic()
+                        continue
+                reports = self._read_reports()
+                now = time.monotonic()
+                if reports:
+                    last_report = now
+                    unanswered = 0
+                    if stalled:
+                        stalled = False
+                        self.on_event("recovered", "the firmware answers again")
+                elif now - last_report > PROBE_AFTER_S * min(1 + unanswered, 3):
+                    self._write(proto.STATUS_BYTE)
+                    self.events.probes += 1
+                    unanswered += 1
+                    if now - last_report > STALL_REPORT_S and not stalled:
+                        stalled = True
+                        self.events.stalls += 1
+                        self.on_event("stall", f"firmware at {self.url} has not answered for "
+                                      f"{now - last_report:.2f} s; waiting")
+                    if now - last_report > self.stall_give_up_s:
+                        raise FirmwareUnreachable(
+                            f"firmware at {self.url} silent for {self.stall_give_up_s:.0f} s "
+                            f"after line {done}; check power and cable")
+                for report in reports:
+                    kind = report.kind
+                    if kind == "ok":
+                        pass
+                    elif kind == "done":
+                        mark_done(report.line)
+                    elif kind in ("rs", "busy"):
+                        wanted = report.line
+                        if kind == "rs":
+                            self.events.resends += 1
+                        else:
+                            self.events.busy += 1
+                            time.sleep(READ_POLL_S)
+                        if done < wanted <= last + 1:
+                            next_send = min(next_send, wanted)
+                    elif kind == "status":
+                        self._check_boot(report)
+                        mark_done(report.int_field("last"))
+                        accepted = report.int_field("accepted")
+                        if accepted < next_send - 1 and not self._estop.is_set():
+                            next_send = max(accepted + 1, done + 1)
+                        if report.fields.get("state") == "fault":
+                            raise FirmwareFault("fault", "firmware in fault state", done)
+                    elif kind == "start":
+                        self._check_boot(report)
+                    elif kind == "fault":
+                        line = report.int_field("line") or None
+                        if line is not None:
+                            mark_done(line - 1)
+                        raise FirmwareFault(report.words[0] if report.words else "?",
+                                            " ".join(report.words[1:]), line)
+                    elif kind == "estop":
+                        self.next_line = done + 1
+                        self._estop.clear()
+                        return StreamResult("estop", done - first + 1, EStopReport(
+                            report.float_field("t"), report.float_field("stopped"),
+                            report.float_field("rx_wall"), self._estop_sent_wall))
+                    elif kind == "err":
+                        index = report.line - first
+                        text = commands[index] if 0 <= index < len(commands) else "?"
+                        raise CommandRejected(f"firmware refused line {report.line} ({text}): "
+                                              f"{report.text()}")
+            except (serial.SerialException, OSError) as exc:
+                if self._estop.is_set():
+                    raise FirmwareUnreachable(f"connection lost during e-stop: {exc}") from None
+                self.on_event("disconnected", f"lost {self.url} after line {done} ({exc}); "
+                              "reconnecting")
+                banner = self._connect()
+                mark_done(banner.int_field("last"))
+                next_send = max(banner.int_field("accepted") + 1, done + 1)
+                last_report = time.monotonic()
+        self.next_line = last + 1
+        return StreamResult("completed", done - first + 1)

@@ -1,0 +1,400 @@
+"""The actuator's bus adapters: `ActuatorService` (plans and commands from the bus -> the
+serial link, progress/result/scan poses/faults back) and `FirmwareSimBus` (the simulator's
+twin on the latched ``sim.twin_state`` topic and its sim-only ``scramble`` command).
+
+Pattern: a *command server with one worker*: commands are answered at once from the bus
+worker pool; the robot is driven by one job at a time (execute or scan) under ``_job_lock``,
+so two jobs can never interleave on the serial line; ``estop`` bypasses the lock and writes
+the real-time byte immediately. Logic lives in `executor` (pure) and `link` (serial).
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import random
+import threading
+import time
+import uuid
+from typing import Any
+
+from robocell.common.profile import Profile, ProfileError, load_profile
+from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, Progress
+from robocell.services.actuator.link import FirmwareReset, Link, LinkError
+
+POSE_HOLD_TIMEOUT_S = 5.0
+"""Longest wait at a scan pose for the vision service's capture of it."""
+PLANS_KEPT = 16
+DEFAULT_SCRAMBLE_MOVES = 25
+
+
+def puzzle_size(puzzle: str) -> int:
+    """"2x2x2" / "2x2" -> 2."""
+    return int(puzzle.split("x")[0])
+
+
+class ActuatorService:
+    """Executes plans and the scan program on the robot behind ``link``."""
+
+    def __init__(self, node: Any, profile: Profile, link: Link, *, auto: bool = False,
+                 pose_hold_timeout_s: float = POSE_HOLD_TIMEOUT_S) -> None:
+        self.node = node
+        self.profile = profile
+        self.compiler = Compiler(profile)
+        self.link = link
+        self.auto = auto
+        self.pose_hold_timeout_s = pose_hold_timeout_s
+        self.plans: dict[str, dict] = {}
+        self.latest_plan: str | None = None
+        self._job_lock = threading.Lock()
+        self._faces = queue.Queue()
+        self.job_kind: str | None = None
+        self.executed_plans = 0
+        self.cube_state_known = True
+        link.on_event = self._link_event
+
+    # --- wiring ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.node.subscribe("solver.plan", self.on_plan)
+        self.node.subscribe("vision.face", lambda env: self._faces.put(env.payload))
+        self.node.serve("execute", self.on_execute)
+        self.node.serve("scan", self.on_scan)
+        self.node.serve("pause", self.on_pause, concurrency=4)
+        self.node.serve("resume", self.on_resume, concurrency=4)
+        self.node.serve("estop", self.on_estop, concurrency=8)
+        self.node.serve("status", self.on_status, concurrency=4)
+        threading.Thread(target=self._connect, name="actuator-connect", daemon=True).start()
+
+    def _connect(self) -> None:
+        try:
+            info = self.link.open()
+        except LinkError as exc:
+            self._error("connect", exc.code, str(exc), "start the firmware (or "
+                        "`robocell firmware-sim`) and restart the actuator")
+            self.node.set_state("error", error=str(exc))
+            return
+        missing = sorted(set(self.compiler.motors) - set(info.motors))
+        if missing:
+            self._error("connect", "motor_mismatch", f"firmware {info.name} at {self.link.url} "
+                        f"has no motor(s) {', '.join(missing)} of profile {self.profile.name}",
+                        "flash firmware configured for this robot or pick the right --profile")
+            self.node.set_state("error", error="motor mismatch")
+            return
+        self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,
+                            profile=self.profile.name, serial=self.link.url)
+
+    # --- bus inputs ------------------------------------------------------------------------
+    def on_plan(self, env: Any) -> None:
+        plan = env.payload
+        self.plans[plan["plan_id"]] = plan
+        self.latest_plan = plan["plan_id"]
+        while len(self.plans) > PLANS_KEPT:
+            self.plans.pop(next(iter(self.plans)))
+        if self.auto:
+            try:
+                self.on_execute({"plan_id": plan["plan_id"]}, None)
+            except Exception as exc:  # noqa: BLE001 - reported, never fatal
+                self._error("execute", "auto_execute", str(exc), "")
+
+    def on_execute(self, args: dict, ctx: Any) -> dict:
+        from robocell.common.bus import Busy, CommandFailed
+
+        plan_id = args.get("plan_id") or self.latest_plan
+        plan = self.plans.get(plan_id) if plan_id else None
+        if plan is None:
+            raise CommandFailed("failed", f"no plan {plan_id!r} seen on solver.plan; known: "
+                                f"{', '.join(self.plans) or 'none'}. Publish the plan first")
+        try:
+            self.compiler.check_plan(plan["puzzle"], plan["profile"], plan["primitives"])
+            job = self.compiler.plan(plan["primitives"])
+        except PlanMismatch as exc:
+            self._error("execute", "plan_mismatch", str(exc), "re-plan for this robot")
+            raise CommandFailed("invalid_arguments", str(exc)) from None
+        if not self._job_lock.acquire(blocking=False):
+            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
+        self.job_kind = "plan"
+        threading.Thread(target=self._run_plan, args=(plan_id, job), daemon=True).start()
+        return {"plan_id": plan_id, "n_steps": job.n_steps,
+                "predicted_ms": round(job.predicted_ms, 1)}
+
+    def on_scan(self, args: dict, ctx: Any) -> dict:
+        """Run the scan program; answers when the last pose was held and the cube is back."""
+        from robocell.common.bus import Busy, CommandFailed
+
+        scan_id = args.get("scan_id") or f"scan-{uuid.uuid4().hex[:8]}"
+        if not self._job_lock.acquire(blocking=False):
+            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
+        self.job_kind = "scan"
+        try:
+            return self._run_scan(scan_id)
+        except LinkError as exc:
+            self._fault("scan", exc)
+            raise CommandFailed("failed", f"scan {scan_id} stopped: {exc}") from None
+        finally:
+            self.job_kind = None
+            self._job_lock.release()
+
+    def on_pause(self, args: dict, ctx: Any) -> dict:
+        self.link.pause()
+        return {"paused": True, "job": self.job_kind}
+
+    def on_resume(self, args: dict, ctx: Any) -> dict:
+        self.link.resume()
+        return {"paused": False, "job": self.job_kind}
+
+    def on_estop(self, args: dict, ctx: Any) -> dict:
+        sent = self.link.estop()
+        if self.job_kind is None:
+            threading.Thread(target=self._idle_estop, daemon=True).start()
+        return {"sent_wall": sent, "job": self.job_kind}
+
+    def on_status(self, args: dict, ctx: Any) -> dict:
+        info = self.link.info
+        return {"profile": self.profile.name, "serial": self.link.url, "job": self.job_kind,
+                "firmware": None if info is None else f"{info.name} {info.version}",
+                "boot_id": None if info is None else info.boot_id,
+                "cube_state_known": self.cube_state_known,
+                "link": {k: v for k, v in vars(self.link.events).items() if k != "notes"}}
+
+    def _idle_estop(self) -> None:
+        try:
+            if self._job_lock.acquire(timeout=1.0):
+                try:
+                    self.link.status()
+                finally:
+                    self._job_lock.release()
+        except LinkError:
+            pass
+
+    # --- jobs ------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        self.link.open()  # waits for the connecting thread if it is still at it
+        state = self.link.status().fields.get("state")
+        if state in ("estop", "fault"):
+            self.link.clear()
+
+    def _run_plan(self, plan_id: str, job: Job) -> None:
+        started = time.monotonic()
+        execution = Execution(job)
+        error = None
+        known = True
+        outcome = "completed"
+        self.node.set_state("busy", job="plan", plan_id=plan_id)
+
+        def on_done(index: int) -> None:
+            for item in execution.line_done(index):
+                if isinstance(item, Progress):
+                    self.node.publish("actuator.progress", {
+                        "plan_id": plan_id, "step": item.step, "n_steps": item.n_steps,
+                        "primitive": item.name, "eta_s": round(item.eta_s, 3),
+                        "state": "paused" if self.link.paused else "running"})
+
+        noise_before = (self.link.events.resends, self.link.events.bad_lines)
+        try:
+            self._prepare()
+            result = self.link.stream(job.texts, on_done, pause_points=job.pause_points)
+            outcome = result.outcome
+            if outcome == "estop":
+                error = "emergency stop: motion stopped part way; check the cube, then rescan"
+                known = False
+                report = result.estop
+                self._error("execute", "estop", f"e-stop: motors stood still "
+                            f"{report.stop_after_receipt_ms:.1f} ms (firmware time) after the "
+                            "stop byte arrived", "check the cube, then rescan",
+                            extra={"received_ms": report.received_ms,
+                                   "stopped_ms": report.stopped_ms,
+                                   "rx_wall": report.rx_wall, "sent_wall": report.sent_wall})
+        except FirmwareReset as exc:
+            error, known = str(exc), False
+            self._fault("execute", exc)
+        except LinkError as exc:
+            error = str(exc)
+            known = False
+            self._fault("execute", exc)
+        except Exception as exc:  # noqa: BLE001 - the service never dies on a job
+            error = f"{type(exc).__name__}: {exc}"
+            known = False
+            self._error("execute", "internal", error, "report this bug")
+        finally:
+            self.job_kind = None
+            self._job_lock.release()
+        self.cube_state_known = known
+        self._report_noise(noise_before, plan_id)
+        if error is None:
+            self.executed_plans += 1
+        if outcome == "estop" or error:
+            self.node.publish("actuator.progress", {
+                "plan_id": plan_id, "step": execution.steps_done, "n_steps": job.n_steps,
+                "primitive": "", "eta_s": 0.0, "state": "stopped"})
+        self.node.publish("actuator.result", {
+            "plan_id": plan_id, "ok": error is None and execution.finished,
+            "executed": execution.steps_done, "n_steps": job.n_steps,
+            "duration_s": round(time.monotonic() - started, 4), "error": error,
+            "cube_state_known": known})
+        self.node.set_state("ready", executed_plans=self.executed_plans,
+                            cube_state_known=known)
+
+    def _run_scan(self, scan_id: str) -> dict:
+        job = self.compiler.scan()
+        program = self.compiler.scan_program
+        n_poses = len(program.poses)
+        execution = Execution(job)
+        self.node.set_state("busy", job="scan", scan_id=scan_id)
+        self._prepare()
+        vision_alive = "vision" in self.node.alive()
+        while not self._faces.empty():
+            self._faces.get_nowait()
+        # stream each pose's lines as one job, hold still while the camera captures
+        for pose_index in range(n_poses + 1):
+            lines = [line for line in job.lines if line.step == pose_index]
+            offset = job.lines.index(lines[0])
+            result = self.link.stream([line.text for line in lines],
+                                      lambda i, o=offset: execution.line_done(o + i))
+            if result.outcome == "estop":
+                raise LinkError(f"emergency stop during scan {scan_id}")
+            if pose_index == n_poses:
+                break
+            pose = program.poses[pose_index]
+            for view in pose.views:
+                self.node.publish("actuator.scan_pose", {
+                    "scan_id": scan_id, "pose": pose_index, "n_poses": n_poses,
+                    "face": view.face, "rotation": view.rotation, "at": view.at})
+            if vision_alive:
+                self._await_capture(scan_id, pose_index, len(pose.views))
+        self.node.set_state("ready", executed_plans=self.executed_plans)
+        self.cube_state_known = True
+        return {"scan_id": scan_id, "poses": n_poses}
+
+    def _await_capture(self, scan_id: str, pose: int, n_views: int) -> None:
+        """Hold the pose until vision reported every view of it (or the hold timeout)."""
+        deadline = time.monotonic() + self.pose_hold_timeout_s
+        captured = 0
+        while time.monotonic() < deadline:
+            try:
+                face = self._faces.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if face.get("scan_id") == scan_id and face.get("pose") == pose:
+                captured += 1
+                if captured == n_views:
+                    return
+        self._error("scan", "no_capture", f"vision did not report pose {pose} of scan "
+                    f"{scan_id} within {self.pose_hold_timeout_s} s; moving on", "check vision")
+
+    # --- reporting -------------------------------------------------------------------------
+    def _report_noise(self, before: tuple[int, int], plan_id: str) -> None:
+        """One report per job of damaged lines on the serial line (each was resent)."""
+        resends = self.link.events.resends - before[0]
+        bad = self.link.events.bad_lines - before[1]
+        if resends or bad:
+            self._error("serial", "serial_noise", f"plan {plan_id}: {resends} resend request(s) "
+                        f"from the firmware and {bad} damaged report(s) on {self.link.url}; "
+                        "every command still ran exactly once",
+                        "check the cable and its shielding if this keeps happening")
+
+    def _link_event(self, kind: str, message: str) -> None:
+        self._error("serial", f"serial_{kind}", message,
+                    "none: the actuator recovers by itself" if kind in (
+                        "reconnected", "recovered") else "wait; check the serial line if it "
+                    "persists", level_info=kind in ("reconnected", "recovered"))
+
+    def _fault(self, stage: str, exc: LinkError) -> None:
+        action = {"firmware_reset": "the cube state is unknown: rescan before the next plan",
+                  "fault": "free the mechanism, check the motor mapping, then rescan",
+                  "unreachable": "check the serial line and the firmware"}.get(
+                      exc.code, "check the robot")
+        self._error(stage, exc.code, str(exc), action)
+
+    def _error(self, stage: str, code: str, message: str, action: str,
+               level_info: bool = False, extra: dict | None = None) -> None:
+        self.node.publish("errors", {"service": "actuator", "stage": stage, "code": code,
+                                     "message": message, "action": action,
+                                     "detail": {"serial": self.link.url, "info": level_info,
+                                                **(extra or {})}})
+
+
+class FirmwareSimBus:
+    """The simulator on the bus: publishes the twin (latched ``sim.twin_state``) after every
+    motion and answers ``scramble`` (a person's hands on the simulated cube)."""
+
+    def __init__(self, profile: Profile, control: queue.Queue) -> None:
+        from robocell.common.bus import Node
+
+        self.profile = profile
+        self.control = control
+        self.node = Node("firmware-sim")
+
+    def start(self, core: Any) -> None:
+        core.on_twin = self.publish
+        self.node.start()
+        self.node.serve("scramble", self.on_scramble)
+        self.node.set_state("ready", profile=self.profile.name, boot_id=core.boot_id)
+        self.publish(core)
+
+    def stop(self) -> None:
+        self.node.stop()
+
+    def publish(self, core: Any) -> None:
+        twin = core.twin
+        state = twin.state()
+        self.node.publish("sim.twin_state", {
+            "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
+            "solved": state["solved"], "grips": state["grips"],
+            "arm_angles": state["arm_angles"], "fault": state["fault"],
+            "boot_id": core.boot_id})
+
+    def on_scramble(self, args: dict, ctx: Any) -> dict:
+        from robocell.common.bus import CommandFailed
+        from robocell.common.cube import apply_to_facelets, format_moves, solved
+        from robocell.common.notation import Move
+
+        size = self.profile.size or 3
+        facelets = args.get("facelets")
+        moves: list[Move] = []
+        if facelets is None:
+            rng = random.Random(args.get("seed"))
+            faces = "URFDLB"
+            for _ in range(args.get("moves", DEFAULT_SCRAMBLE_MOVES)):
+                moves.append(Move(rng.choice(faces), rng.choice((1, 2, 3))))
+            facelets = apply_to_facelets(solved(size), moves, size)
+        else:
+            from robocell.common.validation import CubeStateError, validate
+
+            try:
+                validate(facelets, size)
+            except CubeStateError as exc:
+                raise CommandFailed("invalid_arguments", f"scramble facelets: {exc}") from None
+
+        def set_cube(core: Any) -> str:
+            core.twin.facelets = facelets
+            core.twin.fault = None
+            core._log("scramble", facelets=facelets)
+            self.publish(core)
+            return facelets
+
+        reply: queue.Queue = queue.Queue()
+        self.control.put((set_cube, reply))
+        result = reply.get(timeout=5.0)
+        if isinstance(result, Exception):
+            raise CommandFailed("failed", f"scramble failed: {result}")
+        return {"facelets": result, "moves": format_moves(moves)}
+
+
+def run_service(args: argparse.Namespace) -> int:
+    """`robocell actuator`: serve until Ctrl-C."""
+    from robocell.cli import CommandError
+    from robocell.common.bus import Node
+
+    try:
+        profile = load_profile(args.profile)
+        Compiler(profile)
+    except ProfileError as exc:
+        raise CommandError(str(exc)) from None
+    link = Link(args.serial)
+    with Node("actuator") as node:
+        service = ActuatorService(node, profile, link, auto=args.auto)
+        service.start()
+        node.wait()
+    link.close()
+    return 0
+

@@ -1,0 +1,68 @@
+"""Command line of the monitor: `robocell monitor` serves the live web dashboard of the cell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+DEFAULT_HTTP = "127.0.0.1:8765"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "monitor", help="live web dashboard of the cell (aiohttp + WebSocket)",
+        description="Serve a dashboard of the cell: services and their health, topic rates, "
+                    "the cube and the twin, scan thumbnails, the plan and its progress, cycle "
+                    "history and errors. Control (scramble, start, pause/resume, e-stop) is "
+                    "offered only to a browser that presents the token: open "
+                    "http://HOST:PORT/#token=TOKEN. Watch a remote cell with --broker and "
+                    "--curve-key (its broker's CURVE endpoint).")
+    p.add_argument("--broker", metavar="tcp://HOST:PORT",
+                   help="broker base address (default $ROBOCELL_BUS or tcp://127.0.0.1:7600); "
+                        "with --curve-key, the broker's remote (CURVE) address")
+    p.add_argument("--curve-key", metavar="FILE",
+                   help="client key file for a remote broker's CURVE endpoint "
+                        "(default $ROBOCELL_BUS_CURVE_KEY); make one with `robocell keys "
+                        "generate NAME --broker-pub broker.pub`")
+    p.add_argument("--http", default=DEFAULT_HTTP, metavar="HOST:PORT",
+                   help=f"where the dashboard listens (default {DEFAULT_HTTP})")
+    p.add_argument("--token", default=None,
+                   help="token that enables control (default $ROBOCELL_MONITOR_TOKEN; "
+                        "without one the dashboard is read-only)")
+    p.add_argument("--name", default="monitor",
+                   help="service name on the bus (default monitor)")
+    p.set_defaults(func=run_monitor)
+
+
+def parse_http(text: str) -> tuple[str, int]:
+    """HOST:PORT of --http as (host, port); ValueError with what to write otherwise."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"--http {text!r} must look like HOST:PORT, e.g. 127.0.0.1:8765")
+    return host.strip("[]"), int(port_text)
+
+
+def run_monitor(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.common.bus import Endpoints
+    from robocell.common.curve_keys import KeyFileError
+    from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
+
+    try:
+        host, port = parse_http(args.http)
+        endpoints = Endpoints.resolve(args.broker, args.curve_key)
+        token = check_configured_token(args.token if args.token is not None
+                                       else os.environ.get(TOKEN_ENV))
+    except KeyFileError as exc:
+        raise CommandError(str(exc)) from None
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+    from robocell.services.monitor.server import MonitorServer, serve
+
+    try:
+        serve(MonitorServer(endpoints, token, name=args.name), host, port)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {args.http} ({exc}); is another monitor "
+                           "running? choose another port with --http") from None
+    return 0

@@ -1,0 +1,312 @@
+"""The monitor's web server: aiohttp serving the dashboard page and a WebSocket fed from the bus.
+
+Shell around the pure core (:mod:`.dashboard`, :mod:`.control`). Threads and tasks:
+
+- the bus :class:`~robocell.common.bus.Node` subscribes to every topic; its I/O thread
+  *ingests* each message into the :class:`~.dashboard.Dashboard` (constant work);
+- one asyncio task *ticks* every update period, takes the changed views and hands them to
+  every connected browser;
+- one sender task per browser sends what is pending for it. Pending views are kept per view
+  name, so a slow browser gets the newest value of each view, never a growing queue.
+
+WebSocket protocol (JSON text frames)::
+
+    server -> browser  {"type": "hello", "control_available", "authorised", "actions", ...}
+                       {"type": "update", "views": {name: value, ...}}
+                       {"type": "auth", "authorised": bool, "message"}
+                       {"type": "control_reply", "id", "action", "ok", "replies": [...]}
+                       {"type": "error", "message"}
+    browser -> server  {"type": "auth", "token": "..."}
+                       {"type": "control", "id": "...", "action": "start", "args": {}}
+
+A control message from a browser that has not presented the token is answered with a
+``forbidden`` control_reply and never reaches the bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import secrets
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import WSMsgType, web
+
+from robocell.common.bus import Endpoints, Node
+from robocell.services.monitor.control import (
+    ACTIONS,
+    ControlRefused,
+    check_token,
+    plan_control,
+)
+from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard, jsonable
+
+STATIC_DIR = Path(__file__).with_name("static")
+MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
+WRONG_TOKEN_DELAY_S = 0.5
+MAX_OUTBOX = 64
+"""Direct messages (replies) queued for one browser before the oldest are dropped."""
+CONTROL_WORKERS = 4
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "connect-src 'self' ws: wss:; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class Browser:
+    """One connected page: its WebSocket, whether it presented the token, what is pending."""
+
+    def __init__(self, ws: web.WebSocketResponse, peer: str) -> None:
+        self.ws = ws
+        self.peer = peer
+        self.authorised = False
+        self.pending: dict[str, Any] = {}
+        self.outbox: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_OUTBOX)
+        self.wake = asyncio.Event()
+        self.updates_sent = 0
+
+    def queue_views(self, views: dict[str, Any]) -> None:
+        self.pending.update(views)
+        self.wake.set()
+
+    def queue_message(self, message: dict[str, Any]) -> None:
+        self.outbox.append(message)
+        self.wake.set()
+
+    async def run_sender(self) -> None:
+        """Send direct messages first, then one update with every pending view; loops
+        until the socket closes."""
+        while not self.ws.closed:
+            await self.wake.wait()
+            self.wake.clear()
+            while self.outbox:
+                await self.ws.send_str(json.dumps(self.outbox.popleft()))
+            if self.pending:
+                views, self.pending = self.pending, {}
+                await self.ws.send_str(json.dumps({"type": "update", "views": views}))
+                self.updates_sent += 1
+
+
+class MonitorServer:
+    """The dashboard server: bus node, coalescing ticker, HTTP routes and WebSockets."""
+
+    def __init__(self, endpoints: Endpoints, token: str | None, *, name: str = "monitor",
+                 update_period: float = UPDATE_PERIOD_S) -> None:
+        self.endpoints = endpoints
+        self.token = token
+        self.name = name
+        self.update_period = update_period
+        self.dashboard = Dashboard()
+        self.browsers: set[Browser] = set()
+        self.node: Node | None = None
+        self.refused_controls = 0
+        self._pool = ThreadPoolExecutor(CONTROL_WORKERS, thread_name_prefix="monitor-control")
+        self._ticker: asyncio.Task[None] | None = None
+
+    # -- application -------------------------------------------------------------------------
+
+    def make_app(self) -> web.Application:
+        app = web.Application(middlewares=[_security_headers])
+        app.router.add_get("/", self._index)
+        app.router.add_get("/ws", self._websocket)
+        app.router.add_get("/api/snapshot", self._snapshot)
+        app.router.add_get("/healthz", self._health)
+        app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
+        app.on_startup.append(self._on_startup)
+        app.on_shutdown.append(self._on_shutdown)
+        app.on_cleanup.append(self._on_cleanup)
+        return app
+
+    async def _on_startup(self, app: web.Application) -> None:
+        loop = asyncio.get_running_loop()
+        self.node = await loop.run_in_executor(None, self._start_node)
+        self._ticker = asyncio.create_task(self._tick())
+
+    def _start_node(self) -> Node:
+        node = Node(self.name, self.endpoints, track_peers=False)
+        node.subscribe("", self.dashboard.ingest, prefix=True)
+        self.dashboard.receive_health = node.subscriber.stats.as_health
+        node.start()
+        node.set_state("ready", browsers=0)
+        return node
+
+    async def _on_shutdown(self, app: web.Application) -> None:
+        for browser in list(self.browsers):
+            await browser.ws.close(code=1001, message=b"monitor shutting down")
+
+    async def _on_cleanup(self, app: web.Application) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.node is not None:
+            node, self.node = self.node, None
+            await asyncio.get_running_loop().run_in_executor(None, node.stop)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _tick(self) -> None:
+        """Every update period: hand the changed views to every browser (ends on cancel)."""
+        while True:
+            await asyncio.sleep(self.update_period)
+            try:
+                views = self.dashboard.take_changes()
+            except Exception as exc:  # keep ticking: the next period may be fine
+                print(f"monitor: cannot build the dashboard's views: {type(exc).__name__}: "
+                      f"{exc}", file=sys.stderr, flush=True)
+                continue
+            if views:
+                for browser in self.browsers:
+                    browser.queue_views(views)
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC_DIR / "index.html")
+
+    async def _snapshot(self, request: web.Request) -> web.Response:
+        return web.json_response(self.dashboard.snapshot(), dumps=json.dumps)
+
+    async def _health(self, request: web.Request) -> web.Response:
+        linked = self.node is not None
+        return web.json_response({"ok": linked, "service": self.name,
+                                  "ingested": self.dashboard.ingested,
+                                  "browsers": len(self.browsers),
+                                  "refused_controls": self.refused_controls},
+                                 status=200 if linked else 503)
+
+    # -- WebSocket ---------------------------------------------------------------------------
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        if origin and urlsplit(origin).netloc != request.host:
+            raise web.HTTPForbidden(text=f"WebSocket from origin {origin!r} refused: the "
+                                         f"dashboard only talks to its own page")
+        ws = web.WebSocketResponse(heartbeat=10.0, max_msg_size=MAX_BROWSER_MESSAGE_BYTES)
+        await ws.prepare(request)
+        browser = Browser(ws, request.remote or "?")
+        browser.queue_message(self._hello(browser))
+        browser.queue_views(self.dashboard.snapshot())
+        self.browsers.add(browser)
+        self._announce_browsers()
+        sender = asyncio.create_task(browser.run_sender())
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    await self._on_browser_message(browser, msg.data)
+                elif msg.type == WSMsgType.BINARY:
+                    browser.queue_message({"type": "error",
+                                           "message": "binary frames are not understood"})
+        finally:
+            self.browsers.discard(browser)
+            sender.cancel()
+            self._announce_browsers()
+        return ws
+
+    def _announce_browsers(self) -> None:
+        if self.node is not None:
+            self.node.set_state("ready", browsers=len(self.browsers))
+
+    def _hello(self, browser: Browser) -> dict[str, Any]:
+        return {"type": "hello", "service": self.name, "authorised": browser.authorised,
+                "control_available": self.token is not None, "actions": list(ACTIONS),
+                "remote": self.endpoints.curve is not None,
+                "broker": self.endpoints.subscribe, "update_period_s": self.update_period}
+
+    async def _on_browser_message(self, browser: Browser, text: str) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            browser.queue_message({"type": "error", "message": "message is not JSON"})
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "auth":
+            await self._on_auth(browser, message.get("token"))
+        elif kind == "control":
+            await self._on_control(browser, message)
+        else:
+            browser.queue_message({"type": "error",
+                                   "message": f"unknown message type {kind!r}; "
+                                              "expected auth or control"})
+
+    async def _on_auth(self, browser: Browser, token: Any) -> None:
+        if self.token is None:
+            browser.queue_message({"type": "auth", "authorised": False,
+                                   "message": "this monitor was started without a token: "
+                                              "control is off (restart it with --token)"})
+            return
+        browser.authorised = check_token(self.token, token)
+        if not browser.authorised:
+            await asyncio.sleep(WRONG_TOKEN_DELAY_S)  # slow down guessing
+        browser.queue_message({"type": "auth", "authorised": browser.authorised,
+                               "message": "control enabled" if browser.authorised
+                               else "wrong token: the dashboard stays read-only"})
+
+    async def _on_control(self, browser: Browser, message: dict[str, Any]) -> None:
+        request_id = str(message.get("id") or secrets.token_hex(4))[:64]
+        try:
+            action, args = plan_control(message, browser.authorised)
+        except ControlRefused as exc:
+            if exc.code == "forbidden":
+                self.refused_controls += 1
+                print(f"monitor: refused control {message.get('action')!r} from "
+                      f"{browser.peer}: no token", file=sys.stderr, flush=True)
+            browser.queue_message({"type": "control_reply", "id": request_id,
+                                   "action": message.get("action"), "ok": False,
+                                   "replies": [{"service": "monitor", "command": "control",
+                                                "ok": False, "error": exc.code,
+                                                "message": exc.message}]})
+            return
+        node = self.node
+        if node is None:
+            return
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        replies = await asyncio.gather(*(
+            loop.run_in_executor(self._pool, node.request, service, command, args,
+                                 action.timeout_s)
+            for service, command in action.commands))
+        elapsed_ms = (time.monotonic() - started) * 1000.0
+        answers = [{"service": r.service, "command": r.command, "ok": r.ok,
+                    "error": r.error, "message": r.message, "result": jsonable(r.result)}
+                   for r in replies]
+        for answer in answers:
+            if not answer["ok"]:
+                self.dashboard.note_error(
+                    "monitor", "control", answer["error"] or "failed",
+                    f"{answer['service']}.{answer['command']}: {answer['message']}")
+        browser.queue_message({"type": "control_reply", "id": request_id,
+                               "action": action.name, "ok": all(a["ok"] for a in answers),
+                               "replies": answers, "elapsed_ms": round(elapsed_ms, 1)})
+
+
+@web.middleware
+async def _security_headers(request: web.Request, handler: Any) -> web.StreamResponse:
+    response = await handler(request)
+    if not response.prepared:
+        response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def serve(server: MonitorServer, host: str, port: int) -> None:
+    """Run the server until Ctrl-C or SIGTERM."""
+    def announce(text: str) -> None:
+        print(f"monitor: dashboard on http://{host}:{port}/  (bus {server.endpoints.subscribe}"
+              f"{', remote CURVE' if server.endpoints.curve else ''}; control "
+              f"{'needs the token' if server.token else 'off: no token'})",
+              file=sys.stderr, flush=True)
+        if server.token and host not in LOOPBACK_HOSTS:
+            print(f"monitor: warning: listening on {host} over plain HTTP: the token crosses "
+                  "the network in clear; keep the dashboard on loopback and reach it through "
+                  "an SSH tunnel or a TLS proxy", file=sys.stderr, flush=True)
+
+    web.run_app(server.make_app(), host=host, port=port, print=announce,
+                access_log=None, handle_signals=True, shutdown_timeout=2.0)

@@ -1,0 +1,136 @@
+"""The board as flat arrays: interior squares, neighbours, goals, dead squares, push distances."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from robocell.sokoban.level import Level, LevelError
+
+N_DIRS = 4
+UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3
+DIR_CHARS = "udlr"
+"""LURD letter of each direction (lower case = walk, upper case = push)."""
+DIR_DELTAS = ((-1, 0), (1, 0), (0, -1), (0, 1))
+NO_SQUARE = -1
+UNREACHABLE = 1 << 20
+"""Push distance of a box that can never reach the goal; any bound that sums it is infinite."""
+ZOBRIST_SEED = 0x50B0BA
+
+
+def opposite(direction: int) -> int:
+    """The direction pointing the other way (up <-> down, left <-> right)."""
+    return direction ^ 1
+
+
+@dataclass
+class Board:
+    """A validated level reduced to its interior squares, numbered 0..n_squares-1 row-major.
+
+    Boxes that sit on goals outside the player's reach can never move: they count as walls
+    and their goals are dropped. Everything a search needs is a numpy array indexed by square.
+    """
+
+    level: Level
+    n_squares: int
+    square_rc: np.ndarray       # int16[n, 2]: row, column of each square
+    index_grid: np.ndarray      # int16[H, W]: square number or NO_SQUARE
+    neighbours: np.ndarray      # int16[n, 4]: square in each direction or NO_SQUARE
+    is_goal: np.ndarray         # bool[n]
+    goal_squares: np.ndarray    # int16[n_goals]
+    start_boxes: np.ndarray     # int16[n_boxes], sorted
+    start_player: int
+    dead: np.ndarray            # bool[n]: a box here can never reach any goal
+    push_distance: np.ndarray   # int32[n_goals, n]: pushes from square to goal, one box alone
+    zobrist_box: np.ndarray     # uint64[n]
+    zobrist_player: np.ndarray  # uint64[n]
+
+    @property
+    def n_boxes(self) -> int:
+        return len(self.start_boxes)
+
+    def square(self, row: int, col: int) -> int:
+        return int(self.index_grid[row, col])
+
+    def name(self, square: int) -> str:
+        from robocell.sokoban.level import square_name
+
+        r, c = self.square_rc[square]
+        return square_name(int(r), int(c))
+
+    def render(self, boxes: np.ndarray | list[int], player: int) -> str:
+        """XSB drawing of a state of this board (fixed boxes outside the interior kept)."""
+        grid = [list(row) for row in self.level.rows]
+        inner = set(int(s) for s in range(self.n_squares))
+        for s in inner:
+            r, c = self.square_rc[s]
+            grid[r][c] = "." if self.is_goal[s] else " "
+        box_set = set(int(b) for b in boxes)
+        for s in box_set:
+            r, c = self.square_rc[s]
+            grid[r][c] = "*" if self.is_goal[s] else "$"
+        r, c = self.square_rc[player]
+        grid[r][c] = "+" if self.is_goal[player] else "@"
+        return "\n".join("".join(row).rstrip() for row in grid)
+
+
+def build_board(level: Level) -> Board:
+    """Precompute the flat arrays of a level (validates it first)."""
+    level.validate()
+    interior = level.reachable()
+    goals = level.goals
+    boxes = level.boxes
+    order = sorted(interior)
+    height, width = level.height, level.width
+    index_grid = np.full((height, width), NO_SQUARE, dtype=np.int16)
+    for i, (r, c) in enumerate(order):
+        index_grid[r, c] = i
+    n = len(order)
+    square_rc = np.array(order, dtype=np.int16).reshape(n, 2)
+    neighbours = np.full((n, N_DIRS), NO_SQUARE, dtype=np.int16)
+    for i, (r, c) in enumerate(order):
+        for d, (dr, dc) in enumerate(DIR_DELTAS):
+            nr, nc = r + dr, c + dc
+            if 0 <= nr < height and 0 <= nc < width and index_grid[nr, nc] != NO_SQUARE:
+                neighbours[i, d] = index_grid[nr, nc]
+    is_goal = np.zeros(n, dtype=np.bool_)
+    for r, c in goals:
+        if (r, c) in interior:
+            is_goal[index_grid[r, c]] = True
+    goal_squares = np.flatnonzero(is_goal).astype(np.int16)
+    start_boxes = np.array(sorted(int(index_grid[r, c]) for r, c in boxes if (r, c) in interior),
+                           dtype=np.int16)
+    if len(start_boxes) != len(goal_squares):
+        raise LevelError(f"level {level.index}: {len(start_boxes)} movable boxes but "
+                         f"{len(goal_squares)} reachable goals")
+    player = int(index_grid[level.player])
+    push_distance = np.full((len(goal_squares), n), UNREACHABLE, dtype=np.int32)
+    for gi, goal in enumerate(goal_squares):
+        push_distance[gi] = _pull_distances(int(goal), neighbours)
+    dead = (push_distance.min(axis=0) >= UNREACHABLE) if len(goal_squares) else np.ones(n, bool)
+    rng = np.random.default_rng(ZOBRIST_SEED)
+    zobrist_box = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64)
+    zobrist_player = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64)
+    return Board(level, n, square_rc, index_grid, neighbours, is_goal, goal_squares,
+                 start_boxes, player, dead.astype(np.bool_), push_distance, zobrist_box,
+                 zobrist_player)
+
+
+def _pull_distances(goal: int, neighbours: np.ndarray) -> np.ndarray:
+    """Fewest pushes that bring a lone box from each square to ``goal`` (breadth-first
+    search by pulls: the box moves from b to p = b+d while the player steps from p to p+d)."""
+    n = len(neighbours)
+    dist = np.full(n, UNREACHABLE, dtype=np.int32)
+    dist[goal] = 0
+    queue = deque([goal])
+    while queue:
+        box = queue.popleft()
+        for d in range(N_DIRS):
+            p = neighbours[box, d]
+            if p == NO_SQUARE or neighbours[p, d] == NO_SQUARE or dist[p] != UNREACHABLE:
+                continue
+            dist[p] = dist[box] + 1
+            queue.append(int(p))
+    return dist

@@ -1,0 +1,207 @@
+"""`robocell sokoban`: parse, graph, solve, verify and generate Sokoban levels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sokoban", help="Sokoban levels: parse, graph, solve, "
+                                   "verify, generate",
+                                   description="Sokoban levels in XSB files (--level counts "
+                                   "levels from 1 in file order).")
+    sub = parser.add_subparsers(dest="sokoban_command", metavar="SUBCOMMAND", required=True)
+
+    p = sub.add_parser("parse", help="read a level file and validate its levels")
+    p.add_argument("file", type=Path)
+    p.add_argument("--level", type=int, help="show only this level (1-based)")
+    p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("graph", help="the complete push graph of a small level")
+    p.add_argument("file", type=Path)
+    p.add_argument("--level", type=int, default=1)
+    p.add_argument("--max-states", type=int, default=2_000_000,
+                   help="stop with a message above this many states (default 2000000)")
+    p.add_argument("--export", type=Path, help="write the live graph here (.dot, .graphml or "
+                   ".json, chosen by the suffix unless --format is given)")
+    p.add_argument("--format", choices=("dot", "graphml", "json"))
+    p.add_argument("--max-export", type=int, default=5_000,
+                   help="largest live graph that will be exported (default 5000 states)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("solve", help="solve a level (push- or move-optimal, or fast)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--level", type=int, default=1)
+    p.add_argument("--metric", choices=("pushes", "moves"), default="pushes")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+    p.add_argument("--fast", action="store_true",
+                   help="weighted A* (weight 5): quicker on big levels, not proven optimal")
+    p.add_argument("--weight", type=int, help="weight of the bound in f = g + w*h (1 = optimal)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("verify", help="replay a LURD solution and say whether it solves")
+    p.add_argument("file", type=Path)
+    p.add_argument("lurd", help="the solution in LURD, or @FILE to read it from a file")
+    p.add_argument("--level", type=int, default=1)
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("generate", help="new levels: the states farthest from solved, by "
+                       "pulling boxes back from the goals")
+    p.add_argument("file", type=Path)
+    p.add_argument("--level", type=int, default=1)
+    p.add_argument("--count", type=int, default=3)
+    p.add_argument("--max-states", type=int, default=1_000_000)
+    p.add_argument("--moves", action="store_true", help="also state the move-optimal length")
+    p.add_argument("--output", type=Path, help="write the levels to this XSB file")
+    p.set_defaults(func=cmd_generate)
+
+
+def _load(file: Path, number: int):
+    from robocell.cli import CommandError
+    from robocell.sokoban.level import LevelError, load_level
+
+    try:
+        return load_level(file, number)
+    except LevelError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.sokoban.level import LevelError, load_levels
+
+    try:
+        levels = load_levels(args.file)
+    except LevelError as exc:
+        raise CommandError(str(exc)) from exc
+    if not levels:
+        raise CommandError(f"{args.file}: no levels found; expected XSB rows of #@+$*. and "
+                           "spaces")
+    if args.level is not None:
+        if not 1 <= args.level <= len(levels):
+            raise CommandError(f"{args.file}: has levels 1..{len(levels)}, not {args.level}")
+        levels = [levels[args.level - 1]]
+    bad = 0
+    for level in levels:
+        try:
+            level.validate()
+            status = f"ok: {level.width}x{level.height}, {len(level.boxes)} boxes"
+        except LevelError as exc:
+            bad += 1
+            status = f"INVALID: {exc}"
+        print(f"level {level.index} (line {level.line}, title {level.title!r}): {status}")
+        if args.level is not None:
+            print(level.xsb())
+    print(f"{len(levels) - bad} of {len(levels)} levels valid")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.sokoban.board import build_board
+    from robocell.sokoban.graph import GraphTooLarge, build_graph
+
+    level = _load(args.file, args.level)
+    board = build_board(level)
+    try:
+        graph = build_graph(board, max_states=args.max_states)
+    except GraphTooLarge as exc:
+        raise CommandError(f"level {args.level}: {exc}") from exc
+    summary = graph.summary()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for key, value in summary.items():
+            print(f"{key:>21}: {'n/a (too many states)' if value is None else value}")
+    if args.export:
+        fmt = args.format or args.export.suffix.lstrip(".").lower()
+        writers = {"dot": graph.to_dot, "gv": graph.to_dot, "graphml": graph.to_graphml,
+                   "json": graph.to_json}
+        if fmt not in writers:
+            raise CommandError(f"cannot tell the export format from {args.export.name!r}; "
+                               "use a .dot, .graphml or .json name or --format")
+        try:
+            text = writers[fmt](limit=args.max_export)
+        except GraphTooLarge as exc:
+            raise CommandError(f"level {args.level}: {exc}") from exc
+        args.export.write_text(text)
+        print(f"wrote {args.export} ({summary['live_states']} states, "
+              f"{summary['live_arcs']} arcs)")
+    return EXIT_OK
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.sokoban.board import build_board
+    from robocell.sokoban.lurd import replay
+    from robocell.sokoban.solver import solve
+
+    level = _load(args.file, args.level)
+    weight = args.weight if args.weight is not None else (5 if args.fast else 1)
+    if weight < 1:
+        raise CommandError("--weight must be 1 (optimal) or more")
+    result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight)
+    if result.solved and not replay(level, result.lurd).solved:
+        raise CommandError("internal error: the solution found does not replay; please report")
+    if args.json:
+        print(json.dumps(result.__dict__))
+    else:
+        if result.solved:
+            print(result.lurd)
+        print(f"status: {result.status}; {result.metric}-optimal: "
+              f"{'yes' if result.optimal and result.solved else 'no'}; pushes {result.pushes}, "
+              f"moves {result.moves}; expanded {result.expanded}, stored {result.stored}, "
+              f"deadlocks pruned {result.deadlocks}; {result.seconds:.2f} s; "
+              f"start lower bound {result.lower_bound} pushes")
+    return EXIT_OK if result.solved else EXIT_FAILED
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.sokoban.lurd import replay
+
+    level = _load(args.file, args.level)
+    lurd = args.lurd
+    if lurd.startswith("@"):
+        try:
+            lurd = Path(lurd[1:]).read_text()
+        except OSError as exc:
+            raise CommandError(f"cannot read the solution file {lurd[1:]}: {exc.strerror}") \
+                from exc
+    result = replay(level, lurd)
+    if result.solved:
+        print(f"solved: {result.moves} moves, {result.pushes} pushes")
+        return EXIT_OK
+    print(f"not solved: {result.error}")
+    print(result.final)
+    return EXIT_FAILED
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from robocell.sokoban.generator import generate
+
+    level = _load(args.file, args.level)
+    result = generate(level, count=args.count, max_states=args.max_states,
+                      with_moves=args.moves)
+    lines = []
+    for g in result.levels:
+        lines.append(g.xsb())
+        moves = f", {g.moves} moves (move-optimal)" if g.moves is not None else ""
+        lines.append(f"; {g.level.title}: {g.pushes} pushes (push-optimal){moves}")
+        lines.append("")
+    text = "\n".join(lines)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    scope = "all" if result.complete else f"the first {result.states_explored} (limit reached)"
+    print(f"; searched {scope} of the {result.states_explored} solvable states; deepest "
+          f"{result.max_depth} pushes", file=sys.stderr)
+    return EXIT_OK

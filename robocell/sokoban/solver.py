@@ -1,0 +1,495 @@
+"""Sokoban solver: A* over compact states in flat numpy arrays, push- or move-optimal.
+
+A state is the sorted box squares plus one player square: in the push metric the smallest
+square the player can reach without pushing (one state per player region), in the move metric
+the player's exact square. Arcs are single pushes. The search keeps every node in preallocated
+arrays (boxes, player, Zobrist hash, cost, bound, parent, push) with an open-addressing
+transposition table and a binary heap of (f, g, node); it runs in compiled chunks so that the
+caller can enforce a deadline and grow the arrays. Pruning: dead squares, freeze deadlocks,
+and an infeasible matching. The bound is the minimum-cost matching of boxes to goals.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from robocell.sokoban.board import DIR_CHARS, N_DIRS, NO_SQUARE, Board
+from robocell.sokoban.bounds import INFEASIBLE, matching_lower_bound, matching_scratch
+from robocell.sokoban.deadlocks import freeze_deadlock_after_push
+
+METRIC_PUSHES = "pushes"
+METRIC_MOVES = "moves"
+MOVE_SCALE = 1 << 12
+"""Move metric cost of a push = walk*MOVE_SCALE + MOVE_SCALE + 1: fewest moves, then pushes."""
+
+STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
+ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES = range(7)
+N_STATS = 8
+EMPTY_SLOT = -1
+NO_PUSH = -1
+CHUNK_EXPANSIONS = 20_000
+INITIAL_CAPACITY = 1 << 15
+DEFAULT_MAX_NODES = 40_000_000
+
+
+@njit("int64(int64, int16[:, ::1], boolean[::1], int32[::1], int64, int32[::1], int32[::1])",
+      cache=True)
+def region_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
+                stamp: int, walk: np.ndarray, queue: np.ndarray) -> int:
+    """Breadth-first walk from ``start`` over free squares: marks every reachable square with
+    ``stamp``, stores walking distances in ``walk``, and returns the smallest reachable square
+    (the normalised player position of the region)."""
+    head = 0
+    tail = 1
+    queue[0] = start
+    mark[start] = stamp
+    walk[start] = 0
+    smallest = start
+    while head < tail:
+        s = queue[head]
+        head += 1
+        if s < smallest:
+            smallest = s
+        for d in range(4):
+            t = neighbours[s, d]
+            if t >= 0 and mark[t] != stamp and not occupied[t]:
+                mark[t] = stamp
+                walk[t] = walk[s] + 1
+                queue[tail] = t
+                tail += 1
+    return smallest
+
+
+@njit("int64(int32[::1], uint64, int64, int16[::1], uint64[::1], int16[::1], int16[:, ::1])",
+      cache=True)
+def table_find(table: np.ndarray, key: np.uint64, player: int, boxes: np.ndarray,
+               node_hash: np.ndarray, node_player: np.ndarray, node_boxes: np.ndarray) -> int:
+    """Node holding this state, or EMPTY_SLOT - linear probing on the Zobrist key."""
+    mask = table.shape[0] - 1
+    slot = np.int64(key & np.uint64(mask))
+    nb = boxes.shape[0]
+    while True:
+        node = table[slot]
+        if node == EMPTY_SLOT:
+            return EMPTY_SLOT
+        if node_hash[node] == key and node_player[node] == player:
+            same = True
+            for k in range(nb):
+                if node_boxes[node, k] != boxes[k]:
+                    same = False
+                    break
+            if same:
+                return node
+        slot = (slot + 1) & mask
+
+
+@njit("void(int32[::1], uint64, int64)", cache=True)
+def table_insert(table: np.ndarray, key: np.uint64, node: int) -> None:
+    mask = table.shape[0] - 1
+    slot = np.int64(key & np.uint64(mask))
+    while table[slot] != EMPTY_SLOT:
+        slot = (slot + 1) & mask
+    table[slot] = node
+
+
+@njit(cache=True)
+def rebuild_table(table: np.ndarray, node_hash: np.ndarray, n_nodes: int) -> None:
+    table[:] = EMPTY_SLOT
+    for node in range(n_nodes):
+        table_insert(table, node_hash[node], node)
+
+
+@njit(cache=True)
+def _heap_less(heap_f: np.ndarray, heap_g: np.ndarray, i: int, j: int) -> bool:
+    return heap_f[i] < heap_f[j] or (heap_f[i] == heap_f[j] and heap_g[i] > heap_g[j])
+
+
+@njit(cache=True)
+def _heap_swap(heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray,
+               i: int, j: int) -> None:
+    heap_f[i], heap_f[j] = heap_f[j], heap_f[i]
+    heap_g[i], heap_g[j] = heap_g[j], heap_g[i]
+    heap_node[i], heap_node[j] = heap_node[j], heap_node[i]
+
+
+@njit(cache=True)
+def heap_push(heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray, size: int,
+              f: int, g: int, node: int) -> int:
+    """Add an entry; returns the new size. Order: smallest f, then largest g."""
+    i = size
+    heap_f[i] = f
+    heap_g[i] = g
+    heap_node[i] = node
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _heap_less(heap_f, heap_g, i, parent):
+            _heap_swap(heap_f, heap_g, heap_node, i, parent)
+            i = parent
+        else:
+            break
+    return size + 1
+
+
+@njit(cache=True)
+def heap_pop(heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray, size: int) -> int:
+    """Remove the top entry (moved to index ``size - 1``); returns the new size."""
+    last = size - 1
+    _heap_swap(heap_f, heap_g, heap_node, 0, last)
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= last:
+            break
+        best = left
+        if left + 1 < last and _heap_less(heap_f, heap_g, left + 1, left):
+            best = left + 1
+        if _heap_less(heap_f, heap_g, best, i):
+            _heap_swap(heap_f, heap_g, heap_node, best, i)
+            i = best
+        else:
+            break
+    return last
+
+
+@njit(cache=True)
+def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.ndarray,
+             push_distance: np.ndarray, zobrist_box: np.ndarray, zobrist_player: np.ndarray,
+             node_boxes: np.ndarray, node_player: np.ndarray, node_hash: np.ndarray,
+             node_g: np.ndarray, node_h: np.ndarray, node_parent: np.ndarray,
+             node_push: np.ndarray, node_closed: np.ndarray, table: np.ndarray,
+             heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray,
+             h_scale: int, stats: np.ndarray) -> int:
+    """Store the start state as node 0 and open it; returns its bound (INFEASIBLE if dead)."""
+    n = neighbours.shape[0]
+    occupied = np.zeros(n, dtype=np.bool_)
+    for b in boxes:
+        occupied[b] = True
+    mark = np.zeros(n, dtype=np.int32)
+    walk = np.zeros(n, dtype=np.int32)
+    queue = np.zeros(n, dtype=np.int32)
+    norm = region_scan(player, neighbours, occupied, mark, 1, walk, queue)
+    start = player if exact_player else norm
+    key = zobrist_player[start]
+    for b in boxes:
+        key ^= zobrist_box[b]
+    lb = matching_lower_bound(boxes, push_distance, matching_scratch(boxes.shape[0]))
+    node_boxes[0, :] = boxes
+    node_player[0] = start
+    node_hash[0] = key
+    node_g[0] = 0
+    node_h[0] = lb * h_scale
+    node_parent[0] = -1
+    node_push[0] = NO_PUSH
+    node_closed[0] = 0
+    table_insert(table, key, 0)
+    stats[ST_NODES] = 1
+    if lb < INFEASIBLE:
+        stats[ST_HEAP] = heap_push(heap_f, heap_g, heap_node, 0, lb * h_scale, 0, 0)
+    return lb
+
+
+@njit(cache=True)
+def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
+                 push_distance: np.ndarray, zobrist_box: np.ndarray,
+                 zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
+                 node_hash: np.ndarray, node_g: np.ndarray, node_h: np.ndarray,
+                 node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
+                 table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
+                 heap_node: np.ndarray, exact_player: bool, weight: int, h_scale: int,
+                 budget: int, stats: np.ndarray) -> int:
+    """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
+
+    STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
+    grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
+    """
+    n_squares = neighbours.shape[0]
+    nb = node_boxes.shape[1]
+    capacity = node_boxes.shape[0]
+    heap_capacity = heap_f.shape[0]
+    occupied = np.zeros(n_squares, dtype=np.bool_)
+    fixed = np.zeros(n_squares, dtype=np.bool_)
+    frames = np.zeros((n_squares + 1, 3), dtype=np.int64)
+    mark = np.zeros(n_squares, dtype=np.int32)
+    child_mark = np.zeros(n_squares, dtype=np.int32)
+    walk = np.zeros(n_squares, dtype=np.int32)
+    child_walk = np.zeros(n_squares, dtype=np.int32)
+    queue = np.zeros(n_squares, dtype=np.int32)
+    child = np.zeros(nb, dtype=np.int16)
+    scratch = matching_scratch(nb)
+    n_nodes = stats[ST_NODES]
+    heap_size = stats[ST_HEAP]
+    stamp = 0
+    child_stamp = 0
+    status = STATUS_RUNNING
+    expanded = 0
+    while expanded < budget:
+        if heap_size == 0:
+            status = STATUS_NO_SOLUTION
+            break
+        if n_nodes + 4 * nb + 1 >= capacity or heap_size + 4 * nb + 1 >= heap_capacity:
+            status = STATUS_FULL
+            break
+        heap_size = heap_pop(heap_f, heap_g, heap_node, heap_size)
+        node = heap_node[heap_size]
+        g = heap_g[heap_size]
+        if node_closed[node] or g != node_g[node]:
+            continue
+        if node_h[node] == 0:
+            stats[ST_GOAL] = node
+            status = STATUS_SOLVED
+            break
+        node_closed[node] = 1
+        expanded += 1
+        boxes = node_boxes[node]
+        key = node_hash[node]
+        player = node_player[node]
+        for k in range(nb):
+            occupied[boxes[k]] = True
+        stamp += 1
+        region_scan(player, neighbours, occupied, mark, stamp, walk, queue)
+        for i in range(nb):
+            b = boxes[i]
+            for d in range(N_DIRS):
+                behind = neighbours[b, d ^ 1]
+                if behind < 0 or mark[behind] != stamp:
+                    continue
+                target = neighbours[b, d]
+                if target < 0 or occupied[target] or dead[target]:
+                    continue
+                stats[ST_GENERATED] += 1
+                occupied[b] = False
+                occupied[target] = True
+                if freeze_deadlock_after_push(target, neighbours, occupied, dead, is_goal,
+                                              fixed, frames):
+                    occupied[target] = False
+                    occupied[b] = True
+                    stats[ST_DEADLOCKS] += 1
+                    continue
+                if exact_player:
+                    child_player = b
+                    cost = (walk[behind] + 1) * MOVE_SCALE + 1
+                else:
+                    child_stamp += 1
+                    child_player = region_scan(b, neighbours, occupied, child_mark, child_stamp,
+                                               child_walk, queue)
+                    cost = 1
+                occupied[target] = False
+                occupied[b] = True
+                for k in range(nb):
+                    child[k] = boxes[k]
+                child[i] = target
+                j = i
+                while j > 0 and child[j - 1] > child[j]:
+                    child[j - 1], child[j] = child[j], child[j - 1]
+                    j -= 1
+                while j < nb - 1 and child[j + 1] < child[j]:
+                    child[j + 1], child[j] = child[j], child[j + 1]
+                    j += 1
+                child_key = (key ^ zobrist_box[b] ^ zobrist_box[target]
+                             ^ zobrist_player[player] ^ zobrist_player[child_player])
+                child_g = g + cost
+                found = table_find(table, child_key, child_player, child, node_hash,
+                                   node_player, node_boxes)
+                if found != EMPTY_SLOT:
+                    if child_g < node_g[found] and not node_closed[found]:
+                        node_g[found] = child_g
+                        node_parent[found] = node
+                        node_push[found] = b * N_DIRS + d
+                        heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
+                                              child_g + weight * node_h[found], child_g, found)
+                    else:
+                        stats[ST_DUPLICATES] += 1
+                    continue
+                lb = matching_lower_bound(child, push_distance, scratch)
+                if lb >= INFEASIBLE:
+                    stats[ST_DEADLOCKS] += 1
+                    continue
+                h = lb * h_scale
+                for k in range(nb):
+                    node_boxes[n_nodes, k] = child[k]
+                node_player[n_nodes] = child_player
+                node_hash[n_nodes] = child_key
+                node_g[n_nodes] = child_g
+                node_h[n_nodes] = h
+                node_parent[n_nodes] = node
+                node_push[n_nodes] = b * N_DIRS + d
+                node_closed[n_nodes] = 0
+                table_insert(table, child_key, n_nodes)
+                heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
+                                      child_g + weight * h, child_g, n_nodes)
+                n_nodes += 1
+        for k in range(nb):
+            occupied[boxes[k]] = False
+    stats[ST_NODES] = n_nodes
+    stats[ST_HEAP] = heap_size
+    stats[ST_EXPANDED] += expanded
+    return status
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve: status, LURD solution and search statistics."""
+
+    status: str              # "solved", "no solution", "timeout", "memory"
+    metric: str
+    lurd: str = ""
+    pushes: int = 0
+    moves: int = 0
+    optimal: bool = False    # solution proven optimal in the metric (or unsolvability proven)
+    expanded: int = 0
+    generated: int = 0
+    stored: int = 0
+    deadlocks: int = 0
+    seconds: float = 0.0
+    lower_bound: int = 0
+
+    @property
+    def solved(self) -> bool:
+        return self.status == "solved"
+
+
+class _Arena:
+    """The growable arrays of one search."""
+
+    def __init__(self, n_boxes: int, capacity: int) -> None:
+        self.capacity = capacity
+        self.boxes = np.zeros((capacity, n_boxes), dtype=np.int16)
+        self.player = np.zeros(capacity, dtype=np.int16)
+        self.hash = np.zeros(capacity, dtype=np.uint64)
+        self.g = np.zeros(capacity, dtype=np.int64)
+        self.h = np.zeros(capacity, dtype=np.int64)
+        self.parent = np.zeros(capacity, dtype=np.int32)
+        self.push = np.zeros(capacity, dtype=np.int32)
+        self.closed = np.zeros(capacity, dtype=np.uint8)
+        self.table = np.full(4 * capacity, EMPTY_SLOT, dtype=np.int32)
+        self.heap_f = np.zeros(2 * capacity, dtype=np.int64)
+        self.heap_g = np.zeros(2 * capacity, dtype=np.int64)
+        self.heap_node = np.zeros(2 * capacity, dtype=np.int32)
+
+    def grow(self, n_nodes: int, heap_size: int) -> None:
+        new = self.capacity * 2
+
+        def bigger(a: np.ndarray, size: int, used: int) -> np.ndarray:
+            out = np.zeros((size,) + a.shape[1:], dtype=a.dtype)
+            out[:used] = a[:used]
+            return out
+
+        self.boxes = bigger(self.boxes, new, n_nodes)
+        for name in ("player", "hash", "g", "h", "parent", "push", "closed"):
+            setattr(self, name, bigger(getattr(self, name), new, n_nodes))
+        for name in ("heap_f", "heap_g", "heap_node"):
+            setattr(self, name, bigger(getattr(self, name), 2 * new, heap_size))
+        self.table = np.full(4 * new, EMPTY_SLOT, dtype=np.int32)
+        rebuild_table(self.table, self.hash, n_nodes)
+        self.capacity = new
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.boxes, self.player, self.hash, self.g, self.h,
+                                      self.parent, self.push, self.closed, self.table,
+                                      self.heap_f, self.heap_g, self.heap_node))
+
+
+def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
+          weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES) -> SolveResult:
+    """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
+    (weighted A*, f = g + weight*h: quicker, solutions not proven optimal)."""
+    if metric not in (METRIC_PUSHES, METRIC_MOVES):
+        raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
+    started = time.monotonic()
+    exact = metric == METRIC_MOVES
+    h_scale = MOVE_SCALE + 1 if exact else 1
+    arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
+    stats = np.zeros(N_STATS, dtype=np.int64)
+    lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
+                  board.push_distance, board.zobrist_box, board.zobrist_player, arena.boxes,
+                  arena.player, arena.hash, arena.g, arena.h, arena.parent, arena.push,
+                  arena.closed, arena.table, arena.heap_f, arena.heap_g, arena.heap_node,
+                  h_scale, stats)
+    result = SolveResult(status="running", metric=metric, lower_bound=int(min(lb, INFEASIBLE)))
+    status = STATUS_NO_SOLUTION if lb >= INFEASIBLE else STATUS_RUNNING
+    timed_out = False
+    while status == STATUS_RUNNING or status == STATUS_FULL:
+        if timeout is not None and time.monotonic() - started > timeout:
+            timed_out = True
+            break
+        if status == STATUS_FULL:
+            if arena.capacity * 2 > max_nodes:
+                break
+            arena.grow(int(stats[ST_NODES]), int(stats[ST_HEAP]))
+        status = search_chunk(board.neighbours, board.is_goal, board.dead, board.push_distance,
+                              board.zobrist_box, board.zobrist_player, arena.boxes,
+                              arena.player, arena.hash, arena.g, arena.h, arena.parent,
+                              arena.push, arena.closed, arena.table, arena.heap_f,
+                              arena.heap_g, arena.heap_node, exact, weight, h_scale,
+                              CHUNK_EXPANSIONS, stats)
+    result.seconds = time.monotonic() - started
+    result.expanded = int(stats[ST_EXPANDED])
+    result.generated = int(stats[ST_GENERATED])
+    result.stored = int(stats[ST_NODES])
+    result.deadlocks = int(stats[ST_DEADLOCKS])
+    if status == STATUS_SOLVED:
+        pushes = []
+        node = int(stats[ST_GOAL])
+        while arena.parent[node] >= 0 and node != 0:
+            pushes.append(int(arena.push[node]))
+            node = int(arena.parent[node])
+        pushes.reverse()
+        result.lurd = pushes_to_lurd(board, pushes)
+        result.pushes = sum(1 for ch in result.lurd if ch.isupper())
+        result.moves = len(result.lurd)
+        result.status = "solved"
+        result.optimal = weight == 1
+    elif status == STATUS_NO_SOLUTION:
+        result.status = "no solution"
+        result.optimal = True
+    elif timed_out:
+        result.status = "timeout"
+    else:
+        result.status = "memory"
+    return result
+
+
+def walk_path(board: Board, start: int, goal: int, occupied: set[int]) -> str:
+    """Shortest walk (lower-case LURD) from ``start`` to ``goal`` around ``occupied``."""
+    if start == goal:
+        return ""
+    came: dict[int, tuple[int, int]] = {start: (-1, -1)}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        for d in range(N_DIRS):
+            t = int(board.neighbours[s, d])
+            if t == NO_SQUARE or t in came or t in occupied:
+                continue
+            came[t] = (s, d)
+            if t == goal:
+                path = []
+                while t != start:
+                    t, d2 = came[t]
+                    path.append(DIR_CHARS[d2])
+                return "".join(reversed(path))
+            queue.append(t)
+    raise ValueError(f"no walk from {board.name(start)} to {board.name(goal)}")
+
+
+def pushes_to_lurd(board: Board, pushes: list[int]) -> str:
+    """LURD string of a push sequence (each push coded box_square*4 + direction), with the
+    shortest walk to the square behind each box."""
+    boxes = set(int(b) for b in board.start_boxes)
+    player = board.start_player
+    out = []
+    for code in pushes:
+        box, d = divmod(code, N_DIRS)
+        behind = int(board.neighbours[box, d ^ 1])
+        out.append(walk_path(board, player, behind, boxes))
+        out.append(DIR_CHARS[d].upper())
+        boxes.remove(box)
+        boxes.add(int(board.neighbours[box, d]))
+        player = box
+    return "".join(out)

@@ -1,0 +1,258 @@
+"""Plans executed through link -> pyserial socket:// -> a real firmware-sim process: the twin
+ends solved and the firmware's log shows every primitive executed exactly once, also under
+injected faults; a wrong motor mapping is caught by the twin; e-stop and queue feeding."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import threading
+import time
+
+import pytest
+
+from robocell.common.profile import load_profile, parse_profile
+from robocell.services.actuator.executor import Compiler, Execution
+from robocell.services.actuator.firmware_sim import motion_gaps
+from robocell.services.actuator.link import FirmwareFault, FirmwareReset, Link
+
+from .conftest import primitive_inverses, reference_case, start_firmware
+
+N_RANDOM_CUBES = 200
+SCRAMBLE_LENGTH = 12
+ESTOP_LIMIT_MS = 50.0
+IDLE_LIMIT_MS = 5.0
+
+
+def run_job(link: Link, compiler: Compiler, primitives: list[str]) -> Execution:
+    job = compiler.plan(primitives)
+    execution = Execution(job)
+    result = link.stream(job.texts, lambda i: execution.line_done(i),
+                         pause_points=job.pause_points)
+    assert result.outcome == "completed"
+    assert execution.finished and execution.steps_done == len(primitives)
+    return execution
+
+
+def marks(log: list[dict]) -> list[str]:
+    """The primitives the firmware executed, in order, from its MARK lines."""
+    return [entry["text"].split(" ", 3)[3] for entry in log
+            if entry["ev"] == "exec" and " MARK step=" in entry["text"]]
+
+
+def assert_exactly_once(fw, expected_primitives: list[str]) -> None:
+    executed = fw.executed()
+    lines = [entry["line"] for entry in executed]
+    assert lines == list(range(1, len(lines) + 1)), "a line ran twice or was skipped"
+    assert marks(executed) == expected_primitives
+
+
+def solver_available(profile) -> bool:
+    """The plan comes from the real solver when the solver for this puzzle exists."""
+    module = {"2x2": "robocell.services.solver.cube2.solver",
+              "3x3": "robocell.services.solver.cube3.solver"}[profile.puzzle]
+    return importlib.util.find_spec(module) is not None
+
+
+def solve_random_cubes(fw, profile, n_cubes: int, seed: int, events=None) -> None:
+    """Scramble the twin physically with random primitives, plan (solver, else the reference
+    inverse), execute, and check the twin is solved and every line ran exactly once."""
+    compiler = Compiler(profile)
+    inverses = primitive_inverses(profile)
+    use_solver = solver_available(profile)
+    rng = random.Random(seed)
+    link = Link(fw.url, on_event=(lambda kind, msg: events.append(kind)) if events is not None
+                else None)
+    link.open()
+    expected: list[str] = []
+    scrambled = 0
+    for _ in range(n_cubes):
+        scramble, plan = reference_case(profile, rng, SCRAMBLE_LENGTH, inverses)
+        run_job(link, compiler, scramble)
+        state = fw.executed()[-1]
+        scrambled += not state["solved"]
+        if use_solver:
+            from robocell.services.solver.api import solve
+
+            plan = solve(state["facelets"], profile.name, timeout=0.05).primitives
+        run_job(link, compiler, plan)
+        expected += scramble + plan
+        assert fw.executed()[-1]["solved"], f"twin not solved after plan {plan}"
+    link.close()
+    assert scrambled >= n_cubes * 0.8, "the scrambles should leave the twin unsolved"
+    assert_exactly_once(fw, expected)
+
+
+@pytest.mark.parametrize("name", ["soltvvo-2x2", "six-motor", "tilt-spin"])
+def test_random_cubes_are_solved_by_the_twin_exactly_once(firmware_factory, name):
+    fw = firmware_factory(profile=name, speed=20000)
+    solve_random_cubes(fw, load_profile(name), N_RANDOM_CUBES, seed=1)
+
+
+@pytest.mark.parametrize("faults", [
+    ("--drop-rate", "0.002", "--corrupt-rate", "0.002", "--fault-seed", "7"),
+    ("--disconnect-after", "40", "--disconnect-after", "150"),
+    ("--stall-after", "60", "--stall-ms", "500000"),
+], ids=["noise", "disconnect", "stall"])
+@pytest.mark.parametrize("name", ["soltvvo-2x2", "six-motor", "tilt-spin"])
+def test_faults_leave_twin_solved_and_every_primitive_run_once(firmware_factory, name, faults):
+    fw = firmware_factory(*faults, profile=name, speed=500)
+    events: list[str] = []
+    solve_random_cubes(fw, load_profile(name), 6, seed=2, events=events)
+    injected = [e for e in fw.log() if e["ev"] == "inject"]
+    if "--disconnect-after" in faults:
+        assert len(injected) == 2 and events.count("reconnected") == 2
+    if "--stall-after" in faults:
+        assert injected and "stall" in events and "recovered" in events
+
+
+def test_noise_causes_resends_that_are_counted(firmware_factory, soltvvo):
+    fw = firmware_factory("--drop-rate", "0.003", "--corrupt-rate", "0.003", speed=500)
+    link = Link(fw.url)
+    link.open()
+    run_job(link, Compiler(soltvvo), ["R'", "B'", "R2", "F'"] * 10)
+    assert link.events.resends + link.events.bad_lines > 0
+    assert_exactly_once(fw, ["R'", "B'", "R2", "F'"] * 10)
+
+
+def test_firmware_reset_is_detected_and_nothing_more_is_sent(firmware_factory, soltvvo):
+    fw = firmware_factory("--reset-after", "20", speed=200)
+    link = Link(fw.url)
+    link.open()
+    with pytest.raises(FirmwareReset, match="cube state is unknown"):
+        run_job(link, Compiler(soltvvo), ["R'", "B'"] * 20)
+    time.sleep(0.2)
+    boots = {e["boot"] for e in fw.executed()}
+    assert len(boots) == 1, "no line may run after the reset"
+
+
+def wrong_profile(swap: tuple[str, str] | None = None, drop_release: bool = False):
+    text = soltvvo_text()
+    if swap:
+        text = text.replace(f'"{swap[0]}"', "@@").replace(f'"{swap[1]}"', f'"{swap[0]}"')
+        text = text.replace("@@", f'"{swap[1]}"')
+    if drop_release:
+        text = text.replace('"release gB gF", ', "")
+    return parse_profile(text, "soltvvo-2x2.toml")
+
+
+def soltvvo_text() -> str:
+    return load_profile("soltvvo-2x2").path.read_text()
+
+
+@pytest.mark.parametrize("swap", [("turn R:-90", "turn R:90"), ("turn B:-90", "turn R:-90")],
+                         ids=["motor-reversed", "wrong-arm"])
+def test_wrong_motor_mapping_leaves_the_twin_unsolved(firmware_factory, soltvvo, swap):
+    # the host's mapping is wrong (a reversed motor; R' wired to the B arm): every plan still
+    # "solves" on paper, but the twin is moved by what the motors really do
+    broken = wrong_profile(swap=swap)
+    fw = firmware_factory(speed=2000)
+    link = Link(fw.url)
+    link.open()
+    inverses = primitive_inverses(soltvvo)
+    rng = random.Random(5)
+    for _ in range(3):
+        scramble, plan = reference_case(soltvvo, rng, 6, inverses)
+        if "R'" not in scramble + plan:
+            scramble.append("R'")
+            plan = inverses["R'"] + plan
+        run_job(link, Compiler(broken), scramble)
+        try:
+            run_job(link, Compiler(broken), plan)
+        except FirmwareFault as fault:
+            assert fault.fault_code == "jam"
+            return
+        assert not fw.executed()[-1]["solved"]
+
+
+def test_missing_release_makes_the_twin_jam(firmware_factory):
+    broken = wrong_profile(drop_release=True)
+    fw = firmware_factory(speed=2000)
+    link = Link(fw.url)
+    link.open()
+    with pytest.raises(FirmwareFault, match="jam"):
+        run_job(link, Compiler(broken), ["R'", "B'"])
+    assert [e["code"] for e in fw.log() if e["ev"] == "fault"] == ["jam"]
+
+
+def test_estop_stops_motion_within_50_ms(firmware_factory, soltvvo):
+    speed = 1.0
+    fw = firmware_factory(speed=speed)
+    link = Link(fw.url)
+    link.open()
+    job = Compiler(soltvvo).plan(["R2", "B2"] * 10)
+    execution = Execution(job)
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        link.stream(job.texts, execution.line_done, pause_points=job.pause_points)))
+    worker.start()
+    time.sleep(0.5)
+    link.estop()
+    worker.join(5)
+    result = results[0]
+    assert result.outcome == "estop"
+    report = result.estop
+    latency_ms = (report.rx_wall - report.sent_wall) * 1000.0 * speed \
+        + report.stop_after_receipt_ms
+    assert 0 <= latency_ms <= ESTOP_LIMIT_MS
+    stop = [e for e in fw.log() if e["ev"] == "estop"][0]
+    assert stop["discarded"] > 0
+    assert not execution.finished
+    # nothing runs after the e-stop until CLEAR
+    executed_before = len(fw.executed())
+    time.sleep(0.3)
+    assert len(fw.executed()) == executed_before
+
+
+def test_queue_is_kept_fed_between_primitives(firmware_factory, soltvvo):
+    fw = firmware_factory(speed=1.0)
+    link = Link(fw.url)
+    link.open()
+    plan = ["R'", "B'+F'", "R2+L'", "F'", "R'+L2", "B2"] * 2
+    run_job(link, Compiler(soltvvo), plan)
+    gaps, boundaries = motion_gaps(fw.executed())
+    assert len(boundaries) == len(plan) - 1
+    assert max(gaps) < IDLE_LIMIT_MS, f"motors idled {max(gaps):.2f} ms between motions"
+
+
+def test_pause_holds_at_a_primitive_boundary_and_resume_finishes(firmware_factory, soltvvo):
+    fw = firmware_factory(speed=20)
+    link = Link(fw.url)
+    link.open()
+    plan = ["R'", "B'"] * 6
+    job = Compiler(soltvvo).plan(plan)
+    execution = Execution(job)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(
+        link.stream(job.texts, execution.line_done, pause_points=job.pause_points)))
+    link.pause()
+    worker.start()
+    time.sleep(0.3)
+    assert execution.done_lines == 0
+    link.resume()
+    time.sleep(0.05)
+    link.pause()
+    time.sleep(0.5)
+    held = execution.done_lines
+    assert 0 < held < len(job.lines)
+    assert job.lines[held].starts_step, "paused in the middle of a primitive"
+    link.resume()
+    worker.join(10)
+    assert done[0].outcome == "completed"
+    assert_exactly_once(fw, plan)
+
+
+def test_the_same_link_drives_the_firmware_over_a_pty(tmp_path, soltvvo):
+    # a pseudo-terminal is a real serial device to pyserial: the device-path code path
+    link_path = tmp_path / "ttyROBOT"
+    fw = start_firmware(tmp_path, "--pty", str(link_path), speed=2000, name="pty")
+    try:
+        assert fw.url.startswith("/dev/")
+        link = Link(str(link_path))
+        link.open()
+        plan = ["R'", "B2", "R'+L'", "F'"]
+        run_job(link, Compiler(soltvvo), plan)
+        link.close()
+        assert_exactly_once(fw, plan)
+    finally:
+        fw.stop()

@@ -1,0 +1,120 @@
+"""Backpressure: a slow subscriber never blocks a publisher, and what it misses is counted."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from robocell.common.bus import Endpoints, Publisher, Subscriber
+from robocell.services.broker.broker import Broker
+
+N_MESSAGES = 10_000
+DETAIL_BYTES = 4096  # big enough that kernel socket buffers cannot hide the queue
+SMALL_HWM = 100
+PUBLISH_GUARD_S = 60  # generous: only guards against a hang, not a speed check
+
+
+def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
+        bus_base: str) -> None:
+    endpoints = Endpoints.from_base(bus_base)
+    broker = Broker(endpoints, stats_period=0.2, subscriber_hwm=SMALL_HWM)
+    broker_thread = threading.Thread(target=broker.run, daemon=True)
+    broker_thread.start()
+    slow = Subscriber(["cell.status"], endpoints, hwm=SMALL_HWM)  # does not read for now
+    fast = Subscriber(["cell.status"], endpoints)
+    pub = Publisher("cell", endpoints)
+    try:
+        assert pub.wait_linked(5)
+        time.sleep(0.3)
+        fast_done = threading.Event()
+
+        def drain_fast() -> None:
+            quiet_since = time.monotonic()
+            while time.monotonic() - quiet_since < 2.0:
+                env = fast.recv(0.2)
+                if env is not None:
+                    quiet_since = time.monotonic()
+                    if env.seq == N_MESSAGES - 1:
+                        break
+            fast_done.set()
+
+        reader = threading.Thread(target=drain_fast)
+        reader.start()
+        detail = "x" * DETAIL_BYTES
+
+        def publish_all() -> None:
+            for i in range(N_MESSAGES):
+                pub.publish("cell.status", {"cycle_id": f"c{i}", "stage": "idle",
+                                            "detail": detail})
+
+        publishing = threading.Thread(target=publish_all)
+        publishing.start()
+        publishing.join(PUBLISH_GUARD_S)
+        assert not publishing.is_alive(), "the publisher blocked behind a slow subscriber"
+        assert pub.sent == N_MESSAGES
+        reader.join(30)
+        assert fast.stats.received > 0
+        # whatever a subscriber missed is accounted for as a gap, nothing vanishes silently
+        assert fast.stats.received + fast.stats.gaps == last_seq(fast) + 1 - first_seq(fast)
+        # the broker itself took every message (its inbound queue is deep)
+        deadline = time.monotonic() + 5
+        while broker.topics["cell.status"].messages < N_MESSAGES and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert broker.topics["cell.status"].messages == N_MESSAGES
+        assert broker.topics["cell.status"].gaps == 0
+        # The slow subscriber reads its queue now: many messages were dropped for it, and
+        # every one of them is counted as a gap.
+        while slow.recv(0.5) is not None:
+            pass
+        # One more message once it keeps up again: drops at the tail of the burst become a
+        # visible gap too.
+        pub.publish("cell.status", {"cycle_id": "last", "stage": "done"})
+        while slow.recv(1.0) is not None:
+            pass
+        assert last_seq(slow) == N_MESSAGES
+        assert slow.stats.received < N_MESSAGES / 2
+        assert slow.stats.gaps > N_MESSAGES / 2
+        assert slow.stats.received + slow.stats.gaps == N_MESSAGES + 1 - first_seq(slow)
+    finally:
+        for s in (slow, fast, pub):
+            s.close()
+        broker.stop()
+        broker_thread.join(5)
+
+
+def first_seq(sub: Subscriber) -> int:
+    return sub.first_seq[("cell", "cell.status")]
+
+
+def last_seq(sub: Subscriber) -> int:
+    return sub.last_seq[("cell", "cell.status")]
+
+
+def test_a_node_that_falls_behind_reports_its_drops(bus_base: str) -> None:
+    from robocell.common.bus import Node
+
+    endpoints = Endpoints.from_base(bus_base)
+    broker = Broker(endpoints, stats_period=0.2, subscriber_hwm=SMALL_HWM)
+    broker_thread = threading.Thread(target=broker.run, daemon=True)
+    broker_thread.start()
+    reports: list[dict] = []
+    try:
+        with Node("slowpoke", endpoints) as slow, Node("watcher", endpoints) as watcher:
+            slow.subscribe("cell.status", lambda env: time.sleep(0.002))  # 500 msgs/s at most
+            watcher.subscribe("diagnostics", lambda env: reports.append(env.payload))
+            time.sleep(0.3)
+            detail = "x" * DETAIL_BYTES
+            for i in range(3000):
+                slow.publish("cell.status", {"cycle_id": f"c{i}", "stage": "idle",
+                                             "detail": detail})
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not any(
+                    r["code"] == "dropped_messages" and r["service"] == "slowpoke"
+                    for r in reports):
+                time.sleep(0.05)
+            drop = next(r for r in reports if r["code"] == "dropped_messages")
+            assert drop["count"] > 0 and "missed" in drop["message"]
+            assert slow.subscriber.stats.gaps > 0
+    finally:
+        broker.stop()
+        broker_thread.join(5)

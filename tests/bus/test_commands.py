@@ -1,0 +1,207 @@
+"""Commands: request/reply through the broker with deadlines, explicit errors, no double runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from bus_testlib import robocell_env, stop_process
+
+from robocell.common.bus import Busy, CommandClient, CommandFailed, Endpoints, Node
+from robocell.services.broker.broker import Broker
+
+SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
+
+
+@pytest.fixture
+def solver(endpoints: Endpoints):
+    """A service node 'solver' with a counted, slow `solve` and a failing `explode`."""
+    calls: list[str] = []
+    release = threading.Event()
+
+    def solve(args, ctx):
+        calls.append(args["facelets"])
+        if args["facelets"] == "slow":
+            release.wait(3)
+        return {"moves": len(args["facelets"])}
+
+    def explode(args, ctx):
+        raise RuntimeError("motor table missing")
+
+    def refuse(args, ctx):
+        raise Busy("the arm is already moving")
+
+    with Node("solver", endpoints) as node:
+        node.serve("solve", solve)
+        node.serve("explode", explode)
+        node.serve("refuse", refuse)
+        node.set_state("ready")
+        time.sleep(0.2)  # HELLO reaches the broker
+        node.test_calls = calls
+        node.test_release = release
+        yield node
+        release.set()
+
+
+def test_command_returns_the_handlers_result(endpoints: Endpoints, solver: Node) -> None:
+    client = CommandClient("cli", endpoints)
+    try:
+        assert client.call("solver", "solve", {"facelets": "UUU"}, timeout=2) == {"moves": 3}
+        assert client.call("solver", "ping", timeout=2) == {"service": "solver",
+                                                            "state": "ready"}
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("command, args, code, needle", [
+    ("fly", {}, "unknown_command", "offers: explode, ping, refuse, solve"),
+    ("solve", {"facelet": "U"}, "invalid_arguments", "missing required field(s) facelets"),
+    ("solve", {"facelets": 7}, "invalid_arguments", "expected a string"),
+    ("explode", {}, "failed", "RuntimeError: motor table missing"),
+    ("refuse", {}, "busy", "already moving"),
+])
+def test_bad_commands_get_explicit_errors(endpoints: Endpoints, solver: Node, command: str,
+                                          args: dict, code: str, needle: str) -> None:
+    client = CommandClient("cli", endpoints)
+    try:
+        reply = client.request("solver", command, args, timeout=2)
+        assert not reply.ok and reply.error == code
+        assert needle in reply.message
+        with pytest.raises(CommandFailed) as info:
+            reply.unwrap()
+        assert info.value.code == code
+    finally:
+        client.close()
+
+
+def test_second_request_while_one_runs_is_answered_busy(endpoints: Endpoints,
+                                                        solver: Node) -> None:
+    results = {}
+    first = threading.Thread(target=lambda: results.setdefault(
+        "first", solver.request("solver", "solve", {"facelets": "slow"}, timeout=5)))
+    first.start()
+    time.sleep(0.3)
+    other = CommandClient("other", endpoints)
+    try:
+        busy = other.request("solver", "solve", {"facelets": "UU"}, timeout=2)
+        assert busy.error == "busy" and "already running" in busy.message
+    finally:
+        other.close()
+        solver.test_release.set()
+        first.join(5)
+    assert results["first"].ok and results["first"].result == {"moves": 4}
+    assert solver.test_calls == ["slow"]
+
+
+def test_retried_command_runs_once(endpoints: Endpoints, solver: Node) -> None:
+    client = CommandClient("cli", endpoints)
+    try:
+        threading.Timer(0.6, solver.test_release.set).start()
+        # The handler takes ~0.6 s; the client resends every 0.1 s with the same id.
+        reply = client.request("solver", "solve", {"facelets": "slow"}, timeout=3,
+                               retry_interval=0.1)
+        assert reply.ok and reply.attempts >= 4
+        # A retry after completion is answered from the dedup cache, not run again.
+        again = client.request("solver", "solve", {"facelets": "slow"}, timeout=2,
+                               request_id=reply.id)
+        assert again.ok and again.result == reply.result
+        assert solver.test_calls == ["slow"]
+    finally:
+        client.close()
+
+
+def test_command_to_a_service_that_never_existed_is_unavailable_at_once(
+        endpoints: Endpoints) -> None:
+    client = CommandClient("cli", endpoints)
+    try:
+        started = time.monotonic()
+        reply = client.request("ghost", "ping", timeout=2)
+        assert reply.error == "unavailable" and "'ghost'" in reply.message
+        assert time.monotonic() - started < 2
+    finally:
+        client.close()
+
+
+def test_command_with_no_broker_times_out_within_its_deadline(bus_base: str) -> None:
+    client = CommandClient("cli", Endpoints.from_base(bus_base))  # nothing listens there
+    try:
+        started = time.monotonic()
+        reply = client.request("solver", "ping", timeout=0.5)
+        elapsed = time.monotonic() - started
+        assert reply.error == "timeout" and "within 0.5 s" in reply.message
+        assert 0.5 <= elapsed < 1.0
+    finally:
+        client.close()
+
+
+def start_service(bus_base: str, name: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(SCRIPTED_SERVICE), name],
+                            env=robocell_env(bus_base), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_command_to_a_hung_service_times_out_within_its_deadline(broker: Broker,
+                                                                  bus_base: str) -> None:
+    proc = start_service(bus_base, "actuator")
+    client = CommandClient("cli", broker.endpoints)
+    try:
+        time.sleep(0.2)
+        assert client.call("actuator", "echo", {"a": 1}, timeout=3) == {"a": 1}
+        os.kill(proc.pid, signal.SIGSTOP)  # alive but not answering
+        started = time.monotonic()
+        reply = client.request("actuator", "echo", {"a": 2}, timeout=0.8)
+        elapsed = time.monotonic() - started
+        assert reply.error == "timeout"
+        assert 0.8 <= elapsed < 1.3
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        client.close()
+        stop_process(proc)
+
+
+def test_command_to_a_killed_service_fails_within_its_deadline(broker: Broker,
+                                                                bus_base: str) -> None:
+    proc = start_service(bus_base, "vision")
+    client = CommandClient("cli", broker.endpoints)
+    try:
+        time.sleep(0.2)
+        assert client.call("vision", "echo", {"x": "y"}, timeout=3) == {"x": "y"}
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(5)
+        started = time.monotonic()
+        reply = client.request("vision", "echo", {}, timeout=1.0)
+        elapsed = time.monotonic() - started
+        # Whether the broker has noticed the dead peer yet (unavailable) or not (timeout),
+        # the caller gets an explicit error no later than its deadline.
+        assert reply.error in ("unavailable", "timeout")
+        assert elapsed < 1.3
+    finally:
+        client.close()
+        stop_process(proc)
+
+
+def test_node_call_works_from_many_threads(endpoints: Endpoints, solver: Node) -> None:
+    solver.serve("solve", lambda args, ctx: args["facelets"].lower(), concurrency=8)
+    errors: list[Exception] = []
+    results: dict[int, str] = {}
+
+    def worker(i: int) -> None:
+        try:
+            results[i] = solver.call("solver", "solve", {"facelets": f"X{i}"}, timeout=3)
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert not errors
+    assert results == {i: f"x{i}" for i in range(8)}

@@ -1,0 +1,125 @@
+"""Remote access: CURVE endpoint, ZAP allow-list, read-only versus command-allowed keys."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+from bus_testlib import (
+    free_base_port,
+    recv_topic,
+    robocell_cmd,
+    robocell_env,
+    stop_process,
+    wait_for_broker,
+)
+
+from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
+from robocell.common.curve_keys import KeyFileError, load_key
+
+STATUS = {"cycle_id": "c7", "stage": "executing"}
+
+
+def generate(key_dir: Path, name: str, env: dict, broker_pub: Path | None = None) -> Path:
+    args = ["keys", "generate", name, "--dir", str(key_dir)]
+    if broker_pub:
+        args += ["--broker-pub", str(broker_pub)]
+    done = subprocess.run(robocell_cmd(*args), env=env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    return key_dir / f"{name}.key"
+
+
+@pytest.fixture(scope="module")
+def remote_cell(tmp_path_factory: pytest.TempPathFactory):
+    """A broker process with a CURVE endpoint allowing 'reader' (read) and 'operator'
+    (command); 'stranger' has a key the broker does not know. A 'solver' node serves."""
+    key_dir = tmp_path_factory.mktemp("keys")
+    local = f"tcp://127.0.0.1:{free_base_port()}"
+    remote = f"tcp://127.0.0.1:{free_base_port()}"
+    env = robocell_env(local)
+    generate(key_dir, "broker", env)
+    broker_pub = key_dir / "broker.pub"
+    keys = {name: generate(key_dir, name, env, broker_pub)
+            for name in ("reader", "operator", "stranger")}
+    proc = subprocess.Popen(
+        robocell_cmd("broker", "--stats-period", "0.2", "--remote", remote,
+                     "--curve-key", str(key_dir / "broker.key"),
+                     "--allow", str(key_dir / "reader.pub"),
+                     "--allow", f"{key_dir / 'operator.pub'}:command"),
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    local_endpoints = Endpoints.from_base(local)
+    try:
+        wait_for_broker(local_endpoints)
+        with Node("solver", local_endpoints) as solver:
+            solver.serve("solve", lambda args, ctx: {"moves": 11})
+            solver.set_state("ready")
+            solver.publish("cell.status", STATUS)
+            time.sleep(0.3)
+            yield {"remote": remote, "keys": keys, "key_dir": key_dir, "solver": solver}
+    finally:
+        stop_process(proc)
+
+
+def test_allowed_key_receives_latched_state_and_live_messages(remote_cell) -> None:
+    endpoints = Endpoints.resolve(remote_cell["remote"], remote_cell["keys"]["reader"])
+    assert endpoints.publish is None  # remote clients never publish
+    sub = Subscriber(["cell.status"], endpoints)
+    try:
+        env = recv_topic(sub, "cell.status", timeout=5)
+        assert env is not None and env.payload == STATUS
+        remote_cell["solver"].publish("cell.status", {**STATUS, "stage": "done"})
+        env = recv_topic(sub, "cell.status", timeout=5)
+        assert env is not None and env.payload["stage"] == "done"
+        remote_cell["solver"].publish("cell.status", STATUS)
+    finally:
+        sub.close()
+
+
+def test_key_not_on_the_allow_list_receives_nothing(remote_cell) -> None:
+    stranger = Endpoints.resolve(remote_cell["remote"], remote_cell["keys"]["stranger"])
+    sub = Subscriber([""], stranger)  # everything, if it were allowed
+    plain = zmq.Context.instance().socket(zmq.SUB)  # no CURVE at all
+    plain.linger = 0
+    plain.subscribe(b"")
+    plain.connect(stranger.subscribe)
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            remote_cell["solver"].publish("cell.status", STATUS)
+            assert sub.recv(0.1) is None
+            assert not plain.poll(10)
+        assert sub.stats.received == 0
+    finally:
+        sub.close()
+        plain.close()
+
+
+def test_read_only_key_is_refused_commands_and_command_key_is_served(remote_cell) -> None:
+    reader = CommandClient("laptop", Endpoints.resolve(remote_cell["remote"],
+                                                       remote_cell["keys"]["reader"]))
+    operator = CommandClient("ops", Endpoints.resolve(remote_cell["remote"],
+                                                      remote_cell["keys"]["operator"]))
+    stranger = CommandClient("x", Endpoints.resolve(remote_cell["remote"],
+                                                    remote_cell["keys"]["stranger"]))
+    try:
+        refused = reader.request("solver", "solve", {"facelets": "U"}, timeout=3)
+        assert refused.error == "forbidden" and "only watch" in refused.message
+        assert operator.call("solver", "solve", {"facelets": "U"}, timeout=3) == {"moves": 11}
+        assert stranger.request("solver", "ping", timeout=0.5).error == "timeout"
+    finally:
+        for client in (reader, operator, stranger):
+            client.close()
+
+
+def test_remote_endpoints_cannot_publish_and_key_files_are_checked(remote_cell) -> None:
+    endpoints = Endpoints.resolve(remote_cell["remote"], remote_cell["keys"]["reader"])
+    with pytest.raises(ValueError, match="read-only"):
+        Publisher("laptop", endpoints)
+    with pytest.raises(KeyFileError, match="'broker' must be"):
+        load_key(remote_cell["key_dir"] / "broker.key", need_broker=True)
+    secret = (remote_cell["key_dir"] / "reader.key").stat().st_mode & 0o777
+    assert secret == 0o600

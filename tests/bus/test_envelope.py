@@ -1,0 +1,213 @@
+"""Envelope encoding and the message declarations: round trips, refusals, and fuzzing."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robocell.common.envelope import (
+    SCHEMA_VERSION,
+    DecodeError,
+    Envelope,
+    MessageError,
+    OversizeError,
+    SchemaVersionError,
+    decode,
+    encode,
+    max_message_bytes,
+)
+from robocell.common.messages import (
+    COMMAND_SPECS,
+    TOPICS,
+    compile_type,
+    payload_json_schema,
+    validate,
+    validate_args,
+    validate_payload,
+)
+
+GOOD_STATUS = {"cycle_id": "c1", "stage": "scanning"}
+FIELD_NAMES = sorted({f.name for spec in TOPICS for f in spec.fields})
+
+
+def test_envelope_round_trip_keeps_every_field() -> None:
+    env = Envelope.now("cell.status", "cell", 7, GOOD_STATUS)
+    back = decode(encode(env))
+    assert (back.version, back.topic, back.source, back.seq) == (SCHEMA_VERSION, "cell.status",
+                                                                 "cell", 7)
+    assert back.wall_time == env.wall_time and back.mono_time == env.mono_time
+    assert back.payload == GOOD_STATUS
+    assert back.size == env.size > 0
+
+
+def test_binary_payload_survives_as_bytes() -> None:
+    jpeg = bytes(range(256)) * 4
+    env = Envelope.now("vision.face", "vision", 0, {"jpeg": jpeg})
+    assert decode(encode(env)).payload["jpeg"] == jpeg
+
+
+def test_oversize_message_is_refused_with_the_limit_in_the_message() -> None:
+    env = Envelope.now("vision.face", "vision", 0, {"jpeg": b"x" * 5000})
+    with pytest.raises(OversizeError, match="over the limit of 1000 bytes"):
+        encode(env, max_bytes=1000)
+    data = encode(env)
+    with pytest.raises(OversizeError):
+        decode(data, max_bytes=1000)
+
+
+def test_size_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    max_message_bytes.cache_clear()
+    monkeypatch.setenv("ROBOCELL_BUS_MAX_BYTES", "200")
+    with pytest.raises(OversizeError):
+        encode(Envelope.now("cell.status", "cell", 0, {"detail": "y" * 300}))
+    max_message_bytes.cache_clear()
+    monkeypatch.setenv("ROBOCELL_BUS_MAX_BYTES", "lots")
+    with pytest.raises(ValueError, match="ROBOCELL_BUS_MAX_BYTES"):
+        encode(Envelope.now("cell.status", "cell", 0, GOOD_STATUS))
+    monkeypatch.delenv("ROBOCELL_BUS_MAX_BYTES")
+    max_message_bytes.cache_clear()
+
+
+def test_wrong_schema_version_is_refused() -> None:
+    data = msgpack.packb([SCHEMA_VERSION + 1, "cell.status", "cell", 0, 1.0, 1.0, GOOD_STATUS])
+    with pytest.raises(SchemaVersionError, match="schema version 2"):
+        decode(data)
+
+
+@pytest.mark.parametrize("fields, needle", [
+    ([1, "t"], "array of 7"),
+    ({"a": 1}, "array of 7"),
+    ([1, "", "s", 0, 1.0, 1.0, {}], "topic"),
+    ([1, "t", 5, 0, 1.0, 1.0, {}], "source"),
+    ([1, "t", "s", -1, 1.0, 1.0, {}], "sequence"),
+    ([1, "t", "s", True, 1.0, 1.0, {}], "sequence"),
+    ([1, "t", "s", 0, "now", 1.0, {}], "wall_time"),
+    ([1, "t", "s", 0, 1.0, 1.0, [1]], "payload must be a map"),
+    (["1", "t", "s", 0, 1.0, 1.0, {}], "schema version"),
+])
+def test_malformed_envelopes_are_refused_with_a_reason(fields: object, needle: str) -> None:
+    with pytest.raises(DecodeError, match=needle):
+        decode(msgpack.packb(fields))
+
+
+def test_msgpack_extension_types_are_refused() -> None:
+    data = msgpack.packb([1, "t", "s", 0, 1.0, 1.0, {"x": msgpack.ExtType(5, b"abc")}])
+    with pytest.raises(DecodeError, match="extension type 5"):
+        decode(data)
+
+
+def test_payload_that_msgpack_cannot_carry_is_refused() -> None:
+    with pytest.raises(MessageError, match="cannot be encoded"):
+        encode(Envelope.now("cell.status", "cell", 0, {"cycle_id": object()}))
+
+
+# --- validation derived from the declarations ---------------------------------------------
+
+
+def test_every_declared_type_compiles_and_has_a_json_schema() -> None:
+    for spec in TOPICS:
+        for f in spec.fields:
+            compile_type(f.type)
+        schema = payload_json_schema(spec.topic)
+        assert set(schema["properties"]) == {f.name for f in spec.fields}
+
+
+@pytest.mark.parametrize("payload, needle", [
+    ({"cycle_id": "c1"}, "missing required field"),
+    ({"cycle_id": "c1", "stage": "idle", "colour": "red"}, "undeclared field"),
+    ({"cycle_id": 3, "stage": "idle"}, "field 'cycle_id': expected a string"),
+    ({"cycle_id": "c1", "stage": "dancing"}, "expected one of"),
+    ({"cycle_id": "c1", "stage": "idle", "detail": None}, "expected a string"),
+])
+def test_payload_with_wrong_fields_is_refused_naming_the_field(payload: dict,
+                                                               needle: str) -> None:
+    with pytest.raises(MessageError, match=needle):
+        validate_payload("cell.status", payload)
+
+
+def test_nested_types_are_checked_down_to_the_element() -> None:
+    good = {"cycle_id": "c", "ok": True, "stages_s": {"scan": 1.5, "solve": 2}, "total_s": 3.5}
+    validate_payload("cell.result", good)
+    with pytest.raises(MessageError, match=r"stages_s\.solve"):
+        validate_payload("cell.result", {**good, "stages_s": {"scan": 1.5, "solve": "fast"}})
+    face = {"scan_id": "s", "pose": 0, "face": "U", "size": 3, "jpeg": b"",
+            "grid": [[1.0, 2.0], [3, "x"]], "colors": [], "confidence": [], "ok": True}
+    with pytest.raises(MessageError, match=r"grid\[1\]\[1\]"):
+        validate_payload("vision.face", face)
+
+
+def test_unknown_topic_is_refused_with_the_declared_list() -> None:
+    with pytest.raises(MessageError, match="not declared") as info:
+        validate_payload("cube.stat", {})
+    assert info.value.reason == "unknown_topic"
+    assert "vision.cube_state" in str(info.value)
+
+
+def test_command_arguments_are_checked_against_the_declaration() -> None:
+    assert ("solver", "solve") in COMMAND_SPECS
+    validate_args("solver", "solve", {"facelets": "U" * 54})
+    with pytest.raises(MessageError, match="missing required field"):
+        validate_args("solver", "solve", {})
+    with pytest.raises(MessageError, match="expected an integer"):
+        validate_args("cell", "scramble", {"moves": "many"})
+    validate_args("anything", "undeclared", {"free": [1, 2]})  # undeclared: any plain map
+
+
+# --- fuzzing the decoder ------------------------------------------------------------------
+
+msgpack_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats()
+    | st.text(max_size=20) | st.binary(max_size=20),
+    lambda children: st.lists(children, max_size=5)
+    | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.binary(max_size=300))
+def test_decoder_never_raises_anything_but_message_error_on_random_bytes(data: bytes) -> None:
+    try:
+        env = decode(data)
+    except MessageError:
+        return
+    assert isinstance(env.payload, dict)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(msgpack_values, min_size=6, max_size=8))
+def test_decoder_and_validator_survive_envelope_shaped_garbage(fields: list) -> None:
+    data = msgpack.packb(fields, use_bin_type=True)
+    try:
+        env = decode(data)
+        validate(env)
+    except MessageError:
+        return
+    assert env.topic in {spec.topic for spec in TOPICS}
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([spec.topic for spec in TOPICS]),
+       st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=6), msgpack_values,
+                       max_size=6))
+def test_validator_refuses_random_payloads_only_with_message_error(topic: str,
+                                                                   payload: dict) -> None:
+    try:
+        validate_payload(topic, payload)
+    except MessageError:
+        return
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=64), st.integers(0, 80))
+def test_truncated_or_corrupted_valid_message_is_refused_cleanly(noise: bytes,
+                                                                  cut: int) -> None:
+    data = bytearray(encode(Envelope.now("cell.status", "cell", 1, GOOD_STATUS)))
+    data[cut % len(data)] ^= noise[0]
+    for candidate in (bytes(data), bytes(data[:cut])):
+        try:
+            validate(decode(candidate))
+        except MessageError:
+            pass

@@ -1,0 +1,209 @@
+"""Publish/subscribe through the broker: delivery, latched state for late joiners, prefixes."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import zmq
+from bus_testlib import recv_topic
+
+from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
+from robocell.services.broker.broker import Broker
+
+STATUS = {"cycle_id": "c1", "stage": "scanning"}
+PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 5, "primitive": "R+", "eta_s": 2.0,
+            "state": "running"}
+
+
+def linked_publisher(endpoints: Endpoints, source: str = "cell") -> Publisher:
+    pub = Publisher(source, endpoints)
+    assert pub.wait_linked(5), "publisher never linked to the broker"
+    return pub
+
+
+def test_messages_flow_through_the_broker_in_order(endpoints: Endpoints) -> None:
+    sub = Subscriber(["actuator.progress"], endpoints)
+    pub = linked_publisher(endpoints, "actuator")
+    try:
+        time.sleep(0.2)  # let the subscription reach the broker
+        for step in range(50):
+            pub.publish("actuator.progress", {**PROGRESS, "step": step})
+        steps = []
+        while len(steps) < 50:
+            env = sub.recv(3)
+            assert env is not None, f"only {len(steps)} of 50 messages arrived"
+            steps.append(env.payload["step"])
+            assert env.source == "actuator"
+        assert steps == list(range(50))
+        assert sub.stats.gaps == 0
+    finally:
+        pub.close()
+        sub.close()
+
+
+def test_late_joiner_gets_latched_state_at_once(broker: Broker) -> None:
+    endpoints = broker.endpoints
+    pub = linked_publisher(endpoints)
+    try:
+        pub.publish("cell.status", STATUS)
+        pub.publish("actuator.progress", PROGRESS)  # an event: not cached
+        deadline = time.monotonic() + 3
+        while b"cell.status" not in broker.cache and time.monotonic() < deadline:
+            time.sleep(0.01)
+        joined = time.monotonic()
+        late = Subscriber(["cell.status", "actuator.progress"], endpoints)
+        try:
+            env = recv_topic(late, "cell.status", timeout=2)
+            waited = time.monotonic() - joined
+            assert env is not None, "late joiner did not receive the latched state"
+            assert env.payload == STATUS and env.seq == 0
+            assert waited < 1.0, f"latched state took {waited:.3f} s"
+            assert recv_topic(late, "actuator.progress", timeout=0.3) is None
+        finally:
+            late.close()
+    finally:
+        pub.close()
+
+
+def test_latched_replay_for_a_newcomer_is_not_seen_twice_by_others(endpoints: Endpoints
+                                                                   ) -> None:
+    pub = linked_publisher(endpoints)
+    first = Subscriber(["cell.status"], endpoints)
+    try:
+        time.sleep(0.2)
+        pub.publish("cell.status", STATUS)
+        assert recv_topic(first, "cell.status") is not None
+        second = Subscriber(["cell.status"], endpoints)
+        try:
+            assert recv_topic(second, "cell.status") is not None  # the replay
+            assert recv_topic(first, "cell.status", timeout=0.3) is None
+            assert first.stats.duplicates == 1
+        finally:
+            second.close()
+    finally:
+        pub.close()
+        first.close()
+
+
+def test_exact_subscription_ignores_longer_topics_but_prefix_matches(endpoints: Endpoints
+                                                                     ) -> None:
+    exact = Subscriber(["cell.status"], endpoints)
+    prefix = Subscriber([], endpoints)
+    prefix.subscribe("cell.", prefix=True)
+    pub = linked_publisher(endpoints)
+    try:
+        time.sleep(0.2)
+        pub.publish("cell.result", {"cycle_id": "c1", "ok": True, "stages_s": {},
+                                    "total_s": 1.0})
+        pub.publish("cell.status", STATUS)
+        got = [recv_topic(prefix, t) for t in ("cell.result", "cell.status")]
+        assert all(env is not None for env in got)
+        env = exact.recv(1)
+        assert env is not None and env.topic == "cell.status"
+    finally:
+        for s in (exact, prefix, pub):
+            s.close()
+
+
+def test_node_callbacks_receive_and_broker_counts_per_topic(broker: Broker) -> None:
+    received: list[int] = []
+    done = threading.Event()
+
+    def on_progress(env) -> None:
+        received.append(env.payload["step"])
+        if len(received) == 20:
+            done.set()
+
+    with Node("monitor", broker.endpoints) as monitor, \
+            Node("actuator", broker.endpoints) as actuator:
+        monitor.subscribe("actuator.progress", on_progress)
+        time.sleep(0.3)
+        for step in range(20):
+            actuator.publish("actuator.progress", {**PROGRESS, "step": step})
+        assert done.wait(3), f"callbacks saw {len(received)} of 20"
+    assert received == list(range(20))
+    stats = broker.topics["actuator.progress"]
+    assert stats.messages == 20 and stats.bytes > 20 * 50
+    assert stats.publishers == {"actuator"}
+
+
+def test_bus_stats_report_rates_and_publishers(endpoints: Endpoints) -> None:
+    pub = linked_publisher(endpoints, "actuator")
+    sub = Subscriber(["bus.stats"], endpoints)
+    try:
+        for step in range(30):
+            pub.publish("actuator.progress", {**PROGRESS, "step": step})
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            env = recv_topic(sub, "bus.stats")
+            assert env is not None
+            topic = env.payload["topics"].get("actuator.progress")
+            if topic and topic["messages"] == 30:
+                break
+        assert topic["publishers"] == ["actuator"]
+        assert topic["kind"] == "event" and topic["type"] == "ActuatorProgress"
+        assert env.payload["messages"] >= 30
+    finally:
+        pub.close()
+        sub.close()
+
+
+def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str) -> None:
+    endpoints = Endpoints.from_base(bus_base)
+
+    def start() -> tuple[Broker, threading.Thread]:
+        deadline = time.monotonic() + 5
+        while True:  # the old broker's ports are released asynchronously
+            try:
+                b = Broker(endpoints, stats_period=0.2)
+                break
+            except zmq.ZMQError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        t = threading.Thread(target=b.run, daemon=True)
+        t.start()
+        return b, t
+
+    broker, thread = start()
+    pub = linked_publisher(endpoints)
+    try:
+        pub.publish("cell.status", STATUS)
+        time.sleep(0.2)
+        broker.stop()
+        thread.join(5)
+        broker, thread = start()  # a fresh broker with an empty cache
+        sub = Subscriber(["cell.status"], endpoints)
+        try:
+            deadline = time.monotonic() + 5
+            env = None
+            while env is None and time.monotonic() < deadline:
+                pub.check_link()  # the publisher notices the new broker (Node: every beat)
+                env = recv_topic(sub, "cell.status", timeout=0.2)
+            assert env is not None and env.payload == STATUS
+        finally:
+            sub.close()
+    finally:
+        pub.close()
+        broker.stop()
+        thread.join(5)
+
+
+def test_a_restarted_publisher_is_heard_although_it_reuses_sequence_numbers():
+    from robocell.common.bus import Subscriber
+    from robocell.common.envelope import Envelope, encode
+
+    sub = Subscriber(["cell.status"], check=True)
+    try:
+        def frames(wall: float) -> list[bytes]:
+            env = Envelope(topic="cell.status", source="cell", seq=1, wall_time=wall,
+                           mono_time=1.0, payload={"cycle_id": "c", "stage": "idle"})
+            return [b"cell.status", encode(env)]
+
+        first = frames(100.0)
+        assert sub.handle(first) is not None
+        assert sub.handle(first) is None          # the same message again: a duplicate
+        assert sub.handle(frames(200.0)) is not None   # same seq, new process: delivered
+    finally:
+        sub.close()

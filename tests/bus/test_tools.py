@@ -1,0 +1,219 @@
+"""Bus tools as a user runs them: real broker process, real CLI processes, MCAP files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from bus_testlib import recv_topic, robocell_cmd, stop_process
+
+from robocell.common.bus import Endpoints, Publisher, Subscriber
+from robocell.common.envelope import decode
+from robocell.services.broker.recording import read_messages, recording_info
+
+PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 30, "primitive": "R+", "eta_s": 1.0,
+            "state": "running"}
+N_RECORDED = 30
+GAP_S = (0.0, 0.02, 0.08)  # irregular spacing, so that timing is worth reproducing
+TIMING_TOLERANCE_S = 0.25  # generous: the machine may be busy; the gaps span > 0.5 s
+
+
+def run_cli(env: dict, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(robocell_cmd(*args), env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def cli_env(broker_process, bus_base: str) -> dict:
+    from bus_testlib import robocell_env
+
+    return robocell_env(bus_base)
+
+
+def linked(endpoints: Endpoints, source: str) -> Publisher:
+    pub = Publisher(source, endpoints)
+    assert pub.wait_linked(5)
+    return pub
+
+
+def test_record_then_play_reproduces_the_same_messages_in_order_with_timing(
+        broker_process, cli_env: dict, tmp_path: Path) -> None:
+    _, endpoints = broker_process
+    recording = tmp_path / "run.mcap"
+    recorder = subprocess.Popen(
+        robocell_cmd("bus", "record", str(recording), "actuator.progress", "--count",
+                     str(N_RECORDED)),
+        env=cli_env, stderr=subprocess.PIPE, text=True)
+    pub = linked(endpoints, "actuator")
+    try:
+        assert "recording" in recorder.stderr.readline()
+        time.sleep(0.5)  # the recorder's subscription reaches the broker
+        for step in range(N_RECORDED):
+            pub.publish("actuator.progress", {**PROGRESS, "step": step})
+            time.sleep(GAP_S[step % len(GAP_S)])
+        assert recorder.wait(10) == 0
+    finally:
+        pub.close()
+        stop_process(recorder)
+
+    info = recording_info(recording)
+    assert info["complete"] and info["messages"] == N_RECORDED
+    assert info["topics"]["actuator.progress"]["encoding"] == "msgpack"
+    assert info["topics"]["actuator.progress"]["schema"] == "robocell.ActuatorProgress"
+    recorded = list(read_messages(recording))
+    assert [decode(m.data).payload["step"] for m in recorded] == list(range(N_RECORDED))
+
+    listener = Subscriber(["actuator.progress"], endpoints)
+    player = None
+    try:
+        time.sleep(0.3)
+        player = subprocess.Popen(robocell_cmd("bus", "play", str(recording)), env=cli_env,
+                                  stderr=subprocess.PIPE, text=True)
+        replayed, arrivals = [], []
+        while len(replayed) < N_RECORDED:
+            env = recv_topic(listener, "actuator.progress", timeout=10)
+            assert env is not None, f"replay stopped after {len(replayed)} messages"
+            arrivals.append(time.monotonic())
+            replayed.append(env)
+        assert player.wait(10) == 0
+    finally:
+        listener.close()
+        if player is not None:
+            stop_process(player)
+    originals = [decode(m.data) for m in recorded]
+    assert [(e.source, e.seq, e.payload) for e in replayed] == \
+        [(e.source, e.seq, e.payload) for e in originals]
+    assert [e.wall_time for e in replayed] == [e.wall_time for e in originals]
+    recorded_offsets = [(m.log_time_ns - recorded[0].log_time_ns) / 1e9 for m in recorded]
+    replay_offsets = [t - arrivals[0] for t in arrivals]
+    worst = max(abs(a - b) for a, b in zip(recorded_offsets, replay_offsets, strict=True))
+    assert worst < TIMING_TOLERANCE_S, f"replay timing off by {worst:.3f} s"
+    assert recorded_offsets[-1] > 0.5  # the spacing was real, so the check means something
+
+
+def test_info_and_export_for_foxglove(broker_process, cli_env: dict, tmp_path: Path) -> None:
+    _, endpoints = broker_process
+    recording = tmp_path / "scan.mcap"
+    recorder = subprocess.Popen(
+        robocell_cmd("bus", "record", str(recording), "vision.face", "cell.status",
+                     "--count", "3"), env=cli_env, stderr=subprocess.PIPE, text=True)
+    pub = linked(endpoints, "vision")
+    jpeg = b"\xff\xd8\xff\xe0" + bytes(range(256)) + b"\xff\xd9"
+    try:
+        assert "recording" in recorder.stderr.readline()
+        time.sleep(0.5)
+        pub.publish("cell.status", {"cycle_id": "c1", "stage": "scanning"})
+        for pose, face in enumerate("UR"):
+            pub.publish("vision.face", {
+                "scan_id": "s1", "pose": pose, "face": face, "size": 2, "jpeg": jpeg,
+                "grid": [[1.0, 2.0]] * 4, "colors": [[255, 0, 0]] * 4,
+                "confidence": [0.9] * 4, "ok": True})
+        assert recorder.wait(10) == 0
+    finally:
+        pub.close()
+        stop_process(recorder)
+
+    info = run_cli(cli_env, "bus", "info", str(recording))
+    assert info.returncode == 0, info.stderr
+    assert "vision.face" in info.stdout and "robocell.FaceResult" in info.stdout
+    assert "messages:  3" in info.stdout
+
+    exported = tmp_path / "scan.json.mcap"
+    done = run_cli(cli_env, "bus", "export", str(recording), "--json")
+    assert done.returncode == 0, done.stderr
+    from mcap.reader import make_reader
+
+    with open(exported, "rb") as stream:
+        messages = [(ch.topic, ch.message_encoding, schema.encoding, json.loads(m.data))
+                    for schema, ch, m in make_reader(stream).iter_messages()]
+    topics = [m[0] for m in messages]
+    assert topics.count("vision.face") == 2 and topics.count("/vision.face/image") == 2
+    assert all(enc == "json" and schema == "jsonschema" for _, enc, schema, _ in messages)
+    face = next(body for topic, _, _, body in messages if topic == "vision.face")
+    assert face["face"] == "U" and face["envelope"]["source"] == "vision"
+    import base64
+
+    assert base64.b64decode(face["jpeg"]) == jpeg
+    image = next(body for topic, _, _, body in messages if topic == "/vision.face/image")
+    assert image["format"] == "jpeg" and base64.b64decode(image["data"]) == jpeg
+
+
+def test_pub_echo_list_and_hz_from_the_command_line(broker_process, cli_env: dict) -> None:
+    done = run_cli(cli_env, "bus", "pub", "cell.status", '{"cycle_id": "c9", "stage": "idle"}')
+    assert done.returncode == 0, done.stderr
+
+    echoed = run_cli(cli_env, "bus", "echo", "cell.status", "-n", "1", "--json",
+                     "--timeout", "5")
+    assert echoed.returncode == 0, echoed.stderr
+    message = json.loads(echoed.stdout)
+    assert message["payload"] == {"cycle_id": "c9", "stage": "idle"}
+    assert message["source"] == "cli"
+
+    pretty = run_cli(cli_env, "bus", "echo", "cell.status", "-n", "1", "--timeout", "5")
+    assert "--- cell.status  from cli  seq 0" in pretty.stdout
+    assert 'stage: "idle"' in pretty.stdout
+
+    refused = run_cli(cli_env, "bus", "pub", "cell.status", '{"cycle_id": "c9"}')
+    assert refused.returncode == 2
+    assert "missing required field(s) stage" in refused.stderr
+
+    listed = run_cli(cli_env, "bus", "list")
+    assert listed.returncode == 0, listed.stderr
+    line = next(row for row in listed.stdout.splitlines() if row.startswith("cell.status"))
+    assert "CycleStatus" in line and "latched" in line and "cli" in line
+    assert any(row.startswith("broker ") and " yes " in row
+               for row in listed.stdout.splitlines())
+
+    hz = run_cli(cli_env, "bus", "hz", "heartbeat", "--duration", "3.2")
+    assert hz.returncode == 0, hz.stderr
+    rates = [float(row.split()[2]) for row in hz.stdout.splitlines()
+             if row.startswith("average rate")]
+    assert rates and 0.5 < rates[-1] < 2.0  # the broker beats once a second
+
+
+def test_broker_refuses_to_listen_beyond_loopback_and_tools_explain_no_broker(
+        bus_base: str) -> None:
+    from bus_testlib import robocell_env
+
+    env = robocell_env(bus_base)
+    done = run_cli(env, "broker", "--bus", "tcp://0.0.0.0:" + bus_base.rsplit(":", 1)[1])
+    assert done.returncode == 2 and "refusing to listen" in done.stderr
+    listed = run_cli(env, "bus", "list", "--wait", "0.5")
+    assert listed.returncode == 2 and "is `robocell broker` running?" in listed.stderr
+    missing = run_cli(env, "bus", "info", "/nonexistent.mcap")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_broker_process_stops_cleanly_on_sigterm(broker_process) -> None:
+    proc, _ = broker_process
+    proc.terminate()
+    assert proc.wait(5) == 0
+
+
+def test_record_from_the_tap_includes_command_traffic(broker_process, cli_env: dict,
+                                                      tmp_path: Path) -> None:
+    from robocell.common.bus import Node
+
+    _, endpoints = broker_process
+    recording = tmp_path / "tap.mcap"
+    recorder = subprocess.Popen(
+        robocell_cmd("bus", "record", str(recording), "cmd.request", "cmd.reply", "--tap",
+                     "--count", "2"), env=cli_env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "recording" in recorder.stderr.readline()
+        with Node("solver", endpoints) as solver, Node("cell", endpoints) as cell:
+            solver.serve("solve", lambda args, ctx: {"moves": 9})
+            time.sleep(0.5)
+            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=3) == {
+                "moves": 9}
+            assert recorder.wait(10) == 0
+    finally:
+        stop_process(recorder)
+    messages = [decode(m.data) for m in read_messages(recording)]
+    assert [m.topic for m in messages] == ["cmd.request", "cmd.reply"]
+    assert messages[0].payload["command"] == "solve" and messages[0].source == "cell"
+    assert messages[1].payload["result"] == {"moves": 9}
+    assert messages[1].payload["id"] == messages[0].payload["id"]

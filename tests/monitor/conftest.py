@@ -1,0 +1,49 @@
+"""Fixtures of the monitor tests: broker + monitor processes per module, Debian's Chromium
+driven by Playwright (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from monitor_harness import CHROMIUM, CHROMIUM_ARGS, TOKEN, Cell, start_broker, start_monitor
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cell]:
+    tmp = tmp_path_factory.mktemp("cell")
+    broker, bus = start_broker(tmp, ["--stats-period", "0.5"])
+    try:
+        monitor, url = start_monitor(tmp, bus, ["--token", TOKEN])
+    except BaseException:
+        broker.stop()
+        raise
+    yield Cell(bus, url, broker, monitor, tmp)
+    monitor.stop()
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium "
+                           "(`./dev test` does it with apt-get)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.js_errors = errors
+    yield page
+    context.close()

@@ -1,0 +1,62 @@
+"""`robocell sokoban` subcommands end to end through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+
+from robocell.cli import main
+
+
+def test_parse_lists_every_level(microban, capsys):
+    assert main(["sokoban", "parse", str(microban)]) == 0
+    assert "155 of 155 levels valid" in capsys.readouterr().out
+
+
+def test_parse_reports_an_invalid_level(tmp_path, capsys):
+    bad = tmp_path / "bad.xsb"
+    bad.write_text("#####\n#@$.#\n#####\n\n#####\n#@$ #\n#####\n")
+    assert main(["sokoban", "parse", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "level 2" in out and "1 boxes but 0 goals" in out
+
+
+def test_solve_moves_prints_lurd_and_counts(microban, capsys):
+    assert main(["sokoban", "solve", str(microban), "--level", "1", "--metric", "moves",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["moves"], result["pushes"], result["optimal"]) == (33, 8, True)
+
+
+def test_verify_exit_codes(microban, capsys):
+    assert main(["sokoban", "verify", str(microban), "--level", "1",
+                 "dlUrrrdLullddrUluRuulDrddrruLdlUU"]) == 0
+    assert main(["sokoban", "verify", str(microban), "--level", "1", "dlUrrrd"]) == 1
+    assert "not solved" in capsys.readouterr().out
+
+
+def test_graph_summary_and_export(microban, tmp_path, capsys):
+    out_file = tmp_path / "g.graphml"
+    assert main(["sokoban", "graph", str(microban), "--level", "2", "--json",
+                 "--export", str(out_file)]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert summary["solution_pushes"] == 3 and summary["dead_states"] > 0
+    assert out_file.read_text().count("<node ") == summary["live_states"]
+
+
+def test_graph_too_large_is_a_clear_error(microban, capsys):
+    assert main(["sokoban", "graph", str(microban), "--level", "36", "--max-states",
+                 "1000"]) == 2
+    assert "raise --max-states" in capsys.readouterr().err
+
+
+def test_generate_writes_levels_with_lengths(microban, tmp_path):
+    out_file = tmp_path / "gen.xsb"
+    assert main(["sokoban", "generate", str(microban), "--level", "3", "--count", "2",
+                 "--output", str(out_file)]) == 0
+    text = out_file.read_text()
+    assert text.count("pushes (push-optimal)") == 2
+
+
+def test_missing_level_is_a_user_error(microban, capsys):
+    assert main(["sokoban", "solve", str(microban), "--level", "999"]) == 2
+    assert "has levels 1..155" in capsys.readouterr().err
