@@ -224,7 +224,7 @@ class VisionService:
         frame = reading = error = None
         self.node.set_state("busy", scans=self.scans_done, failed=self.scans_failed)
         try:
-            frame = self.source.capture(face, rotation)
+            frame = self.source.capture(face, rotation, pose.get("at"))
             reading = detect(frame, self.size)
         except (SourceError, DetectionError) as exc:
             error = str(exc)

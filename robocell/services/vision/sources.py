@@ -1,8 +1,8 @@
 """Frame sources: where the vision service gets a frame when a scan pose is reached.
 
-Every source answers ``capture(face, rotation)`` with an 8-bit BGR frame. A real camera or a
-folder ignores the arguments (the robot put the face in view); the sim camera uses them to
-render that face of the digital twin. Sources are chosen by one string (`open_source`):
+Every source answers ``capture(face, rotation, at)`` with an 8-bit BGR frame. A real camera
+or a folder ignores the arguments (the robot put the face in view); the sim camera uses them
+to render the digital twin as the camera sees it. Sources are chosen by one string (`open_source`):
 ``sim``, a device index (``0``), a video file or stream URL, or a folder of images.
 """
 
@@ -42,7 +42,8 @@ class VideoSource:
         self._is_file = isinstance(spec, str) and Path(spec).is_file()
         self._lock = threading.Lock()
 
-    def capture(self, face: str | None = None, rotation: int = 0) -> np.ndarray:
+    def capture(self, face: str | None = None, rotation: int = 0,
+                at: str | None = None) -> np.ndarray:
         with self._lock:
             if not self._is_file:
                 for _ in range(STALE_FRAMES):
@@ -79,7 +80,8 @@ class FolderSource:
             raise SourceError(f"{self.folder} holds no images ({', '.join(IMAGE_SUFFIXES)})")
         self._next = 0
 
-    def capture(self, face: str | None = None, rotation: int = 0) -> np.ndarray:
+    def capture(self, face: str | None = None, rotation: int = 0,
+                at: str | None = None) -> np.ndarray:
         if self._by_face is not None and face in self._by_face:
             return read_image(self._by_face[face])
         path = self._images[self._next % len(self._images)]
@@ -93,7 +95,13 @@ class FolderSource:
 class SimSource:
     """The sim camera looking at the digital twin: `set_state` is called with the twin's
     facelets; each capture renders the face in view (see `simcam.render_face`). One scan's
-    frames share a scene (lighting) drawn from ``seed`` and the scan number."""
+    frames share a scene (lighting) drawn from ``seed`` and the scan number.
+
+    With ``at`` (the robot-frame position the camera looks at, from the actuator) the twin
+    as it is now is rendered at that position, as the camera there sees it; the robot has
+    turned the cube so that the original face ``face`` is there, appearing turned
+    ``rotation`` quarter turns. Without ``at`` the twin is taken as unmoved and ``face`` is
+    rendered turned ``rotation`` quarter turns."""
 
     def __init__(self, seed: int = 0, conditions=None, facelets: str | None = None) -> None:
         from robocell.services.vision.simcam import Conditions
@@ -108,7 +116,8 @@ class SimSource:
         with self._lock:
             self.facelets = facelets
 
-    def capture(self, face: str | None = None, rotation: int = 0) -> np.ndarray:
+    def capture(self, face: str | None = None, rotation: int = 0,
+                at: str | None = None) -> np.ndarray:
         from robocell.services.vision.simcam import render_face, scene
 
         with self._lock:
@@ -121,8 +130,10 @@ class SimSource:
         if face is None:
             raise SourceError("the sim camera needs to know which face is in view")
         lighting = scene(self.conditions, self.seed + frame_number // 6)
-        return render_face(facelets, face, rotation, self.seed * 100_003 + frame_number,
-                           lighting)
+        seed = self.seed * 100_003 + frame_number
+        if at is not None:
+            return render_face(facelets, at, 0, seed, lighting)
+        return render_face(facelets, face, rotation, seed, lighting)
 
     def close(self) -> None:
         pass
