@@ -1,0 +1,415 @@
+"""Sticker grid detection: one camera frame -> the N x N stickers of the face in view.
+
+1. *Candidates*: stickers are bright patches separated by the dark plastic of the cube. The
+   frame is reduced to a working width, and its brightness (max of R, G, B) is cut at several
+   levels between the frame's dark and bright percentiles; every connected region that is
+   nearly square (minimum-area rectangle aspect, fill ratio) at some level is a candidate.
+   Sizes are relative to the frame, never fixed in pixels.
+2. *Grid*: each candidate, with a similar neighbour one pitch away, proposes a lattice
+   (angle from its rectangle, pitch from the neighbour). Candidates of similar size that fall
+   on lattice points vote; the N x N window with most votes wins. A homography (affine with
+   few stickers) from lattice to image is fitted to the voters, so missing or glared stickers
+   are inferred from the others and mild perspective is followed.
+3. *Sampling*: each sticker is sampled on an inset square of the full-resolution frame and
+   summarised by a trimmed mean (see `colour.trimmed_mean`), with a confidence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robocell.services.vision.colour import trimmed_mean
+
+WORK_WIDTH = 640
+"""Frames wider than this are reduced to this width to find the grid (sampling uses the
+full frame)."""
+
+THRESHOLD_LEVELS = (0.05, 0.1, 0.17, 0.27, 0.4, 0.56, 0.72)
+"""Brightness cuts, as fractions between the frame's dark and bright percentiles."""
+
+DARK_PERCENTILE = 0.01
+BRIGHT_PERCENTILE = 0.97
+"""The cube's black plastic is among the darkest 1 % of a frame even when it fills little
+of it; glare and clipped whites are the brightest 3 %."""
+
+EROSION_FRACTIONS = (0.012, 0.025, 0.045, 0.07)
+MAX_OPENED_LEVEL = 0.35
+"""The lower brightness cuts are also taken eroded by these fractions of the frame's shorter
+side, which cuts the bright bridges a glare spot or its halo lays across the black gaps
+between stickers (the erosion is given back to the measured sticker size)."""
+
+MIN_SIDE_FRACTION = 0.02
+MAX_SIDE_FRACTION = 0.45
+"""Sticker side bounds as fractions of the frame's shorter side."""
+
+MAX_ASPECT = 1.35
+MIN_FILL = 0.86
+"""A candidate's min-area rectangle must be this square and this full (a rounded sticker
+fills 0.9 or more of it, a disc such as a beam hole only pi/4)."""
+
+SIDE_TOLERANCE = 1.35
+"""Grid members may differ in size by this factor from the proposing candidate."""
+
+ANGLE_TOLERANCE_DEG = 12.0
+LATTICE_TOLERANCE = 0.22
+"""How far (in pitches) a candidate may sit from its lattice point and still vote."""
+
+MIN_PITCH_RATIO = 1.0
+MAX_PITCH_RATIO = 1.8
+"""Pitch (centre distance of neighbours) relative to the sticker side."""
+
+SAMPLE_INSET = 0.55
+"""Side of the sampled square relative to the pitch."""
+
+SAMPLES_PER_SIDE = 12
+
+FOUND_CONFIDENCE = 1.0
+INFERRED_CONFIDENCE = 0.6
+"""Confidence factors of a sticker seen as its own region, and of one inferred from the grid."""
+
+UNIFORMITY_SCALE = 40.0
+"""Spread (per-channel std of the kept pixels) at which the uniformity factor drops to 1/e."""
+
+SIZES = (3, 2)
+MIN_EXTRA_3X3 = 2
+
+
+class DetectionError(ValueError):
+    """No sticker grid in the frame."""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    x: float
+    y: float
+    side: float
+    angle: float  # degrees, folded into [-45, 45)
+
+
+@dataclass
+class FaceReading:
+    """The stickers of one face as seen in one frame (row-major, as the face appears)."""
+
+    size: int
+    colours: np.ndarray          # (N², 3) RGB float
+    confidence: np.ndarray       # (N²,) 0..1
+    centres: np.ndarray          # (N², 2) image x, y
+    corners: np.ndarray          # (4, 2) outer corners of the face: TL, TR, BR, BL
+    found: np.ndarray            # (N²,) bool: seen as its own region (not inferred)
+    angle_deg: float
+    pitch_px: float
+    extra: dict = field(default_factory=dict)
+
+    def to_message(self) -> dict:
+        """Plain data for the bus and JSON output."""
+        return {
+            "size": self.size,
+            "colours": [[int(round(c)) for c in rgb] for rgb in self.colours],
+            "confidence": [round(float(c), 3) for c in self.confidence],
+            "centres": [[round(float(v), 1) for v in p] for p in self.centres],
+            "corners": [[round(float(v), 1) for v in p] for p in self.corners],
+            "found": [bool(f) for f in self.found],
+            "angle_deg": round(self.angle_deg, 2),
+            "pitch_px": round(self.pitch_px, 2),
+        }
+
+
+def _fold_angle(angle: float, width: float, height: float) -> float:
+    """minAreaRect angle -> the rectangle's axis angle in [-45, 45)."""
+    del width, height
+    return (angle + 45.0) % 90.0 - 45.0
+
+
+def _candidates(bgr_small: np.ndarray) -> list[_Candidate]:
+    import cv2
+
+    blue, green, red = cv2.split(bgr_small)
+    brightness = cv2.max(cv2.max(blue, green), red)
+    brightness = cv2.GaussianBlur(brightness, (3, 3), 0)
+    hist = np.bincount(brightness.ravel(), minlength=256).cumsum()
+    total = hist[-1]
+    dark = int(np.searchsorted(hist, DARK_PERCENTILE * total))
+    bright = int(np.searchsorted(hist, BRIGHT_PERCENTILE * total))
+    short = min(brightness.shape)
+    min_side, max_side = MIN_SIDE_FRACTION * short, MAX_SIDE_FRACTION * short
+    found: list[tuple[_Candidate, float]] = []
+    masks = []
+    for level in THRESHOLD_LEVELS:
+        cut = dark + level * max(bright - dark, 1)
+        _, mask = cv2.threshold(brightness, cut, 255, cv2.THRESH_BINARY)
+        masks.append((mask, 0))
+        if level <= MAX_OPENED_LEVEL:
+            inside = cv2.distanceTransform(mask, cv2.DIST_L2, 3)
+            for fraction in EROSION_FRACTIONS:
+                shrink = max(1.0, fraction * short)
+                _, eroded = cv2.threshold(inside, shrink, 255, cv2.THRESH_BINARY)
+                masks.append((eroded.astype(np.uint8), shrink))
+    for mask, grown in masks:
+        contours, _ = cv2.findContours(mask, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
+        for contour in contours:
+            if len(contour) < 4:
+                continue
+            _, _, box_w, box_h = cv2.boundingRect(contour)
+            if min(box_w, box_h) < min_side or max(box_w, box_h) > 1.5 * max_side:
+                continue
+            area = cv2.contourArea(contour)
+            if area < min_side * min_side:
+                continue
+            (x, y), (w, h), angle = cv2.minAreaRect(contour)
+            if grown:
+                # An eroded region: give back what the erosion took (rounded-square area).
+                area = (math.sqrt(area) + 2 * grown) ** 2
+                w, h = w + 2 * grown, h + 2 * grown
+            if min(w, h) < min_side or max(w, h) > max_side:
+                continue
+            if max(w, h) / max(min(w, h), 1e-6) > MAX_ASPECT or area / (w * h) < MIN_FILL:
+                continue
+            found.append((_Candidate(x, y, 0.5 * (w + h), _fold_angle(angle, w, h)), area))
+    # The same sticker shows up at several levels: keep its largest square region (a much
+    # larger square around it, such as four stickers merged by glare, is another candidate).
+    found.sort(key=lambda item: -item[1])
+    kept: list[_Candidate] = []
+    for cand, _ in found:
+        if not any((cand.x - k.x) ** 2 + (cand.y - k.y) ** 2 < (0.4 * cand.side) ** 2
+                   and k.side < SIDE_TOLERANCE * cand.side for k in kept):
+            kept.append(cand)
+    return kept
+
+
+@dataclass
+class _Grid:
+    size: int
+    votes: int
+    residual: float
+    to_image: np.ndarray   # 3x3 homography lattice (col, row) -> work image (x, y)
+    members: dict[tuple[int, int], int]  # lattice cell -> candidate index
+    angle: float
+    pitch: float
+
+
+def _fit_transform(lattice: np.ndarray, image: np.ndarray, angle: float, pitch: float
+                   ) -> np.ndarray:
+    """Homography lattice -> image from point pairs: full homography from 5+ points not on
+    one line, affine from 3+, else a similarity from the proposing angle and pitch."""
+    import cv2
+
+    n = len(lattice)
+    if n >= 5 and len(set(lattice[:, 0])) > 1 and len(set(lattice[:, 1])) > 1:
+        h, _ = cv2.findHomography(lattice.astype(np.float64), image.astype(np.float64), 0)
+        if h is not None and abs(np.linalg.det(h[:2, :2])) > 1e-9:
+            return h / h[2, 2]
+    if n >= 3:
+        design = np.hstack([lattice, np.ones((n, 1))])
+        solution, _, rank, _ = np.linalg.lstsq(design, image, rcond=None)
+        if rank == 3:
+            return np.vstack([solution.T, [0.0, 0.0, 1.0]])
+    c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+    rot = pitch * np.array([[c, -s], [s, c]])
+    offset = image.mean(0) - lattice.mean(0) @ rot.T
+    return np.vstack([np.hstack([rot, offset[:, None]]), [0.0, 0.0, 1.0]])
+
+
+def _apply(h: np.ndarray, points: np.ndarray) -> np.ndarray:
+    homogeneous = np.hstack([points, np.ones((len(points), 1))]) @ h.T
+    return homogeneous[:, :2] / homogeneous[:, 2:3]
+
+
+def _best_grid(cands: list[_Candidate], size: int, frame_centre: tuple[float, float]
+               ) -> _Grid | None:
+    """The lattice window with most stickers; ties go to the smaller lattice residual, then to
+    the grid nearer the frame centre (where the robot holds the cube)."""
+    if not cands:
+        return None
+    xy = np.array([[c.x, c.y] for c in cands])
+    side = np.array([c.side for c in cands])
+    angle = np.array([c.angle for c in cands])
+    best: _Grid | None = None
+    best_score: tuple[int, float, float] = (0, 0.0, 0.0)
+    for a, anchor in enumerate(cands):
+        similar = ((np.maximum(side, anchor.side) / np.minimum(side, anchor.side) < SIDE_TOLERANCE)
+                   & (np.abs((angle - anchor.angle + 45.0) % 90.0 - 45.0) < ANGLE_TOLERANCE_DEG))
+        theta = math.radians(anchor.angle)
+        c, s = math.cos(theta), math.sin(theta)
+        offset = xy - xy[a]
+        u = offset[:, 0] * c + offset[:, 1] * s
+        v = -offset[:, 0] * s + offset[:, 1] * c
+        dist = np.hypot(u, v)
+        # Pitch: nearest similar neighbour lying along a lattice axis.
+        along = np.minimum(np.abs(u), np.abs(v)) < 0.25 * dist
+        ok = (similar & along & (dist > MIN_PITCH_RATIO * anchor.side)
+              & (dist < MAX_PITCH_RATIO * anchor.side))
+        ok[a] = False
+        if not ok.any():
+            continue
+        pitch = float(dist[ok].min())
+        gu, gv = u / pitch, v / pitch
+        iu, iv = np.round(gu).astype(int), np.round(gv).astype(int)
+        on_lattice = similar & (np.abs(gu - iu) < LATTICE_TOLERANCE) & (
+            np.abs(gv - iv) < LATTICE_TOLERANCE)
+        on_lattice &= (np.abs(iu) < size) & (np.abs(iv) < size)
+        cells = {}
+        for k in np.nonzero(on_lattice)[0]:
+            key = (int(iu[k]), int(iv[k]))
+            err = abs(gu[k] - iu[k]) + abs(gv[k] - iv[k])
+            if key not in cells or err < cells[key][1]:
+                cells[key] = (int(k), err)
+        for col0 in range(-size + 1, 1):
+            for row0 in range(-size + 1, 1):
+                members = {(cu - col0, cv - row0): k for (cu, cv), (k, _) in cells.items()
+                           if 0 <= cu - col0 < size and 0 <= cv - row0 < size}
+                votes = len(members)
+                if best is not None and votes < best.votes:
+                    continue
+                members_xy = xy[list(members.values())]
+                residual = sum(cells[(cu + col0, cv + row0)][1] for cu, cv in members) / votes
+                off_centre = float(np.hypot(*(members_xy.mean(0) - frame_centre)))
+                score = (votes, -round(residual, 1), -off_centre)
+                if best is not None and score <= best_score:
+                    continue
+                best_score = score
+                lattice = np.array(list(members.keys()), dtype=np.float64)
+                h = _fit_transform(lattice, members_xy, anchor.angle, pitch)
+                best = _Grid(size, votes, residual, h, members, anchor.angle, pitch)
+    return best
+
+
+def _refine(grid: _Grid, cands: list[_Candidate]) -> _Grid:
+    """Re-collect candidates at the fitted lattice points and refit once."""
+    xy = np.array([[c.x, c.y] for c in cands])
+    cells = np.array([(col, row) for row in range(grid.size) for col in range(grid.size)],
+                     dtype=np.float64)
+    predicted = _apply(grid.to_image, cells)
+    members = {}
+    for (col, row), point in zip(cells.astype(int), predicted, strict=True):
+        dist = np.hypot(*(xy - point).T)
+        k = int(np.argmin(dist))
+        if dist[k] < LATTICE_TOLERANCE * grid.pitch * 1.5 and k not in members.values():
+            members[(int(col), int(row))] = k
+    if len(members) < grid.votes:
+        return grid
+    lattice = np.array(list(members.keys()), dtype=np.float64)
+    h = _fit_transform(lattice, xy[list(members.values())], grid.angle, grid.pitch)
+    return _Grid(grid.size, len(members), grid.residual, h, members, grid.angle, grid.pitch)
+
+
+def min_votes(size: int) -> int:
+    """Stickers that must be seen as their own region for a grid to count (the rest are
+    inferred): 5 of 9 on a 3x3, 3 of 4 on a 2x2."""
+    return size * size // 2 + 1
+
+
+def _spans_grid(grid: _Grid) -> bool:
+    """Whether the seen stickers reach every row and every column of the grid."""
+    cols = {col for col, _ in grid.members}
+    rows = {row for _, row in grid.members}
+    return len(cols) == grid.size and len(rows) == grid.size
+
+
+def _choose_size(grids: dict[int, _Grid | None], cands: list[_Candidate]) -> _Grid | None:
+    """Size unknown: a 3x3 must be seen across all its rows and columns and hold at least
+    MIN_EXTRA_3X3 more stickers than the best 2x2 window (else a 2x2 face plus one stray
+    square would pass for a 3x3); otherwise a 2x2."""
+    three, two = grids.get(3), grids.get(2)
+    if (three is not None and three.votes >= min_votes(3) and _spans_grid(three)
+            and (two is None or three.votes - two.votes >= MIN_EXTRA_3X3)):
+        return _refine(three, cands)
+    if two is not None and two.votes >= min_votes(2):
+        return _refine(two, cands)
+    return None
+
+
+def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
+    """Find the sticker grid of the face in view and read its colours.
+
+    ``bgr``: an 8-bit BGR frame (OpenCV's order). ``size``: 2 or 3, or None to try 3 then 2.
+    Raises DetectionError when no grid of enough stickers is found.
+    """
+    import cv2
+
+    if bgr is None or not isinstance(bgr, np.ndarray) or bgr.ndim != 3 or bgr.shape[2] != 3:
+        raise DetectionError("expected an 8-bit BGR colour frame (height x width x 3)")
+    if bgr.dtype != np.uint8:
+        raise DetectionError(f"expected an 8-bit frame, got {bgr.dtype}")
+    height, width = bgr.shape[:2]
+    scale = min(1.0, WORK_WIDTH / width)
+    small = bgr if scale == 1.0 else cv2.resize(bgr, (round(width * scale),
+                                                      round(height * scale)),
+                                                interpolation=cv2.INTER_AREA)
+    cands = _candidates(small)
+    centre = (0.5 * small.shape[1], 0.5 * small.shape[0])
+    sizes = SIZES if size is None else (size,)
+    for n in sizes:
+        if n not in SIZES:
+            raise DetectionError(f"cube size {n} is not supported (use 2 or 3)")
+    grids = {n: _best_grid(cands, n, centre) for n in sizes}
+    grid = None
+    if size is not None:
+        found = grids[size]
+        if found is not None and found.votes >= min_votes(size):
+            grid = _refine(found, cands)
+    else:
+        grid = _choose_size(grids, cands)
+    if grid is None:
+        raise DetectionError(
+            f"no {' or '.join(f'{n}x{n}' for n in sorted(sizes))} sticker grid found in the "
+            f"{width}x{height} frame ({len(cands)} sticker-like regions); check that the face "
+            "fills a good part of the frame and is lit")
+    return _read_grid(bgr, grid, scale)
+
+
+def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
+    n = grid.size
+    to_full = np.diag([1.0 / scale, 1.0 / scale, 1.0]) @ grid.to_image
+    cells = np.array([(col, row) for row in range(n) for col in range(n)], dtype=np.float64)
+    centres = _apply(to_full, cells)
+    offsets = (np.arange(SAMPLES_PER_SIDE) + 0.5) / SAMPLES_PER_SIDE - 0.5
+    du, dv = np.meshgrid(offsets * SAMPLE_INSET, offsets * SAMPLE_INSET)
+    pattern = np.stack([du.ravel(), dv.ravel()], axis=1)
+    height, width = bgr.shape[:2]
+    colours = np.zeros((n * n, 3))
+    confidence = np.zeros(n * n)
+    found = np.zeros(n * n, dtype=bool)
+    for index, cell in enumerate(cells):
+        points = _apply(to_full, cell + pattern)
+        px = np.clip(np.round(points[:, 0]).astype(int), 0, width - 1)
+        py = np.clip(np.round(points[:, 1]).astype(int), 0, height - 1)
+        inside = ((points[:, 0] >= 0) & (points[:, 0] < width) & (points[:, 1] >= 0)
+                  & (points[:, 1] < height))
+        pixels = bgr[py, px][:, ::-1].astype(np.float64)
+        colours[index] = trimmed_mean(pixels)
+        key = (int(cell[0]), int(cell[1]))
+        found[index] = key in grid.members
+        spread = float(np.std(pixels, axis=0).mean())
+        confidence[index] = ((FOUND_CONFIDENCE if found[index] else INFERRED_CONFIDENCE)
+                             * math.exp(-spread / UNIFORMITY_SCALE) * inside.mean())
+    outer = np.array([[-0.5, -0.5], [n - 0.5, -0.5], [n - 0.5, n - 0.5], [-0.5, n - 0.5]])
+    # Angle and pitch of the fitted grid along its rows, through the face centre.
+    middle = 0.5 * (n - 1)
+    a, b = _apply(to_full, np.array([[middle - 0.5, middle], [middle + 0.5, middle]]))
+    angle = _fold_angle(math.degrees(math.atan2(b[1] - a[1], b[0] - a[0])), 0, 0)
+    return FaceReading(n, colours, confidence, centres, _apply(to_full, outer), found,
+                       angle, float(np.hypot(*(b - a))))
+
+
+def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
+    """A copy of the frame with the face outline, each sticker's centre, number and read
+    colour (solid: seen, hollow: inferred) drawn on it."""
+    import cv2
+
+    out = bgr.copy()
+    thickness = max(1, round(out.shape[1] / 640))
+    cv2.polylines(out, [np.round(reading.corners).astype(np.int32)], True, (0, 255, 0),
+                  2 * thickness)
+    radius = max(3, int(reading.pitch_px * 0.18))
+    for index, (centre, rgb) in enumerate(zip(reading.centres, reading.colours, strict=True)):
+        point = (int(round(centre[0])), int(round(centre[1])))
+        bgr_colour = tuple(int(c) for c in rgb[::-1])
+        cv2.circle(out, point, radius, bgr_colour, -1 if reading.found[index] else thickness)
+        cv2.circle(out, point, radius, (0, 0, 0), thickness)
+        cv2.putText(out, f"{index + 1}:{reading.confidence[index]:.2f}",
+                    (point[0] - radius, point[1] - radius - 4), cv2.FONT_HERSHEY_SIMPLEX,
+                    0.4 * thickness, (0, 255, 0), thickness)
+    return out

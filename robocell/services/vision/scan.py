@@ -1,0 +1,130 @@
+"""A whole-cube scan: six face frames -> six face readings -> one resolved cube state.
+
+Each face is seen in some rotation (the robot's scan pose); ``quarter_turns`` says how many
+clockwise quarter turns the face *appears* rotated in the frame relative to the usual net
+orientation, and its reading is turned back before the stickers are put in facelet order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robocell.services.vision.detect import DetectionError, FaceReading, detect
+from robocell.services.vision.resolve import Resolution, resolve
+
+FACES = "URFDLB"
+
+SCRIPTED_POSES: tuple[tuple[str, int], ...] = (
+    ("U", 0), ("F", 0), ("R", 1), ("B", 2), ("L", 3), ("D", 0),
+)
+"""The scan poses used until the actuator announces its own: which face is in view, in
+order, and how many clockwise quarter turns it appears rotated (see `unrotate`)."""
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
+
+
+class ScanError(ValueError):
+    """A scan that cannot be read: ``faces`` are the faces to capture again."""
+
+    def __init__(self, message: str, faces: str = "") -> None:
+        super().__init__(message)
+        self.faces = faces
+
+
+def unrotate(values: np.ndarray, size: int, quarter_turns: int) -> np.ndarray:
+    """Row-major per-sticker values of a face that appears turned ``quarter_turns`` clockwise
+    -> the same values in the face's net orientation."""
+    grid = np.asarray(values).reshape((size, size) + np.asarray(values).shape[1:])
+    return np.rot90(grid, k=quarter_turns % 4, axes=(0, 1)).reshape(np.asarray(values).shape)
+
+
+@dataclass
+class CubeScan:
+    """The six readings and the resolved state."""
+
+    readings: dict[str, FaceReading]
+    colours: np.ndarray        # (6·N², 3) in facelet order
+    confidence: np.ndarray     # (6·N²,) detection confidence in facelet order
+    resolution: Resolution
+
+
+def assemble(readings: dict[str, FaceReading], rotations: dict[str, int] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Facelet-order colours and detection confidences from six face readings."""
+    missing = [f for f in FACES if f not in readings]
+    if missing:
+        raise ScanError(f"no reading for face(s) {''.join(missing)}", "".join(missing))
+    sizes = {readings[f].size for f in FACES}
+    if len(sizes) != 1:
+        detail = ", ".join(f"{f}: {readings[f].size}x{readings[f].size}" for f in FACES)
+        raise ScanError(f"faces disagree on the cube size ({detail}); rescan with --size")
+    size = sizes.pop()
+    rotations = rotations or {}
+    colours = np.concatenate([unrotate(readings[f].colours, size, rotations.get(f, 0))
+                              for f in FACES])
+    confidence = np.concatenate([unrotate(readings[f].confidence, size, rotations.get(f, 0))
+                                 for f in FACES])
+    return colours, confidence, size
+
+
+def scan_frames(frames: dict[str, np.ndarray], size: int | None = None,
+                rotations: dict[str, int] | None = None) -> CubeScan:
+    """Detect every face, then resolve the cube (raises ScanError or ResolveError)."""
+    readings = {}
+    failed = []
+    for face in FACES:
+        try:
+            readings[face] = detect(frames[face], size)
+        except DetectionError as exc:
+            failed.append(f"{face}: {exc}")
+    if failed:
+        raise ScanError("; ".join(failed), "".join(f[0] for f in failed))
+    if size is None:
+        # Mixed guesses happen when a 3x3 face shows only a 2x2 corner well; trust the majority.
+        sizes = [r.size for r in readings.values()]
+        majority = max(set(sizes), key=sizes.count)
+        for face in FACES:
+            if readings[face].size != majority:
+                readings[face] = detect(frames[face], majority)
+    colours, confidence, n = assemble(readings, rotations)
+    return CubeScan(readings, colours, confidence, resolve(colours, n))
+
+
+def find_face_files(folder: str | Path) -> dict[str, Path]:
+    """The six images of a scan folder, named ``*-U.png`` ... ``*-D.png`` (any image suffix)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ScanError(f"{folder} is not a folder; give a folder with six images named "
+                        "*-U.png ... *-D.png")
+    pattern = re.compile(r"[-_]([URFDLB])$")
+    found: dict[str, list[Path]] = {f: [] for f in FACES}
+    for path in sorted(folder.iterdir()):
+        match = pattern.search(path.stem)
+        if match and path.suffix.lower() in IMAGE_SUFFIXES:
+            found[match.group(1)].append(path)
+    missing = "".join(f for f in FACES if not found[f])
+    if missing:
+        raise ScanError(f"{folder}: no image for face(s) {missing} (expected names like "
+                        f"cube-{missing[0]}.png)", missing)
+    doubled = [f"{f}: {', '.join(p.name for p in found[f])}" for f in FACES if len(found[f]) > 1]
+    if doubled:
+        raise ScanError(f"{folder}: more than one image per face ({'; '.join(doubled)})")
+    return {f: found[f][0] for f in FACES}
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    """An image file as an 8-bit BGR frame, or ScanError saying why not."""
+    import cv2
+
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ScanError(f"{path}: cannot read as an image")
+    return image
+
+
+def scan_folder(folder: str | Path, size: int | None = None) -> CubeScan:
+    files = find_face_files(folder)
+    return scan_frames({f: read_image(p) for f, p in files.items()}, size)

@@ -1,0 +1,298 @@
+"""`robocell vision serve`: the vision service on the bus.
+
+Pattern: an *event-driven pipeline* behind one `Node`. Each ``actuator.scan_pose`` event
+(or, without an actuator, each pose of the scripted sequence `scan.SCRIPTED_POSES`) is
+queued; one worker thread captures a frame from the source, detects the face, publishes a
+``vision.face`` result (JPEG thumbnail, grid, colours, confidence) and, once every face of
+the scan is in, resolves the cube and publishes the latched ``vision.cube_state`` with
+per-sticker confidence -- or an ``errors`` message naming the faces and stickers to rescan.
+With ``--camera sim`` the source renders the digital twin (``sim.twin_state``).
+
+The core (`ScanCollector`, `face_payload`) is plain functions over plain data; `VisionService`
+is the thin adapter. The worker loop ends when the node stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from robocell.services.vision.detect import DetectionError, FaceReading
+from robocell.services.vision.resolve import ResolveError
+from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError
+
+THUMBNAIL_WIDTH = 320
+JPEG_QUALITY = 80
+KEPT_SCANS = 8
+"""Unfinished scans remembered at once (older ones are dropped)."""
+PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
+QUEUE_LIMIT = 64
+
+
+# --- the core ----------------------------------------------------------------------------
+
+def thumbnail(frame: np.ndarray, width: int = THUMBNAIL_WIDTH) -> tuple[bytes, float]:
+    """JPEG of the frame scaled to ``width`` pixels, and the scale used."""
+    import cv2
+
+    scale = min(1.0, width / frame.shape[1])
+    small = frame if scale == 1.0 else cv2.resize(
+        frame, (round(frame.shape[1] * scale), round(frame.shape[0] * scale)),
+        interpolation=cv2.INTER_AREA)
+    ok, data = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    if not ok:
+        raise RuntimeError("JPEG encoding failed")
+    return data.tobytes(), scale
+
+
+def face_payload(scan_id: str, pose: int, face: str, rotation: int, frame: np.ndarray | None,
+                 reading: FaceReading | None, error: str | None) -> dict[str, Any]:
+    """The ``vision.face`` message of one pose."""
+    jpeg, scale = (b"", 1.0) if frame is None else thumbnail(frame)
+    payload: dict[str, Any] = {
+        "scan_id": scan_id, "pose": pose, "face": face, "rotation": rotation,
+        "jpeg": jpeg, "ok": reading is not None,
+    }
+    if reading is not None:
+        payload.update({
+            "size": reading.size,
+            "grid": [[round(float(x) * scale, 1), round(float(y) * scale, 1)]
+                     for x, y in reading.centres],
+            "colors": [[int(round(c)) for c in rgb] for rgb in reading.colours],
+            "confidence": [round(float(c), 3) for c in reading.confidence],
+        })
+    else:
+        payload.update({"size": 0, "grid": [], "colors": [], "confidence": [],
+                        "error": error or "no reading"})
+    return payload
+
+
+@dataclass
+class _Scan:
+    readings: dict[str, FaceReading] = field(default_factory=dict)
+    rotations: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+
+
+class ScanCollector:
+    """Gathers the faces of each scan; when all six are in, resolves the cube.
+
+    ``add`` returns None while the scan is incomplete, else ``("vision.cube_state",
+    payload)`` or ``("errors", payload)``.
+    """
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size
+        self._scans: dict[str, _Scan] = {}
+
+    def add(self, scan_id: str, face: str, rotation: int, reading: FaceReading | None,
+            error: str | None = None) -> tuple[str, dict[str, Any]] | None:
+        scan = self._scans.get(scan_id)
+        if scan is None:
+            while len(self._scans) >= KEPT_SCANS:
+                self._scans.pop(next(iter(self._scans)))
+            scan = self._scans[scan_id] = _Scan()
+        scan.rotations[face] = rotation
+        if reading is None:
+            scan.failed[face] = error or "no reading"
+            scan.readings.pop(face, None)
+        else:
+            scan.readings[face] = reading
+            scan.failed.pop(face, None)
+        if len(scan.readings) + len(scan.failed) < len(FACES):
+            return None
+        del self._scans[scan_id]
+        return self._finish(scan_id, scan)
+
+    def _finish(self, scan_id: str, scan: _Scan) -> tuple[str, dict[str, Any]]:
+        from robocell.services.vision.resolve import resolve
+        from robocell.services.vision.scan import assemble
+
+        if scan.failed:
+            faces = "".join(f for f in FACES if f in scan.failed)
+            detail = "; ".join(f"{f}: {scan.failed[f]}" for f in faces)
+            return "errors", error_payload(scan_id, "detection", f"no sticker grid on face(s) "
+                                           f"{faces}: {detail}", faces, [])
+        try:
+            readings = scan.readings
+            sizes = {r.size for r in readings.values()}
+            if self.size is None and len(sizes) > 1:
+                raise ScanError("faces disagree on the cube size: "
+                                + ", ".join(f"{f}: {readings[f].size}" for f in FACES)
+                                + "; run with --size", "".join(FACES))
+            colours, detection_conf, size = assemble(readings, scan.rotations)
+            result = resolve(colours, self.size or size)
+        except ScanError as exc:
+            return "errors", error_payload(scan_id, "size", str(exc), exc.faces, [])
+        except ResolveError as exc:
+            return "errors", error_payload(scan_id, exc.code, str(exc), exc.faces,
+                                           list(exc.stickers))
+        confidence = np.minimum(np.asarray(result.confidence), detection_conf)
+        return "vision.cube_state", {
+            "scan_id": scan_id, "puzzle": PUZZLE_NAMES[result.size],
+            "facelets": result.facelets,
+            "confidence": [round(float(c), 3) for c in confidence],
+            "wall_time": time.time(),
+        }
+
+
+def error_payload(scan_id: str, code: str, message: str, faces: str,
+                  stickers: list[int]) -> dict[str, Any]:
+    """An ``errors`` message from the vision service: what to rescan."""
+    return {
+        "service": "vision", "stage": "scan", "code": code, "message": message,
+        "action": f"rescan face(s) {faces}" if faces else "rescan the cube",
+        "detail": {"scan_id": scan_id, "faces": faces, "stickers": stickers},
+    }
+
+
+# --- the bus adapter -------------------------------------------------------------------
+
+class VisionService:
+    """Captures at each scan pose and publishes face results and the cube state."""
+
+    def __init__(self, node: Any, source: Any, size: int | None = None) -> None:
+        self.node = node
+        self.source = source
+        self.size = size
+        self.collector = ScanCollector(size)
+        self._work: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_LIMIT)
+        self._thread = threading.Thread(target=self._run, name="vision-worker", daemon=True)
+        self.scans_done = 0
+        self.scans_failed = 0
+
+    def start(self) -> None:
+        from robocell.services.vision.sources import SimSource
+
+        self.node.subscribe("actuator.scan_pose", self.on_pose)
+        if isinstance(self.source, SimSource):
+            self.node.subscribe("sim.twin_state", self.on_twin)
+        self._thread.start()
+        self.node.set_state("ready", scans=0, failed=0)
+
+    def stop(self) -> None:
+        self._work.put(None)
+        self._thread.join(timeout=5.0)
+
+    def on_twin(self, env: Any) -> None:
+        self.source.set_state(env.payload["facelets"])
+
+    def on_pose(self, env: Any) -> None:
+        """A pose was reached: queue the capture (callbacks must stay short)."""
+        try:
+            self._work.put_nowait(dict(env.payload))
+        except queue.Full:
+            self.node.publish("errors", error_payload(
+                env.payload.get("scan_id", ""), "overloaded",
+                "vision is still busy with earlier poses; this pose was dropped", "", []))
+
+    def scripted_scan(self, scan_id: str | None = None) -> str:
+        """Queue the scripted pose sequence as one scan (no actuator needed)."""
+        scan_id = scan_id or f"scripted-{uuid.uuid4().hex[:8]}"
+        for pose, (face, rotation) in enumerate(SCRIPTED_POSES):
+            self._work.put({"scan_id": scan_id, "pose": pose, "n_poses": len(SCRIPTED_POSES),
+                            "face": face, "rotation": rotation})
+        return scan_id
+
+    def _run(self) -> None:
+        while True:  # ends on the None that stop() queues
+            pose = self._work.get()
+            if pose is None:
+                return
+            try:
+                self.handle_pose(pose)
+            except Exception as exc:  # a bad pose or frame never kills the service
+                self.node.publish("errors", error_payload(
+                    str(pose.get("scan_id", "")), "internal",
+                    f"vision failed on pose {pose}: {type(exc).__name__}: {exc}", "", []))
+
+    def handle_pose(self, pose: dict[str, Any]) -> None:
+        from robocell.services.vision.detect import detect
+        from robocell.services.vision.sources import SourceError
+
+        scan_id, face = str(pose["scan_id"]), str(pose["face"])
+        rotation = int(pose.get("rotation", 0))
+        frame = reading = error = None
+        self.node.set_state("busy", scans=self.scans_done, failed=self.scans_failed)
+        try:
+            frame = self.source.capture(face, rotation)
+            reading = detect(frame, self.size)
+        except (SourceError, DetectionError) as exc:
+            error = str(exc)
+        self.node.publish("vision.face", face_payload(
+            scan_id, int(pose.get("pose", 0)), face, rotation, frame, reading, error))
+        outcome = self.collector.add(scan_id, face, rotation, reading, error)
+        if outcome is not None:
+            topic, payload = outcome
+            self.node.publish(topic, payload)
+            if topic == "errors":
+                self.scans_failed += 1
+            else:
+                self.scans_done += 1
+        self.node.set_state("ready", scans=self.scans_done, failed=self.scans_failed)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve", help="run the vision service on the bus",
+        description="Capture at every actuator.scan_pose, publish vision.face results and "
+                    "the vision.cube_state (or an errors message saying what to rescan).")
+    serve.add_argument("--camera", default=os.environ.get("ROBOCELL_CAMERA", "sim"),
+                       help="sim | device index | video file or URL | folder of images "
+                            "(default $ROBOCELL_CAMERA or sim)")
+    serve.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: guess)")
+    serve.add_argument("--seed", type=int, default=0, help="sim camera seed")
+    serve.add_argument("--state", help="sim camera: look at this facelet string until the "
+                                       "twin publishes its state")
+    serve.add_argument("--scripted", type=float, metavar="SECONDS", default=None,
+                       help="without an actuator: run the scripted pose sequence now and "
+                            "then every SECONDS (0: once)")
+    serve.add_argument("--broker", help="broker base address tcp://HOST:PORT "
+                                        "(default $ROBOCELL_BUS)")
+    serve.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from robocell.cli import CommandError
+    from robocell.common.bus import Endpoints, Node
+    from robocell.services.vision.sources import SimSource, SourceError, open_source
+
+    try:
+        source = open_source(args.camera, args.seed)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from None
+    if args.state:
+        if not isinstance(source, SimSource):
+            raise CommandError("--state only applies to --camera sim")
+        source.set_state(args.state)
+    with Node("vision", Endpoints.resolve(args.broker)) as node:
+        service = VisionService(node, source, args.size)
+        try:
+            service.start()
+            if args.scripted is not None:
+                _scripted_loop(node, service, args.scripted)
+            node.wait()
+        finally:
+            service.stop()
+            source.close()
+    return 0
+
+
+def _scripted_loop(node: Any, service: VisionService, every: float) -> None:
+    """Queue a scripted scan now and, if ``every`` > 0, again every ``every`` seconds until
+    the node stops."""
+    def loop() -> None:
+        while True:
+            service.scripted_scan()
+            if every <= 0 or node.wait(every):
+                return
+    threading.Thread(target=loop, name="vision-scripted", daemon=True).start()

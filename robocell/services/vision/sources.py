@@ -1,0 +1,139 @@
+"""Frame sources: where the vision service gets a frame when a scan pose is reached.
+
+Every source answers ``capture(face, rotation)`` with an 8-bit BGR frame. A real camera or a
+folder ignores the arguments (the robot put the face in view); the sim camera uses them to
+render that face of the digital twin. Sources are chosen by one string (`open_source`):
+``sim``, a device index (``0``), a video file or stream URL, or a folder of images.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from robocell.services.vision.scan import IMAGE_SUFFIXES, find_face_files, read_image
+
+STALE_FRAMES = 4
+"""Frames a camera may have buffered before the pose was reached; dropped before capturing."""
+
+
+class SourceError(RuntimeError):
+    """A source that cannot give a frame: says which source and what to check."""
+
+
+class VideoSource:
+    """An OpenCV `VideoCapture`: a device index, a video file or a stream URL."""
+
+    def __init__(self, spec: str | int, width: int | None = None,
+                 height: int | None = None) -> None:
+        import cv2
+
+        self.spec = spec
+        self._capture = cv2.VideoCapture(spec)
+        if not self._capture.isOpened():
+            raise SourceError(f"camera {spec!r} cannot be opened; check the device index, "
+                              "file or URL and that no other program holds it")
+        if width:
+            self._capture.set(cv2.CAP_PROP_FRAME_WIDTH, width)
+        if height:
+            self._capture.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
+        self._is_file = isinstance(spec, str) and Path(spec).is_file()
+        self._lock = threading.Lock()
+
+    def capture(self, face: str | None = None, rotation: int = 0) -> np.ndarray:
+        with self._lock:
+            if not self._is_file:
+                for _ in range(STALE_FRAMES):
+                    self._capture.grab()
+            ok, frame = self._capture.read()
+            if not ok and self._is_file:
+                import cv2
+
+                self._capture.set(cv2.CAP_PROP_POS_FRAMES, 0)  # a file: loop it
+                ok, frame = self._capture.read()
+        if not ok or frame is None:
+            raise SourceError(f"camera {self.spec!r} gave no frame; check the cable or stream")
+        return frame
+
+    def close(self) -> None:
+        self._capture.release()
+
+
+class FolderSource:
+    """Images in a folder. Named ``*-U.png`` ... ``*-D.png``: the image of the face asked
+    for; otherwise the images in name order, one per capture, round and round."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise SourceError(f"{self.folder} is not a folder of images")
+        try:
+            self._by_face: dict[str, Path] | None = find_face_files(self.folder)
+        except ValueError:
+            self._by_face = None
+        self._images = sorted(p for p in self.folder.iterdir()
+                              if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not self._images:
+            raise SourceError(f"{self.folder} holds no images ({', '.join(IMAGE_SUFFIXES)})")
+        self._next = 0
+
+    def capture(self, face: str | None = None, rotation: int = 0) -> np.ndarray:
+        if self._by_face is not None and face in self._by_face:
+            return read_image(self._by_face[face])
+        path = self._images[self._next % len(self._images)]
+        self._next += 1
+        return read_image(path)
+
+    def close(self) -> None:
+        pass
+
+
+class SimSource:
+    """The sim camera looking at the digital twin: `set_state` is called with the twin's
+    facelets; each capture renders the face in view (see `simcam.render_face`). One scan's
+    frames share a scene (lighting) drawn from ``seed`` and the scan number."""
+
+    def __init__(self, seed: int = 0, conditions=None, facelets: str | None = None) -> None:
+        from robocell.services.vision.simcam import Conditions
+
+        self.conditions = conditions or Conditions()
+        self.seed = seed
+        self.facelets = facelets
+        self._frames = 0
+        self._lock = threading.Lock()
+
+    def set_state(self, facelets: str) -> None:
+        with self._lock:
+            self.facelets = facelets
+
+    def capture(self, face: str | None = None, rotation: int = 0) -> np.ndarray:
+        from robocell.services.vision.simcam import render_face, scene
+
+        with self._lock:
+            facelets = self.facelets
+            frame_number = self._frames
+            self._frames += 1
+        if facelets is None:
+            raise SourceError("the sim camera has no cube to look at yet: no sim.twin_state "
+                              "received; start the firmware simulator")
+        if face is None:
+            raise SourceError("the sim camera needs to know which face is in view")
+        lighting = scene(self.conditions, self.seed + frame_number // 6)
+        return render_face(facelets, face, rotation, self.seed * 100_003 + frame_number,
+                           lighting)
+
+    def close(self) -> None:
+        pass
+
+
+def open_source(spec: str, seed: int = 0) -> VideoSource | FolderSource | SimSource:
+    """``sim``; a device index such as ``0``; a folder of images; a video file or URL."""
+    if spec == "sim":
+        return SimSource(seed)
+    if spec.isdigit():
+        return VideoSource(int(spec))
+    if Path(spec).is_dir():
+        return FolderSource(spec)
+    return VideoSource(spec)

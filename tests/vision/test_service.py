@@ -1,0 +1,153 @@
+"""The vision service on a real broker (ZeroMQ on loopback): poses in, faces and cube state out."""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+from robocell.common.bus import Endpoints, Node
+from robocell.common.cube import random_facelets
+from robocell.services.broker.broker import Broker
+from robocell.services.vision.scan import SCRIPTED_POSES
+from robocell.services.vision.service import VisionService
+from robocell.services.vision.simcam import CLEAN
+from robocell.services.vision.sources import FolderSource, SimSource
+
+WAIT_S = 30.0
+
+
+def free_base() -> str:
+    """A loopback base port with the next three ports free too."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port > 60000:
+            continue
+        taken = False
+        for offset in range(4):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + offset))
+                except OSError:
+                    taken = True
+        if not taken:
+            return f"tcp://127.0.0.1:{port}"
+    raise RuntimeError("no free loopback ports")
+
+
+@pytest.fixture()
+def bus():
+    endpoints = Endpoints.from_base(free_base())
+    broker = Broker(endpoints)
+    thread = threading.Thread(target=broker.run, daemon=True)
+    thread.start()
+    assert broker.ready.wait(5.0)
+    yield endpoints
+    broker.stop()
+    thread.join(5.0)
+
+
+class Listener:
+    """A node that records messages of some topics."""
+
+    def __init__(self, node: Node, *topics: str) -> None:
+        self.messages: queue.Queue = queue.Queue()
+        for topic in topics:
+            node.subscribe(topic, self.messages.put)
+
+    def next(self, topic: str, timeout: float = WAIT_S):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                env = self.messages.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if env.topic == topic:
+                return env.payload
+        raise AssertionError(f"no {topic} within {timeout} s")
+
+
+def run_service(endpoints, source, size=None):
+    node = Node("vision", endpoints).start()
+    service = VisionService(node, source, size)
+    service.start()
+    return node, service
+
+
+def send_poses(actuator: Node, scan_id: str, poses=SCRIPTED_POSES) -> None:
+    for index, (face, rotation) in enumerate(poses):
+        actuator.publish("actuator.scan_pose", {
+            "scan_id": scan_id, "pose": index, "n_poses": len(poses), "face": face,
+            "rotation": rotation})
+
+
+def test_scan_poses_from_the_actuator_give_the_twins_cube_state(bus):
+    state = random_facelets(3, 11)
+    node, service = run_service(bus, SimSource(seed=5, facelets=state))
+    with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
+        listen = Listener(monitor, "vision.face", "vision.cube_state", "errors")
+        time.sleep(0.3)  # subscriptions reach the broker
+        send_poses(actuator, "scan-1")
+        faces = [listen.next("vision.face") for _ in SCRIPTED_POSES]
+        result = listen.next("vision.cube_state")
+    service.stop()
+    node.stop()
+    assert [f["face"] for f in faces] == [face for face, _ in SCRIPTED_POSES]
+    for face in faces:
+        assert face["ok"] and face["size"] == 3 and len(face["grid"]) == 9
+        thumb = cv2.imdecode(np.frombuffer(face["jpeg"], np.uint8), cv2.IMREAD_COLOR)
+        assert thumb is not None and thumb.shape[1] == 320
+        xs = [x for x, _ in face["grid"]]
+        assert 0 < min(xs) and max(xs) < thumb.shape[1]
+    assert result["scan_id"] == "scan-1" and result["puzzle"] == "3x3x3"
+    assert result["facelets"] == state
+    assert len(result["confidence"]) == 54 and min(result["confidence"]) > 0
+
+
+def test_scripted_scan_without_an_actuator(bus):
+    state = random_facelets(2, 4)
+    node, service = run_service(bus, SimSource(seed=1, conditions=CLEAN, facelets=state), 2)
+    with Node("monitor", bus) as monitor:
+        listen = Listener(monitor, "vision.cube_state")
+        time.sleep(0.3)
+        scan_id = service.scripted_scan()
+        result = listen.next("vision.cube_state")
+    service.stop()
+    node.stop()
+    assert result["scan_id"] == scan_id and result["puzzle"] == "2x2x2"
+    first: dict[str, int] = {}
+    other: dict[str, int] = {}
+    assert [first.setdefault(c, len(first)) for c in result["facelets"]] == [
+        other.setdefault(c, len(other)) for c in state]
+
+
+def test_unreadable_faces_end_in_an_error_naming_them(bus, tmp_path):
+    blank = np.full((240, 320, 3), 90, np.uint8)
+    for face in "URFDLB":
+        cv2.imwrite(str(tmp_path / f"empty-{face}.png"), blank)
+    node, service = run_service(bus, FolderSource(tmp_path), 3)
+    with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
+        listen = Listener(monitor, "vision.face", "errors")
+        time.sleep(0.3)
+        send_poses(actuator, "scan-bad")
+        face = listen.next("vision.face")
+        error = listen.next("errors")
+        # The service is still alive: a sim scan after the failure works.
+        service.source = SimSource(seed=2, conditions=CLEAN, facelets=random_facelets(3, 2))
+        listen2 = Listener(monitor, "vision.cube_state")
+        time.sleep(0.2)
+        send_poses(actuator, "scan-good")
+        good = listen2.next("vision.cube_state")
+    service.stop()
+    node.stop()
+    assert face["ok"] is False and "no 3x3 sticker grid" in face["error"]
+    assert error["service"] == "vision" and error["code"] == "detection"
+    assert error["detail"]["faces"] == "URFDLB" and "rescan" in error["action"]
+    assert good["scan_id"] == "scan-good"

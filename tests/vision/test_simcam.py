@@ -1,0 +1,73 @@
+"""The sim camera: a pure, seeded renderer whose frames read back to the cube they show."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from robocell.common.cube import random_facelets, solved
+from robocell.services.vision.detect import detect
+from robocell.services.vision.resolve import ResolveError, same_cube
+from robocell.services.vision.scan import SCRIPTED_POSES, ScanError, scan_frames, unrotate
+from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses, render_face
+
+SIM_CUBES_PER_SIZE = 30
+
+
+def test_render_is_a_pure_function_of_its_inputs():
+    state = random_facelets(3, 1)
+    a = render_face(state, "F", 1, seed=7)
+    b = render_face(state, "F", 1, seed=7)
+    c = render_face(state, "F", 1, seed=8)
+    assert a.dtype == np.uint8 and a.shape == (480, 640, 3)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+    big = render_face(state, "F", 0, seed=7, conditions=Conditions(width=1920, height=1080))
+    assert big.shape == (1080, 1920, 3)
+
+
+@pytest.mark.parametrize("rotation", [0, 1, 2, 3])
+def test_a_face_rendered_turned_reads_back_in_net_orientation(rotation):
+    # A face whose nine stickers all differ in position: U of a random state.
+    state = random_facelets(3, 21)
+    frame = render_face(state, "U", rotation, seed=3, conditions=CLEAN)
+    reading = detect(frame, 3)
+    assert abs(reading.angle_deg) < 1.0
+    colours = unrotate(reading.colours, 3, rotation)
+    # Stickers of the same letter read alike, stickers of different letters differ.
+    letters = state[:9]
+    for i in range(9):
+        for j in range(9):
+            distance = np.abs(colours[i] - colours[j]).max()
+            if letters[i] == letters[j]:
+                assert distance < 12
+            else:
+                assert distance > 12
+
+
+def test_bad_render_arguments_are_refused():
+    with pytest.raises(ValueError, match="length 10"):
+        render_face("U" * 10, "U")
+    with pytest.raises(ValueError, match="face 'X'"):
+        render_face(solved(3), "X")
+    with pytest.raises(ValueError, match="unknown palette"):
+        Conditions(palettes=("neon",))
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_seeded_sim_scrambles_are_read_exactly_or_refused(size):
+    """A bounded share of the 1000-cube accuracy run (bench/vision_sim_accuracy.py)."""
+    cv2.setNumThreads(1)
+    exact = refused = 0
+    for seed in range(SIM_CUBES_PER_SIZE):
+        state = random_facelets(size, seed)
+        frames = capture_poses(state, SCRIPTED_POSES, seed)
+        try:
+            result = scan_frames(frames, size, dict(SCRIPTED_POSES)).resolution
+        except (ScanError, ResolveError):
+            refused += 1
+            continue
+        assert same_cube(result.facelets, state), f"wrong cube for seed {seed}"
+        exact += 1
+    assert exact >= SIM_CUBES_PER_SIZE - 1, (exact, refused)
