@@ -85,3 +85,24 @@ def test_execution_bookkeeping_refuses_a_line_twice_or_out_of_order(soltvvo):
     for i in range(1, len(job.lines)):
         execution.line_done(i)
     assert execution.finished and execution.completed_steps == [0, 1]
+
+
+@pytest.mark.parametrize("name", ["soltvvo-2x2", "six-motor", "tilt-spin"])
+def test_every_stepper_of_every_robot_stands_still_within_50_ms_of_an_estop(name):
+    for motor in load_motors(load_profile(name)).values():
+        if motor.kind != "stepper":
+            continue
+        for change in (90.0, 180.0):
+            total = motor.move_ms(change)
+            for k in range(21):
+                stop_ms, fraction = motor.emergency_stop(change, total * k / 20)
+                assert 0.0 <= stop_ms <= 50.0, f"{name}.{motor.name} needs {stop_ms:.1f} ms"
+                assert 0.0 <= fraction <= 1.0
+
+
+def test_emergency_stop_brakes_from_the_speed_of_the_moment(soltvvo):
+    motor = load_motors(soltvvo)["R"]
+    assert motor.emergency_stop(90.0, 0.0) == (0.0, 0.0)  # not moving yet
+    stop_ms, fraction = motor.emergency_stop(90.0, 42.5)   # cruising at 1500 deg/s
+    assert stop_ms == pytest.approx(25.0) and 0.4 < fraction < 0.9
+    assert motor.emergency_stop(90.0, 85.0)[1] == pytest.approx(1.0)  # already there

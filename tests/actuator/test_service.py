@@ -155,10 +155,16 @@ def test_estop_stops_the_plan_and_reports_it(cell_factory):
     plan_id = cell.publish_plan(["R2", "B2"] * 20)
     cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
     time.sleep(0.5)
+    commanded = time.time()
     cell.node.call("actuator", "estop", {}, timeout=2)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=10)
     assert result and not result["ok"] and "emergency stop" in result["error"]
     assert result["executed"] < 40
+    stop = cell.wait("errors", lambda e: e["code"] == "estop", timeout=3)["detail"]
+    # real time (speed 1) from the bus command to the byte's arrival, then firmware time to
+    # standstill: the whole latency the issue bounds by 50 ms
+    latency_ms = (stop["rx_wall"] - commanded) * 1000.0 + stop["stopped_ms"] - stop["received_ms"]
+    assert 0 < latency_ms <= 50.0
 
 
 def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
@@ -204,3 +210,30 @@ def test_firmware_reset_ends_the_plan_with_cube_state_unknown(cell_factory):
     assert result and not result["ok"] and result["cube_state_known"] is False
     assert "rescan" in result["error"]
     assert cell.wait("errors", lambda e: e["code"] == "firmware_reset", timeout=3)
+
+
+def test_random_scrambles_solved_with_real_solver_plans_through_the_bus(cell_factory):
+    """The twin is scrambled by hand (random face turns), a scripted solver peer plans with
+    the real 2x2 solver for the twin's state, the actuator executes, the twin confirms."""
+    from robocell.common.notation import format_moves
+    from robocell.services.solver.api import solve
+
+    cell = cell_factory(speed=2000)
+    for seed in range(5):
+        scrambled = cell.node.call("firmware-sim", "scramble", {"seed": seed}, timeout=5)
+        plan = solve(scrambled["facelets"], "soltvvo-2x2")
+        plan_id = f"solve-{seed}"
+        cell.node.publish("solver.plan", {
+            "plan_id": plan_id, "puzzle": "2x2x2", "profile": "soltvvo-2x2",
+            "facelets": scrambled["facelets"], "primitives": plan.primitives,
+            "face_turns": format_moves(plan.moves).split(), "predicted_ms": plan.cost_ms,
+            "search": {}})
+        time.sleep(0.3)
+        cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+        result = cell.wait("actuator.result", lambda p, i=plan_id: p["plan_id"] == i)
+        assert result and result["ok"] and result["executed"] == len(plan.primitives)
+        time.sleep(0.3)
+        states = cell.seen["sim.twin_state"]
+        assert any(s["facelets"] == scrambled["facelets"] for s in states), "scramble unseen"
+        assert states[-1]["solved"], "the twin is not solved after the plan"
+        states.clear()

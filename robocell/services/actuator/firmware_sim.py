@@ -124,12 +124,17 @@ class FirmwareCore:
         stopped = now
         if self.current is not None and self.current.start <= now < self.current.end:
             motion = self.current
-            stop_ms = ESTOP_SERVO_STOP_MS
+            elapsed = now - motion.start
             if motion.command.verb == "MOVE":
-                stop_ms = max(self.motors[n].speed_dps / self.motors[n].accel_dps2 * 1000.0
-                              for n in motion.targets)
-            stopped = min(motion.end, now + stop_ms)
-            fraction = (stopped - motion.start) / (motion.end - motion.start)
+                # each stepper brakes from its speed at this instant of its trapezoid
+                stops = [self.motors[n].emergency_stop(self.motors[n].degrees(v), elapsed)
+                         for n, v in motion.targets.items()]
+                stop_ms = max(s for s, _ in stops)
+                fraction = max(f for _, f in stops)
+            else:
+                stop_ms = ESTOP_SERVO_STOP_MS
+                fraction = elapsed / (motion.end - motion.start)
+            stopped = now + stop_ms
             self._apply_partial(motion, fraction)
             self._log("interrupted", line=motion.command.line, text=motion.command.body,
                       fraction=round(fraction, 4), facelets=self.twin.facelets)

@@ -40,6 +40,7 @@ class Motor:
     settle_ms: float = 0.0
     positions: dict[str, float] = field(default_factory=dict)
     home: float = 0.0
+    estop_decel_dps2: float = 0.0
 
     def steps(self, degrees: float) -> int:
         """Steps for a turn of ``degrees``; exact or ValueError."""
@@ -69,13 +70,37 @@ class Motor:
             return 0.0 if self.kind == "stepper" else self.settle_ms
         if self.kind == "servo":
             return 1000.0 * change / self.speed_dps + self.settle_ms
+        return 1000.0 * self._ramp(change)[2]
+
+
+    def _ramp(self, change: float) -> tuple[float, float, float]:
+        """(ramp seconds, peak speed, total seconds) of a stepper move of ``change`` deg."""
         v, a = self.speed_dps, self.accel_dps2
-        ramp_deg = v * v / a
-        if change >= ramp_deg:
-            seconds = change / v + v / a
+        if change >= v * v / a:
+            ramp = v / a
+            return ramp, v, change / v + ramp
+        ramp = math.sqrt(change / a)
+        return ramp, a * ramp, 2.0 * ramp
+
+    def emergency_stop(self, change: float, elapsed_ms: float) -> tuple[float, float]:
+        """E-stop ``elapsed_ms`` into a stepper move of ``change`` degrees: (ms until it
+        stands still, fraction of the move done by then), braking at ``estop_decel_dps2``."""
+        change = abs(change)
+        if change == 0:
+            return 0.0, 1.0
+        a, brake = self.accel_dps2, self.estop_decel_dps2 or self.accel_dps2
+        ramp, peak, total = self._ramp(change)
+        t = min(max(elapsed_ms / 1000.0, 0.0), total)
+        if t < ramp:
+            speed, done = a * t, 0.5 * a * t * t
+        elif t <= total - ramp:
+            speed, done = peak, 0.5 * peak * ramp + peak * (t - ramp)
         else:
-            seconds = 2.0 * math.sqrt(change / a)
-        return 1000.0 * seconds
+            left = total - t
+            speed, done = a * left, change - 0.5 * a * left * left
+        stop_s = speed / brake
+        done += speed * speed / (2.0 * brake)
+        return 1000.0 * stop_s, min(1.0, done / change)
 
 
 def _number(table: dict, key: str, where: str, path: object, positive: bool = True) -> float:
@@ -110,7 +135,9 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
             motors[name] = Motor(
                 name, kind, steps_per_rev=spr,
                 speed_dps=_number(spec, "speed_dps", where, path),
-                accel_dps2=_number(spec, "accel_dps2", where, path))
+                accel_dps2=_number(spec, "accel_dps2", where, path),
+                estop_decel_dps2=(_number(spec, "estop_decel_dps2", where, path)
+                                  if "estop_decel_dps2" in spec else 0.0))
         else:
             positions = spec.get("positions")
             if not isinstance(positions, dict) or not positions or not all(

@@ -198,6 +198,13 @@ class ActuatorService:
             if outcome == "estop":
                 error = "emergency stop: motion stopped part way; check the cube, then rescan"
                 known = False
+                report = result.estop
+                self._error("execute", "estop", f"e-stop: motors stood still "
+                            f"{report.stop_after_receipt_ms:.1f} ms (firmware time) after the "
+                            "stop byte arrived", "check the cube, then rescan",
+                            extra={"received_ms": report.received_ms,
+                                   "stopped_ms": report.stopped_ms,
+                                   "rx_wall": report.rx_wall, "sent_wall": report.sent_wall})
         except FirmwareReset as exc:
             error, known = str(exc), False
             self._fault("execute", exc)
@@ -254,20 +261,24 @@ class ActuatorService:
                     "scan_id": scan_id, "pose": pose_index, "n_poses": n_poses,
                     "face": view.face, "rotation": view.rotation, "at": view.at})
             if vision_alive:
-                self._await_capture(scan_id, pose_index)
+                self._await_capture(scan_id, pose_index, len(pose.views))
         self.node.set_state("ready", executed_plans=self.executed_plans)
         self.cube_state_known = True
         return {"scan_id": scan_id, "poses": n_poses}
 
-    def _await_capture(self, scan_id: str, pose: int) -> None:
+    def _await_capture(self, scan_id: str, pose: int, n_views: int) -> None:
+        """Hold the pose until vision reported every view of it (or the hold timeout)."""
         deadline = time.monotonic() + self.pose_hold_timeout_s
+        captured = 0
         while time.monotonic() < deadline:
             try:
                 face = self._faces.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
             if face.get("scan_id") == scan_id and face.get("pose") == pose:
-                return
+                captured += 1
+                if captured == n_views:
+                    return
         self._error("scan", "no_capture", f"vision did not report pose {pose} of scan "
                     f"{scan_id} within {self.pose_hold_timeout_s} s; moving on", "check vision")
 
@@ -296,11 +307,11 @@ class ActuatorService:
         self._error(stage, exc.code, str(exc), action)
 
     def _error(self, stage: str, code: str, message: str, action: str,
-               level_info: bool = False) -> None:
+               level_info: bool = False, extra: dict | None = None) -> None:
         self.node.publish("errors", {"service": "actuator", "stage": stage, "code": code,
                                      "message": message, "action": action,
-                                     "detail": {"serial": self.link.url,
-                                                "info": level_info}})
+                                     "detail": {"serial": self.link.url, "info": level_info,
+                                                **(extra or {})}})
 
 
 class FirmwareSimBus:

@@ -58,8 +58,10 @@ LATTICE_TOLERANCE = 0.22
 """How far (in pitches) a candidate may sit from its lattice point and still vote."""
 
 MIN_PITCH_RATIO = 1.0
-MAX_PITCH_RATIO = 1.8
-"""Pitch (centre distance of neighbours) relative to the sticker side."""
+MAX_PITCH_RATIO = 1.6
+TYPICAL_PITCH_RATIO = 1.12
+"""Pitch (centre distance of neighbours) relative to the sticker side: its bounds, and the
+usual value (thin black gaps) that breaks ties between grids of as many stickers."""
 
 SAMPLE_INSET = 0.55
 """Side of the sampled square relative to the pitch."""
@@ -219,8 +221,9 @@ def _apply(h: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 def _best_grid(cands: list[_Candidate], size: int, frame_centre: tuple[float, float]
                ) -> _Grid | None:
-    """The lattice window with most stickers; ties go to the smaller lattice residual, then to
-    the grid nearer the frame centre (where the robot holds the cube)."""
+    """The lattice window with most stickers; ties go to the smaller lattice residual plus
+    distance from the usual pitch-to-side ratio, then to the grid nearer the frame centre
+    (where the robot holds the cube)."""
     if not cands:
         return None
     xy = np.array([[c.x, c.y] for c in cands])
@@ -265,8 +268,10 @@ def _best_grid(cands: list[_Candidate], size: int, frame_centre: tuple[float, fl
                     continue
                 members_xy = xy[list(members.values())]
                 residual = sum(cells[(cu + col0, cv + row0)][1] for cu, cv in members) / votes
+                ratio = pitch / float(np.mean(side[list(members.values())]))
+                misfit = residual + abs(ratio - TYPICAL_PITCH_RATIO)
                 off_centre = float(np.hypot(*(members_xy.mean(0) - frame_centre)))
-                score = (votes, -round(residual, 1), -off_centre)
+                score = (votes, -round(misfit, 1), -off_centre)
                 if best is not None and score <= best_score:
                     continue
                 best_score = score

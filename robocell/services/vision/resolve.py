@@ -67,10 +67,12 @@ T_DOF = 4.0
 FAR_COST = 60.0
 """A sticker whose assigned class costs this much more than its nearest class is doubtful."""
 
-AMBIGUOUS_COST = 24.0
-"""Another valid cube within this total cost of the best makes the reading ambiguous."""
+AMBIGUOUS_COST = 12.0
+"""Another valid cube whose refitted cost is within this of the best makes the reading
+ambiguous. Calibrated on 600 sim cubes under harsher lighting than the default: every
+wrong cheapest reading there had a margin below 9.3, the correct ones mostly far above."""
 
-CONFIDENT_GAP = 2 * AMBIGUOUS_COST
+CONFIDENT_GAP = 48.0
 """Gaps to the nearest other valid cube are only searched (and reported) up to this."""
 
 FORBID = 1e6
@@ -114,7 +116,7 @@ class Resolution:
     confidence: tuple[float, ...]
     """Per sticker (URFDLB order), 0..1: how much cheaper this cube is than the best cube in
     which the sticker has another colour, as a fraction of CONFIDENT_GAP (readings with a
-    sticker below AMBIGUOUS_COST / CONFIDENT_GAP = 0.5 are refused)."""
+    sticker below AMBIGUOUS_COST / CONFIDENT_GAP = 0.25 are refused)."""
     class_rgb: dict[str, tuple[int, int, int]]
     """Learnt colour of each face letter (mean measured RGB)."""
     cost: float

@@ -1,0 +1,57 @@
+"""`robocell vision ...` commands, run through the real command-line entry point."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+
+from robocell.cli import main
+from robocell.common.cube import random_facelets
+from robocell.services.vision.resolve import same_cube
+
+
+def test_resolve_prints_the_expected_facelets(shared_data, capsys):
+    scan = shared_data / "vision" / "scans" / "3x3x3-random-02.json"
+    assert main(["vision", "resolve", str(scan)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "BBRLULRBFDDUURFBULDULRFRUDRFBDFDLUFBUFFRLDRDLFLLRBBDUB")
+    assert main(["vision", "resolve", str(scan), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["confidence"]) == 54 and set(result["colours"]) == set("URFDLB")
+
+
+def test_detect_writes_a_debug_image(shared_data, tmp_path, capsys):
+    image = shared_data / "vision" / "photos" / "3x3x3-random-01" / "rubiks-side-F.png"
+    debug = tmp_path / "debug.png"
+    assert main(["vision", "detect", str(image), "--debug", str(debug)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3x3 face") and out.count("confidence") == 9
+    assert cv2.imread(str(debug)).shape == (1080, 1920, 3)
+
+
+def test_scan_of_the_photo_folder(shared_data, capsys):
+    folder = shared_data / "vision" / "photos" / "3x3x3-random-01"
+    assert main(["vision", "scan", str(folder)]) == 0
+    assert len(capsys.readouterr().out.strip()) == 54
+
+
+def test_render_then_scan_round_trip(tmp_path, capsys):
+    state = random_facelets(2, 8)
+    assert main(["vision", "render", state, "--out", str(tmp_path), "--seed", "3"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"sim-{face}.png" for face in sorted("URFDLB")]
+    capsys.readouterr()
+    assert main(["vision", "scan", str(tmp_path), "--size", "2"]) == 0
+    assert same_cube(capsys.readouterr().out.strip(), state)
+
+
+def test_user_errors_exit_2_with_what_to_do(tmp_path, capsys):
+    bad = tmp_path / "scan.json"
+    bad.write_text(json.dumps({"1": [1, 2, 3]}))
+    assert main(["vision", "resolve", str(bad)]) == 2
+    assert "a 2x2 scan has 24 and a 3x3 has 54" in capsys.readouterr().err
+    assert main(["vision", "scan", str(tmp_path)]) == 2
+    assert "no image for face(s) URFDLB" in capsys.readouterr().err
+    assert main(["vision", "render", "XYZ", "--out", str(tmp_path)]) == 2
+    assert "not a facelet string" in capsys.readouterr().err
