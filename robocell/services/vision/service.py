@@ -217,14 +217,19 @@ class VisionService:
 
     def handle_pose(self, pose: dict[str, Any]) -> None:
         from robocell.services.vision.detect import detect
-        from robocell.services.vision.sources import SourceError
+        from robocell.services.vision.sources import SimSource, SourceError
 
         scan_id, face = str(pose["scan_id"]), str(pose["face"])
         rotation = int(pose.get("rotation", 0))
         frame = reading = error = None
         self.node.set_state("busy", scans=self.scans_done, failed=self.scans_failed)
         try:
-            frame = self.source.capture(face, rotation)
+            if isinstance(self.source, SimSource) and pose.get("at"):
+                # the sim camera films the twin as it physically sits: the face at the
+                # camera's position, upright; the pose says which cube face that is
+                frame = self.source.capture(str(pose["at"]), 0)
+            else:
+                frame = self.source.capture(face, rotation)
             reading = detect(frame, self.size)
         except (SourceError, DetectionError) as exc:
             error = str(exc)
