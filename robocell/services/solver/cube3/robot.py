@@ -23,6 +23,7 @@ min-plus products, one per block, run in numba.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from numba import njit
@@ -131,14 +132,9 @@ class _CubeFrames:
         return PrimitiveEffect(axis, q1, q2, rotation)
 
 
-_FRAMES: _CubeFrames | None = None
-
-
+@cache
 def _frames() -> _CubeFrames:
-    global _FRAMES
-    if _FRAMES is None:
-        _FRAMES = _CubeFrames()
-    return _FRAMES
+    return _CubeFrames()
 
 
 def primitive_effect(moves: tuple[Move, ...]) -> PrimitiveEffect | None:

@@ -1,0 +1,161 @@
+"""The 3x3x3 solver: a cube and a robot profile -> the plan (face turns and primitives).
+
+For the half-turn metric the plan is the shortest solution the two-phase search finds within
+the budget. For any other profile (a robot, or the quarter-turn metric) the search keeps
+collecting candidate solutions up to ``ROBOT_LENGTH_SLACK`` moves longer than the shortest
+found so far, the motion compiler (`robocell.services.solver.cube3.robot.compile_plan`)
+prices each one in the robot's primitives, and the plan is the one with the least robot time.
+A solution two moves longer often needs fewer re-grips or tilts, so it pays to look at them;
+beyond that the candidates are rarely better and only slow the search down. For such
+profiles the plan's ``moves`` are what the robot does in its own frame (whole-cube rotations
+included); the face-turn solution is in ``stats["face_turns"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import cache
+
+from robocell.common.cubie import CubieState
+from robocell.common.facelets import solved
+from robocell.common.moves import apply_to_cubies, apply_to_facelets
+from robocell.common.notation import Move, format_moves
+from robocell.common.profile import Profile, load_profile
+from robocell.common.validation import validate
+from robocell.services.solver.plan import Plan
+
+DEFAULT_TIMEOUT_S = 0.1
+"""Search budget for the move-count metric when none is given (about 19.2 moves on
+average; timeout=0 returns the first solution, about 20.7 moves in a millisecond or two)."""
+DEFAULT_ROBOT_TIMEOUT_S = 0.5
+"""Search budget for robot profiles: a robot takes seconds to execute a plan, so half a
+second spent comparing candidates is well spent."""
+ROBOT_LENGTH_SLACK = 2
+"""Candidates for a robot profile may be this many moves longer than the shortest found."""
+
+CostFunction = Callable[[list[Move]], tuple[list[str], float]]
+
+
+def is_move_count_metric(profile: Profile) -> bool:
+    """True when the profile's cost is the number of face turns (htm): then the shortest
+    solution is the cheapest and no candidates need pricing."""
+    return _counts_moves(tuple((p.moves, p.cost) for p in profile.primitives))
+
+
+@cache
+def _counts_moves(primitives: tuple[tuple[tuple[Move, ...], float], ...]) -> bool:
+    from robocell.services.solver.cube3.moves import move_of_index
+
+    if any(len(moves) != 1 for moves, _ in primitives):
+        return False
+    costs = {moves[0]: cost for moves, cost in primitives}
+    turns = [move_of_index(i) for i in range(18)]
+    return all(m in costs for m in turns) and len({costs[m] for m in turns}) == 1
+
+
+def robot_cost_function(profile: Profile) -> CostFunction:
+    """The motion compiler for a profile: moves -> (primitive names, cost in units)."""
+    try:
+        from robocell.services.solver.cube3.robot import compile_plan
+    except ModuleNotFoundError as exc:
+        raise ValueError(
+            f"profile {profile.name} needs the 3x3 motion compiler "
+            "(robocell.services.solver.cube3.robot), which is not installed; use --profile "
+            "htm or install the full robocell package") from exc
+    compile_plan([Move("U", 1)], profile)  # build the compiler's tables before the clock starts
+    return lambda moves: compile_plan(moves, profile)
+
+
+@cache
+def warm_up() -> None:
+    """Load the tables and compile (or load from numba's cache) the search, once."""
+    from robocell.common.scramble import random_cubie_state
+    from robocell.services.solver.cube3.search import TwoPhaseSearch
+
+    TwoPhaseSearch(random_cubie_state(3, 0)).run(timeout=0.0)
+
+
+def solve_state(state: CubieState, max_length: int | None = None, timeout: float | None = None,
+                cost_function: CostFunction | None = None,
+                keep_within: int = ROBOT_LENGTH_SLACK) -> tuple[list[Move], list[str], float,
+                                                                dict]:
+    """Search and choose: (moves, primitives, cost, stats). Without ``cost_function`` the
+    shortest solution (primitives = move names, cost = length); with it the cheapest of all
+    candidates found within the budget."""
+    from robocell.services.solver.cube3.search import TwoPhaseSearch
+
+    warm_up()  # first: a caller warming up with the solved cube gets the search ready too
+    if state.is_solved():
+        return [], [], 0.0, {"candidates": 0, "nodes": 0, "optimal": True}
+    search = TwoPhaseSearch(state)
+    if cost_function is None:
+        budget = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        result = search.run(timeout=budget, max_length=max_length)
+        moves = result.solutions[-1]
+        stats = {"candidates": len(result.solutions), "nodes": result.nodes,
+                 "optimal": result.exhausted,
+                 "found_ms": [round(1000 * s, 3) for s in result.found_s]}
+        return moves, [str(m) for m in moves], float(len(moves)), stats
+    budget = DEFAULT_ROBOT_TIMEOUT_S if timeout is None else timeout
+    seen: set[tuple[Move, ...]] = set()
+    best: tuple[float, list[Move], list[str]] | None = None
+    shortest: tuple[int, float] | None = None
+    for moves in search.solutions(timeout=budget, max_length=max_length,
+                                  keep_within=keep_within):
+        key = tuple(moves)
+        if key in seen:
+            continue
+        seen.add(key)
+        primitives, cost = cost_function(moves)
+        if best is None or cost < best[0]:
+            best = (cost, moves, primitives)
+        if shortest is None or len(moves) < shortest[0] or (
+                len(moves) == shortest[0] and cost < shortest[1]):
+            shortest = (len(moves), cost)
+    assert best is not None and shortest is not None
+    stats = {"candidates": len(seen), "nodes": search.nodes, "optimal": False,
+             "shortest_length": shortest[0], "shortest_cost": shortest[1]}
+    return best[1], best[2], best[0], stats
+
+
+def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = None,
+              timeout: float | None = None) -> Plan:
+    """Plan for a 3x3x3 facelet string (validated; an impossible cube raises
+    `robocell.common.validation.CubeStateError`).
+
+    ``timeout``: search budget in seconds (default `DEFAULT_TIMEOUT_S`, for robot profiles
+    `DEFAULT_ROBOT_TIMEOUT_S`; 0 = the first solution). ``max_length``: for the move-count
+    metric, stop as soon as a solution this short is found. The search always returns at least
+    one solution, even past the budget.
+    """
+    started = time.perf_counter()
+    chosen = load_profile(profile) if isinstance(profile, str) else profile
+    state = validate(facelets, 3)
+    cost_function = None if is_move_count_metric(chosen) else robot_cost_function(chosen)
+    moves, primitives, cost, stats = solve_state(state, max_length, timeout, cost_function)
+    if not apply_to_cubies(state, moves).is_solved():
+        raise RuntimeError(f"internal error: solution {moves} does not solve {facelets}")
+    if cost_function is None:
+        cost = sum(chosen.primitive(p).cost for p in primitives)
+    else:
+        # the plan's moves are what the robot does, in its frame (rotations included)
+        from robocell.services.solver.cube3.robot import primitive_moves
+
+        stats["face_turns"] = format_moves(moves)
+        stats["face_turn_count"] = len(moves)
+        moves = primitive_moves(primitives, chosen)
+        if not _solved_in_some_orientation(apply_to_facelets(facelets, moves),
+                                           chosen.solved_any_orientation):
+            raise RuntimeError(f"internal error: primitives {primitives} of profile "
+                               f"{chosen.name} do not solve {facelets}")
+    return Plan(puzzle="3x3", profile=chosen.name, facelets=facelets, primitives=primitives,
+                moves=moves, cost=cost, cost_ms=chosen.cost_ms(cost),
+                solve_ms=1000 * (time.perf_counter() - started),
+                optimal=bool(stats.pop("optimal")) and cost_function is None, stats=stats)
+
+
+def _solved_in_some_orientation(facelets: str, any_orientation: bool) -> bool:
+    if not any_orientation:
+        return facelets == solved(3)
+    return all(len(set(facelets[9 * f: 9 * f + 9])) == 1 for f in range(6))
