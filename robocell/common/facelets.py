@@ -163,3 +163,17 @@ def sticker_geometry(size: int) -> tuple[np.ndarray, np.ndarray]:
                 positions[index] = p
                 normals[index] = FACE_NORMALS[face]
     return positions, normals
+
+
+def relabel_by_centres(facelets: str) -> str:
+    """A 3x3 facelet string with each colour renamed after the face position its centre
+    occupies: the same physical cube, described with standard centres (a cube sitting
+    rotated in the robot becomes the cube that the robot's face turns act on). Other sizes
+    and strings whose centres are already standard come back unchanged."""
+    if len(facelets) != n_facelets(3):
+        return facelets
+    centres = [facelets[i] for i in centre_facelets()]
+    if "".join(centres) == FACES:
+        return facelets
+    rename = {colour: FACES[position] for position, colour in enumerate(centres)}
+    return "".join(rename.get(ch, ch) for ch in facelets)

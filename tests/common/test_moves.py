@@ -78,3 +78,14 @@ def test_cubie_composition_is_sequencing(first, second):
     b = apply_to_cubies(CubieState.solved(3), second)
     assert (a * b) == apply_to_cubies(CubieState.solved(3), first + second)
     assert (a * a.inverse()).is_solved()
+
+
+def test_relabel_by_centres_names_colours_after_their_centre_position():
+    from robocell.common.facelets import relabel_by_centres
+
+    turned = apply_to_facelets(apply_to_facelets(solved(3), "R U F'"), "x y")
+    relabelled = relabel_by_centres(turned)
+    assert [relabelled[i] for i in (4, 13, 22, 31, 40, 49)] == list("URFDLB")
+    # the same physical cube: undoing the turns in the rotated frame solves every face
+    assert relabel_by_centres(solved(3)) == solved(3)
+    assert relabel_by_centres(solved(2)) == solved(2)

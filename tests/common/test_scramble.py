@@ -46,7 +46,7 @@ def test_scrambles_are_uniform_on_coordinates(size):
         assert chi_square(edge_place) < CHI2_CRITICAL_0_001[11]
 
 
-@pytest.mark.parametrize("size", [2])
+@pytest.mark.parametrize("size", [2, 3])
 def test_scramble_sequence_reaches_exactly_the_state(size):
     from robocell.common.cube import apply_to_facelets, solved
     from robocell.common.scramble import scramble_moves

@@ -167,3 +167,30 @@ def test_search_is_deterministic_for_a_node_bounded_run() -> None:
     a = TwoPhaseSearch(state).run(timeout=0.0)
     b = TwoPhaseSearch(state).run(timeout=0.0)
     assert a.solutions == b.solutions and a.nodes == b.nodes
+
+
+@pytest.mark.parametrize("profile", ["six-motor", "tilt-spin", "qtm"])
+def test_robot_profiles_get_the_cheapest_plan_in_their_own_primitives(profile: str) -> None:
+    from robocell.common.profile import load_profile
+
+    facelets = random_facelets(3, 40)
+    plan = solve(facelets, profile, timeout=0.05)
+    chosen = load_profile(profile)
+    assert plan.cost == pytest.approx(sum(chosen.primitive(p).cost for p in plan.primitives))
+    assert plan.cost <= plan.stats["shortest_cost"]
+    # the face-turn solution solves the cube; the robot's moves leave every face one colour
+    assert apply_to_facelets(facelets, plan.stats["face_turns"]) == SOLVED
+    after = apply_to_facelets(facelets, plan.moves)
+    assert all(len(set(after[9 * f: 9 * f + 9])) == 1 for f in range(6))
+
+
+def test_a_cube_sitting_rotated_is_solved_in_the_robot_frame():
+    from robocell.common.cube import apply_to_facelets, random_facelets
+    from robocell.services.solver.api import solve
+
+    for seed, rotation in ((1, "x"), (2, "y z"), (3, "z2")):
+        cube = apply_to_facelets(random_facelets(3, seed), rotation)
+        plan = solve(cube, "htm", timeout=0.05)
+        after = apply_to_facelets(cube, plan.moves)
+        assert all(len(set(after[f * 9:f * 9 + 9])) == 1 for f in range(6))
+        assert plan.facelets == cube

@@ -29,6 +29,12 @@ def solve(facelets: str, profile: str | None = None, *, max_length: int | None =
         from robocell.services.solver.cube2.solver import solve_2x2
 
         return solve_2x2(facelets, chosen)
+    from robocell.common.facelets import relabel_by_centres
     from robocell.services.solver.cube3.solver import solve_3x3
 
-    return solve_3x3(facelets, chosen, max_length=max_length, timeout=timeout)
+    # a cube sitting rotated (centres not in U R F D L B order) is solved in the robot's
+    # frame: name each colour after the position of its centre first
+    plan = solve_3x3(relabel_by_centres(facelets), chosen, max_length=max_length,
+                     timeout=timeout)
+    plan.facelets = facelets
+    return plan
