@@ -21,6 +21,7 @@ from pathlib import Path
 
 from robocell.common.profile import load_profile
 from robocell.services.actuator.executor import Compiler, Execution
+from robocell.services.actuator.firmware_sim import motion_gaps
 from robocell.services.actuator.link import Link
 
 ESTOP_TARGET_MS = 50.0
@@ -173,8 +174,9 @@ def main() -> None:
                 link.stream(job.texts, execution.line_done)
                 entries = [json.loads(x) for x in log.read_text().splitlines()]
                 run = [e for e in entries if e["ev"] == "exec" and e["line"] >= first_line]
-                gaps += [e["idle"] for e in run[1:]]
-                prim_gaps += [e["idle"] for e in run[1:] if " MARK step=" in e["text"]]
+                motion, boundary = motion_gaps(run)
+                gaps += motion
+                prim_gaps += boundary
             link.close()
         finally:
             proc.terminate()
@@ -186,13 +188,13 @@ def main() -> None:
         ("e-stop: host write -> motors stopped [ms]", latencies, ESTOP_TARGET_MS),
         ("e-stop: byte received -> stopped [ms]", after_rx, ESTOP_TARGET_MS),
         ("e-stop: bus command -> stopped [ms]", bus_latencies, ESTOP_TARGET_MS),
-        ("idle between commands [ms]", gaps, IDLE_TARGET_MS),
-        ("idle between primitives [ms]", prim_gaps, IDLE_TARGET_MS),
+        ("motor idle between motions [ms]", gaps, IDLE_TARGET_MS),
+        ("motor idle between primitives [ms]", prim_gaps, IDLE_TARGET_MS),
     ]
     for name, values, target in rows:
         print(f"{name:44} {statistics.mean(values):8.3f} {percentile(values, 0.5):8.3f} "
               f"{max(values):8.3f} {'<= ' + format(target, 'g'):>8}")
-    print(f"samples: {len(latencies)} + {len(bus_latencies)} e-stops, {len(gaps)} command gaps, "
+    print(f"samples: {len(latencies)} + {len(bus_latencies)} e-stops, {len(gaps)} motion gaps, "
           f"{len(prim_gaps)} primitive boundaries")
 
 

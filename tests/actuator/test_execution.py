@@ -13,6 +13,7 @@ import pytest
 
 from robocell.common.profile import load_profile, parse_profile
 from robocell.services.actuator.executor import Compiler, Execution
+from robocell.services.actuator.firmware_sim import motion_gaps
 from robocell.services.actuator.link import FirmwareFault, FirmwareReset, Link
 
 from .conftest import primitive_inverses, reference_case, start_firmware
@@ -209,9 +210,9 @@ def test_queue_is_kept_fed_between_primitives(firmware_factory, soltvvo):
     link.open()
     plan = ["R'", "B'+F'", "R2+L'", "F'", "R'+L2", "B2"] * 2
     run_job(link, Compiler(soltvvo), plan)
-    executed = fw.executed()
-    idle = [e["idle"] for e in executed[1:]]
-    assert max(idle) < IDLE_LIMIT_MS, f"motors idled {max(idle):.2f} ms between commands"
+    gaps, boundaries = motion_gaps(fw.executed())
+    assert len(boundaries) == len(plan) - 1
+    assert max(gaps) < IDLE_LIMIT_MS, f"motors idled {max(gaps):.2f} ms between motions"
 
 
 def test_pause_holds_at_a_primitive_boundary_and_resume_finishes(firmware_factory, soltvvo):

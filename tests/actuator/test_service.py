@@ -37,7 +37,8 @@ SCRAMBLE = ["R'", "B2", "R'+L2", "F'", "R2+L'", "B'+F'"]
 class Cell:
     """Broker + firmware-sim + actuator processes and a scripted peer that records topics."""
 
-    def __init__(self, tmp_path: Path, *sim_args: str, speed: float = 50) -> None:
+    def __init__(self, tmp_path: Path, *sim_args: str, speed: float = 50,
+                 actuator_args: tuple[str, ...] = ()) -> None:
         self.base = f"tcp://127.0.0.1:{free_base_port()}"
         env = robocell_env(self.base)
         self.procs: list[subprocess.Popen] = []
@@ -52,7 +53,8 @@ class Cell:
         self.procs.append(sim)
         self.url = sim.stdout.readline().split()[1]
         self.procs.append(subprocess.Popen(robocell_cmd(
-            "actuator", "--serial", self.url, "--profile", "soltvvo-2x2"), env=env,
+            "actuator", "--serial", self.url, "--profile", "soltvvo-2x2", *actuator_args),
+            env=env,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         self.seen: dict[str, list[dict]] = {}
         self.node = Node(f"tester-{uuid.uuid4().hex[:4]}", Endpoints.from_base(self.base))
@@ -237,3 +239,29 @@ def test_random_scrambles_solved_with_real_solver_plans_through_the_bus(cell_fac
         assert any(s["facelets"] == scrambled["facelets"] for s in states), "scramble unseen"
         assert states[-1]["solved"], "the twin is not solved after the plan"
         states.clear()
+
+
+def test_auto_mode_executes_each_new_plan(cell_factory):
+    cell = cell_factory(actuator_args=("--auto",))
+    plan = scrambled_twin(cell)
+    plan_id = cell.publish_plan(plan)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and result["ok"]
+    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
+
+
+def test_pause_and_resume_over_the_bus(cell_factory):
+    cell = cell_factory(speed=5)
+    plan = ["R'", "B'"] * 6
+    plan_id = cell.publish_plan(plan)
+    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    time.sleep(0.2)
+    assert cell.node.call("actuator", "pause", {}, timeout=2)["paused"]
+    time.sleep(0.6)
+    held = len([p for p in cell.seen["actuator.progress"] if p["plan_id"] == plan_id])
+    time.sleep(0.6)
+    assert len([p for p in cell.seen["actuator.progress"] if p["plan_id"] == plan_id]) == held
+    assert held < len(plan)
+    cell.node.call("actuator", "resume", {}, timeout=2)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and result["ok"] and result["executed"] == len(plan)

@@ -482,3 +482,26 @@ def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, 
             adapter.stop()
         if log is not None:
             log.close()
+
+
+def motion_gaps(entries: list[dict]) -> tuple[list[float], list[float]]:
+    """From ``exec`` log entries of one run: the motors' idle time (simulated ms) between
+    consecutive motions, and the subset at primitive boundaries (gaps spanning a MARK line,
+    which moves nothing)."""
+    gaps: list[float] = []
+    boundaries: list[float] = []
+    previous_end = None
+    spans_mark = False
+    for entry in entries:
+        if entry.get("ev") != "exec":
+            continue
+        if " MARK " in entry["text"]:
+            spans_mark = previous_end is not None
+            continue
+        if previous_end is not None:
+            gap = entry["start"] - previous_end
+            gaps.append(gap)
+            if spans_mark:
+                boundaries.append(gap)
+        previous_end, spans_mark = entry["end"], False
+    return gaps, boundaries

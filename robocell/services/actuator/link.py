@@ -141,6 +141,7 @@ class Link:
         self.events = LinkEvents()
         self._buffer = bytearray()
         self._write_lock = threading.Lock()
+        self._open_lock = threading.Lock()
         self._estop = threading.Event()
         self._estop_sent_wall = 0.0
         self._paused = threading.Event()
@@ -148,10 +149,13 @@ class Link:
 
     # --- connection ------------------------------------------------------------------------
     def open(self) -> FirmwareInfo:
-        """Connect and shake hands (retrying with backoff until the give-up time)."""
-        self._connect(first=True)
-        assert self.info is not None
-        return self.info
+        """Connect and shake hands (retrying with backoff until the give-up time). Safe to
+        call from several threads: the first connects, the others get its result."""
+        with self._open_lock:
+            if self.info is None or self.port is None:
+                self._connect(first=self.info is None)
+            assert self.info is not None
+            return self.info
 
     def close(self) -> None:
         if self.port is not None:

@@ -168,8 +168,7 @@ class ActuatorService:
 
     # --- jobs ------------------------------------------------------------------------------
     def _prepare(self) -> None:
-        if self.link.info is None:
-            self.link.open()
+        self.link.open()  # waits for the connecting thread if it is still at it
         state = self.link.status().fields.get("state")
         if state in ("estop", "fault"):
             self.link.clear()
