@@ -38,6 +38,9 @@ class CellBus(Protocol):
     def stopped(self) -> bool:
         """True once an emergency stop was requested (waits return at once after it)."""
 
+    def alive(self, service: str) -> bool:
+        """True while ``service``'s heartbeats are current."""
+
 
 @dataclass
 class CycleTimeouts:
@@ -102,6 +105,22 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
         stage, stage_started = name, now
         bus.status(cycle_id, name)
 
+    def wait_watching(service: str, topic: str, match: Callable[[dict[str, Any]], bool],
+                      timeout: float) -> dict[str, Any] | None:
+        """Wait for a message, failing at once if ``service`` stops beating or on e-stop."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = bus.wait_for(topic, match, timeout=min(0.5, max(0.0, deadline -
+                                                                    time.monotonic())))
+            if found is not None:
+                return found
+            check_stop()
+            if not bus.alive(service):
+                raise StageFailed(stage, f"{service} stopped responding (no heartbeat for 3 s) "
+                                  f"during {stage}; restart {service} and start a new cycle")
+            if time.monotonic() >= deadline:
+                return None
+
     def check_stop() -> None:
         if bus.stopped():
             raise StageFailed(stage, "emergency stop requested; the robot was stopped. "
@@ -123,8 +142,8 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=timeouts.scan / speed)
         except CommandFailed as exc:
             raise StageFailed("scanning", f"actuator could not scan: {exc}") from None
-        state = bus.wait_for("vision.cube_state", lambda p: p.get("scan_id") == scan_id,
-                             timeout=timeouts.scan / speed)
+        state = wait_watching("vision", "vision.cube_state",
+                              lambda p: p.get("scan_id") == scan_id, timeouts.scan / speed)
         check_stop()
         if state is None:
             fail_from_errors("scanning", scan_started)
@@ -148,8 +167,8 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             bus.call("actuator", "execute", {"plan_id": plan["plan_id"]}, timeout=10.0)
         except CommandFailed as exc:
             raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
-        done = bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan["plan_id"],
-                            timeout=budget)
+        done = wait_watching("actuator", "actuator.result",
+                             lambda p: p.get("plan_id") == plan["plan_id"], budget)
         check_stop()
         if done is None:
             fail_from_errors("executing", exec_started)

@@ -23,6 +23,8 @@ from typing import TextIO
 from robocell.cell.compose import LocalService, load_services
 
 STOP_GRACE_S = 5.0
+READY_STATES = ("ready", "busy")
+"""Lifecycle states in which a service counts as started."""
 READY_TIMEOUT_S = 180.0
 """How long a service may take to become alive (a first run builds solver tables)."""
 
@@ -86,6 +88,7 @@ class Launcher:
 
         bus = self.services[0].environment.get("ROBOCELL_BUS") or self.env.get("ROBOCELL_BUS")
         liveness = Liveness()
+        states: dict[str, str] = {}
         subscriber: Subscriber | None = None
         try:
             for service in self.services:
@@ -93,19 +96,22 @@ class Launcher:
                 if subscriber is None:
                     subscriber = Subscriber(["heartbeat"], Endpoints.resolve(bus))
                 deadline = time.monotonic() + READY_TIMEOUT_S
-                while not liveness.is_alive(service.bus_name):
+                while not (liveness.is_alive(service.bus_name)
+                           and states.get(service.bus_name) in READY_STATES):
                     if child.process.poll() is not None:
                         tail = "\n".join(child.output_tail[-15:])
                         raise LaunchError(
                             f"{service.name} exited with status {child.process.returncode} "
                             f"while starting; its last output:\n{tail}")
                     if time.monotonic() > deadline:
-                        raise LaunchError(f"{service.name} sent no heartbeat within "
-                                          f"{READY_TIMEOUT_S:.0f} s; see its [{service.name}] "
-                                          "output above")
+                        heard = states.get(service.bus_name, "no heartbeat")
+                        raise LaunchError(f"{service.name} was not ready within "
+                                          f"{READY_TIMEOUT_S:.0f} s (last state: {heard}); "
+                                          f"see its [{service.name}] output")
                     env = subscriber.recv(timeout=0.2)
                     if env is not None and env.topic == "heartbeat":
                         liveness.update(env)
+                        states[env.payload["service"]] = env.payload["state"]
                 if on_ready:
                     on_ready(service.name)
         except BaseException:

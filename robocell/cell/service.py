@@ -65,6 +65,9 @@ class NodeCellBus:
     def stopped(self) -> bool:
         return self.stop_requested.is_set()
 
+    def alive(self, service: str) -> bool:
+        return self.node.liveness.is_alive(service)
+
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         stage_name = {"done": "done", "failed": "failed"}.get(stage, stage)
         self.node.publish("cell.status", {"cycle_id": cycle_id, "stage": stage_name,

@@ -1,0 +1,100 @@
+"""Consecutive simulated cycles per profile: failures, cycle overhead, solver-service latency.
+
+For each profile the simulated cell (docker-compose.yml, profile `sim`) runs as local
+processes with the motors sped up by --speed (default 1000, so simulated motor time is
+almost nothing and a cycle's duration is its compute overhead: scanning images, reading,
+planning, streaming, bus hops). Prints, per profile: cycles run and failed, cycle time p50/p99
+and per stage, and the solver service's latency over the pure solve (service_ms - solve_ms
+of each plan, as measured inside the service) plus the round trip seen by the cell.
+
+    python bench/cell_cycles.py --cycles 100 --profiles soltvvo-2x2 six-motor
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from integration.cellkit import cell_env  # noqa: E402
+
+from robocell.cell.cli import follow_cycle  # noqa: E402
+from robocell.cell.launcher import Launcher  # noqa: E402
+from robocell.common.bus import Endpoints, Node  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run_profile(profile: str, cycles: int, speed: float) -> dict:
+    env = cell_env(profile, speed)
+    env["ROBOCELL_SOLVER_WORKERS"] = "2"
+    launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
+                                           "vision-sim", "cell", "monitor"})
+    totals, failures, stages, service_over, round_trip = [], [], {}, [], []
+    with launcher:
+        launcher.start()
+        bus = launcher.services[0].environment["ROBOCELL_BUS"]
+        with Node("bench-cycles", Endpoints.resolve(bus), track_peers=False) as node:
+            for i in range(cycles):
+                node.call("cell", "scramble", {"seed": 10_000 + i}, timeout=10.0)
+                started = node.call("cell", "start", {}, timeout=5.0)
+                result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
+                if not result["ok"]:
+                    failures.append(result.get("error"))
+                    continue
+                totals.append(result["total_s"] * 1000)
+                for stage, seconds in result["stages_s"].items():
+                    stages.setdefault(stage, []).append(seconds * 1000)
+            # solver service over the pure solve, on the same profile's cubes
+            from robocell.common.cube import random_facelets
+
+            size = 2 if profile.endswith("2x2") else 3
+            for i in range(200):
+                facelets = random_facelets(size, 50_000 + i)
+                t0 = time.perf_counter()
+                plan = node.call("solver", "solve", {"facelets": facelets}, timeout=10.0)
+                round_trip.append((time.perf_counter() - t0) * 1000 - plan["search"]["solve_ms"])
+                service_over.append(plan["search"]["service_ms"] - plan["search"]["solve_ms"])
+    return {"profile": profile, "cycles": cycles, "failed": len(failures),
+            "failures": failures[:5], "cycle_ms": totals, "stages_ms": stages,
+            "service_over_ms": service_over, "round_trip_over_ms": round_trip}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=100)
+    parser.add_argument("--speed", type=float, default=1000.0)
+    parser.add_argument("--profiles", nargs="+", default=["soltvvo-2x2", "six-motor"])
+    parser.add_argument("--save", type=Path, default=Path(__file__).parent / "results" /
+                        "cell_cycles.json")
+    args = parser.parse_args()
+    rows = [run_profile(p, args.cycles, args.speed) for p in args.profiles]
+    print(f"{'profile':<12} {'cycles':>6} {'failed':>6} {'cycle p50':>10} {'cycle p99':>10}"
+          f" {'svc over p50':>13} {'svc over p99':>13} {'rtt over p50':>13}")
+    for r in rows:
+        print(f"{r['profile']:<12} {r['cycles']:>6} {r['failed']:>6} "
+              f"{pct(r['cycle_ms'], .5):>8.0f}ms {pct(r['cycle_ms'], .99):>8.0f}ms "
+              f"{pct(r['service_over_ms'], .5):>11.2f}ms {pct(r['service_over_ms'], .99):>11.2f}ms"
+              f" {pct(r['round_trip_over_ms'], .5):>11.2f}ms")
+        for stage, values in r["stages_ms"].items():
+            print(f"    {stage:<10} p50 {pct(values, .5):8.1f} ms  p99 {pct(values, .99):8.1f} ms"
+                  f"  mean {statistics.fmean(values):8.1f} ms")
+        for failure in r["failures"]:
+            print(f"    failure: {failure}")
+    args.save.parent.mkdir(parents=True, exist_ok=True)
+    args.save.write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["failed"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

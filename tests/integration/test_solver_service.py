@@ -1,0 +1,114 @@
+"""The solver service as a real process on a real broker, its neighbours played by this test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from robocell.common.bus import CommandClient, Endpoints, Node, Subscriber
+from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved
+
+from .cellkit import free_port_block
+
+
+def wait_ready(node: Node, service: str, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        peer = node.peers().get(service)
+        if peer is not None and peer.alive and peer.state == "ready":
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{service} not ready within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def solver_bus():
+    base = f"tcp://127.0.0.1:{free_port_block(4)}"
+    env = {**os.environ, "ROBOCELL_BUS": base}
+    broker = subprocess.Popen([sys.executable, "-m", "robocell", "broker", "--bus", base],
+                              env=env)
+    solver = subprocess.Popen([sys.executable, "-m", "robocell", "solver", "--workers", "2",
+                               "--auto", "--profile", "soltvvo-2x2", "--timeout", "0.2"],
+                              env=env)
+    try:
+        with Node("test-solver", Endpoints.resolve(base)) as node:
+            wait_ready(node, "solver")
+            yield node
+    finally:
+        for proc in (solver, broker):
+            proc.terminate()
+        for proc in (solver, broker):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_solve_command_returns_a_plan_that_solves(solver_bus):
+    for seed in range(5):
+        facelets = random_facelets(3, seed)
+        plan = solver_bus.call("solver", "solve", {"facelets": facelets}, timeout=5.0)
+        assert plan["puzzle"] == "3x3x3" and plan["profile"] == "htm"
+        assert apply_to_facelets(facelets, parse_moves(" ".join(plan["face_turns"]))) == \
+            solved(3)
+        assert plan["search"]["service_ms"] >= plan["search"]["solve_ms"]
+    cube2 = random_facelets(2, 7)
+    plan = solver_bus.call("solver", "solve", {"facelets": cube2}, timeout=5.0)
+    assert plan["profile"] == "soltvvo-2x2" and plan["primitives"]
+    assert plan["predicted_ms"] > 0
+
+
+def test_invalid_state_gets_the_specific_error(solver_bus):
+    bad = solved(3)[:-1] + "F"
+    reply = solver_bus.request("solver", "solve", {"facelets": bad}, timeout=5.0)
+    assert not reply.ok and reply.error == "invalid_arguments"
+    assert "colour_count" in reply.message
+
+
+def test_auto_mode_answers_a_cube_state_with_a_latched_plan(solver_bus):
+    facelets = random_facelets(2, 99)
+    plans = Subscriber(["solver.plan"], solver_bus.endpoints)
+    try:
+        time.sleep(0.3)
+        solver_bus.publish("vision.cube_state", {
+            "scan_id": "auto-1", "puzzle": "2x2x2", "facelets": facelets,
+            "confidence": [1.0] * 24})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            env = plans.recv(timeout=0.5)
+            if env is not None and env.payload.get("scan_id") == "auto-1":
+                assert env.payload["facelets"] == facelets
+                return
+    finally:
+        plans.close()
+    raise AssertionError("no plan for the published cube state")
+
+
+def test_a_burst_of_requests_is_all_answered_or_refused_as_busy(solver_bus):
+    n = 300
+    cubes = [random_facelets(3, 1000 + i) for i in range(n)]
+    replies: list = [None] * n
+
+    def ask(start: int) -> None:
+        client = CommandClient(f"burst-{start}", solver_bus.endpoints)
+        try:
+            for i in range(start, n, 10):
+                replies[i] = client.request("solver", "solve", {"facelets": cubes[i]},
+                                            timeout=30.0)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert all(r is not None for r in replies), "a request got no reply"
+    outcomes = {r.error if not r.ok else "ok" for r in replies}
+    assert outcomes <= {"ok", "busy"}, outcomes
+    assert any(r.ok for r in replies)
