@@ -50,6 +50,8 @@ class CycleTimeouts:
     solve: float = 10.0
     execute_margin: float = 30.0
     verify: float = 10.0
+    compute: float = 60.0
+    """Seconds allowed for computation (image processing, resolution), at any speed."""
 
 
 @dataclass
@@ -138,12 +140,18 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
         enter("scanning")
         scan_id = f"{cycle_id}-scan"
         scan_started = time.monotonic()
+        # motion time shrinks with the simulation speed; image processing does not
+        scan_budget = timeouts.scan / speed + timeouts.compute
         try:
-            bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=timeouts.scan / speed)
+            bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=scan_budget)
         except CommandFailed as exc:
+            if not bus.alive("vision"):
+                raise StageFailed("scanning", "vision stopped responding (no heartbeat) while "
+                                  f"the robot scanned ({exc}); restart vision and start a new "
+                                  "cycle") from None
             raise StageFailed("scanning", f"actuator could not scan: {exc}") from None
         state = wait_watching("vision", "vision.cube_state",
-                              lambda p: p.get("scan_id") == scan_id, timeouts.scan / speed)
+                              lambda p: p.get("scan_id") == scan_id, timeouts.compute)
         check_stop()
         if state is None:
             fail_from_errors("scanning", scan_started)
@@ -161,7 +169,8 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
         check_stop()
 
         enter("executing")
-        budget = plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
+        budget = (plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
+                  + timeouts.compute)
         exec_started = time.monotonic()
         try:
             bus.call("actuator", "execute", {"plan_id": plan["plan_id"]}, timeout=10.0)

@@ -54,7 +54,8 @@ def test_full_cycle_solves_the_twin(profile):
 def test_a_killed_service_fails_the_cycle_and_the_cell_recovers():
     with running_cell("soltvvo-2x2", speed=20.0) as cell:
         with Node("test-kill", Endpoints.resolve(bus_address(cell))) as node:
-            assert run_one_cycle(node, 21)["ok"]
+            first = run_one_cycle(node, 21)
+            assert first["ok"], (first.get("failed_stage"), first.get("error"))
             vision = cell.children["vision-sim"]
             node.call("cell", "scramble", {"seed": 22}, timeout=10.0)
             started = node.call("cell", "start", {}, timeout=5.0)
