@@ -52,6 +52,8 @@ class CycleTimeouts:
     verify: float = 10.0
     compute: float = 60.0
     """Seconds allowed for computation (image processing, resolution), at any speed."""
+    scan_attempts: int = 2
+    """Scans tried before the cycle fails: a doubtful reading is rescanned once."""
 
 
 @dataclass
@@ -136,10 +138,9 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             raise StageFailed(stage_name, f"{e['service']}: {e['message']} [{e['code']}]"
                               f"{action}")
 
-    try:
-        enter("scanning")
-        scan_id = f"{cycle_id}-scan"
-        scan_started = time.monotonic()
+    def scan_once(scan_id: str) -> tuple[dict[str, Any] | None, str]:
+        """Run the scan program once: the cube state read, or None and vision's complaint."""
+        started_at = time.monotonic()
         # motion time shrinks with the simulation speed; image processing does not
         scan_budget = timeouts.scan / speed + timeouts.compute
         try:
@@ -150,13 +151,34 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
                                   f"the robot scanned ({exc}); restart vision and start a new "
                                   "cycle") from None
             raise StageFailed("scanning", f"actuator could not scan: {exc}") from None
-        state = wait_watching("vision", "vision.cube_state",
-                              lambda p: p.get("scan_id") == scan_id, timeouts.compute)
-        check_stop()
-        if state is None:
-            fail_from_errors("scanning", scan_started)
-            raise StageFailed("scanning", "vision published no cube state for this scan; "
-                              "check the vision service and the camera")
+        deadline = time.monotonic() + timeouts.compute
+        while True:
+            state = wait_watching("vision", "vision.cube_state",
+                                  lambda p: p.get("scan_id") == scan_id, 0.25)
+            if state is not None:
+                return state, ""
+            for e in bus.errors_since(started_at):
+                if e.get("service") == "vision" and (e.get("detail") or {}).get(
+                        "scan_id") == scan_id:
+                    action = f"; {e['action']}" if e.get("action") else ""
+                    return None, f"vision: {e['message']} [{e['code']}]{action}"
+            if time.monotonic() >= deadline:
+                return None, ("vision published no cube state for this scan; check the vision "
+                              "service and the camera")
+
+    try:
+        enter("scanning")
+        state = None
+        for attempt in range(1, timeouts.scan_attempts + 1):
+            scan_id = f"{cycle_id}-scan{attempt}"
+            state, complaint = scan_once(scan_id)
+            if state is not None:
+                break
+            if attempt < timeouts.scan_attempts:
+                bus.status(cycle_id, "scanning", f"rescanning: {complaint}")
+            else:
+                raise StageFailed("scanning", f"{complaint} (after {attempt} scans)")
+        assert state is not None
         result.facelets = state["facelets"]
 
         enter("solving")

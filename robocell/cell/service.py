@@ -138,10 +138,15 @@ class CellService:
                 "actuator": robot}
 
     def on_scramble(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """Simulation only: hand the twin to the firmware simulator's scramble."""
         from robocell.common.bus import CommandFailed
 
-        if not self.simulated:
-            raise CommandFailed("failed", "cell.scramble only exists in simulation: scramble "
-                                "the real cube by hand and start a cycle")
-        return self.node.call("firmware-sim", "scramble", dict(args),
-                              timeout=max(1.0, ctx.remaining() - 0.1))
+        try:
+            return self.node.call("firmware-sim", "scramble", dict(args),
+                                  timeout=max(1.0, ctx.remaining() - 0.1))
+        except CommandFailed as exc:
+            if exc.code == "unavailable":
+                raise CommandFailed("failed", "cell.scramble only exists in simulation (no "
+                                    "firmware simulator is running): scramble the real cube "
+                                    "by hand and start a cycle") from None
+            raise
