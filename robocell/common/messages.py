@@ -389,8 +389,10 @@ class _FieldsValidator:
                 raise ValueError(f"{owner}: field {f.name!r} declared twice")
             seen.add(f.name)
         self.owner = owner
-        self.fields = {f.name: (_SCALAR_TYPES.get(f.type), compile_type(f.type))
-                       for f in fields}
+        self.fields = {f.name: compile_type(f.type) for f in fields}
+        self.exact_types = {f.name: frozenset(_SCALAR_TYPES.get(f.type, ())) for f in fields}
+        """field -> Python types accepted at a glance (the hot path); any other value of a
+        declared field goes through its full checker."""
         self.names = frozenset(self.fields)
         self.required = frozenset(f.name for f in fields if not f.optional)
 
@@ -402,22 +404,27 @@ class _FieldsValidator:
             missing = sorted(self.required - values.keys())
             raise ValidationError(f"{self.owner}: missing required field(s) "
                                   f"{', '.join(missing)}")
-        fields = self.fields
+        exact_types = self.exact_types
         for name, value in values.items():
-            entry = fields.get(name)
-            if entry is None:
-                unknown = sorted(str(k) for k in values.keys() - self.names)
-                raise ValidationError(
-                    f"{self.owner}: undeclared field(s) {', '.join(unknown)}; declared: "
-                    f"{', '.join(sorted(self.names)) or 'none'} (add new fields in "
-                    "robocell.common.messages)")
-            types, check = entry
-            if types is not None and type(value) in types:
-                continue
-            try:
-                check(value, name)
-            except ValidationError as exc:
-                raise ValidationError(f"{self.owner}: {exc}") from None
+            if type(value) not in exact_types.get(name, _NO_TYPES):
+                self._check_field(name, value, values)
+
+    def _check_field(self, name: str, value: Any, values: dict[str, Any]) -> None:
+        """The full check of one field: undeclared, or not of a scalar type at a glance."""
+        check = self.fields.get(name)
+        if check is None:
+            unknown = sorted(str(k) for k in values.keys() - self.names)
+            raise ValidationError(
+                f"{self.owner}: undeclared field(s) {', '.join(unknown)}; declared: "
+                f"{', '.join(sorted(self.names)) or 'none'} (add new fields in "
+                "robocell.common.messages)")
+        try:
+            check(value, name)
+        except ValidationError as exc:
+            raise ValidationError(f"{self.owner}: {exc}") from None
+
+
+_NO_TYPES: frozenset[type] = frozenset()
 
 
 def _fields_validator(owner: str, fields: tuple[F, ...]) -> _FieldsValidator:
