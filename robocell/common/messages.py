@@ -365,7 +365,7 @@ def compile_type(text: str) -> Checker:
         listing = ", ".join(sorted(allowed))
 
         def check_enum(value: Any, where: str) -> None:
-            if value not in allowed or type(value) is not str:
+            if type(value) is not str or value not in allowed:  # a list is unhashable
                 raise _type_error(where, f"one of {listing}", value)
         return check_enum
     raise ValueError(f"unknown field type {text!r} in robocell.common.messages; "
