@@ -390,7 +390,7 @@ class _FieldsValidator:
             seen.add(f.name)
         self.owner = owner
         self.fields = {f.name: compile_type(f.type) for f in fields}
-        self.exact_types = {f.name: frozenset(_SCALAR_TYPES.get(f.type, ())) for f in fields}
+        self.exact_types = {f.name: _glance_types(f.type) for f in fields}
         """field -> Python types accepted at a glance (the hot path); any other value of a
         declared field goes through its full checker."""
         self.names = frozenset(self.fields)
@@ -425,6 +425,16 @@ class _FieldsValidator:
 
 
 _NO_TYPES: frozenset[type] = frozenset()
+
+
+def _glance_types(text: str) -> frozenset[type]:
+    """The Python types that satisfy a type expression on their own: those of a scalar,
+    plus None when optional (``str?``); none for lists, maps and enums."""
+    text = text.strip()
+    if text.endswith("?"):
+        inner = _SCALAR_TYPES.get(text[:-1].strip())
+        return frozenset((*inner, type(None))) if inner else _NO_TYPES
+    return frozenset(_SCALAR_TYPES.get(text, ()))
 
 
 def _fields_validator(owner: str, fields: tuple[F, ...]) -> _FieldsValidator:
