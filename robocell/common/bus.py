@@ -419,7 +419,7 @@ class Subscriber:
             if self.on_reject is not None:
                 self.on_reject(rejection)
             return None
-        if env is None or not self.wanted(env.topic):
+        if env is None or (env.topic not in self._exact and not self.wanted(env.topic)):
             return None
         key = (env.source, env.topic)
         last = self.last_seq.get(key)

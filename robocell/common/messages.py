@@ -477,10 +477,15 @@ def validate_payload(topic: str, payload: Any) -> None:
 
 
 def validate(envelope: Envelope) -> Envelope:
-    """``envelope`` itself if its payload fits its topic's declaration, else raises."""
+    """``envelope`` itself if its payload fits its topic's declaration, else raises.
+    (validate_payload written out: this runs for every message in broker and subscriber.)"""
+    validator = _TOPIC_VALIDATORS.get(envelope.topic)
     try:
-        validate_payload(envelope.topic, envelope.payload)
+        if validator is None:
+            topic_spec(envelope.topic)  # raises the explanatory error
+        validator(envelope.payload)  # type: ignore[misc]
     except (ValidationError, UnknownTopicError) as exc:
+        exc.topic = envelope.topic
         exc.source = envelope.source
         raise
     return envelope
