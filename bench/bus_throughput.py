@@ -12,7 +12,8 @@ Cases, each measured for both paths in the same run:
 - **raw pyzmq**: one PUB socket bound, one SUB connected, the publisher sending pre-encoded
   envelope bytes (the same bytes the bus carries) in a tight loop, the subscriber only
   receiving -- with the same lean calls the bus uses (``send`` with plain int flags, large
-  frames zero-copy), so that the baseline is not handicapped.
+  frames zero-copy) and the same high-water marks as the bus's publisher and subscriber
+  sockets (``PUB_HWM``, ``SUB_HWM``), so that the baseline is not handicapped.
 - **robocell bus**: a real ``robocell broker`` process in between; the publisher uses
   :class:`robocell.common.bus.Publisher` (validate, stamp, encode each message), the broker
   decodes, validates, counts and forwards, the subscriber uses
@@ -22,8 +23,10 @@ Cases, each measured for both paths in the same run:
   forwards without decoding (receivers still validate), to show what central checking costs.
 
 Throughput: the publisher sends N messages as fast as it can; the subscriber (another
-process) reports how many arrived and the time from the first to the last; messages/s =
-received / that time. Losses (ZeroMQ drops at a high-water mark) are shown, not hidden.
+process) reports how many arrived and when the last one did; messages/s = messages
+delivered / the window from the first send to the last receipt -- the same window for every
+path (one monotonic clock on one host). Losses (ZeroMQ drops at a high-water mark) are
+shown, not hidden: a path that drops is credited only with what it delivered.
 CPU time per message of each process (``time.process_time`` and ``/proc``) is printed too: it
 does not depend on what else the host runs, unlike the rates. Each cell is the median of
 several interleaved runs. Latency: the publisher sends at a fixed rate (1,000 messages/s);
@@ -48,6 +51,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from robocell.common.bus import (  # noqa: E402
+    COPY_THRESHOLD,
+    PUB_HWM,
+    SUB_HWM,
     ZMQ_SNDMORE,
     Endpoints,
     Publisher,
@@ -67,8 +73,6 @@ IMAGE_PAYLOAD = {"scan_id": "scan-000123", "pose": 2, "face": "F", "size": 3,
 LATENCY_RATE_HZ = 1000
 IMAGE_LATENCY_RATE_HZ = 100
 IDLE_END_S = 1.5  # the subscriber stops after this long without a message
-RAW_HWM = 1000  # pyzmq's default, stated explicitly
-COPY_THRESHOLD = 65536  # larger frames are sent zero-copy, on both paths
 SPIN_S = 0.0003  # the publisher busy-waits only this close to a send time
 MB = 1e6
 
@@ -101,13 +105,13 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
     import zmq
 
     sock = zmq.Context.instance().socket(zmq.SUB)
-    sock.rcvhwm = RAW_HWM
+    sock.rcvhwm = SUB_HWM  # as the bus's Subscriber
     sock.rcvtimeo = int(IDLE_END_S * 1000)
     sock.subscribe(topic.encode())
     sock.connect(endpoint)
     ready.set()
     cpu_start = time.process_time()
-    count, nbytes, first, last, lat = 0, 0, 0.0, 0.0, []
+    count, nbytes, last, lat = 0, 0, 0.0, []
     while True:  # the leanest pyzmq loop: blocking receive of the two frames, no decoding
         try:
             sock.recv()
@@ -119,12 +123,10 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
             continue
         if latency:
             lat.append(now - decode(data.buffer).mono_time)
-        if count == 0:
-            first = now
         last = now
         count += 1
         nbytes += len(data)
-    out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat, "gaps": 0,
+    out.put({"count": count, "bytes": nbytes, "last": last, "latency": lat, "gaps": 0,
              "sub_cpu": time.process_time() - cpu_start})
 
 
@@ -134,7 +136,7 @@ def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Qu
     started = time.monotonic()
     ready.set()
     cpu_start = time.process_time()
-    count, nbytes, first, last, lat = 0, 0, 0.0, 0.0, []
+    count, nbytes, last, lat = 0, 0, 0.0, []
     while True:
         env = sub.recv(IDLE_END_S)
         if env is None:
@@ -146,12 +148,10 @@ def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Qu
             continue
         if latency:
             lat.append(now - env.mono_time)
-        if count == 0:
-            first = now
         last = now
         count += 1
         nbytes += env.size
-    out.put({"count": count, "bytes": nbytes, "span": last - first, "latency": lat,
+    out.put({"count": count, "bytes": nbytes, "last": last, "latency": lat,
              "gaps": sub.stats.gaps, "rejected": sum(sub.stats.rejected.values()),
              "sub_cpu": time.process_time() - cpu_start})
 
@@ -171,7 +171,7 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
         port = free_port_block(1)
         endpoint = f"tcp://127.0.0.1:{port}"
         pub = zmq.Context.instance().socket(zmq.PUB)
-        pub.sndhwm = RAW_HWM
+        pub.sndhwm = PUB_HWM  # as the bus's Publisher
         pub.bind(endpoint)
         proc = ctx.Process(target=raw_subscriber, args=(endpoint, topic, ready, out, latency))
     else:
@@ -228,7 +228,8 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
     proc.join(10)
     pub.close()
     broker_cpu = process_cpu(broker_pid) - broker_cpu_start if path != "raw" else 0.0
-    report.update(sent=n, send_time=send_time, pub_cpu=pub_cpu, broker_cpu=broker_cpu)
+    report.update(sent=n, send_time=send_time, pub_cpu=pub_cpu, broker_cpu=broker_cpu,
+                  window=report["last"] - started if report["count"] else 0.0)
     return report
 
 
@@ -287,7 +288,7 @@ def main() -> None:
                 for path in PATHS:
                     proc, eps = brokers[path]
                     r = measure(path, topic, payload, n, 0, eps, proc.pid)
-                    r["rate"] = r["count"] / r["span"] if r["span"] > 0 else 0.0
+                    r["rate"] = r["count"] / r["window"] if r["window"] > 0 else 0.0
                     throughput.setdefault((label, path), []).append(r)
                 for path in PATHS[:2]:
                     rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
@@ -309,41 +310,42 @@ def main() -> None:
     print(f"Bus benchmark: median of {repeats} interleaved runs per cell; 2-core host shared "
           f"with other work (load average {load:.1f} at start); all processes on loopback.")
     print()
-    print("Throughput (publisher sends N messages as fast as it can)")
-    print(f"| {'message':<17} | {'path':<13} | {'sent':>7} | {'received':>8} | "
+    print("Throughput (publisher sends N messages as fast as it can; msgs/s = received / time "
+          "from the first send to the last receipt, the same window on every path)")
+    print(f"| {'message':<17} | {'path':<15} | {'sent':>7} | {'received':>8} | "
           f"{'msgs/s':>9} | {'MB/s':>7} | {'vs raw':>6} | {'msgs/s min-max':>17} |")
-    print(f"|{'-' * 19}|{'-' * 15}|{'-' * 9}|{'-' * 10}|{'-' * 11}|{'-' * 9}|{'-' * 8}|"
+    print(f"|{'-' * 19}|{'-' * 17}|{'-' * 9}|{'-' * 10}|{'-' * 11}|{'-' * 9}|{'-' * 8}|"
           f"{'-' * 19}|")
     medians: dict[tuple[str, str], dict] = {}
     for label, _, _ in CASES:
         for path in PATHS:
             runs = throughput[(label, path)]
             r = medians[(label, path)] = median_run(runs, lambda x: x["rate"])
-            mbps = r["bytes"] / r["span"] / MB if r["span"] > 0 else 0.0
+            mbps = r["bytes"] / r["window"] / MB if r["window"] > 0 else 0.0
             raw = medians[(label, "raw")]["rate"]
             ratio = f"{r['rate'] / raw:.0%}" if path != "raw" and raw else ""
             spread = f"{min(x['rate'] for x in runs):,.0f}-{max(x['rate'] for x in runs):,.0f}"
-            print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {r['sent']:>7} | "
+            print(f"| {label:<17} | {PATH_NAMES[path]:<15} | {r['sent']:>7} | "
                   f"{r['count']:>8} | {r['rate']:>9,.0f} | {mbps:>7.1f} | {ratio:>6} | "
                   f"{spread:>17} |")
     print()
     print("CPU time per message in the throughput runs (median run; independent of load)")
-    print(f"| {'message':<17} | {'path':<13} | {'publisher us':>12} | {'broker us':>9} | "
+    print(f"| {'message':<17} | {'path':<15} | {'publisher us':>12} | {'broker us':>9} | "
           f"{'subscriber us':>13} | {'total us':>8} |")
-    print(f"|{'-' * 19}|{'-' * 15}|{'-' * 14}|{'-' * 11}|{'-' * 15}|{'-' * 10}|")
+    print(f"|{'-' * 19}|{'-' * 17}|{'-' * 14}|{'-' * 11}|{'-' * 15}|{'-' * 10}|")
     for label, _, _ in CASES:
         for path in PATHS:
             r = medians[(label, path)]
             us = [r["pub_cpu"] / r["sent"] * 1e6, r["broker_cpu"] / r["sent"] * 1e6,
                   r["sub_cpu"] / max(r["count"], 1) * 1e6]
             broker_cell = f"{us[1]:>9.1f}" if path != "raw" else f"{'-':>9}"
-            print(f"| {label:<17} | {PATH_NAMES[path]:<13} | {us[0]:>12.1f} | {broker_cell} | "
+            print(f"| {label:<17} | {PATH_NAMES[path]:<15} | {us[0]:>12.1f} | {broker_cell} | "
                   f"{us[2]:>13.1f} | {sum(us):>8.1f} |")
     print()
     print("Latency (publisher paced; receipt time minus the envelope's mono_time, one clock)")
-    print(f"| {'message':<17} | {'rate':>7} | {'path':<13} | {'received':>8} | "
+    print(f"| {'message':<17} | {'rate':>7} | {'path':<15} | {'received':>8} | "
           f"{'p50 ms':>7} | {'p99 ms':>7} | {'max ms':>7} | {'p99 min-max':>13} |")
-    print(f"|{'-' * 19}|{'-' * 9}|{'-' * 15}|{'-' * 10}|{'-' * 9}|{'-' * 9}|{'-' * 9}|"
+    print(f"|{'-' * 19}|{'-' * 9}|{'-' * 17}|{'-' * 10}|{'-' * 9}|{'-' * 9}|{'-' * 9}|"
           f"{'-' * 15}|")
     for label, _, _ in CASES:
         rate = LATENCY_RATE_HZ if "small" in label else IMAGE_LATENCY_RATE_HZ
@@ -351,7 +353,7 @@ def main() -> None:
             runs = latency[(label, path)]
             r = median_run(runs, lambda x: x["p99"])
             spread = f"{min(x['p99'] for x in runs):.3f}-{max(x['p99'] for x in runs):.3f}"
-            print(f"| {label:<17} | {f'{rate}/s':>7} | {PATH_NAMES[path]:<13} | "
+            print(f"| {label:<17} | {f'{rate}/s':>7} | {PATH_NAMES[path]:<15} | "
                   f"{r['count']:>8} | {r['p50']:>7.3f} | {r['p99']:>7.3f} | {r['max']:>7.3f} | "
                   f"{spread:>13} |")
     small_ratio = (medians[("small state msg", "bus")]["rate"]

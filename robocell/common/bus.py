@@ -101,6 +101,9 @@ CLIENT_ID_PREFIX = b"c:"
 
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
 ZMQ_SNDMORE = 2  # zmq.h: ZMQ_SNDMORE
+COPY_THRESHOLD = 65536
+"""Envelopes at least this large are sent zero-copy (ZeroMQ takes the Python buffer);
+smaller ones are copied, which is cheaper than tracking the buffer."""
 
 
 def send_message(sock: Any, topic: Any, data: Any, copy: bool = True) -> None:
@@ -221,6 +224,7 @@ class Publisher:
         self._lock = threading.Lock()
         self._seq: dict[str, itertools.count[int]] = {}
         self._latched: dict[str, list[bytes]] = {}
+        self._topic_frames: dict[str, bytes] = {}  # topic -> its encoded first frame
         self._linked = False
         self.sent = 0
         self.sent_before_link = 0
@@ -279,23 +283,25 @@ class Publisher:
         UnknownTopicError, OversizeError) when the message is refused."""
         with self._lock:
             env = self.envelope(topic, payload)
-            data = encode(env, self.max_bytes)
-            self._send([topic.encode(), data], topic)
+            self._send(topic, encode(env, self.max_bytes))
         return env
 
     def send_frames(self, topic: str, data: bytes) -> None:
         """Send an already encoded envelope as is (replay of a recording)."""
         with self._lock:
-            self._send([topic.encode(), data], topic)
+            self._send(topic, data)
 
-    def _send(self, frames: list[bytes], topic: str) -> None:
+    def _send(self, topic: str, data: bytes) -> None:
         if not self._linked:
             self._drain_subscriptions()
             if not self._linked:
                 self.sent_before_link += 1
+        topic_frame = self._topic_frames.get(topic)
+        if topic_frame is None:
+            topic_frame = self._topic_frames[topic] = topic.encode()
         if topic in LATCHED_TOPICS:
-            self._latched[topic] = frames
-        send_message(self._sock, frames[0], frames[1], copy=len(frames[1]) < 65536)
+            self._latched[topic] = [topic_frame, data]
+        send_message(self._sock, topic_frame, data, copy=len(data) < COPY_THRESHOLD)
         self.sent += 1
 
     def close(self) -> None:
@@ -415,7 +421,7 @@ class Subscriber:
             if self.on_reject is not None:
                 self.on_reject(rejection)
             return None
-        if env is None or not self.wanted(env.topic):
+        if env is None or (env.topic not in self._exact and not self.wanted(env.topic)):
             return None
         key = (env.source, env.topic)
         last = self.last_seq.get(key)

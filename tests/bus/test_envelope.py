@@ -119,6 +119,8 @@ def test_every_declared_type_compiles_and_has_a_json_schema() -> None:
     ({"cycle_id": "c1", "stage": "idle", "colour": "red"}, "undeclared field"),
     ({"cycle_id": 3, "stage": "idle"}, "field 'cycle_id': expected a string"),
     ({"cycle_id": "c1", "stage": "dancing"}, "expected one of"),
+    ({"cycle_id": "c1", "stage": ["idle"]}, "expected one of"),  # unhashable, not a crash
+    ({"cycle_id": "c1", "stage": True}, "expected one of"),
     ({"cycle_id": "c1", "stage": "idle", "detail": None}, "expected a string"),
 ])
 def test_payload_with_wrong_fields_is_refused_naming_the_field(payload: dict,

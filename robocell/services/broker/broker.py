@@ -49,7 +49,6 @@ from robocell.common.bus import (
     SUB_HWM,
     ZMQ_NOBLOCK,
     Endpoints,
-    recv_message,
     reply_payload,
     send_message,
 )
@@ -84,14 +83,29 @@ class RemoteAccess:
     """client public key (Z85) -> (client name, role)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class TopicStats:
+    """What the broker counted on one topic. Rates come from the difference of the totals
+    between two reports, so the hot path only adds to ``messages`` and ``bytes``."""
+
     messages: int = 0
     bytes: int = 0
     gaps: int = 0
-    window_messages: int = 0
-    window_bytes: int = 0
     publishers: set[str] = field(default_factory=set)
+    reported_messages: int = 0
+    reported_bytes: int = 0
+    last_seq: dict[str, int] = field(default_factory=dict)
+    """source -> latest sequence number seen on this topic (gaps are counted from it)."""
+
+
+@dataclass(slots=True)
+class TopicRoute:
+    """Everything the forwarding loop needs about one topic frame, looked up once per
+    message: its name, its statistics and whether its last value is cached."""
+
+    name: str
+    stats: TopicStats
+    latched: bool
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -131,7 +145,7 @@ class Broker:
         self.subscriptions = 0
         self.cache: dict[bytes, list[Any]] = {}  # topic -> frames (bytes or zmq.Frame)
         self.services: dict[str, list[str]] = {}
-        self._last_seq: dict[tuple[str, str], int] = {}
+        self._routes: dict[bytes, TopicRoute] = {}  # topic frame -> route (declared topics)
         self._own_seq: collections.Counter[str] = collections.Counter()
         self._stop = threading.Event()
         self._zap_thread: threading.Thread | None = None
@@ -264,61 +278,89 @@ class Broker:
         (copy=False) and re-sent as the same ZeroMQ messages: a 100 KB image is never copied
         by the broker, and a small message costs no more than with copies."""
         xsub, xpub, tap, remote = self.xsub, self.xpub, self.tap, self.remote_xpub
+        recv, max_bytes, check = xsub.recv, self.max_bytes, self.check
         for _ in range(BATCH):
             try:
-                frames = recv_message(xsub, ZMQ_NOBLOCK)
+                topic_frame = recv(ZMQ_NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            if len(frames) != 2:
+            if not topic_frame.more:  # one frame: not [topic, envelope]
                 self.rejected["decode"] += 1
                 continue
-            topic_frame, data_frame = frames
+            data_frame = recv(0, copy=False)
+            if data_frame.more:  # three or more frames: take the rest and refuse the lot
+                while recv(0, copy=False).more:
+                    pass
+                self.rejected["decode"] += 1
+                continue
             topic = topic_frame.bytes
             size = len(data_frame)
-            if size > self.max_bytes:
+            if size > max_bytes:
                 self.rejected["oversize"] += 1
                 continue
-            if self.check:
-                if not self._accept(topic, data_frame.buffer, size):
+            route = self._routes.get(topic)
+            if check:
+                if route is None:
+                    route = self._route_of_undeclared(topic, data_frame.buffer, size)
+                    if route is None:
+                        continue
+                if not self._accept(route, data_frame.buffer):
                     continue
-            else:  # unchecked: count by the topic frame alone (no publishers, no gaps)
-                stats = self.topics[topic.decode("utf-8", "replace")]
-                stats.messages += 1
-                stats.bytes += size
-                stats.window_messages += 1
-                stats.window_bytes += size
+            elif route is None:  # unchecked: count by the topic frame alone
+                route = self._route(topic)
+            stats = route.stats
+            stats.messages += 1
+            stats.bytes += size
             send_message(xpub, topic_frame, data_frame)
             if remote is not None:
                 send_message(remote, topic_frame, data_frame)
             if tap is not None:
                 send_message(tap, topic_frame, data_frame)
-            if topic in self._latched:
-                self.cache[topic] = frames
+            if route.latched:
+                self.cache[topic] = [topic_frame, data_frame]
 
-    _latched = frozenset(t.encode() for t in LATCHED_TOPICS)
+    def _route(self, topic: bytes) -> TopicRoute:
+        """The route of a topic frame, made on first sight and kept."""
+        route = self._routes.get(topic)
+        if route is None:
+            name = topic.decode("utf-8", "replace")
+            route = self._routes[topic] = TopicRoute(name, self.topics[name],
+                                                     name in LATCHED_TOPICS)
+        return route
 
-    def _accept(self, topic_frame: bytes, data: bytes | memoryview, size: int) -> bool:
-        """Decode, validate and count one message; False (counted) when refused."""
+    def _route_of_undeclared(self, topic: bytes, data: memoryview, size: int
+                             ) -> TopicRoute | None:
+        """A topic frame never seen before: routed once a message on it is accepted in full
+        (the envelope names the same declared topic); otherwise counted and refused."""
+        try:
+            env = validate(decode(data, self.max_bytes))
+            if env.topic.encode() != topic:
+                self.rejected["decode"] += 1
+                return None
+        except MessageError as exc:
+            self.rejected[exc.reason] += 1
+            return None
+        return self._route(topic)
+
+    def _accept(self, route: TopicRoute, data: memoryview) -> bool:
+        """Decode, validate and sequence-check one message; False (counted) when refused."""
         try:
             env = decode(data, self.max_bytes)
-            if env.topic.encode() != topic_frame:
+            if env.topic != route.name:
                 self.rejected["decode"] += 1
                 return False
             validate(env)
         except MessageError as exc:
             self.rejected[exc.reason] += 1
             return False
-        stats = self.topics[env.topic]
-        stats.messages += 1
-        stats.bytes += size
-        stats.window_messages += 1
-        stats.window_bytes += size
-        stats.publishers.add(env.source)
-        key = (env.source, env.topic)
-        last = self._last_seq.get(key)
-        if last is not None and env.seq > last + 1:
+        stats = route.stats
+        source = env.source
+        last = stats.last_seq.get(source)
+        if last is None:
+            stats.publishers.add(source)
+        elif env.seq > last + 1:
             stats.gaps += env.seq - last - 1
-        self._last_seq[key] = env.seq
+        stats.last_seq[source] = env.seq
         return True
 
     def _on_subscription(self, sock: zmq.Socket) -> None:
@@ -430,8 +472,6 @@ class Broker:
         stats = self.topics[topic]
         stats.messages += 1
         stats.bytes += len(data)
-        stats.window_messages += 1
-        stats.window_bytes += len(data)
         stats.publishers.add(BROKER_SOURCE)
         self.xpub.send_multipart(frames)
         if self.remote_xpub is not None:
@@ -462,13 +502,13 @@ class Broker:
             spec = TOPIC_SPECS.get(name)
             topics[name] = {
                 "messages": s.messages, "bytes": s.bytes, "gaps": s.gaps,
-                "rate_hz": s.window_messages / window if window else 0.0,
-                "bytes_per_s": s.window_bytes / window if window else 0.0,
+                "rate_hz": (s.messages - s.reported_messages) / window if window else 0.0,
+                "bytes_per_s": (s.bytes - s.reported_bytes) / window if window else 0.0,
                 "type": spec.type_name if spec else "?",
                 "kind": spec.kind.value if spec else "?",
                 "publishers": sorted(s.publishers),
             }
-            s.window_messages = s.window_bytes = 0
+            s.reported_messages, s.reported_bytes = s.messages, s.bytes
         self._publish_own("bus.stats", {
             "period_s": window or self.stats_period, "uptime_s": uptime, "topics": topics,
             "messages": sum(s.messages for s in self.topics.values()),
