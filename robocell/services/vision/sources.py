@@ -9,6 +9,7 @@ to render the digital twin as the camera sees it. Sources are chosen by one stri
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +93,11 @@ class FolderSource:
         pass
 
 
+TWIN_SETTLE_S = 0.1
+"""How long the twin must have been still before the sim camera films it."""
+TWIN_SETTLE_MAX_S = 1.0
+
+
 class SimSource:
     """The sim camera looking at the digital twin: `set_state` is called with the twin's
     facelets; each capture renders the face in view (see `simcam.render_face`). One scan's
@@ -110,16 +116,32 @@ class SimSource:
         self.seed = seed
         self.facelets = facelets
         self._frames = 0
+        self._updated = 0.0
         self._lock = threading.Lock()
 
     def set_state(self, facelets: str) -> None:
         with self._lock:
             self.facelets = facelets
+            self._updated = time.monotonic()
+
+    def _settle(self) -> None:
+        """Wait until the twin has been still for TWIN_SETTLE_S: the robot holds a scan pose
+        while the camera captures, so the twin's last update for the pose (sent before the
+        pose was announced, but through another process) may still be on its way."""
+        deadline = time.monotonic() + TWIN_SETTLE_MAX_S
+        while True:
+            with self._lock:
+                quiet = time.monotonic() - self._updated
+            if quiet >= TWIN_SETTLE_S or time.monotonic() >= deadline:
+                return
+            time.sleep(TWIN_SETTLE_S - quiet)
 
     def capture(self, face: str | None = None, rotation: int = 0,
                 at: str | None = None) -> np.ndarray:
         from robocell.services.vision.simcam import render_face, scene
 
+        if at is not None:
+            self._settle()
         with self._lock:
             facelets = self.facelets
             frame_number = self._frames
