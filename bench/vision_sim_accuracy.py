@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import collections
 import time
+from dataclasses import replace
 
 import cv2
 
@@ -17,7 +18,7 @@ from robocell.common.cube import random_facelets
 from robocell.common.progress import Progress
 from robocell.services.vision.resolve import ResolveError, same_cube
 from robocell.services.vision.scan import SCRIPTED_POSES, ScanError, scan_frames
-from robocell.services.vision.simcam import Conditions, capture_poses
+from robocell.services.vision.simcam import PALETTES, Conditions, capture_poses
 
 
 def main() -> None:
@@ -26,9 +27,17 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--start", type=int, default=0, help="first seed")
     parser.add_argument("--show", type=int, default=10, help="print at most this many failures")
+    parser.add_argument("--exposure", type=float, nargs=2, metavar=("LOW", "HIGH"),
+                        help="exposure range of the scenes (default: the sim camera's)")
+    parser.add_argument("--palette", choices=sorted(PALETTES),
+                        help="only this sticker palette (default: every palette)")
     args = parser.parse_args()
     cv2.setNumThreads(1)
     conditions = Conditions()
+    if args.exposure:
+        conditions = replace(conditions, exposure=tuple(args.exposure))
+    if args.palette:
+        conditions = replace(conditions, palettes=(args.palette,))
     exact = 0
     errors: collections.Counter[str] = collections.Counter()
     wrong: list[int] = []
@@ -57,7 +66,9 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     total = args.count
     print(f"sim camera, {args.size}x{args.size}, seeds {args.start}..{args.start + total - 1}, "
-          f"{len(SCRIPTED_POSES)} frames of {conditions.width}x{conditions.height} per cube")
+          f"{len(SCRIPTED_POSES)} frames of {conditions.width}x{conditions.height} per cube, "
+          f"exposure {conditions.exposure[0]:g}-{conditions.exposure[1]:g}, "
+          f"palettes {', '.join(conditions.palettes)}")
     share = 100.0 * exact / total
     print(f"  read exactly   {exact:5d} / {total}  ({share:.2f} %, target >= 99.9 %)")
     print(f"  specific error {sum(errors.values()):5d}  {dict(errors)}")

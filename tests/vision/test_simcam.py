@@ -71,3 +71,25 @@ def test_seeded_sim_scrambles_are_read_exactly_or_refused(size):
         assert same_cube(result.facelets, state), f"wrong cube for seed {seed}"
         exact += 1
     assert exact >= SIM_CUBES_PER_SIZE - 1, (exact, refused)
+
+
+BRIGHT_CLIPPED_SEEDS = (116, 887)
+"""3x3 scenes at the top of the exposure range with the bright palette: every blue sticker's
+blue channel is clipped at 255, which moves its hue onto the teal-green's; both were once
+refused as ambiguous (blue and green swapped on two cubies)."""
+
+
+@pytest.mark.parametrize("seed", BRIGHT_CLIPPED_SEEDS)
+def test_clipped_blue_is_not_confused_with_green(seed):
+    cv2.setNumThreads(1)
+    state = random_facelets(3, seed)
+    frames = capture_poses(state, SCRIPTED_POSES, seed)
+    scan = scan_frames(frames, 3, dict(SCRIPTED_POSES))
+    blue = np.array([letter == "B" for letter in state])
+    # The case really is the clipped one: every blue sticker's blue channel is cut off, no
+    # green sticker's is.
+    green = np.array([letter == "F" for letter in state])
+    assert np.all(scan.colours[blue, 2] >= 250)
+    assert np.all(scan.colours[green, 2] < 250)
+    assert scan.resolution.facelets == state
+    assert scan.resolution.margin >= 12.0

@@ -53,6 +53,12 @@ LEVEL_FLOOR = 30.0
 CLIPPED = 250.0
 """A channel at or above this is taken as clipped by the camera."""
 
+N_CHANNELS = 3
+
+CLIP_PRIOR = 0.5
+"""Pseudo-counts (of clipped and of unclipped stickers) in each class's clipping rate per
+channel: with 9 stickers a class that never clips charges a clipped channel -ln(0.05) = 3."""
+
 LIGHT_ROUNDS = 2
 LIGHT_PRIOR = 2.0
 SLOPE_PRIOR = 6.0
@@ -226,28 +232,43 @@ class _ColourModel:
     """Six colour classes, each a median colour and a robust per-axis spread in feature
     space. A sticker's cost for a class is a Student-t negative log-likelihood: quadratic
     near the class, logarithmic far from it, so one glared or shadowed sticker neither
-    inflates its class's spread nor dominates the total."""
+    inflates its class's spread nor dominates the total.
 
-    def __init__(self, means: np.ndarray, variances: np.ndarray) -> None:
+    A channel clipped by the camera says only "at least this bright", which can move a
+    sticker's hue onto another class's (a bright blue whose blue channel is cut off looks
+    teal-green). So which channels are clipped is kept as its own observation: each class
+    has a rate of clipping per channel, and a sticker pays the Bernoulli negative
+    log-likelihood of its clipped channels under that rate."""
+
+    def __init__(self, means: np.ndarray, variances: np.ndarray,
+                 clip_rate: np.ndarray | None = None) -> None:
         self.means = means
         self.variances = variances
+        self.clip_rate = (np.full((N_FACES, N_CHANNELS), 0.5) if clip_rate is None
+                          else clip_rate)
 
     @classmethod
     def fit(cls, features: np.ndarray, labels: np.ndarray) -> _ColourModel:
-        means = np.stack([np.median(features[labels == k], axis=0) for k in range(N_FACES)])
-        residual = np.abs(features - means[labels])
+        colour, clipped = features[:, :N_CHANNELS], features[:, N_CHANNELS:]
+        means = np.stack([np.median(colour[labels == k], axis=0) for k in range(N_FACES)])
+        residual = np.abs(colour - means[labels])
         pooled = np.maximum((MAD_TO_SIGMA * np.median(residual, axis=0)) ** 2, MIN_VARIANCE)
         variances = np.empty_like(means)
+        clip_rate = np.empty_like(means)
         for k in range(N_FACES):
             own = (MAD_TO_SIGMA * np.median(residual[labels == k], axis=0)) ** 2
             count = int(np.sum(labels == k))
             variances[k] = (count * own + CLASS_SHRINK * pooled) / (count + CLASS_SHRINK)
-        return cls(means, np.maximum(variances, MIN_VARIANCE))
+            clip_rate[k] = (clipped[labels == k].sum(axis=0) + CLIP_PRIOR) / (
+                count + 2.0 * CLIP_PRIOR)
+        return cls(means, np.maximum(variances, MIN_VARIANCE), clip_rate)
 
     def cost(self, features: np.ndarray) -> np.ndarray:
-        squared = (features[:, None, :] - self.means[None]) ** 2 / self.variances[None]
+        colour, clipped = features[:, :N_CHANNELS], features[:, N_CHANNELS:]
+        squared = (colour[:, None, :] - self.means[None]) ** 2 / self.variances[None]
+        clip = np.where(clipped[:, None, :] > 0, self.clip_rate[None], 1.0 - self.clip_rate[None])
         return ((T_DOF + 1.0) * np.log1p(squared / T_DOF)).sum(-1) + np.log(
-            self.variances).sum(-1)
+            self.variances).sum(-1) - np.log(clip).sum(-1)
 
 
 def _farthest_point_classes(features: np.ndarray) -> np.ndarray:
@@ -337,8 +358,10 @@ class _FaceLight:
         self.unclipped = rgb.max(axis=1) < CLIPPED
 
     def features(self) -> np.ndarray:
+        """(n, 6): colour features, then 1.0 for each clipped channel (else 0.0)."""
         gain = np.where(self.unclipped, np.exp(-self.field), 1.0)
-        return colour_features(np.clip(self.rgb * gain[:, None], 0, 255))
+        colour = colour_features(np.clip(self.rgb * gain[:, None], 0, 255))
+        return np.concatenate([colour, (self.rgb >= CLIPPED).astype(np.float64)], axis=1)
 
     def fit(self, classes: np.ndarray) -> None:
         for _ in range(LIGHT_ROUNDS):
@@ -485,10 +508,10 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
     light = _FaceLight(clipped, size)
     features = light.features()
     if size == 3:
-        start = _ColourModel(features[geo.centres].copy(),
-                             np.full((N_FACES, 3), PRIOR_VARIANCE))
+        start = _ColourModel(features[geo.centres, :N_CHANNELS].copy(),
+                             np.full((N_FACES, N_CHANNELS), PRIOR_VARIANCE))
     else:
-        start = _ColourModel.fit(features, _farthest_point_classes(features))
+        start = _ColourModel.fit(features, _farthest_point_classes(features[:, :N_CHANNELS]))
     for _ in range(MAX_SWITCHES + 1):
         total, labels, class_of_face, model, runner_total, runner_classes = _fit_rounds(
             light, geo, start)
