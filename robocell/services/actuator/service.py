@@ -24,6 +24,8 @@ from robocell.services.actuator.link import FirmwareReset, Link, LinkError
 
 POSE_HOLD_TIMEOUT_S = 5.0
 """Longest wait at a scan pose for the vision service's capture of it."""
+PLAN_ARRIVAL_WAIT_S = 2.0
+"""How long `execute` waits for a named plan still on its way on solver.plan."""
 PLANS_KEPT = 16
 DEFAULT_SCRAMBLE_MOVES = 25
 
@@ -101,6 +103,13 @@ class ActuatorService:
 
         plan_id = args.get("plan_id") or self.latest_plan
         plan = self.plans.get(plan_id) if plan_id else None
+        if plan is None and plan_id:
+            # the plan travels on solver.plan (pub/sub) while this request came on the command
+            # channel: give the publication a moment to arrive before refusing
+            deadline = time.monotonic() + PLAN_ARRIVAL_WAIT_S
+            while plan is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+                plan = self.plans.get(plan_id)
         if plan is None:
             raise CommandFailed("failed", f"no plan {plan_id!r} seen on solver.plan; known: "
                                 f"{', '.join(self.plans) or 'none'}. Publish the plan first")

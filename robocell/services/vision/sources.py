@@ -93,7 +93,7 @@ class FolderSource:
         pass
 
 
-TWIN_SETTLE_S = 0.1
+TWIN_SETTLE_S = 0.05
 """How long the twin must have been still before the sim camera films it."""
 TWIN_SETTLE_MAX_S = 1.0
 
