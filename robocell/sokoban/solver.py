@@ -20,6 +20,7 @@ from numba import njit
 
 from robocell.sokoban.board import DIR_CHARS, N_DIRS, NO_SQUARE, Board
 from robocell.sokoban.bounds import INFEASIBLE, matching_lower_bound, matching_scratch
+from robocell.sokoban.corrals import NO_CORRAL, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
 
 METRIC_PUSHES = "pushes"
@@ -28,8 +29,9 @@ MOVE_SCALE = 1 << 12
 """Move metric cost of a push = walk*MOVE_SCALE + MOVE_SCALE + 1: fewest moves, then pushes."""
 
 STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
-ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES = range(7)
-N_STATS = 8
+(ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES,
+ ST_CORRAL_CUTS, ST_CORRAL_TOKEN) = range(9)
+N_STATS = 9
 EMPTY_SLOT = -1
 NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
@@ -200,8 +202,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  node_hash: np.ndarray, node_g: np.ndarray, node_h: np.ndarray,
                  node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
                  table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
-                 heap_node: np.ndarray, exact_player: bool, weight: int, h_scale: int,
-                 budget: int, stats: np.ndarray) -> int:
+                 heap_node: np.ndarray, exact_player: bool, use_corrals: bool, weight: int,
+                 h_scale: int, budget: int, stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
@@ -221,6 +223,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     queue = np.zeros(n_squares, dtype=np.int32)
     child = np.zeros(nb, dtype=np.int16)
     scratch = matching_scratch(nb)
+    corral_label = np.zeros(n_squares, dtype=np.int32)
+    box_seen = np.full(n_squares, -1, dtype=np.int64)
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -252,6 +256,13 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             occupied[boxes[k]] = True
         stamp += 1
         region_scan(player, neighbours, occupied, mark, stamp, walk, queue)
+        corral = NO_CORRAL
+        if use_corrals:
+            corral = pi_corral(neighbours, occupied, mark, stamp, is_goal, corral_label,
+                               box_seen, stats[ST_CORRAL_TOKEN], queue)
+            stats[ST_CORRAL_TOKEN] += n_squares
+            if corral != NO_CORRAL:
+                stats[ST_CORRAL_CUTS] += 1
         for i in range(nb):
             b = boxes[i]
             for d in range(N_DIRS):
@@ -260,6 +271,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     continue
                 target = neighbours[b, d]
                 if target < 0 or occupied[target] or dead[target]:
+                    continue
+                if corral != NO_CORRAL and corral_label[target] != corral:
                     continue
                 stats[ST_GENERATED] += 1
                 occupied[b] = False
@@ -347,6 +360,7 @@ class SolveResult:
     deadlocks: int = 0
     seconds: float = 0.0
     lower_bound: int = 0
+    corral_cuts: int = 0
 
     @property
     def solved(self) -> bool:
@@ -396,7 +410,8 @@ class _Arena:
 
 
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
-          weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES) -> SolveResult:
+          weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
+          corrals: bool = True) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
@@ -426,13 +441,14 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               board.zobrist_box, board.zobrist_player, arena.boxes,
                               arena.player, arena.hash, arena.g, arena.h, arena.parent,
                               arena.push, arena.closed, arena.table, arena.heap_f,
-                              arena.heap_g, arena.heap_node, exact, weight, h_scale,
-                              CHUNK_EXPANSIONS, stats)
+                              arena.heap_g, arena.heap_node, exact, corrals and not exact,
+                              weight, h_scale, CHUNK_EXPANSIONS, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
     result.stored = int(stats[ST_NODES])
     result.deadlocks = int(stats[ST_DEADLOCKS])
+    result.corral_cuts = int(stats[ST_CORRAL_CUTS])
     if status == STATUS_SOLVED:
         pushes = []
         node = int(stats[ST_GOAL])
