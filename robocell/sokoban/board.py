@@ -46,6 +46,8 @@ class Board:
     push_distance: np.ndarray   # int32[n_goals, n]: pushes from square to goal, one box alone
     zobrist_box: np.ndarray     # uint64[n]
     zobrist_player: np.ndarray  # uint64[n]
+    goal_area: np.ndarray       # int32[n]: connected group of goal squares, -1 off goal
+    goal_depth: np.ndarray      # int32[n]: steps inside the group from its entrance, -1 off goal
 
     @property
     def n_boxes(self) -> int:
@@ -113,9 +115,46 @@ def build_board(level: Level) -> Board:
     rng = np.random.default_rng(ZOBRIST_SEED)
     zobrist_box = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64)
     zobrist_player = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64)
+    goal_area, goal_depth = _goal_rooms(is_goal, neighbours)
     return Board(level, n, square_rc, index_grid, neighbours, is_goal, goal_squares,
                  start_boxes, player, dead.astype(np.bool_), push_distance, zobrist_box,
-                 zobrist_player)
+                 zobrist_player, goal_area, goal_depth)
+
+
+def _goal_rooms(is_goal: np.ndarray, neighbours: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group goal squares into connected areas and measure how deep each goal lies (1 = next
+    to a non-goal square). Filling deep goals first keeps a goal room's entrance open."""
+    n = len(is_goal)
+    area = np.full(n, NO_SQUARE, dtype=np.int32)
+    depth = np.full(n, NO_SQUARE, dtype=np.int32)
+    n_areas = 0
+    for g0 in np.flatnonzero(is_goal):
+        if area[g0] != NO_SQUARE:
+            continue
+        area[g0] = n_areas
+        stack = [int(g0)]
+        while stack:
+            g = stack.pop()
+            for d in range(N_DIRS):
+                t = neighbours[g, d]
+                if t != NO_SQUARE and is_goal[t] and area[t] == NO_SQUARE:
+                    area[t] = n_areas
+                    stack.append(int(t))
+        n_areas += 1
+    queue = deque()
+    for g in np.flatnonzero(is_goal):
+        if any(neighbours[g, d] != NO_SQUARE and not is_goal[neighbours[g, d]]
+               for d in range(N_DIRS)):
+            depth[g] = 1
+            queue.append(int(g))
+    while queue:
+        g = queue.popleft()
+        for d in range(N_DIRS):
+            t = neighbours[g, d]
+            if t != NO_SQUARE and is_goal[t] and depth[t] == NO_SQUARE:
+                depth[t] = depth[g] + 1
+                queue.append(int(t))
+    return area, depth
 
 
 def _pull_distances(goal: int, neighbours: np.ndarray) -> np.ndarray:

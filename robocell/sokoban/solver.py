@@ -37,6 +37,8 @@ NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
 INITIAL_CAPACITY = 1 << 15
 DEFAULT_MAX_NODES = 40_000_000
+GOAL_ORDER_PENALTY = 2
+"""Fast mode: pushes added to h per box filling a goal before a deeper one of its room."""
 
 
 @njit("int64(int64, int16[:, ::1], boolean[::1], int32[::1], int64, int32[::1], int32[::1])",
@@ -196,6 +198,28 @@ def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.
 
 
 @njit(cache=True)
+def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupied: np.ndarray,
+                      goal_squares: np.ndarray, goal_area: np.ndarray, goal_depth: np.ndarray,
+                      deepest_empty: np.ndarray) -> int:
+    """Boxes on goals that still have an empty deeper goal in their goal area (``occupied``
+    shows the parent position; the push moved_from -> moved_to is applied on the fly)."""
+    deepest_empty[:] = 0
+    for gsq in goal_squares:
+        full = occupied[gsq]
+        if gsq == moved_from:
+            full = False
+        elif gsq == moved_to:
+            full = True
+        if not full and goal_depth[gsq] > deepest_empty[goal_area[gsq]]:
+            deepest_empty[goal_area[gsq]] = goal_depth[gsq]
+    count = 0
+    for box in child:
+        if goal_area[box] >= 0 and goal_depth[box] < deepest_empty[goal_area[box]]:
+            count += 1
+    return count
+
+
+@njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  push_distance: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
@@ -203,8 +227,14 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
                  table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
                  heap_node: np.ndarray, exact_player: bool, use_corrals: bool, weight: int,
-                 h_scale: int, budget: int, stats: np.ndarray) -> int:
+                 h_scale: int, goal_squares: np.ndarray, goal_area: np.ndarray,
+                 goal_depth: np.ndarray, order_penalty: int, budget: int,
+                 stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
+
+    With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
+    that still has an empty deeper goal in its goal area adds that penalty to h, which steers
+    the search to fill goal rooms from the back.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -225,6 +255,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     scratch = matching_scratch(nb)
     corral_label = np.zeros(n_squares, dtype=np.int32)
     box_seen = np.full(n_squares, -1, dtype=np.int64)
+    deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -323,6 +354,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     stats[ST_DEADLOCKS] += 1
                     continue
                 h = lb * h_scale
+                if order_penalty > 0:
+                    h += order_penalty * _misordered_goals(child, b, target, occupied,
+                                                           goal_squares, goal_area, goal_depth,
+                                                           deepest_empty)
                 for k in range(nb):
                     node_boxes[n_nodes, k] = child[k]
                 node_player[n_nodes] = child_player
@@ -419,6 +454,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     started = time.monotonic()
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
+    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
@@ -442,7 +478,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               arena.player, arena.hash, arena.g, arena.h, arena.parent,
                               arena.push, arena.closed, arena.table, arena.heap_f,
                               arena.heap_g, arena.heap_node, exact, corrals and not exact,
-                              weight, h_scale, CHUNK_EXPANSIONS, stats)
+                              weight, h_scale, board.goal_squares, board.goal_area,
+                              board.goal_depth, order_penalty, CHUNK_EXPANSIONS, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
