@@ -19,7 +19,12 @@ import numpy as np
 from numba import njit
 
 from robocell.sokoban.board import DIR_CHARS, N_DIRS, NO_SQUARE, Board
-from robocell.sokoban.bounds import INFEASIBLE, matching_lower_bound, matching_scratch
+from robocell.sokoban.bounds import (
+    INFEASIBLE,
+    matching_lower_bound,
+    matching_scratch,
+    reachable_sides,
+)
 from robocell.sokoban.corrals import NO_CORRAL, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
 
@@ -162,7 +167,8 @@ def heap_pop(heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray, size
 
 @njit(cache=True)
 def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.ndarray,
-             push_distance: np.ndarray, zobrist_box: np.ndarray, zobrist_player: np.ndarray,
+             region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
+             zobrist_player: np.ndarray,
              node_boxes: np.ndarray, node_player: np.ndarray, node_hash: np.ndarray,
              node_g: np.ndarray, node_h: np.ndarray, node_parent: np.ndarray,
              node_push: np.ndarray, node_closed: np.ndarray, table: np.ndarray,
@@ -181,7 +187,9 @@ def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.
     key = zobrist_player[start]
     for b in boxes:
         key ^= zobrist_box[b]
-    lb = matching_lower_bound(boxes, push_distance, matching_scratch(boxes.shape[0]))
+    masks = np.zeros(boxes.shape[0], dtype=np.int64)
+    reachable_sides(boxes, start, neighbours, region_with_box, masks)
+    lb = matching_lower_bound(boxes, masks, push_cost, matching_scratch(boxes.shape[0]))
     node_boxes[0, :] = boxes
     node_player[0] = start
     node_hash[0] = key
@@ -221,7 +229,7 @@ def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupie
 
 @njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
-                 push_distance: np.ndarray, zobrist_box: np.ndarray,
+                 region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
                  node_hash: np.ndarray, node_g: np.ndarray, node_h: np.ndarray,
                  node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
@@ -253,6 +261,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     queue = np.zeros(n_squares, dtype=np.int32)
     child = np.zeros(nb, dtype=np.int16)
     scratch = matching_scratch(nb)
+    masks = np.zeros(nb, dtype=np.int64)
     corral_label = np.zeros(n_squares, dtype=np.int32)
     box_seen = np.full(n_squares, -1, dtype=np.int64)
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
@@ -349,7 +358,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     else:
                         stats[ST_DUPLICATES] += 1
                     continue
-                lb = matching_lower_bound(child, push_distance, scratch)
+                reachable_sides(child, child_player, neighbours, region_with_box, masks)
+                lb = matching_lower_bound(child, masks, push_cost, scratch)
                 if lb >= INFEASIBLE:
                     stats[ST_DEADLOCKS] += 1
                     continue
@@ -458,8 +468,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
-                  board.push_distance, board.zobrist_box, board.zobrist_player, arena.boxes,
-                  arena.player, arena.hash, arena.g, arena.h, arena.parent, arena.push,
+                  board.region_with_box, board.push_cost, board.zobrist_box,
+                  board.zobrist_player, arena.boxes, arena.player, arena.hash, arena.g,
+                  arena.h, arena.parent, arena.push,
                   arena.closed, arena.table, arena.heap_f, arena.heap_g, arena.heap_node,
                   h_scale, stats)
     result = SolveResult(status="running", metric=metric, lower_bound=int(min(lb, INFEASIBLE)))
@@ -473,7 +484,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
             if arena.capacity * 2 > max_nodes:
                 break
             arena.grow(int(stats[ST_NODES]), int(stats[ST_HEAP]))
-        status = search_chunk(board.neighbours, board.is_goal, board.dead, board.push_distance,
+        status = search_chunk(board.neighbours, board.is_goal, board.dead,
+                              board.region_with_box, board.push_cost,
                               board.zobrist_box, board.zobrist_player, arena.boxes,
                               arena.player, arena.hash, arena.g, arena.h, arena.parent,
                               arena.push, arena.closed, arena.table, arena.heap_f,
