@@ -6,7 +6,8 @@ the player's exact square. Arcs are single pushes. The search keeps every node i
 arrays (boxes, player, Zobrist hash, cost, bound, parent, push) with an open-addressing
 transposition table and a binary heap of (f, g, node); it runs in compiled chunks so that the
 caller can enforce a deadline and grow the arrays. Pruning: dead squares, freeze deadlocks,
-and an infeasible matching. The bound is the minimum-cost matching of boxes to goals.
+an infeasible matching, and PI-corrals (push metric). The bound is the minimum-cost matching
+of boxes to goals over push distances that know which sides of each box the player can reach.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
 INITIAL_CAPACITY = 1 << 15
 DEFAULT_MAX_NODES = 40_000_000
+FAST_WEIGHT = 2
+"""Weight of the bound in the fast (non-optimal) mode: f = g + FAST_WEIGHT*h."""
 GOAL_ORDER_PENALTY = 2
 """Fast mode: pushes added to h per box filling a goal before a deeper one of its room."""
 
