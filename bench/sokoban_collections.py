@@ -11,6 +11,7 @@ chunks of expansions). ``--out FILE`` also writes the table as markdown.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -56,7 +57,8 @@ def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float
         f"median {statistics.median(times) if times else 0:.2f} s, max "
         f"{max(times) if times else 0:.2f} s",
         f"time per level (all): mean {statistics.mean(r[8] for r in rows) if rows else 0:.2f} s",
-        f"wall time: {total:.0f} s on {platform.machine()} ({platform.python_version()})",
+        f"wall time: {total:.0f} s on {platform.machine()} ({platform.python_version()}), "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
         f"unsolved: {', '.join(str(r[0]) for r in rows if r[3] != 'solved') or 'none'}",
     ]
     if args.collection in REFERENCES:
