@@ -11,6 +11,7 @@ chunks of expansions). ``--out FILE`` also writes the table as markdown.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -36,6 +37,44 @@ REFERENCES = {
                 "YASS 89/90, Rolling Stone 57/90",
 }
 NODE_LIMIT = 24_000_000
+
+
+def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
+           n_levels: int, final: bool) -> list[str]:
+    """Summary lines; also (re)writes the markdown file when --out is given."""
+    solved = [r for r in rows if r[3] == "solved"]
+    optimal = [r for r in solved if r[6]]
+    times = [r[8] for r in solved]
+    progress = "" if final else f" (in progress: {len(rows)} of {n_levels} levels run)"
+    summary = [
+        f"collection: {path.name} ({len(rows)} levels){progress}, timeout {args.timeout:g} s "
+        f"per level, metric {args.metric}, weight {args.weight}"
+        + (f", fallback weight {args.fallback_weight} for {args.fallback_seconds:g} s"
+           if args.fallback_weight > 1 else ""),
+        f"solved: {len(solved)}/{len(rows)}",
+        f"proven optimal: {len(optimal)}/{len(rows)}",
+        f"time per solved level: mean {statistics.mean(times) if times else 0:.2f} s, "
+        f"median {statistics.median(times) if times else 0:.2f} s, max "
+        f"{max(times) if times else 0:.2f} s",
+        f"time per level (all): mean {statistics.mean(r[8] for r in rows) if rows else 0:.2f} s",
+        f"wall time: {total:.0f} s on {platform.machine()} ({platform.python_version()}), "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
+        f"unsolved: {', '.join(str(r[0]) for r in rows if r[3] != 'solved') or 'none'}",
+    ]
+    if args.collection in REFERENCES:
+        summary.append(REFERENCES[args.collection])
+    if args.out:
+        lines = [f"# Sokoban benchmark: {path.name}", "", "```",
+                 " ".join(["PYTHONPATH=. python bench/sokoban_collections.py",
+                           *sys.argv[1:]]), *summary, "```", "",
+                 "| level | title | boxes | status | pushes | moves | optimal | expanded | s |",
+                 "|---:|---|---:|---|---:|---:|---|---:|---:|"]
+        for r in rows:
+            lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | "
+                         f"{'yes' if r[6] else 'no'} | {r[7]} | {r[8]:.2f} |")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,36 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{row[0]:>6} {row[1][:6]:>6} {row[2]:>5} {row[3]:>11} {row[4]:>6} {row[5]:>6} "
               f"{'yes' if row[6] else 'no':>7} {row[7]:>10} {row[8]:>8.2f}", flush=True)
-    total = time.monotonic() - started
-    solved = [r for r in rows if r[3] == "solved"]
-    optimal = [r for r in solved if r[6]]
-    times = [r[8] for r in solved]
-    summary = [
-        f"collection: {path.name} ({len(rows)} levels), timeout {args.timeout:g} s per level, "
-        f"metric {args.metric}, weight {args.weight}"
-        + (f", fallback weight {args.fallback_weight} for {args.fallback_seconds:g} s"
-           if args.fallback_weight > 1 else ""),
-        f"solved: {len(solved)}/{len(rows)}",
-        f"proven optimal: {len(optimal)}/{len(rows)}",
-        f"time per solved level: mean {statistics.mean(times) if times else 0:.2f} s, "
-        f"median {statistics.median(times) if times else 0:.2f} s, max "
-        f"{max(times) if times else 0:.2f} s",
-        f"wall time: {total:.0f} s on {platform.machine()} ({platform.python_version()})",
-        f"unsolved: {', '.join(str(r[0]) for r in rows if r[3] != 'solved') or 'none'}",
-    ]
-    if name in REFERENCES:
-        summary.append(REFERENCES[name])
+        report(rows, args, path, time.monotonic() - started, len(levels), False)
+    summary = report(rows, args, path, time.monotonic() - started, len(levels), True)
     print()
     print("\n".join(summary))
-    if args.out:
-        lines = [f"# Sokoban benchmark: {path.name}", "", "```", *summary, "```", "",
-                 "| level | title | boxes | status | pushes | moves | optimal | expanded | s |",
-                 "|---:|---|---:|---|---:|---:|---|---:|---:|"]
-        for r in rows:
-            lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | "
-                         f"{'yes' if r[6] else 'no'} | {r[7]} | {r[8]:.2f} |")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
     return 0
 
 

@@ -6,6 +6,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from robocell.sokoban.level import Level, LevelError
 
@@ -18,6 +19,8 @@ NO_SQUARE = -1
 UNREACHABLE = 1 << 20
 """Push distance of a box that can never reach the goal; any bound that sums it is infinite."""
 ZOBRIST_SEED = 0x50B0BA
+N_SIDE_MASKS = 1 << N_DIRS
+"""Sets of sides of a box (bit d = the square in direction d) the player can get to."""
 
 
 def opposite(direction: int) -> int:
@@ -46,6 +49,11 @@ class Board:
     push_distance: np.ndarray   # int32[n_goals, n]: pushes from square to goal, one box alone
     zobrist_box: np.ndarray     # uint64[n]
     zobrist_player: np.ndarray  # uint64[n]
+    region_with_box: np.ndarray  # int8[n, n]: [b, q] region of square q when only b is blocked
+    push_cost: np.ndarray       # int32[n_goals, n, 16]: pushes to the goal from a square, given
+                                # the set of its sides the player can reach (bit mask)
+    goal_area: np.ndarray       # int32[n]: connected group of goal squares, -1 off goal
+    goal_depth: np.ndarray      # int32[n]: steps inside the group from its entrance, -1 off goal
 
     @property
     def n_boxes(self) -> int:
@@ -113,9 +121,128 @@ def build_board(level: Level) -> Board:
     rng = np.random.default_rng(ZOBRIST_SEED)
     zobrist_box = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64)
     zobrist_player = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64)
+    goal_area, goal_depth = _goal_rooms(is_goal, neighbours)
+    region_with_box = regions_with_box(neighbours)
+    push_cost = np.full((len(goal_squares), n, N_SIDE_MASKS), UNREACHABLE, dtype=np.int32)
+    for gi, goal in enumerate(goal_squares):
+        push_cost[gi] = side_push_costs(int(goal), neighbours, region_with_box)
     return Board(level, n, square_rc, index_grid, neighbours, is_goal, goal_squares,
                  start_boxes, player, dead.astype(np.bool_), push_distance, zobrist_box,
-                 zobrist_player)
+                 zobrist_player, region_with_box, push_cost, goal_area, goal_depth)
+
+
+@njit(cache=True)
+def regions_with_box(neighbours: np.ndarray) -> np.ndarray:
+    """For every square b: the connected regions of the other squares when only b is blocked
+    (labels 0, 1, ...; -1 on b itself). The player can walk between two sides of a lone box
+    exactly when they carry the same label."""
+    n = neighbours.shape[0]
+    label = np.full((n, n), -1, dtype=np.int8)
+    stack = np.empty(n, dtype=np.int32)
+    for b in range(n):
+        k = 0
+        for s0 in range(n):
+            if s0 == b or label[b, s0] >= 0:
+                continue
+            label[b, s0] = k
+            top = 1
+            stack[0] = s0
+            while top > 0:
+                top -= 1
+                s = stack[top]
+                for d in range(4):
+                    t = neighbours[s, d]
+                    if t >= 0 and t != b and label[b, t] < 0:
+                        label[b, t] = k
+                        stack[top] = t
+                        top += 1
+            k += 1
+    return label
+
+
+@njit(cache=True)
+def side_push_costs(goal: int, neighbours: np.ndarray, region_with_box: np.ndarray) -> np.ndarray:
+    """Fewest pushes to bring a lone box to ``goal``: [square, side mask] -> pushes when the
+    player starts on one of the sides in the mask. Breadth-first search backwards over (box
+    square, player side) states; walking round the box to a side of the same region is free."""
+    n = neighbours.shape[0]
+    dist = np.full((n, 4), UNREACHABLE, dtype=np.int32)
+    queue = np.empty(n * 4, dtype=np.int32)
+    tail = 0
+    # Each state is queued once: reaching one side of a box also reaches every side in the
+    # same region (walking round the box is free), so plain breadth-first order is exact.
+    for s in range(4):
+        if neighbours[goal, s] >= 0 and dist[goal, s] == UNREACHABLE:
+            region = region_with_box[goal, neighbours[goal, s]]
+            for s2 in range(4):
+                q = neighbours[goal, s2]
+                if q >= 0 and region_with_box[goal, q] == region:
+                    dist[goal, s2] = 0
+                    queue[tail] = goal * 4 + s2
+                    tail += 1
+    head = 0
+    while head < tail:
+        state = queue[head]
+        head += 1
+        box = state // 4
+        side = state % 4
+        # Undo a push: the box came from prev (the square on the player's side) and the
+        # player stood beyond prev on the same side.
+        prev = neighbours[box, side]
+        if prev < 0 or neighbours[prev, side] < 0 or dist[prev, side] != UNREACHABLE:
+            continue
+        region = region_with_box[prev, neighbours[prev, side]]
+        for s2 in range(4):
+            q = neighbours[prev, s2]
+            if q >= 0 and region_with_box[prev, q] == region and dist[prev, s2] == UNREACHABLE:
+                dist[prev, s2] = dist[box, side] + 1
+                queue[tail] = prev * 4 + s2
+                tail += 1
+    cost = np.full((n, N_SIDE_MASKS), UNREACHABLE, dtype=np.int32)
+    for b in range(n):
+        for mask in range(1, N_SIDE_MASKS):
+            best = UNREACHABLE
+            for s in range(4):
+                if mask & (1 << s) and dist[b, s] < best:
+                    best = dist[b, s]
+            cost[b, mask] = best
+    return cost
+
+
+def _goal_rooms(is_goal: np.ndarray, neighbours: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group goal squares into connected areas and measure how deep each goal lies (1 = next
+    to a non-goal square). Filling deep goals first keeps a goal room's entrance open."""
+    n = len(is_goal)
+    area = np.full(n, NO_SQUARE, dtype=np.int32)
+    depth = np.full(n, NO_SQUARE, dtype=np.int32)
+    n_areas = 0
+    for g0 in np.flatnonzero(is_goal):
+        if area[g0] != NO_SQUARE:
+            continue
+        area[g0] = n_areas
+        stack = [int(g0)]
+        while stack:
+            g = stack.pop()
+            for d in range(N_DIRS):
+                t = neighbours[g, d]
+                if t != NO_SQUARE and is_goal[t] and area[t] == NO_SQUARE:
+                    area[t] = n_areas
+                    stack.append(int(t))
+        n_areas += 1
+    queue = deque()
+    for g in np.flatnonzero(is_goal):
+        if any(neighbours[g, d] != NO_SQUARE and not is_goal[neighbours[g, d]]
+               for d in range(N_DIRS)):
+            depth[g] = 1
+            queue.append(int(g))
+    while queue:
+        g = queue.popleft()
+        for d in range(N_DIRS):
+            t = neighbours[g, d]
+            if t != NO_SQUARE and is_goal[t] and depth[t] == NO_SQUARE:
+                depth[t] = depth[g] + 1
+                queue.append(int(t))
+    return area, depth
 
 
 def _pull_distances(goal: int, neighbours: np.ndarray) -> np.ndarray:

@@ -19,14 +19,32 @@ def matching_scratch(n_boxes: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def matching_lower_bound(boxes: np.ndarray, push_distance: np.ndarray,
+def reachable_sides(boxes: np.ndarray, player: int, neighbours: np.ndarray,
+                    region_with_box: np.ndarray, masks: np.ndarray) -> None:
+    """For each box, the set (bit mask) of its sides the player could ever walk to before
+    that box moves: the sides in the player's region of the board with only that box on it.
+    Other boxes can move away later, so they are ignored."""
+    for i in range(boxes.shape[0]):
+        b = boxes[i]
+        region = region_with_box[b, player]
+        mask = 0
+        for d in range(4):
+            q = neighbours[b, d]
+            if q >= 0 and region_with_box[b, q] == region:
+                mask |= 1 << d
+        masks[i] = mask
+
+
+@njit(cache=True)
+def matching_lower_bound(boxes: np.ndarray, masks: np.ndarray, push_cost: np.ndarray,
                          scratch: np.ndarray) -> int:
     """Minimum total pushes over all assignments of boxes to distinct goals, each box
-    counted with its lone-box push distance (Hungarian method with potentials, O(n^3)).
+    counted with its lone-box push distance from the sides the player can reach
+    (``push_cost[goal, square, side_mask]``; Hungarian method with potentials, O(n^3)).
 
     Every push moves one box one square, so this never overestimates: admissible, and it
-    changes by at most one per push (consistent). Returns INFEASIBLE when some box cannot be
-    given a goal.
+    changes by at most one per push (consistent: a push leaves the player in the same region
+    relative to every other box). Returns INFEASIBLE when some box cannot be given a goal.
     """
     n = boxes.shape[0]
     u = scratch[0]
@@ -51,11 +69,12 @@ def matching_lower_bound(boxes: np.ndarray, push_distance: np.ndarray,
             used[j0] = 1
             i0 = match_of_goal[j0]
             box = boxes[i0 - 1]
+            mask = masks[i0 - 1]
             delta = big
             j1 = 0
             for j in range(1, n + 1):
                 if used[j] == 0:
-                    cur = np.int64(push_distance[j - 1, box]) - u[i0] - v[j]
+                    cur = np.int64(push_cost[j - 1, box, mask]) - u[i0] - v[j]
                     if cur < minv[j]:
                         minv[j] = cur
                         way[j] = j0
@@ -79,7 +98,8 @@ def matching_lower_bound(boxes: np.ndarray, push_distance: np.ndarray,
                 break
     total = np.int64(0)
     for j in range(1, n + 1):
-        total += push_distance[j - 1, boxes[match_of_goal[j] - 1]]
+        i = match_of_goal[j] - 1
+        total += push_cost[j - 1, boxes[i], masks[i]]
     if total >= INFEASIBLE:
         return INFEASIBLE
     return total

@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", choices=("pushes", "moves"), default="pushes")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     p.add_argument("--fast", action="store_true",
-                   help="weighted A* (weight 5): quicker on big levels, not proven optimal")
+                   help="weighted A* (f = g + 2h, goal rooms filled from the back): quicker "
+                   "on big levels, not proven optimal")
     p.add_argument("--weight", type=int, help="weight of the bound in f = g + w*h (1 = optimal)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
@@ -141,10 +142,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.sokoban.board import build_board
     from robocell.sokoban.lurd import replay
-    from robocell.sokoban.solver import solve
+    from robocell.sokoban.solver import FAST_WEIGHT, solve
 
     level = _load(args.file, args.level)
-    weight = args.weight if args.weight is not None else (5 if args.fast else 1)
+    weight = args.weight if args.weight is not None else (FAST_WEIGHT if args.fast else 1)
     if weight < 1:
         raise CommandError("--weight must be 1 (optimal) or more")
     result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight)

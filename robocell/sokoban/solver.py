@@ -6,7 +6,8 @@ the player's exact square. Arcs are single pushes. The search keeps every node i
 arrays (boxes, player, Zobrist hash, cost, bound, parent, push) with an open-addressing
 transposition table and a binary heap of (f, g, node); it runs in compiled chunks so that the
 caller can enforce a deadline and grow the arrays. Pruning: dead squares, freeze deadlocks,
-and an infeasible matching. The bound is the minimum-cost matching of boxes to goals.
+an infeasible matching, and PI-corrals (push metric). The bound is the minimum-cost matching
+of boxes to goals over push distances that know which sides of each box the player can reach.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ import numpy as np
 from numba import njit
 
 from robocell.sokoban.board import DIR_CHARS, N_DIRS, NO_SQUARE, Board
-from robocell.sokoban.bounds import INFEASIBLE, matching_lower_bound, matching_scratch
+from robocell.sokoban.bounds import (
+    INFEASIBLE,
+    matching_lower_bound,
+    matching_scratch,
+    reachable_sides,
+)
+from robocell.sokoban.corrals import NO_CORRAL, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
 
 METRIC_PUSHES = "pushes"
@@ -28,13 +35,18 @@ MOVE_SCALE = 1 << 12
 """Move metric cost of a push = walk*MOVE_SCALE + MOVE_SCALE + 1: fewest moves, then pushes."""
 
 STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
-ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES = range(7)
-N_STATS = 8
+(ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES,
+ ST_CORRAL_CUTS, ST_CORRAL_TOKEN) = range(9)
+N_STATS = 9
 EMPTY_SLOT = -1
 NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
 INITIAL_CAPACITY = 1 << 15
 DEFAULT_MAX_NODES = 40_000_000
+FAST_WEIGHT = 2
+"""Weight of the bound in the fast (non-optimal) mode: f = g + FAST_WEIGHT*h."""
+GOAL_ORDER_PENALTY = 2
+"""Fast mode: pushes added to h per box filling a goal before a deeper one of its room."""
 
 
 @njit("int64(int64, int16[:, ::1], boolean[::1], int32[::1], int64, int32[::1], int32[::1])",
@@ -158,7 +170,8 @@ def heap_pop(heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray, size
 
 @njit(cache=True)
 def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.ndarray,
-             push_distance: np.ndarray, zobrist_box: np.ndarray, zobrist_player: np.ndarray,
+             region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
+             zobrist_player: np.ndarray,
              node_boxes: np.ndarray, node_player: np.ndarray, node_hash: np.ndarray,
              node_g: np.ndarray, node_h: np.ndarray, node_parent: np.ndarray,
              node_push: np.ndarray, node_closed: np.ndarray, table: np.ndarray,
@@ -177,7 +190,9 @@ def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.
     key = zobrist_player[start]
     for b in boxes:
         key ^= zobrist_box[b]
-    lb = matching_lower_bound(boxes, push_distance, matching_scratch(boxes.shape[0]))
+    masks = np.zeros(boxes.shape[0], dtype=np.int64)
+    reachable_sides(boxes, start, neighbours, region_with_box, masks)
+    lb = matching_lower_bound(boxes, masks, push_cost, matching_scratch(boxes.shape[0]))
     node_boxes[0, :] = boxes
     node_player[0] = start
     node_hash[0] = key
@@ -194,15 +209,43 @@ def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.
 
 
 @njit(cache=True)
+def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupied: np.ndarray,
+                      goal_squares: np.ndarray, goal_area: np.ndarray, goal_depth: np.ndarray,
+                      deepest_empty: np.ndarray) -> int:
+    """Boxes on goals that still have an empty deeper goal in their goal area (``occupied``
+    shows the parent position; the push moved_from -> moved_to is applied on the fly)."""
+    deepest_empty[:] = 0
+    for gsq in goal_squares:
+        full = occupied[gsq]
+        if gsq == moved_from:
+            full = False
+        elif gsq == moved_to:
+            full = True
+        if not full and goal_depth[gsq] > deepest_empty[goal_area[gsq]]:
+            deepest_empty[goal_area[gsq]] = goal_depth[gsq]
+    count = 0
+    for box in child:
+        if goal_area[box] >= 0 and goal_depth[box] < deepest_empty[goal_area[box]]:
+            count += 1
+    return count
+
+
+@njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
-                 push_distance: np.ndarray, zobrist_box: np.ndarray,
+                 region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
                  node_hash: np.ndarray, node_g: np.ndarray, node_h: np.ndarray,
                  node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
                  table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
-                 heap_node: np.ndarray, exact_player: bool, weight: int, h_scale: int,
-                 budget: int, stats: np.ndarray) -> int:
+                 heap_node: np.ndarray, exact_player: bool, use_corrals: bool, weight: int,
+                 h_scale: int, goal_squares: np.ndarray, goal_area: np.ndarray,
+                 goal_depth: np.ndarray, order_penalty: int, budget: int,
+                 stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
+
+    With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
+    that still has an empty deeper goal in its goal area adds that penalty to h, which steers
+    the search to fill goal rooms from the back.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -221,6 +264,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     queue = np.zeros(n_squares, dtype=np.int32)
     child = np.zeros(nb, dtype=np.int16)
     scratch = matching_scratch(nb)
+    masks = np.zeros(nb, dtype=np.int64)
+    corral_label = np.zeros(n_squares, dtype=np.int32)
+    box_seen = np.full(n_squares, -1, dtype=np.int64)
+    deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -252,6 +299,13 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             occupied[boxes[k]] = True
         stamp += 1
         region_scan(player, neighbours, occupied, mark, stamp, walk, queue)
+        corral = NO_CORRAL
+        if use_corrals:
+            corral = pi_corral(neighbours, occupied, mark, stamp, is_goal, corral_label,
+                               box_seen, stats[ST_CORRAL_TOKEN], queue)
+            stats[ST_CORRAL_TOKEN] += n_squares
+            if corral != NO_CORRAL:
+                stats[ST_CORRAL_CUTS] += 1
         for i in range(nb):
             b = boxes[i]
             for d in range(N_DIRS):
@@ -260,6 +314,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     continue
                 target = neighbours[b, d]
                 if target < 0 or occupied[target] or dead[target]:
+                    continue
+                if corral != NO_CORRAL and corral_label[target] != corral:
                     continue
                 stats[ST_GENERATED] += 1
                 occupied[b] = False
@@ -305,11 +361,16 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     else:
                         stats[ST_DUPLICATES] += 1
                     continue
-                lb = matching_lower_bound(child, push_distance, scratch)
+                reachable_sides(child, child_player, neighbours, region_with_box, masks)
+                lb = matching_lower_bound(child, masks, push_cost, scratch)
                 if lb >= INFEASIBLE:
                     stats[ST_DEADLOCKS] += 1
                     continue
                 h = lb * h_scale
+                if order_penalty > 0:
+                    h += order_penalty * _misordered_goals(child, b, target, occupied,
+                                                           goal_squares, goal_area, goal_depth,
+                                                           deepest_empty)
                 for k in range(nb):
                     node_boxes[n_nodes, k] = child[k]
                 node_player[n_nodes] = child_player
@@ -347,6 +408,7 @@ class SolveResult:
     deadlocks: int = 0
     seconds: float = 0.0
     lower_bound: int = 0
+    corral_cuts: int = 0
 
     @property
     def solved(self) -> bool:
@@ -396,7 +458,8 @@ class _Arena:
 
 
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
-          weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES) -> SolveResult:
+          weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
+          corrals: bool = True) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
@@ -404,11 +467,13 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     started = time.monotonic()
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
+    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
-                  board.push_distance, board.zobrist_box, board.zobrist_player, arena.boxes,
-                  arena.player, arena.hash, arena.g, arena.h, arena.parent, arena.push,
+                  board.region_with_box, board.push_cost, board.zobrist_box,
+                  board.zobrist_player, arena.boxes, arena.player, arena.hash, arena.g,
+                  arena.h, arena.parent, arena.push,
                   arena.closed, arena.table, arena.heap_f, arena.heap_g, arena.heap_node,
                   h_scale, stats)
     result = SolveResult(status="running", metric=metric, lower_bound=int(min(lb, INFEASIBLE)))
@@ -422,17 +487,20 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
             if arena.capacity * 2 > max_nodes:
                 break
             arena.grow(int(stats[ST_NODES]), int(stats[ST_HEAP]))
-        status = search_chunk(board.neighbours, board.is_goal, board.dead, board.push_distance,
+        status = search_chunk(board.neighbours, board.is_goal, board.dead,
+                              board.region_with_box, board.push_cost,
                               board.zobrist_box, board.zobrist_player, arena.boxes,
                               arena.player, arena.hash, arena.g, arena.h, arena.parent,
                               arena.push, arena.closed, arena.table, arena.heap_f,
-                              arena.heap_g, arena.heap_node, exact, weight, h_scale,
-                              CHUNK_EXPANSIONS, stats)
+                              arena.heap_g, arena.heap_node, exact, corrals and not exact,
+                              weight, h_scale, board.goal_squares, board.goal_area,
+                              board.goal_depth, order_penalty, CHUNK_EXPANSIONS, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
     result.stored = int(stats[ST_NODES])
     result.deadlocks = int(stats[ST_DEADLOCKS])
+    result.corral_cuts = int(stats[ST_CORRAL_CUTS])
     if status == STATUS_SOLVED:
         pushes = []
         node = int(stats[ST_GOAL])
