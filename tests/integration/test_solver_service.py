@@ -90,24 +90,25 @@ def test_auto_mode_answers_a_cube_state_with_a_latched_plan(solver_bus):
 
 
 def test_a_burst_of_requests_is_all_answered_or_refused_as_busy(solver_bus):
-    n = 300
+    n = 1000
+    threads_n = 50
     cubes = [random_facelets(3, 1000 + i) for i in range(n)]
     replies: list = [None] * n
 
     def ask(start: int) -> None:
         client = CommandClient(f"burst-{start}", solver_bus.endpoints)
         try:
-            for i in range(start, n, 10):
+            for i in range(start, n, threads_n):
                 replies[i] = client.request("solver", "solve", {"facelets": cubes[i]},
                                             timeout=30.0)
         finally:
             client.close()
 
-    threads = [threading.Thread(target=ask, args=(k,)) for k in range(10)]
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(threads_n)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=300)
     assert all(r is not None for r in replies), "a request got no reply"
     outcomes = {r.error if not r.ok else "ok" for r in replies}
     assert outcomes <= {"ok", "busy"}, outcomes
