@@ -1,7 +1,11 @@
-"""Screenshot of the dashboard during a simulated cycle: real broker and monitor processes, a
-scripted cell publishing the cycle, Debian's Chromium (headless) taking the picture.
+"""Screenshot of the dashboard during a simulated cycle, taken by Debian's Chromium (headless).
 
-    python bench/monitor_screenshot.py [--out docs/monitor.png]
+With ``--live PROFILE`` the whole simulated cell runs (docker-compose.yml's `sim` profile as
+local processes: broker, solver, vision, actuator, firmware simulator, cell, monitor) and the
+picture is taken while a real cycle executes its plan. Without it, real broker and monitor
+processes show a scripted cell's cycles (history, a failure, an e-stop).
+
+    python bench/monitor_screenshot.py --live six-motor [--out docs/monitor.png]
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parents[1] / "docs" / "monitor.png")
+    parser.add_argument("--live", metavar="PROFILE",
+                        help="run the real simulated cell with this robot profile")
     args = parser.parse_args()
+    if args.live:
+        return live_screenshot(args.live, args.out)
     from playwright.sync_api import sync_playwright
 
     token = secrets.token_urlsafe(12)
@@ -57,6 +65,41 @@ def main() -> int:
             cell.close()
             rig.close()
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def live_screenshot(profile: str, out: Path) -> int:
+    """The real simulated cell, one scramble and one cycle, pictured while it executes."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from integration.cellkit import cell_env
+    from playwright.sync_api import sync_playwright
+
+    from robocell.cell.launcher import Launcher
+    from robocell.common.bus import Endpoints, Node
+
+    token = secrets.token_urlsafe(12)
+    env = cell_env(profile, speed=0.5)
+    env["ROBOCELL_MONITOR_TOKEN"] = token
+    launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
+                                           "vision-sim", "cell", "monitor"})
+    url = f"http://127.0.0.1:{env['ROBOCELL_MONITOR_PORT']}/#token={token}"
+    with launcher:
+        launcher.start()
+        bus = launcher.services[0].environment["ROBOCELL_BUS"]
+        with Node("screenshot", Endpoints.resolve(bus), track_peers=False) as node, \
+                sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport=VIEWPORT)
+            page.goto(url)
+            page.wait_for_selector("button[data-action=estop]", timeout=UI_TIMEOUT_MS)
+            node.call("cell", "scramble", {"seed": 7}, timeout=10.0)
+            node.call("cell", "start", {}, timeout=5.0)
+            page.wait_for_selector("#plan-steps li.current", timeout=120_000)
+            time.sleep(1.5)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(out), full_page=True)
+            browser.close()
+    print(f"wrote {out} ({out.stat().st_size // 1024} KiB)")
     return 0
 
 
