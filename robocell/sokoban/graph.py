@@ -12,7 +12,14 @@ import numpy as np
 from numba import njit
 
 from robocell.sokoban.board import DIR_CHARS, N_DIRS, Board
-from robocell.sokoban.solver import EMPTY_SLOT, region_scan, table_find, table_insert, walk_path
+from robocell.sokoban.solver import (
+    EMPTY_SLOT,
+    pushed_box_set,
+    region_scan,
+    table_find,
+    table_insert,
+    walk_path,
+)
 
 DEFAULT_MAX_STATES = 2_000_000
 EXPORT_MAX_STATES = 5_000
@@ -110,16 +117,7 @@ def explore(neighbours: np.ndarray, zobrist_box: np.ndarray, zobrist_player: np.
                                    walk, queue)
                 occupied[target] = False
                 occupied[b] = True
-                for k in range(nb):
-                    child[k] = boxes[k]
-                child[i] = target
-                j = i
-                while j > 0 and child[j - 1] > child[j]:
-                    child[j - 1], child[j] = child[j], child[j - 1]
-                    j -= 1
-                while j < nb - 1 and child[j + 1] < child[j]:
-                    child[j + 1], child[j] = child[j], child[j + 1]
-                    j += 1
+                pushed_box_set(boxes, i, target, child)
                 key = (state_hash[state] ^ zobrist_box[b] ^ zobrist_box[target]
                        ^ zobrist_player[player] ^ zobrist_player[norm])
                 found = table_find(table, key, norm, child, state_hash, state_player,

@@ -100,6 +100,23 @@ def table_find(table: np.ndarray, key: np.uint64, player: int, boxes: np.ndarray
         slot = (slot + 1) & mask
 
 
+@njit(cache=True)
+def pushed_box_set(boxes: np.ndarray, i: int, target: int, child: np.ndarray) -> None:
+    """``child`` := the sorted box squares ``boxes`` with box ``i`` moved to ``target``
+    (one insertion step keeps the set sorted, so equal sets compare equal)."""
+    nb = boxes.shape[0]
+    for k in range(nb):
+        child[k] = boxes[k]
+    child[i] = target
+    j = i
+    while j > 0 and child[j - 1] > child[j]:
+        child[j - 1], child[j] = child[j], child[j - 1]
+        j -= 1
+    while j < nb - 1 and child[j + 1] < child[j]:
+        child[j + 1], child[j] = child[j], child[j + 1]
+        j += 1
+
+
 @njit("void(int32[::1], uint64, int64)", cache=True)
 def table_insert(table: np.ndarray, key: np.uint64, node: int) -> None:
     mask = table.shape[0] - 1
@@ -336,16 +353,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     cost = 1
                 occupied[target] = False
                 occupied[b] = True
-                for k in range(nb):
-                    child[k] = boxes[k]
-                child[i] = target
-                j = i
-                while j > 0 and child[j - 1] > child[j]:
-                    child[j - 1], child[j] = child[j], child[j - 1]
-                    j -= 1
-                while j < nb - 1 and child[j + 1] < child[j]:
-                    child[j + 1], child[j] = child[j], child[j + 1]
-                    j += 1
+                pushed_box_set(boxes, i, target, child)
                 child_key = (key ^ zobrist_box[b] ^ zobrist_box[target]
                              ^ zobrist_player[player] ^ zobrist_player[child_player])
                 child_g = g + cost
