@@ -65,17 +65,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import msgpack
+
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
+    SCHEMA_VERSION,
+    DecodeError,
     Envelope,
     MessageError,
     decode,
     encode,
+    max_message_bytes,
 )
 from robocell.common.messages import (
     COMMAND_ERRORS,
     LATCHED_TOPICS,
     LIFECYCLE_STATES,
+    TOPIC_FAST_CHECKS,
+    TOPIC_SPECS,
     topic_spec,
     validate,
     validate_args,
@@ -199,6 +206,9 @@ def _context() -> Any:
     return zmq.Context.instance()
 
 
+_wall_clock = time.time
+_mono_clock = time.monotonic
+
 # --- publishing -----------------------------------------------------------------------------
 
 
@@ -222,7 +232,10 @@ class Publisher:
         self.check = check
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._seq: dict[str, itertools.count[int]] = {}
+        self._seq: dict[str, int] = {}  # topic -> next sequence number
+        self._routes: dict[str, tuple[bytes, Callable[[Any], bool], bool]] = {}
+        self._packer = msgpack.Packer(use_bin_type=True)  # reused: keeps its buffer
+        self._limit = max_message_bytes() if max_bytes is None else max_bytes
         self._latched: dict[str, list[bytes]] = {}
         self._topic_frames: dict[str, bytes] = {}  # topic -> its encoded first frame
         self._linked = False
@@ -263,35 +276,84 @@ class Publisher:
                 frame = self._sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if frame[:1] == b"\x01":
+            # The broker subscribes to everything (b"\x01") when it attaches; the
+            # subscriptions of its own subscribers pass by here too and mean nothing to us.
+            if frame == b"\x01":
                 if self._linked:  # the broker came back: give it our latched state again
                     for topic_frame, data in self._latched.values():
                         send_message(self._sock, topic_frame, data)
                 self._linked = True
 
+    def _route(self, topic: str) -> tuple[bytes, Callable[[Any], bool], bool]:
+        """(topic frame, fast payload check, latched) of a declared topic, made once."""
+        route = self._routes.get(topic)
+        if route is None:
+            topic_spec(topic)  # raises UnknownTopicError with the list of declared topics
+            route = self._routes[topic] = (topic.encode(), TOPIC_FAST_CHECKS[topic],
+                                           topic in LATCHED_TOPICS)
+            self._seq.setdefault(topic, 0)
+        return route
+
     def envelope(self, topic: str, payload: dict[str, Any]) -> Envelope:
-        """The next envelope of ``topic`` from this source (validated when ``check``)."""
-        if self.check:
+        """The next envelope of ``topic`` from this source (validated when ``check``);
+        the sequence number is used up."""
+        route = self._route(topic)
+        if self.check and not route[1](payload):
             validate_payload(topic, payload)
-        counter = self._seq.get(topic)
-        if counter is None:
-            counter = self._seq.setdefault(topic, itertools.count())
-        return Envelope.now(topic, self.source, next(counter), payload)
+        with self._lock:
+            seq = self._seq[topic]
+            self._seq[topic] = seq + 1
+        return Envelope.now(topic, self.source, seq, payload)
 
     def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
         """Validate, stamp, encode and send; raises MessageError (ValidationError,
-        UnknownTopicError, OversizeError) when the message is refused."""
-        with self._lock:
-            env = self.envelope(topic, payload)
-            self._send(topic, encode(env, self.max_bytes))
-        return env
+        UnknownTopicError, OversizeError) when the message is refused (then no sequence
+        number is used up).
 
-    def send_frames(self, topic: str, data: bytes) -> None:
-        """Send an already encoded envelope as is (replay of a recording)."""
+        This is the hot path of every publisher, written out: one dict lookup for the
+        topic's route, the generated payload check, one msgpack call with a reused
+        Packer, two socket sends."""
+        route = self._routes.get(topic)
+        if route is None:
+            route = self._route(topic)
+        topic_frame, fast_check, latched = route
+        if self.check and not fast_check(payload):
+            validate_payload(topic, payload)  # raises, saying what is wrong
+        with self._lock:
+            seq = self._seq[topic]
+            wall, mono = _wall_clock(), _mono_clock()
+            try:
+                data = self._packer.pack([SCHEMA_VERSION, topic, self.source, seq, wall, mono,
+                                          payload])
+            except (TypeError, ValueError, OverflowError):
+                self._packer.reset()
+                encode(Envelope(topic, self.source, seq, wall, mono, payload),
+                       self.max_bytes)  # raises the explanatory DecodeError
+                raise
+            size = len(data)
+            if size > self._limit:
+                encode(Envelope(topic, self.source, seq, wall, mono, payload),
+                       self.max_bytes)  # raises the explanatory OversizeError
+            self._seq[topic] = seq + 1
+            if not self._linked:
+                self._drain_subscriptions()
+                if not self._linked:
+                    self.sent_before_link += 1
+            if latched:
+                self._latched[topic] = [topic_frame, data]
+            sock = self._sock
+            sock.send(topic_frame, ZMQ_SNDMORE)
+            sock.send(data, 0, copy=size < COPY_THRESHOLD)
+            self.sent += 1
+        return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION, size)
+
+    def send_frames(self, topic: str, data: Any) -> None:
+        """Send an already encoded envelope as is (replay of a recording, the broker's
+        last-value cache)."""
         with self._lock:
             self._send(topic, data)
 
-    def _send(self, topic: str, data: bytes) -> None:
+    def _send(self, topic: str, data: Any) -> None:
         if not self._linked:
             self._drain_subscriptions()
             if not self._linked:
@@ -361,10 +423,9 @@ class Subscriber:
         self._prefixes: set[str] = set()
         self.first_seq: dict[tuple[str, str], int] = {}
         """(source, topic) -> first sequence number received (gaps are counted after it)."""
-        self.last_seq: dict[tuple[str, str], int] = {}
-        """(source, topic) -> latest sequence number received."""
-        self.last_wall: dict[tuple[str, str], float] = {}
-        """(source, topic) -> send time of that latest message."""
+        self._streams: dict[tuple[str, str], list[Any]] = {}
+        """(source, topic) -> [latest sequence number, its send time]."""
+        self._names: dict[bytes, str] = {}  # topic frame -> topic, for frames seen before
         self.sock = _context().socket(zmq.SUB)
         self.sock.rcvhwm = hwm
         self.sock.linger = 0
@@ -390,6 +451,16 @@ class Subscriber:
         self._prefixes.discard(topic)
         self.sock.setsockopt(zmq.UNSUBSCRIBE, topic.encode())
 
+    @property
+    def last_seq(self) -> dict[tuple[str, str], int]:
+        """(source, topic) -> latest sequence number received."""
+        return {key: stream[0] for key, stream in self._streams.items()}
+
+    @property
+    def last_wall(self) -> dict[tuple[str, str], float]:
+        """(source, topic) -> send time of the latest message received."""
+        return {key: stream[1] for key, stream in self._streams.items()}
+
     def wanted(self, topic: str) -> bool:
         return topic in self._exact or any(topic.startswith(p) for p in self._prefixes)
 
@@ -398,59 +469,128 @@ class Subscriber:
         import zmq
 
         deadline = None if timeout is None else time.monotonic() + timeout
+        take = self.take
         while True:
             try:  # messages already queued: no poll (the hot path under load)
-                frames = recv_message(self.sock, ZMQ_NOBLOCK)
+                env = take(ZMQ_NOBLOCK)
             except zmq.Again:
                 if not self.sock.poll(None if deadline is None else
                                       max(0, int((deadline - time.monotonic()) * 1000))):
                     return None
                 continue
-            env = self.handle(frames)
             if env is not None:
                 return env
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
-    def handle(self, frames: list[Any]) -> Envelope | None:
-        """Accept or refuse one received frame set (used by recv and by Node's loop)."""
+    def take(self, flags: int = 0) -> Envelope | None:
+        """Receive one message from the socket and accept it (the Envelope) or refuse it
+        (None: counted, passed to ``on_reject``); raises zmq.Again with ZMQ_NOBLOCK when
+        nothing is queued.
+
+        The hot path of every receiver: the topic frame is received as bytes, the envelope
+        as a zmq.Frame (no copy of a large payload; its ``more`` flag costs nothing). A
+        message is [topic, envelope]; when the envelope frame says more frames follow,
+        either the message has three or more frames (refused whole) or the "topic" was a
+        lone frame and the "envelope" is the next message's topic (the lone frame is
+        refused and the next message is read from its real start)."""
+        import zmq
+
+        sock = self.sock
+        topic = sock.recv(flags)
+        try:  # the frames of one message arrive together: never waits for a real one
+            data = sock.recv(ZMQ_NOBLOCK, copy=False)
+        except zmq.Again:
+            self._refuse(DecodeError("a lone frame, not a [topic, envelope] message"),
+                         None, len(topic))
+            return None
+        while data.more:
+            if self._envelope_of(topic, data) is not None:  # [topic, envelope, more...]
+                size = len(data)
+                while data.more:
+                    data = sock.recv(0, copy=False)
+                    size += len(data)
+                self._refuse(DecodeError("expected 2 frames [topic, envelope], got 3 or "
+                                         "more"), topic.decode("utf-8", "replace"), size)
+                return None
+            self._refuse(DecodeError("a lone frame, not a [topic, envelope] message"),
+                         None, len(topic))
+            topic = data.bytes
+            data = sock.recv(0, copy=False)
+        return self.handle_frames(topic, data)
+
+    def _envelope_of(self, topic: bytes, data: Any) -> Envelope | None:
         try:
-            env = self.accept(frames)
-        except Rejection as rejection:
-            self.stats.rejected[rejection.error.reason] += 1
-            if self.on_reject is not None:
-                self.on_reject(rejection)
+            env = decode(data, self.max_bytes)
+        except MessageError:
             return None
-        if env is None or (env.topic not in self._exact and not self.wanted(env.topic)):
+        return env if env.topic.encode() == topic else None
+
+    def handle(self, frames: list[Any]) -> Envelope | None:
+        """Accept or refuse one received frame set (bytes or zmq.Frame parts)."""
+        if len(frames) != 2:
+            self._refuse(_frame_count_error(frames), None, sum(map(len, frames)))
             return None
-        key = (env.source, env.topic)
-        last = self.last_seq.get(key)
-        if last is None:
+        topic = frames[0] if isinstance(frames[0], bytes) else frames[0].bytes
+        return self.handle_frames(topic, frames[1])
+
+    def handle_frames(self, topic: bytes, data: Any) -> Envelope | None:
+        """Decode, validate and sequence-check ``[topic, data]``: the Envelope, or None
+        when refused (counted in ``stats``) or when it repeats a message already seen."""
+        name = self._names.get(topic)
+        try:
+            if name is None:
+                name = topic.decode("utf-8")
+                if name in TOPIC_SPECS:  # remember declared topics only (bounded)
+                    self._names[topic] = name
+            env = decode(data, self.max_bytes)
+            if env.topic != name:
+                raise _topic_mismatch(name, env)
+            if self.check and not TOPIC_FAST_CHECKS.get(name, _never)(env.payload):
+                validate(env)  # raises the explanatory error
+        except UnicodeDecodeError:
+            self._refuse(MessageError("topic frame is not UTF-8"), None, len(data))
+            return None
+        except MessageError as exc:
+            self._refuse(exc, name, len(data))
+            return None
+        if name not in self._exact and not self.wanted(name):
+            return None
+        key = (env.source, name)
+        stream = self._streams.get(key)
+        if stream is None:
             self.first_seq[key] = env.seq
+            self._streams[key] = [env.seq, env.wall_time]
         else:
-            # a duplicate is the very same message again (a latched value re-delivered);
-            # a restarted publisher reuses sequence numbers but not the send time
-            if env.seq == last and env.wall_time == self.last_wall.get(key):
+            last, last_wall = stream
+            seq = env.seq
+            if seq <= last and env.wall_time <= last_wall:
+                # the same message again, or an older one: a latched value sent again by
+                # the broker to a new subscriber, or by a publisher to a restarted broker
                 self.stats.duplicates += 1
                 return None
-            if env.seq > last + 1:
-                self.stats.gaps += env.seq - last - 1
-            elif env.seq < last:
+            if seq > last + 1:
+                self.stats.gaps += seq - last - 1
+            elif seq <= last:  # a smaller number, sent later: the source restarted
                 self.stats.restarts += 1
-        self.last_seq[key] = env.seq
-        self.last_wall[key] = env.wall_time
+            stream[0], stream[1] = seq, env.wall_time
         self.stats.received += 1
         return env
 
+    def _refuse(self, error: MessageError, topic: str | None, size: int) -> None:
+        self.stats.rejected[error.reason] += 1
+        if self.on_reject is not None:
+            self.on_reject(Rejection(error, topic, size))
+
     def accept(self, frames: list[Any]) -> Envelope | None:
-        """Decode and validate ``[topic, envelope]`` (bytes, or zmq.Frame received with
-        copy=False: then a large payload is read in place); raises Rejection if bad."""
-        topic_hint: str | None = None
+        """Decode and validate ``[topic, envelope]`` without sequence checks; raises
+        Rejection if bad (for tools that look at single messages)."""
         if len(frames) != 2:
             raise Rejection(_frame_count_error(frames), None, sum(map(len, frames)))
         topic_frame, data = frames
         if not isinstance(topic_frame, bytes):
-            topic_frame, data = topic_frame.bytes, data.buffer
+            topic_frame = topic_frame.bytes
+        topic_hint: str | None = None
         try:
             topic_hint = topic_frame.decode("utf-8")
             env = decode(data, self.max_bytes)
@@ -468,15 +608,16 @@ class Subscriber:
         self.sock.close()
 
 
-def _frame_count_error(frames: list[bytes]) -> MessageError:
-    from robocell.common.envelope import DecodeError
+def _never(payload: Any) -> bool:
+    """The fast check of an undeclared topic: validate() then says it is undeclared."""
+    return False
 
+
+def _frame_count_error(frames: list[Any]) -> MessageError:
     return DecodeError(f"expected 2 frames [topic, envelope], got {len(frames)}")
 
 
 def _topic_mismatch(topic_frame: str, env: Envelope) -> MessageError:
-    from robocell.common.envelope import DecodeError
-
     return DecodeError(f"topic frame {topic_frame!r} does not match envelope topic "
                        f"{env.topic!r}", topic=topic_frame, source=env.source)
 
@@ -883,12 +1024,12 @@ class Node:
             if self._inbox in ready:
                 self._drain_inbox()
             if self.subscriber.sock in ready:
+                take = self.subscriber.take
                 for _ in range(1000):  # bounded batch, then look at the other sockets
                     try:
-                        frames = recv_message(self.subscriber.sock, ZMQ_NOBLOCK)
+                        env = take(ZMQ_NOBLOCK)
                     except zmq.Again:
                         break
-                    env = self.subscriber.handle(frames)
                     if env is not None:
                         self._dispatch(env)
                 if self.subscriber.stats.gaps > self._gaps_reported:

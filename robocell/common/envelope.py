@@ -134,6 +134,7 @@ class Envelope:
 
 
 _packers = threading.local()
+_unpackb = msgpack.unpackb
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:
@@ -171,15 +172,15 @@ def encode(envelope: Envelope, max_bytes: int | None = None) -> bytes:
 def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
     """The envelope in ``data``. Raises a MessageError subclass (never anything else) when
     the bytes are oversize, not msgpack, not an envelope, or of another schema version."""
-    limit = max_message_bytes() if max_bytes is None else max_bytes
-    if len(data) > limit:
+    size = len(data)
+    if size > (max_message_bytes() if max_bytes is None else max_bytes):
+        limit = max_message_bytes() if max_bytes is None else max_bytes
         raise OversizeError(
-            f"message of {len(data)} bytes is over the limit of {limit} bytes "
+            f"message of {size} bytes is over the limit of {limit} bytes "
             f"(set {MAX_MESSAGE_BYTES_ENV} on both sides to carry larger messages)"
         )
-    try:
-        fields = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True,
-                                 ext_hook=_refuse_ext)
+    try:  # msgpack >= 1.0 defaults: raw=False, use_list=True, strict_map_key=True
+        fields = _unpackb(data, ext_hook=_refuse_ext)
     except MessageError:
         raise
     except Exception as exc:  # msgpack raises many types on garbage input
@@ -195,8 +196,8 @@ def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
             and 0 < len(source) <= MAX_SOURCE_CHARS and type(seq) is int and seq >= 0
             and type(wall_time) is float and type(mono_time) is float
             and type(payload) is dict):
-        return Envelope(topic, source, seq, wall_time, mono_time, payload, version, len(data))
-    return _explain_bad_envelope(fields, len(data))
+        return Envelope(topic, source, seq, wall_time, mono_time, payload, version, size)
+    return _explain_bad_envelope(fields, size)
 
 
 def _explain_bad_envelope(fields: list, size: int) -> Envelope:

@@ -133,8 +133,15 @@ TOPICS: tuple[TopicSpec, ...] = (
           "type, publishers, gaps (messages lost before the broker)"),
         F("messages", "int", "messages forwarded since start"),
         F("bytes", "int", "bytes forwarded since start"),
-        F("rejected", "map[int]", "messages refused by the broker, by reason"),
+        F("rejected", "map[int]", "malformed messages seen by the broker's tap, by reason "
+                                  "(receivers refuse them; the broker forwards without "
+                                  "decoding)"),
         F("gaps", "int", "messages lost between publishers and the broker (sequence gaps)"),
+        F("forwarded", "int", "messages the proxy forwarded (its own count, in C)",
+          optional=True),
+        F("checked", "int", "messages the tap decoded and validated", optional=True),
+        F("unchecked", "int", "messages the tap only counted (over its CPU budget)",
+          optional=True),
         F("subscriptions", "int", "subscription requests seen"),
         F("commands", "map[int]", "command traffic: requests, replies, errors by code"),
         F("services", "list[str]", "services connected to the command channel"),
@@ -403,8 +410,18 @@ class _FieldsValidator:
         declared field goes through its full checker."""
         self.names = frozenset(self.fields)
         self.required = frozenset(f.name for f in fields if not f.optional)
+        self.fast_check = compile_fast_check(fields)
+        """payload -> bool: the generated yes/no check (the hot path)."""
 
     def __call__(self, values: Any) -> None:
+        if self.fast_check(values):
+            return
+        self.explain(values)
+        raise ValidationError(f"{self.owner}: payload refused by the fast check but not by "
+                              "the full one (a bug in robocell.common.messages)")
+
+    def explain(self, values: Any) -> None:
+        """The full check: raises ValidationError saying what is wrong and where."""
         if type(values) is not dict:
             raise ValidationError(f"{self.owner}: expected a map of fields, got "
                                   f"{type(values).__name__}")
@@ -445,6 +462,80 @@ def _glance_types(text: str) -> frozenset[type]:
     return frozenset(_SCALAR_TYPES.get(text, ()))
 
 
+def _predicate(text: str) -> Callable[[Any], bool]:
+    """A fast yes/no check of a type expression (no error text: the full checker of
+    compile_type explains a refusal)."""
+    text = text.strip()
+    if text.endswith("?"):
+        inner = _predicate(text[:-1])
+        return lambda v: v is None or inner(v)
+    if text in _SCALAR_TYPES:
+        types = _SCALAR_TYPES[text]
+        return lambda v: type(v) in types
+    if text == "any":
+        return _plain
+    if text == "map":
+        return lambda v: type(v) is dict and _plain(v)
+    if text.startswith("list[") and text.endswith("]"):
+        item = _predicate(text[5:-1])
+        return lambda v: type(v) is list and all(map(item, v))
+    if text.startswith("map[") and text.endswith("]"):
+        item = _predicate(text[4:-1])
+        return lambda v: (type(v) is dict and all(type(k) is str for k in v)
+                          and all(map(item, v.values())))
+    if text.startswith("enum(") and text.endswith(")"):
+        allowed = frozenset(part.strip() for part in text[5:-1].split(","))
+        return lambda v: type(v) is str and v in allowed
+    raise ValueError(f"unknown field type {text!r} in robocell.common.messages")
+
+
+_PY_TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", bytes: "bytes"}
+
+
+def _field_test(text: str, slot: int, env: dict[str, Any]) -> str:
+    """Python source of a test that is true when the value ``v`` does NOT fit ``text``;
+    scalars and enums are written inline, anything else calls a predicate."""
+    text = text.strip()
+    optional = text.endswith("?")
+    base = text[:-1].strip() if optional else text
+    if base in _SCALAR_TYPES:
+        test = " and ".join(f"type(v) is not {_PY_TYPE_NAMES[t]}"
+                            for t in _SCALAR_TYPES[base])
+    elif base.startswith("enum(") and base.endswith(")"):
+        env[f"E{slot}"] = frozenset(part.strip() for part in base[5:-1].split(","))
+        test = f"type(v) is not str or v not in E{slot}"
+    else:
+        env[f"P{slot}"] = _predicate(base)
+        test = f"not P{slot}(v)"
+    return f"v is not None and ({test})" if optional else f"({test})"
+
+
+def compile_fast_check(fields: tuple[F, ...]) -> Callable[[Any], bool]:
+    """A function generated from the declaration that answers, as fast as Python allows,
+    whether a payload fits: every required field present, none undeclared, each of its
+    type. It only says yes or no; the full validator says what is wrong. This is the
+    per-message check of publishers and receivers, so it is written out as straight-line
+    code (one ``dict.get`` and one type test per field) instead of a loop over specs."""
+    env: dict[str, Any] = {"_MISSING": _MISSING}
+    required = sum(1 for f in fields if not f.optional)
+    lines = ["def fast_check(p):", "    if type(p) is not dict:", "        return False",
+             "    n = 0"]
+    for slot, f in enumerate(fields):
+        lines.append(f"    v = p.get({f.name!r}, _MISSING)")
+        test = _field_test(f.type, slot, env)
+        if f.optional:
+            lines += ["    if v is not _MISSING:", f"        if {test}:",
+                      "            return False", "        n += 1"]
+        else:
+            lines += ["    if v is _MISSING or " + test + ":", "        return False"]
+    lines.append(f"    return len(p) == n + {required}")
+    exec("\n".join(lines), env)  # noqa: S102 -- source built above from the declaration
+    return env["fast_check"]
+
+
+_MISSING = object()
+
+
 def _fields_validator(owner: str, fields: tuple[F, ...]) -> _FieldsValidator:
     return _FieldsValidator(owner, fields)
 
@@ -452,6 +543,10 @@ def _fields_validator(owner: str, fields: tuple[F, ...]) -> _FieldsValidator:
 _TOPIC_VALIDATORS: dict[str, _FieldsValidator] = {
     spec.topic: _fields_validator(f"topic {spec.topic!r}", spec.fields) for spec in TOPICS
 }
+TOPIC_FAST_CHECKS: dict[str, Callable[[Any], bool]] = {
+    topic: validator.fast_check for topic, validator in _TOPIC_VALIDATORS.items()
+}
+"""topic -> payload -> bool (see compile_fast_check); a False is explained by validate()."""
 _ARGS_VALIDATORS: dict[tuple[str, str], _FieldsValidator] = {
     key: _fields_validator(f"command {key[0]}.{key[1]}", spec.args)
     for key, spec in COMMAND_SPECS.items()

@@ -19,7 +19,7 @@ N_ROUNDS = 20
 
 
 def bad_frames(round_: int) -> list[list[bytes]]:
-    """One of each kind of bad message, different every round."""
+    """One of each kind of bad message that reaches the broker, different every round."""
     good = encode(Envelope.now("cell.status", "rogue", round_, STATUS))
     wrong_version = msgpack.packb([SCHEMA_VERSION + 9, "cell.status", "rogue", round_, 1.0,
                                    1.0, STATUS])
@@ -30,11 +30,20 @@ def bad_frames(round_: int) -> list[list[bytes]]:
         [b"cell.status", os.urandom(40 + round_)],      # random bytes
         [b"cell.status", wrong_version],                  # wrong schema version
         [b"cell.status", wrong_types],                    # wrong field types
-        [b"cell.status", b"\x00" * (9 * 1024 * 1024)],  # over the 8 MiB limit
         [b"cell.gossip", unknown],                        # undeclared topic
         [b"cell.result", good],                           # topic frame disagrees
         [b"cell.status", good, b"extra"],                 # three frames
+        [b"cell.status"],                                 # a lone frame
     ]
+
+
+# What a cell.status subscriber sees of bad_frames() (ZeroMQ filters cell.gossip and
+# cell.result by their topic frame): random bytes, three frames and the lone frame are
+# "decode", then one each of schema_version and invalid.
+RECEIVER_REFUSALS = {"decode": 3 * N_ROUNDS, "schema_version": N_ROUNDS, "invalid": N_ROUNDS}
+# What the broker's tap counts: all seven kinds.
+TAP_REFUSALS = {"decode": 4 * N_ROUNDS, "schema_version": N_ROUNDS, "invalid": N_ROUNDS,
+                "unknown_topic": N_ROUNDS}
 
 
 def raw_publisher(endpoints: Endpoints) -> zmq.Socket:
@@ -46,7 +55,16 @@ def raw_publisher(endpoints: Endpoints) -> zmq.Socket:
     return sock
 
 
-def test_broker_refuses_and_counts_bad_messages_while_good_ones_flow(broker: Broker) -> None:
+def wait_until(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_bad_messages_are_refused_and_counted_by_receiver_and_broker_while_good_ones_flow(
+        broker: Broker) -> None:
+    """The broker forwards without decoding; the receiver refuses and counts every bad
+    message, the broker's tap counts them too, and good traffic arrives complete, in order."""
     endpoints = broker.endpoints
     sub = Subscriber(["cell.status"], endpoints)
     rogue = raw_publisher(endpoints)
@@ -62,25 +80,56 @@ def test_broker_refuses_and_counts_bad_messages_while_good_ones_flow(broker: Bro
         while len(details) < N_ROUNDS:
             env = recv_topic(sub, "cell.status", timeout=5)
             assert env is not None, f"good traffic stopped after {len(details)} messages"
-            assert env.source == "cell", "a bad message got through the broker"
+            assert env.source == "cell", "a bad message was accepted"
             details.append(env.payload["detail"])
         assert details == [f"round {i}" for i in range(N_ROUNDS)]
-        assert sub.stats.rejected == {}  # the broker filtered everything
-        deadline = time.monotonic() + 3
-        while sum(broker.rejected.values()) < 7 * N_ROUNDS and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert broker.rejected == {"decode": 3 * N_ROUNDS, "schema_version": N_ROUNDS,
-                                   "invalid": N_ROUNDS, "oversize": N_ROUNDS,
-                                   "unknown_topic": N_ROUNDS}
+        assert sub.recv(0.5) is None  # drains what is left: only bad messages
+        assert sub.stats.rejected == RECEIVER_REFUSALS
+        assert sub.stats.gaps == 0
+        wait_until(lambda: sum(broker.rejected.values()) >= sum(TAP_REFUSALS.values()))
+        assert broker.rejected == TAP_REFUSALS
+        assert broker.unchecked == 0  # a trickle like this is checked in full
+        assert broker.topics["cell.status"].gaps == 0
+        assert "rogue" not in broker.topics["cell.status"].publishers
     finally:
         rogue.close()
         good.close()
         sub.close()
 
 
+def test_oversize_frames_are_refused_by_the_broker_and_by_receivers(broker: Broker) -> None:
+    endpoints = broker.endpoints
+    sub = Subscriber(["cell.status"], endpoints)
+    small = Subscriber(["cell.status"], endpoints, max_bytes=1000)  # a stricter receiver
+    good = Publisher("cell", endpoints)
+    assert good.wait_linked(5)
+    rogue = raw_publisher(endpoints)
+    try:
+        time.sleep(0.2)
+        # Over the broker's 8 MiB limit: ZeroMQ refuses the frame and drops the connection.
+        rogue.send_multipart([b"cell.status", b"\x00" * (9 * 1024 * 1024)])
+        good.publish("cell.status", {**STATUS, "detail": "small"})
+        good.publish("cell.status", {**STATUS, "detail": "x" * 2000})
+        env = recv_topic(sub, "cell.status", timeout=5)
+        assert env is not None and env.payload["detail"] == "small"
+        env = recv_topic(sub, "cell.status", timeout=5)
+        assert env is not None and len(env.payload["detail"]) == 2000
+        assert recv_topic(sub, "cell.status", timeout=0.5) is None  # the 9 MiB never came
+        assert sub.stats.rejected == {}
+        env = recv_topic(small, "cell.status", timeout=5)
+        assert env is not None and env.payload["detail"] == "small"
+        assert recv_topic(small, "cell.status", timeout=0.5) is None
+        assert small.stats.rejected == {"oversize": 1}
+    finally:
+        rogue.close()
+        good.close()
+        sub.close()
+        small.close()
+
+
 def test_receiver_refuses_counts_and_reports_bad_messages_and_keeps_running(
         bus_base: str) -> None:
-    """With a broker that does not check, the receiving node is the last line of defence."""
+    """Even with the broker's checks off, the receiving node refuses, counts and reports."""
     endpoints = Endpoints.from_base(bus_base)
     broker = Broker(endpoints, stats_period=0.2, check=False)
     thread = threading.Thread(target=broker.run, daemon=True)
@@ -99,23 +148,17 @@ def test_receiver_refuses_counts_and_reports_bad_messages_and_keeps_running(
                 for frames in bad_frames(round_):
                     rogue.send_multipart(frames)
                 good.publish("cell.status", {**STATUS, "detail": f"round {round_}"})
-            deadline = time.monotonic() + 5
-            while len(received) < N_ROUNDS and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: len(received) >= N_ROUNDS)
             assert received == [f"round {i}" for i in range(N_ROUNDS)]
             rejected = monitor.subscriber.stats.rejected
-            while sum(rejected.values()) < 3 * N_ROUNDS and time.monotonic() < deadline:
-                time.sleep(0.05)
-            # Even unchecked, the broker drops oversize and wrongly framed messages; the
-            # cell.gossip and cell.result frames are not subscribed (ZeroMQ filters them).
-            assert rejected == {"decode": N_ROUNDS, "schema_version": N_ROUNDS,
-                                "invalid": N_ROUNDS}
-            while sum(broker.rejected.values()) < 2 * N_ROUNDS and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert broker.rejected == {"oversize": N_ROUNDS, "decode": N_ROUNDS}
-            deadline = time.monotonic() + 3
-            while not diagnostics and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: sum(rejected.values()) >= sum(RECEIVER_REFUSALS.values()))
+            assert rejected == RECEIVER_REFUSALS
+            # Unchecked, the tap still counts what it sees without decoding.
+            cheap = {"decode": 2 * N_ROUNDS, "unknown_topic": N_ROUNDS}
+            wait_until(lambda: sum(broker.rejected.values()) >= sum(cheap.values()))
+            assert broker.rejected == cheap
+            assert broker.checked == 0 and broker.unchecked >= N_ROUNDS
+            wait_until(lambda: any(d["service"] == "monitor" for d in diagnostics), 3)
             reported = [d for d in diagnostics if d["service"] == "monitor"]
             assert reported and reported[0]["code"] == "bad_message"
             assert reported[0]["topic"] == "cell.status"

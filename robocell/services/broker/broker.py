@@ -1,35 +1,50 @@
-"""The broker: pub/sub proxy with a last-value cache, capture tap, statistics and command routing.
+"""The broker: pub/sub proxy in C, last-value cache, capture tap, statistics, command routing.
 
 Patterns (ZeroMQ guide names):
 
-- **Proxy** (XSUB/XPUB) -- publishers connect to the XSUB side, subscribers to the XPUB side.
-  The loop is written out here rather than ``zmq.proxy`` so that each message can be
-  checked and counted per topic.
-- **Last value cache** -- the newest message of every *latched* topic is kept; XPUB_VERBOSE
-  hands every subscription to the broker, which answers it with the cached messages whose
-  topic matches the subscribed prefix. XPUB sends to every matching subscriber, so existing
-  subscribers see the repeat too; they drop it by its (source, topic, seq).
-- **Capture tap** -- every forwarded message, plus command requests and replies, is also
-  sent on a PUB socket for recorders (``bus record --tap``).
+- **Proxy** (XSUB/XPUB) -- publishers connect to the XSUB side, subscribers to the XPUB side;
+  ``zmq.proxy_steerable`` forwards between them in libzmq's own loop on a thread that does
+  not hold the GIL. No Python runs per forwarded message on the forwarding path, so the
+  broker costs about as much as the socket work of one more hop. The broker does not decode
+  or validate what it forwards: every receiver does (see :class:`robocell.common.bus.
+  Subscriber`), counts refusals and reports them on ``diagnostics``.
+- **Capture tap** -- the proxy copies every message (and every subscription) to a capture
+  socket. The broker's Python loop reads the copies *beside* the forwarding path, never in
+  it: it counts messages and bytes per topic, keeps the last-value cache, checks messages
+  (decode, validate, per-source sequence gaps) as far as a CPU budget allows, and counts
+  refusals. If it falls behind (a flood of tens of thousands of messages per second) it only
+  counts and caches; the checks resume when the flood ends, and ``bus.stats`` says how many
+  messages went unchecked. Recorders (``bus record --tap``) get the same copies from the
+  tap endpoint, through a second C proxy, with the command traffic added.
+- **Last value cache** -- the newest message of every *latched* topic is kept; the XPUB is
+  verbose, so every subscription reaches the loop, which answers it by sending the cached
+  messages whose topic matches the subscribed prefix back into the proxy. XPUB sends to every
+  matching subscriber, so existing subscribers see the repeat too; they drop it by its
+  (source, topic, seq, wall time).
 - **Broker-routed request/reply** -- one ROUTER for services and clients (see
   :mod:`robocell.common.bus` for the frames); a second, CURVE-protected ROUTER for remote
   clients whose key allows commands.
 
 Backpressure: every socket has a deliberate high-water mark. ZeroMQ's PUB/XPUB drop for a
-subscriber that is too slow instead of blocking the loop; those drops show up as sequence
+subscriber that is too slow instead of blocking the proxy; those drops show up as sequence
 gaps at that subscriber (reported in its heartbeat). Messages lost before the broker show
-up as gaps here, per topic, in ``bus.stats``. Nothing a subscriber does can block a publisher.
+up as gaps here, per topic, in ``bus.stats``. Nothing a subscriber does can block a
+publisher. A frame larger than the size limit is refused by the XSUB socket itself
+(ZMQ_MAXMSGSIZE: the sending connection is dropped, and reconnects).
 
 Security: the local endpoints bind to loopback unless told otherwise; a remote endpoint
 (``remote``) is a CURVE server whose ZAP handler admits only allow-listed client keys:
-role ``read`` may subscribe, role ``command`` may also send commands.
+role ``read`` may subscribe, role ``command`` may also send commands. The remote XPUB is fed
+by a third C proxy that subscribes, on the remote clients' behalf, to what they subscribe.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import socket as socketlib
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -49,8 +64,8 @@ from robocell.common.bus import (
     SUB_HWM,
     ZMQ_NOBLOCK,
     Endpoints,
+    Publisher,
     reply_payload,
-    send_message,
 )
 from robocell.common.curve_keys import CurveKey
 from robocell.common.envelope import Envelope, MessageError, decode, encode, max_message_bytes
@@ -60,10 +75,15 @@ BROKER_SOURCE = "broker"
 INBOUND_HWM = 100_000
 """Messages queued from all publishers into the broker before ZeroMQ drops (seen as gaps)."""
 TAP_HWM = 100_000
-"""Messages queued for a recorder on the tap before it drops for that recorder."""
+"""Messages queued for the broker's own tap reader, and for a recorder on the tap endpoint,
+before ZeroMQ drops for that reader."""
 COMMAND_HWM = 10_000
 BATCH = 500
 """Messages taken from one socket before looking at the others (fairness, bounded latency)."""
+CHECK_BUDGET = 0.1
+"""Share of one core the tap may spend checking messages (decode, validate, sequence);
+beyond it messages are only counted and cached until the next budget slice."""
+CHECK_SLICE_S = 0.1
 STATS_PERIOD_S = 1.0
 HEARTBEAT_PERIOD_S = 1.0
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
@@ -71,6 +91,12 @@ ZAP_DOMAIN_READ = "robocell-read"
 ZAP_DOMAIN_COMMAND = "robocell-command"
 LOCAL_ID, REMOTE_ID = b"L", b"R"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+SUBSCRIBE, UNSUBSCRIBE = 1, 0  # first byte of a subscription message seen by an XPUB
+BIND_RETRY_S = 1.0
+N_PROXY_STATISTICS = 8
+"""zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
+
+_broker_ids = itertools.count()
 
 
 @dataclass
@@ -95,17 +121,34 @@ class TopicStats:
     reported_messages: int = 0
     reported_bytes: int = 0
     last_seq: dict[str, int] = field(default_factory=dict)
-    """source -> latest sequence number seen on this topic (gaps are counted from it)."""
+    """source -> latest sequence number checked on this topic (gaps are counted from it)."""
 
 
 @dataclass(slots=True)
 class TopicRoute:
-    """Everything the forwarding loop needs about one topic frame, looked up once per
-    message: its name, its statistics and whether its last value is cached."""
+    """Everything the tap needs about one topic frame, looked up once per message: its
+    name, its statistics, whether its last value is cached, and whether messages went
+    unchecked since the last checked one (then the sequence tracking starts afresh)."""
 
     name: str
     stats: TopicStats
     latched: bool
+    skipped: bool = False
+
+
+def bind(sock: zmq.Socket, endpoint: str) -> None:
+    """Bind, waiting up to BIND_RETRY_S while the address is still held: libzmq closes a
+    listener asynchronously, so a broker restarted in the same process may find its
+    predecessor's ports busy for a few milliseconds."""
+    deadline = time.monotonic() + BIND_RETRY_S
+    while True:
+        try:
+            sock.bind(endpoint)
+            return
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -115,9 +158,50 @@ def is_loopback(endpoint: str) -> bool:
     return (parts.hostname or "") in LOOPBACK_HOSTS or (parts.hostname or "").startswith("127.")
 
 
+class _Proxy:
+    """One ``zmq.proxy_steerable`` on its own thread, stopped through its control socket."""
+
+    def __init__(self, ctx: zmq.Context, name: str, frontend: zmq.Socket, backend: zmq.Socket,
+                 capture: zmq.Socket | None = None) -> None:
+        self.name = name
+        self.sockets = [sock for sock in (frontend, backend, capture) if sock is not None]
+        endpoint = f"inproc://{name}-control"
+        self.control = ctx.socket(zmq.PAIR)
+        self.control.bind(endpoint)
+        self._inner_control = ctx.socket(zmq.PAIR)
+        self._inner_control.connect(endpoint)
+        self._args = (frontend, backend, capture, self._inner_control)
+        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self.error: Exception | None = None
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            zmq.proxy_steerable(*self._args)
+        except zmq.ZMQError as exc:  # ETERM when the context goes away
+            self.error = exc
+
+    def statistics(self) -> tuple[int, ...]:
+        """(frontend msgs in, bytes in, msgs out, bytes out, backend ...) since the start."""
+        self.control.send(b"STATISTICS")
+        frames = self.control.recv_multipart()
+        if len(frames) != N_PROXY_STATISTICS:
+            return (0,) * N_PROXY_STATISTICS
+        return tuple(struct.unpack("=Q", frame)[0] for frame in frames)
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.control.send(b"TERMINATE")
+            self.thread.join(timeout=5)
+        for sock in (*self.sockets, self.control, self._inner_control):
+            sock.close(linger=0)
+
+
 class Broker:
     """One broker; ``run()`` loops until ``stop()`` is called (from any thread) or the process
-    is interrupted."""
+    is interrupted. ``check=False`` turns the tap's message checks off (it still counts)."""
 
     def __init__(self, endpoints: Endpoints, *, remote: RemoteAccess | None = None,
                  stats_period: float = STATS_PERIOD_S, check: bool = True,
@@ -143,34 +227,72 @@ class Broker:
         self.rejected: collections.Counter[str] = collections.Counter()
         self.commands: collections.Counter[str] = collections.Counter()
         self.subscriptions = 0
+        self.checked = 0
+        """Messages the tap decoded and validated (the rest were only counted)."""
+        self.unchecked = 0
         self.cache: dict[bytes, list[Any]] = {}  # topic -> frames (bytes or zmq.Frame)
         self.services: dict[str, list[str]] = {}
         self._routes: dict[bytes, TopicRoute] = {}  # topic frame -> route (declared topics)
-        self._own_seq: collections.Counter[str] = collections.Counter()
+        self._replays: collections.Counter[bytes] = collections.Counter()
+        """topic -> cached messages sent again and not yet seen back on the tap."""
         self._stop = threading.Event()
         self._zap_thread: threading.Thread | None = None
+        self._proxies: list[_Proxy] = []
+        self._budget_slice = 0.0
+        self._budget_used = 0.0
         self.ready = threading.Event()
+        self._name = f"robocell-broker-{os.getpid()}-{next(_broker_ids)}"
         self._open_sockets()
 
     # -- transport setup ---------------------------------------------------------------------
 
     def _open_sockets(self) -> None:
-        ctx = self.ctx
-        self.xsub = ctx.socket(zmq.XSUB)
-        self.xsub.rcvhwm = INBOUND_HWM
-        self.xsub.bind(self.endpoints.publish)
-        self.xsub.send(b"\x01")  # subscribe to everything: the broker sees all traffic
-        self.xpub = ctx.socket(zmq.XPUB)
-        self.xpub.sndhwm = self.subscriber_hwm
-        self.xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
-        self.xpub.bind(self.endpoints.subscribe)
+        """Bind everything now (so that a busy port is an error of the constructor); the
+        proxies start in run()."""
+        ctx, name = self.ctx, self._name
+        inject = f"inproc://{name}-inject"
+        capture_endpoint = f"inproc://{name}-capture"
+        xsub = ctx.socket(zmq.XSUB)
+        xsub.rcvhwm = INBOUND_HWM
+        xsub.maxmsgsize = self.max_bytes
+        bind(xsub, self.endpoints.publish)
+        xsub.bind(inject)
+        xsub.send(b"\x01")  # subscribe to everything: the tap sees all traffic
+        xpub = ctx.socket(zmq.XPUB)
+        xpub.sndhwm = self.subscriber_hwm
+        xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        bind(xpub, self.endpoints.subscribe)
+        capture = ctx.socket(zmq.PUB)
+        capture.sndhwm = TAP_HWM
+        capture.bind(capture_endpoint)
+        # The tap reader: every copy, subscriptions included.
+        self.tap_reader = ctx.socket(zmq.SUB)
+        self.tap_reader.rcvhwm = TAP_HWM
+        self.tap_reader.subscribe(b"")
+        self.tap_reader.connect(capture_endpoint)
+        # The broker's own messages and the cached ones go into the proxy like a publisher's.
+        self.publisher = Publisher(BROKER_SOURCE, Endpoints(inject, inject, inject),
+                                   hwm=INBOUND_HWM)
+        remote_feed = f"inproc://{name}-remote-feed"
+        if self.remote is not None:
+            xpub.bind(remote_feed)
+        self._proxies.append(_Proxy(ctx, f"{name}-proxy", xsub, xpub, capture))
         self.router = self._router(self.endpoints.command)
-        self.tap = None
+        self.command_tap = None
         if self.endpoints.tap:
-            self.tap = ctx.socket(zmq.PUB)
-            self.tap.sndhwm = TAP_HWM
-            self.tap.bind(self.endpoints.tap)
-        self.remote_xpub = self.remote_router = None
+            command_tap_endpoint = f"inproc://{name}-command-tap"
+            self.command_tap = ctx.socket(zmq.PUB)
+            self.command_tap.sndhwm = TAP_HWM
+            self.command_tap.bind(command_tap_endpoint)
+            tap_in = ctx.socket(zmq.XSUB)
+            tap_in.rcvhwm = TAP_HWM
+            tap_in.connect(capture_endpoint)
+            tap_in.connect(command_tap_endpoint)
+            tap_out = ctx.socket(zmq.XPUB)
+            tap_out.sndhwm = TAP_HWM
+            bind(tap_out, self.endpoints.tap)
+            self._proxies.append(_Proxy(ctx, f"{name}-tap", tap_in, tap_out))
+        self.remote_router = None
         if self.remote is not None:
             self._zap = ctx.socket(zmq.REP)
             self._zap.bind(ZAP_ENDPOINT)
@@ -178,14 +300,18 @@ class Broker:
                                                 name="broker-zap")
             self._zap_thread.start()
             remote = Endpoints.from_base(self.remote.base, self.remote.server_key)
-            self.remote_xpub = ctx.socket(zmq.XPUB)
-            self._curve_server(self.remote_xpub, ZAP_DOMAIN_READ)
-            self.remote_xpub.sndhwm = self.subscriber_hwm
-            self.remote_xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
-            self.remote_xpub.bind(remote.subscribe)
+            remote_in = ctx.socket(zmq.XSUB)
+            remote_in.rcvhwm = self.subscriber_hwm
+            remote_in.connect(remote_feed)
+            remote_xpub = ctx.socket(zmq.XPUB)
+            self._curve_server(remote_xpub, ZAP_DOMAIN_READ)
+            remote_xpub.sndhwm = self.subscriber_hwm
+            remote_xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every late joiner reaches the cache
+            bind(remote_xpub, remote.subscribe)
+            self._proxies.append(_Proxy(ctx, f"{name}-remote", remote_in, remote_xpub))
             self.remote_router = self._router(None)
             self._curve_server(self.remote_router, ZAP_DOMAIN_COMMAND)
-            self.remote_router.bind(remote.command)
+            bind(self.remote_router, remote.command)
 
     def _router(self, endpoint: str | None) -> zmq.Socket:
         router = self.ctx.socket(zmq.ROUTER)
@@ -193,7 +319,7 @@ class Broker:
         router.setsockopt(zmq.ROUTER_HANDOVER, 1)   # a restarted service takes its name back
         router.sndhwm = router.rcvhwm = COMMAND_HWM
         if endpoint:
-            router.bind(endpoint)
+            bind(router, endpoint)
         return router
 
     def _curve_server(self, sock: zmq.Socket, domain: str) -> None:
@@ -232,13 +358,16 @@ class Broker:
         self._stop.set()
 
     def run(self) -> None:
-        """Proxy, cache, route and report until stop()."""
+        """Start the proxies, then read the tap, route commands and report until stop()."""
+        for proxy in self._proxies:
+            proxy.start()
         poller = zmq.Poller()
-        inputs = [self.xsub, self.xpub, self.router]
-        if self.remote_xpub is not None:
-            inputs += [self.remote_xpub, self.remote_router]
+        inputs = [self.tap_reader, self.router]
+        if self.remote_router is not None:
+            inputs.append(self.remote_router)
         for sock in inputs:
             poller.register(sock, zmq.POLLIN)
+        self.publisher.wait_linked(5)
         next_beat = next_stats = time.monotonic()
         self.ready.set()
         try:
@@ -253,10 +382,8 @@ class Broker:
                 next_event = min(next_beat, next_stats)
                 timeout_ms = min(100, max(0, int((next_event - now) * 1000)) + 1)
                 for sock, _ in poller.poll(timeout_ms):
-                    if sock is self.xsub:
-                        self._forward_batch()
-                    elif sock is self.xpub or sock is self.remote_xpub:
-                        self._on_subscription(sock)
+                    if sock is self.tap_reader:
+                        self._read_tap()
                     elif sock is self.router:
                         self._on_command(self.router, LOCAL_ID)
                     elif sock is self.remote_router:
@@ -268,92 +395,119 @@ class Broker:
         self._stop.set()
         if self._zap_thread is not None:
             self._zap_thread.join(timeout=2)
-        for sock in (self.xsub, self.xpub, self.router, self.tap, self.remote_xpub,
-                     self.remote_router):
+        for proxy in self._proxies:
+            proxy.stop()
+        self._proxies = []
+        self.publisher.close()
+        for sock in (self.tap_reader, self.router, self.command_tap, self.remote_router):
             if sock is not None:
                 sock.close(linger=0)
 
-    def _forward_batch(self) -> None:
-        """Forward up to BATCH messages. Frames are received without copying into Python
-        (copy=False) and re-sent as the same ZeroMQ messages: a 100 KB image is never copied
-        by the broker, and a small message costs no more than with copies."""
-        xsub, xpub, tap, remote = self.xsub, self.xpub, self.tap, self.remote_xpub
-        recv, max_bytes, check = xsub.recv, self.max_bytes, self.check
+    # -- the tap: statistics, last-value cache and checks, beside the forwarding path --------
+
+    def _read_tap(self) -> None:
+        """Take up to BATCH copies from the capture socket. Each costs two receives and a
+        few additions; decoding and validating happen only within the check budget."""
+        recv = self.tap_reader.recv
+        routes, cache, max_bytes = self._routes, self.cache, self.max_bytes
+        check = self.check and self._within_budget()
+        started = time.perf_counter() if check else 0.0
         for _ in range(BATCH):
             try:
-                topic_frame = recv(ZMQ_NOBLOCK, copy=False)
+                head = recv(ZMQ_NOBLOCK, copy=False)
             except zmq.Again:
-                return
-            if not topic_frame.more:  # one frame: not [topic, envelope]
-                self.rejected["decode"] += 1
+                break
+            if not head.more:  # one frame: a subscription, else a malformed message
+                self._on_single_frame(head.bytes)
                 continue
-            data_frame = recv(0, copy=False)
-            if data_frame.more:  # three or more frames: take the rest and refuse the lot
+            topic = head.bytes
+            data = recv(0, copy=False)
+            if data.more:  # three or more frames: receivers refuse it; count it here
                 while recv(0, copy=False).more:
                     pass
                 self.rejected["decode"] += 1
                 continue
-            topic = topic_frame.bytes
-            size = len(data_frame)
-            if size > max_bytes:
-                self.rejected["oversize"] += 1
-                continue
-            route = self._routes.get(topic)
-            if check:
+            route = routes.get(topic)
+            if route is None:
+                route = self._route(topic, data)
                 if route is None:
-                    route = self._route_of_undeclared(topic, data_frame.buffer, size)
-                    if route is None:
-                        continue
-                if not self._accept(route, data_frame.buffer):
                     continue
-            elif route is None:  # unchecked: count by the topic frame alone
-                route = self._route(topic)
+            size = len(data)
             stats = route.stats
             stats.messages += 1
             stats.bytes += size
-            send_message(xpub, topic_frame, data_frame)
-            if remote is not None:
-                send_message(remote, topic_frame, data_frame)
-            if tap is not None:
-                send_message(tap, topic_frame, data_frame)
             if route.latched:
-                self.cache[topic] = [topic_frame, data_frame]
+                if self._replays[topic] and self._is_replay(topic, data):
+                    stats.messages -= 1
+                    stats.bytes -= size
+                    continue
+                cache[topic] = [topic, data]
+            if size > max_bytes:
+                self.rejected["oversize"] += 1
+            elif check:
+                self._inspect(route, data)
+            else:
+                route.skipped = True
+                self.unchecked += 1
+        if check:
+            self._budget_used += time.perf_counter() - started
 
-    def _route(self, topic: bytes) -> TopicRoute:
-        """The route of a topic frame, made on first sight and kept."""
-        route = self._routes.get(topic)
-        if route is None:
-            name = topic.decode("utf-8", "replace")
-            route = self._routes[topic] = TopicRoute(name, self.topics[name],
-                                                     name in LATCHED_TOPICS)
+    def _within_budget(self) -> bool:
+        """True while this slice's checking time is under CHECK_BUDGET of the slice."""
+        now = time.perf_counter()
+        if now - self._budget_slice >= CHECK_SLICE_S:
+            self._budget_slice, self._budget_used = now, 0.0
+        return self._budget_used < CHECK_BUDGET * CHECK_SLICE_S
+
+    def _is_replay(self, topic: bytes, data: Any) -> bool:
+        """A cached message the broker sent again for a new subscriber (not counted twice)."""
+        cached = self.cache.get(topic)
+        if cached is not None and cached[1].bytes == data.bytes:
+            self._replays[topic] -= 1
+            return True
+        return False
+
+    def _on_single_frame(self, frame: bytes) -> None:
+        """A subscription travelling from the XPUB up to the publishers, copied to the tap:
+        answer a subscribe with the cached messages of the topics it matches."""
+        if frame[:1] == b"\x01":
+            self.subscriptions += 1
+            prefix = frame[1:]
+            for topic, frames in list(self.cache.items()):
+                if topic.startswith(prefix):
+                    self._replays[topic] += 1
+                    self.publisher.send_frames(topic.decode(), frames[1])
+        elif frame[:1] != b"\x00":
+            self.rejected["decode"] += 1  # a publisher sent a lone frame
+
+    def _route(self, topic: bytes, data: Any) -> TopicRoute | None:
+        """The route of a topic frame seen for the first time: declared topics get one
+        (kept); an undeclared topic is counted as a refusal and gets none (a rogue
+        publisher must not grow the broker's tables)."""
+        name = topic.decode("utf-8", "replace")
+        if name not in TOPIC_SPECS:
+            self.rejected["unknown_topic"] += 1
+            return None
+        route = self._routes[topic] = TopicRoute(name, self.topics[name],
+                                                 name in LATCHED_TOPICS)
         return route
 
-    def _route_of_undeclared(self, topic: bytes, data: memoryview, size: int
-                             ) -> TopicRoute | None:
-        """A topic frame never seen before: routed once a message on it is accepted in full
-        (the envelope names the same declared topic); otherwise counted and refused."""
+    def _inspect(self, route: TopicRoute, data: Any) -> None:
+        """Decode, validate and sequence-check one message; refusals are counted."""
+        self.checked += 1
         try:
-            env = validate(decode(data, self.max_bytes))
-            if env.topic.encode() != topic:
-                self.rejected["decode"] += 1
-                return None
-        except MessageError as exc:
-            self.rejected[exc.reason] += 1
-            return None
-        return self._route(topic)
-
-    def _accept(self, route: TopicRoute, data: memoryview) -> bool:
-        """Decode, validate and sequence-check one message; False (counted) when refused."""
-        try:
-            env = decode(data, self.max_bytes)
+            env = decode(data.buffer, self.max_bytes)
             if env.topic != route.name:
-                self.rejected["decode"] += 1
-                return False
+                self.rejected["decode"] += 1  # topic frame and envelope disagree
+                return
             validate(env)
         except MessageError as exc:
             self.rejected[exc.reason] += 1
-            return False
+            return
         stats = route.stats
+        if route.skipped:  # messages went by unchecked: start the gap count afresh
+            stats.last_seq.clear()
+            route.skipped = False
         source = env.source
         last = stats.last_seq.get(source)
         if last is None:
@@ -361,22 +515,6 @@ class Broker:
         elif env.seq > last + 1:
             stats.gaps += env.seq - last - 1
         stats.last_seq[source] = env.seq
-        return True
-
-    def _on_subscription(self, sock: zmq.Socket) -> None:
-        """XPUB_VERBOSE: each subscribe is b'\\x01' + prefix; answer with cached state."""
-        for _ in range(BATCH):
-            try:
-                frame = sock.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if frame[:1] != b"\x01":
-                continue
-            self.subscriptions += 1
-            prefix = frame[1:]
-            for topic, frames in list(self.cache.items()):
-                if topic.startswith(prefix):
-                    sock.send_multipart(frames)
 
     # -- command routing -------------------------------------------------------------------------
 
@@ -410,8 +548,8 @@ class Broker:
     def _route_request(self, router: zmq.Socket, origin: bytes, sender: bytes, service: bytes,
                        data: bytes) -> None:
         self.commands["requests"] += 1
-        if self.tap is not None:
-            self.tap.send_multipart([b"cmd.request", data])
+        if self.command_tap is not None:
+            self.command_tap.send_multipart([b"cmd.request", data])
         try:
             self.router.send_multipart([SERVICE_ID_PREFIX + service, REQUEST, origin + sender,
                                         data])
@@ -427,8 +565,8 @@ class Broker:
 
     def _route_reply(self, client: bytes, data: bytes) -> None:
         self.commands["replies"] += 1
-        if self.tap is not None:
-            self.tap.send_multipart([b"cmd.reply", data])
+        if self.command_tap is not None:
+            self.command_tap.send_multipart([b"cmd.reply", data])
         router = self.router if client[:1] == LOCAL_ID else self.remote_router
         if router is None:
             self.commands["unroutable_replies"] += 1
@@ -462,24 +600,14 @@ class Broker:
     # -- the broker's own messages ---------------------------------------------------------------
 
     def _envelope(self, topic: str, payload: dict[str, Any]) -> Envelope:
-        seq = self._own_seq[topic]
-        self._own_seq[topic] += 1
-        return Envelope.now(topic, BROKER_SOURCE, seq, payload)
+        return self.publisher.envelope(topic, payload)
 
     def _publish_own(self, topic: str, payload: dict[str, Any]) -> None:
-        data = encode(self._envelope(topic, payload), self.max_bytes)
-        frames = [topic.encode(), data]
-        stats = self.topics[topic]
-        stats.messages += 1
-        stats.bytes += len(data)
-        stats.publishers.add(BROKER_SOURCE)
-        self.xpub.send_multipart(frames)
-        if self.remote_xpub is not None:
-            self.remote_xpub.send_multipart(frames)
-        if self.tap is not None:
-            self.tap.send_multipart(frames)
-        if topic in LATCHED_TOPICS:
-            self.cache[frames[0]] = frames
+        """Publish into the proxy like any publisher (the tap counts and caches it)."""
+        try:
+            self.publisher.publish(topic, payload)
+        except MessageError as exc:  # a bug in the broker's own payloads: say so, go on
+            self.rejected[exc.reason] += 1
 
     _last_report = 0.0
 
@@ -494,6 +622,7 @@ class Broker:
 
     def _report(self, now: float) -> None:
         """Publish bus.stats for the window since the last report."""
+        forwarded = self._proxies[0].statistics()[0] if self._proxies else 0
         uptime = now - self.started
         window = now - self._last_report if self._last_report else 0.0
         self._last_report = now
@@ -515,6 +644,7 @@ class Broker:
             "bytes": sum(s.bytes for s in self.topics.values()),
             "rejected": dict(self.rejected),
             "gaps": sum(s.gaps for s in self.topics.values()),
+            "forwarded": forwarded, "checked": self.checked, "unchecked": self.unchecked,
             "subscriptions": self.subscriptions, "commands": dict(self.commands),
             "services": sorted(self.services),
         })

@@ -408,6 +408,8 @@ def run_record(args: argparse.Namespace) -> int:
             if not sub.sock.poll(100):
                 continue
             frames = sub.sock.recv_multipart()
+            if args.tap and len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
+                continue  # the tap also carries the subscriptions the proxy passed upstream
             env = sub.handle(frames)
             if env is not None:
                 recorder.write(env.topic, frames[1], time.time_ns(),
