@@ -115,9 +115,12 @@ smaller ones are copied, which is cheaper than tracking the buffer."""
 
 def send_message(sock: Any, topic: Any, data: Any, copy: bool = True) -> None:
     """Send ``[topic, data]`` as one message (bytes or zmq.Frame parts). Two plain
-    ``send`` calls: a third of the cost of ``send_multipart`` on the hot path."""
-    sock.send(topic, ZMQ_SNDMORE)
-    sock.send(data, 0, copy=copy)
+    ``send`` calls of pyzmq's backend socket class (the Cython methods the public
+    ``zmq.Socket`` wraps in Python for options this never uses): a third of the cost of
+    ``send_multipart`` on the hot path."""
+    send = _zmq().backend.Socket.send
+    send(sock, topic, ZMQ_SNDMORE)
+    send(sock, data, 0, copy)
 
 
 def recv_message(sock: Any, flags: int = 0) -> list[Any]:
@@ -201,9 +204,14 @@ class Endpoints:
 
 
 def _context() -> Any:
+    return _zmq().Context.instance()
+
+
+def _zmq() -> Any:
+    """The zmq module, imported on first use (command-line modules import this one)."""
     import zmq
 
-    return zmq.Context.instance()
+    return zmq
 
 
 _wall_clock = time.time
@@ -242,6 +250,7 @@ class Publisher:
         self.sent = 0
         self.sent_before_link = 0
         self._sock = _context().socket(zmq.XPUB)
+        self._send_frame = zmq.backend.Socket.send  # pyzmq's own, without its Python wrapper
         self._sock.sndhwm = hwm
         self._sock.linger = LINGER_MS
         self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
@@ -341,9 +350,9 @@ class Publisher:
                     self.sent_before_link += 1
             if latched:
                 self._latched[topic] = [topic_frame, data]
-            sock = self._sock
-            sock.send(topic_frame, ZMQ_SNDMORE)
-            sock.send(data, 0, copy=size < COPY_THRESHOLD)
+            sock, send = self._sock, self._send_frame
+            send(sock, topic_frame, ZMQ_SNDMORE)
+            send(sock, data, 0, size < COPY_THRESHOLD)
             self.sent += 1
         return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION, size)
 
@@ -427,6 +436,7 @@ class Subscriber:
         """(source, topic) -> [latest sequence number, its send time]."""
         self._names: dict[bytes, str] = {}  # topic frame -> topic, for frames seen before
         self.sock = _context().socket(zmq.SUB)
+        self._recv_frame = zmq.backend.Socket.recv  # pyzmq's own, without its Python wrapper
         self.sock.rcvhwm = hwm
         self.sock.linger = 0
         self.endpoints.secure(self.sock)
@@ -494,13 +504,11 @@ class Subscriber:
         either the message has three or more frames (refused whole) or the "topic" was a
         lone frame and the "envelope" is the next message's topic (the lone frame is
         refused and the next message is read from its real start)."""
-        import zmq
-
-        sock = self.sock
-        topic = sock.recv(flags)
+        sock, recv = self.sock, self._recv_frame
+        topic = recv(sock, flags)
         try:  # the frames of one message arrive together: never waits for a real one
-            data = sock.recv(ZMQ_NOBLOCK, copy=False)
-        except zmq.Again:
+            data = recv(sock, ZMQ_NOBLOCK, False)
+        except _zmq().Again:  # (the except expression is evaluated only on an exception)
             self._refuse(DecodeError("a lone frame, not a [topic, envelope] message"),
                          None, len(topic))
             return None

@@ -91,7 +91,9 @@ ZAP_DOMAIN_READ = "robocell-read"
 ZAP_DOMAIN_COMMAND = "robocell-command"
 LOCAL_ID, REMOTE_ID = b"L", b"R"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-SUBSCRIBE, UNSUBSCRIBE = 1, 0  # first byte of a subscription message seen by an XPUB
+SUBSCRIPTION_MARKS = (b"\x00", b"\x01")  # first byte of an (un)subscription message
+ENVELOPE_MARK = b"\x97"  # first byte of an envelope: a msgpack array of 7
+ZMQ_RCVMORE = 13  # zmq.h; a plain int, because pyzmq's enum lookup is slow
 BIND_RETRY_S = 1.0
 N_PROXY_STATISTICS = 8
 """zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
@@ -408,49 +410,58 @@ class Broker:
     def _read_tap(self) -> None:
         """Take up to BATCH copies from the capture socket. Each costs two receives and a
         few additions; decoding and validating happen only within the check budget."""
-        recv = self.tap_reader.recv
-        routes, cache, max_bytes = self._routes, self.cache, self.max_bytes
+        reader, recv = self.tap_reader, zmq.backend.Socket.recv  # without pyzmq's wrapper
         check = self.check and self._within_budget()
         started = time.perf_counter() if check else 0.0
         for _ in range(BATCH):
             try:
-                head = recv(ZMQ_NOBLOCK, copy=False)
+                topic = recv(reader, ZMQ_NOBLOCK)
             except zmq.Again:
                 break
-            if not head.more:  # one frame: a subscription, else a malformed message
-                self._on_single_frame(head.bytes)
+            if topic[:1] in SUBSCRIPTION_MARKS and not self.tap_reader.get(ZMQ_RCVMORE):
+                self._on_single_frame(topic)  # a subscription on its way to the publishers
                 continue
-            topic = head.bytes
-            data = recv(0, copy=False)
-            if data.more:  # three or more frames: receivers refuse it; count it here
-                while recv(0, copy=False).more:
-                    pass
-                self.rejected["decode"] += 1
+            try:  # the frames of one message arrive together: never waits for a real one
+                data = recv(reader, ZMQ_NOBLOCK, False)
+            except zmq.Again:
+                self.rejected["decode"] += 1  # a lone frame from a publisher
                 continue
-            route = routes.get(topic)
-            if route is None:
-                route = self._route(topic, data)
-                if route is None:
-                    continue
-            size = len(data)
-            stats = route.stats
-            stats.messages += 1
-            stats.bytes += size
-            if route.latched:
-                if self._replays[topic] and self._is_replay(topic, data):
-                    stats.messages -= 1
-                    stats.bytes -= size
-                    continue
-                cache[topic] = [topic, data]
-            if size > max_bytes:
-                self.rejected["oversize"] += 1
-            elif check:
-                self._inspect(route, data)
+            while data.more:
+                if data.bytes[:1] == ENVELOPE_MARK:  # three or more frames: count, skip
+                    while recv(reader, 0, False).more:
+                        pass
+                    self.rejected["decode"] += 1
+                    break
+                self.rejected["decode"] += 1  # the "topic" was a lone frame: resynchronise
+                topic = data.bytes
+                data = recv(reader, 0, False)
             else:
-                route.skipped = True
-                self.unchecked += 1
+                self._count(topic, data, check)
         if check:
             self._budget_used += time.perf_counter() - started
+
+    def _count(self, topic: bytes, data: Any, check: bool) -> None:
+        """Count one forwarded message, cache it if latched, check it if ``check``."""
+        route = self._routes.get(topic)
+        if route is None:
+            route = self._route(topic, data)
+            if route is None:
+                return
+        size = len(data)
+        stats = route.stats
+        if route.latched:
+            if self._replays[topic] and self._is_replay(topic, data):
+                return
+            self.cache[topic] = [topic, data]
+        stats.messages += 1
+        stats.bytes += size
+        if size > self.max_bytes:
+            self.rejected["oversize"] += 1
+        elif check:
+            self._inspect(route, data)
+        else:
+            route.skipped = True
+            self.unchecked += 1
 
     def _within_budget(self) -> bool:
         """True while this slice's checking time is under CHECK_BUDGET of the slice."""
