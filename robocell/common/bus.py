@@ -476,12 +476,17 @@ class Subscriber:
 
     def recv(self, timeout: float | None = None) -> Envelope | None:
         """The next accepted message, or None when ``timeout`` seconds pass without one."""
-        import zmq
-
-        deadline = None if timeout is None else time.monotonic() + timeout
         take = self.take
+        try:  # a message already queued: no poll, no clock (the hot path under load)
+            env = take(ZMQ_NOBLOCK)
+            if env is not None:
+                return env
+        except _zmq().Again:  # (evaluated only when raised)
+            pass
+        zmq = _zmq()
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            try:  # messages already queued: no poll (the hot path under load)
+            try:
                 env = take(ZMQ_NOBLOCK)
             except zmq.Again:
                 if not self.sock.poll(None if deadline is None else

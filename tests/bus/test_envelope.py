@@ -19,7 +19,9 @@ from robocell.common.envelope import (
     max_message_bytes,
 )
 from robocell.common.messages import (
+    _TOPIC_VALIDATORS,
     COMMAND_SPECS,
+    TOPIC_FAST_CHECKS,
     TOPICS,
     compile_type,
     payload_json_schema,
@@ -213,3 +215,53 @@ def test_truncated_or_corrupted_valid_message_is_refused_cleanly(noise: bytes,
             validate(decode(candidate))
         except MessageError:
             pass
+
+
+# --- the generated fast checks agree with the full validator -------------------------------
+
+
+def values_of(type_text: str) -> st.SearchStrategy:
+    """Values of a declared type (any of them may be swapped for a wrong one below)."""
+    text = type_text.strip()
+    if text.endswith("?"):
+        return st.none() | values_of(text[:-1])
+    if text.startswith("list[") and text.endswith("]"):
+        return st.lists(values_of(text[5:-1]) | msgpack_values, max_size=3)
+    if text.startswith("map[") and text.endswith("]"):
+        return st.dictionaries(st.text(max_size=4), values_of(text[4:-1]) | msgpack_values,
+                               max_size=3)
+    if text.startswith("enum(") and text.endswith(")"):
+        return st.sampled_from([part.strip() for part in text[5:-1].split(",")])
+    return {"str": st.text(max_size=5), "int": st.integers(-5, 5), "bool": st.booleans(),
+            "float": st.floats() | st.integers(-5, 5), "bytes": st.binary(max_size=5),
+            "any": msgpack_values, "map": st.dictionaries(st.text(max_size=4), msgpack_values,
+                                                          max_size=3)}[text]
+
+
+@st.composite
+def near_valid_payloads(draw: st.DrawFn) -> tuple[str, dict]:
+    spec = draw(st.sampled_from(TOPICS))
+    payload = {}
+    for f in spec.fields:
+        if f.optional and draw(st.booleans()):
+            continue
+        if draw(st.integers(0, 9)) == 0:
+            continue  # a required field missing, now and then
+        wrong = draw(st.integers(0, 9)) == 0
+        payload[f.name] = draw(msgpack_values if wrong else values_of(f.type))
+    if draw(st.integers(0, 9)) == 0:
+        payload[draw(st.text(max_size=6))] = draw(msgpack_values)  # maybe undeclared
+    return spec.topic, payload
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(near_valid_payloads())
+def test_generated_fast_check_agrees_with_the_full_validator(case: tuple[str, dict]) -> None:
+    topic, payload = case
+    fast = TOPIC_FAST_CHECKS[topic](payload)
+    try:
+        _TOPIC_VALIDATORS[topic].explain(payload)
+        full = True
+    except MessageError:
+        full = False
+    assert fast == full, (topic, payload)

@@ -80,7 +80,7 @@ before ZeroMQ drops for that reader."""
 COMMAND_HWM = 10_000
 BATCH = 500
 """Messages taken from one socket before looking at the others (fairness, bounded latency)."""
-CHECK_BUDGET = 0.1
+CHECK_BUDGET = 0.05
 """Share of one core the tap may spend checking messages (decode, validate, sequence);
 beyond it messages are only counted and cached until the next budget slice."""
 CHECK_SLICE_S = 0.1

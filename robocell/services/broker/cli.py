@@ -28,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="messages queued per subscriber before dropping for it "
                         "(default 2000)")
     p.add_argument("--no-check", action="store_true",
-                   help="forward without decoding/validating (receivers still validate)")
+                   help="the tap only counts and caches, it does not decode or validate "
+                        "(forwarding never does; receivers always validate)")
     p.add_argument("--remote", metavar="tcp://HOST:PORT",
                    help="also open a CURVE-protected endpoint for remote monitoring: "
                         "PORT subscribe, PORT+2 commands (needs --curve-key and --allow)")
