@@ -217,3 +217,30 @@ def test_record_from_the_tap_includes_command_traffic(broker_process, cli_env: d
     assert messages[0].payload["command"] == "solve" and messages[0].source == "cell"
     assert messages[1].payload["result"] == {"moves": 9}
     assert messages[1].payload["id"] == messages[0].payload["id"]
+
+
+def test_record_everything_from_the_tap_skips_the_subscriptions_it_carries(
+        broker_process, cli_env: dict, tmp_path: Path) -> None:
+    from robocell.common.bus import Node
+
+    _, endpoints = broker_process
+    recording = tmp_path / "all.mcap"
+    recorder = subprocess.Popen(
+        robocell_cmd("bus", "record", str(recording), "--tap", "--duration", "3"),
+        env=cli_env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "recording" in recorder.stderr.readline()
+        with Node("solver", endpoints) as solver, Node("cell", endpoints) as cell:
+            solver.serve("solve", lambda args, ctx: {"moves": 9})
+            cell.subscribe("solver.plan", lambda env: None)  # a subscription passes the tap
+            time.sleep(0.5)
+            cell.publish("cell.status", {"cycle_id": "c9", "stage": "solving"})
+            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=3) == {
+                "moves": 9}
+            assert recorder.wait(10) == 0
+        summary = recorder.stderr.read()
+    finally:
+        stop_process(recorder)
+    assert "rejected 0" in summary
+    topics = {m.topic for m in read_messages(recording)}
+    assert {"cell.status", "cmd.request", "cmd.reply", "bus.stats", "heartbeat"} <= topics
