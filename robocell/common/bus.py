@@ -434,7 +434,8 @@ class Subscriber:
         """(source, topic) -> first sequence number received (gaps are counted after it)."""
         self._streams: dict[tuple[str, str], list[Any]] = {}
         """(source, topic) -> [latest sequence number, its send time]."""
-        self._names: dict[bytes, str] = {}  # topic frame -> topic, for frames seen before
+        self._routes: dict[bytes, tuple[str, Callable[[Any], bool] | None, bool]] = {}
+        """topic frame -> (topic, its payload check, subscribed?): see _route."""
         self.sock = _context().socket(zmq.SUB)
         self._recv_frame = zmq.backend.Socket.recv  # pyzmq's own, without its Python wrapper
         self.sock.rcvhwm = hwm
@@ -452,6 +453,7 @@ class Subscriber:
         else:
             topic_spec(topic)  # an undeclared topic is a programming error: say so now
             self._exact.add(topic)
+        self._routes.clear()  # "subscribed?" may have changed
         self.sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
 
     def unsubscribe(self, topic: str) -> None:
@@ -459,6 +461,7 @@ class Subscriber:
 
         self._exact.discard(topic)
         self._prefixes.discard(topic)
+        self._routes.clear()
         self.sock.setsockopt(zmq.UNSUBSCRIBE, topic.encode())
 
     @property
@@ -549,25 +552,26 @@ class Subscriber:
 
     def handle_frames(self, topic: bytes, data: Any) -> Envelope | None:
         """Decode, validate and sequence-check ``[topic, data]``: the Envelope, or None
-        when refused (counted in ``stats``) or when it repeats a message already seen."""
-        name = self._names.get(topic)
+        when refused (counted in ``stats``), not subscribed, or a repeat of a message
+        already seen."""
+        route = self._routes.get(topic)
+        if route is None:
+            try:
+                route = self._route(topic)
+            except UnicodeDecodeError:
+                self._refuse(MessageError("topic frame is not UTF-8"), None, len(data))
+                return None
+        name, fast_check, wanted = route
         try:
-            if name is None:
-                name = topic.decode("utf-8")
-                if name in TOPIC_SPECS:  # remember declared topics only (bounded)
-                    self._names[topic] = name
             env = decode(data, self.max_bytes)
             if env.topic != name:
                 raise _topic_mismatch(name, env)
-            if self.check and not TOPIC_FAST_CHECKS.get(name, _never)(env.payload):
+            if fast_check is not None and not fast_check(env.payload):
                 validate(env)  # raises the explanatory error
-        except UnicodeDecodeError:
-            self._refuse(MessageError("topic frame is not UTF-8"), None, len(data))
-            return None
         except MessageError as exc:
             self._refuse(exc, name, len(data))
             return None
-        if name not in self._exact and not self.wanted(name):
+        if not wanted:
             return None
         key = (env.source, name)
         stream = self._streams.get(key)
@@ -589,6 +593,16 @@ class Subscriber:
             stream[0], stream[1] = seq, env.wall_time
         self.stats.received += 1
         return env
+
+    def _route(self, topic: bytes) -> tuple[str, Callable[[Any], bool] | None, bool]:
+        """(topic name, payload check or None, subscribed?) of a topic frame; kept for
+        declared topics only (a rogue publisher must not grow the table)."""
+        name = topic.decode("utf-8")
+        check = TOPIC_FAST_CHECKS.get(name, _never) if self.check else None
+        route = (name, check, self.wanted(name))
+        if name in TOPIC_SPECS:
+            self._routes[topic] = route
+        return route
 
     def _refuse(self, error: MessageError, topic: str | None, size: int) -> None:
         self.stats.rejected[error.reason] += 1

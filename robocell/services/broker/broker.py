@@ -235,7 +235,7 @@ class Broker:
         self.cache: dict[bytes, list[Any]] = {}  # topic -> frames (bytes or zmq.Frame)
         self.services: dict[str, list[str]] = {}
         self._routes: dict[bytes, TopicRoute] = {}  # topic frame -> route (declared topics)
-        self._replays: collections.Counter[bytes] = collections.Counter()
+        self._replays: dict[bytes, int] = {}
         """topic -> cached messages sent again and not yet seen back on the tap."""
         self._stop = threading.Event()
         self._zap_thread: threading.Thread | None = None
@@ -450,7 +450,7 @@ class Broker:
         size = len(data)
         stats = route.stats
         if route.latched:
-            if self._replays[topic] and self._is_replay(topic, data):
+            if self._replays.get(topic) and self._is_replay(topic, data):
                 return
             self.cache[topic] = [topic, data]
         stats.messages += 1
@@ -486,7 +486,7 @@ class Broker:
             prefix = frame[1:]
             for topic, frames in list(self.cache.items()):
                 if topic.startswith(prefix):
-                    self._replays[topic] += 1
+                    self._replays[topic] = self._replays.get(topic, 0) + 1
                     self.publisher.send_frames(topic.decode(), frames[1])
         elif frame[:1] != b"\x00":
             self.rejected["decode"] += 1  # a publisher sent a lone frame
