@@ -414,8 +414,11 @@ class Subscriber:
     ``subscribe("heartbeat")`` is exact; ``subscribe("vision.", prefix=True)`` or
     ``subscribe("")`` (everything) match by prefix. :meth:`recv` returns the next good
     message; malformed ones are counted in ``stats.rejected`` (and passed to ``on_reject``)
-    and never raise. Exact repeats of a message (the broker's latched replay to a new
-    subscriber reaching existing ones) are dropped; sequence gaps count as ``stats.gaps``.
+    and never raise. A message that is not newer (sequence number and send time) than the
+    last one accepted from its source on its topic is dropped as a repeat: the broker's
+    latched replay to a new subscriber reaches existing ones too, and may be older than
+    what a subscriber already got straight through the proxy. Sequence gaps count as
+    ``stats.gaps``; a smaller sequence number sent later is a restart of the source.
     """
 
     def __init__(self, topics: Iterable[str] = (), endpoints: Endpoints | None = None, *,

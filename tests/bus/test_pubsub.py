@@ -211,3 +211,34 @@ def test_a_restarted_publisher_is_heard_although_it_reuses_sequence_numbers():
         assert sub.handle(frames(200.0)) is not None   # same seq, new process: delivered
     finally:
         sub.close()
+
+
+def test_older_repeats_are_dropped_and_a_restarted_source_is_accepted(
+        endpoints: Endpoints) -> None:
+    """The broker's cached replay may reach a subscriber after newer messages came straight
+    through the proxy: a message not newer than the last accepted one is dropped."""
+    from robocell.common.envelope import Envelope, encode
+
+    sub = Subscriber(["cell.status"], endpoints)
+    rogue = zmq.Context.instance().socket(zmq.XPUB)
+    rogue.linger = 500
+    rogue.connect(endpoints.publish)
+    try:
+        assert rogue.poll(5000)
+        rogue.recv()
+        time.sleep(0.2)
+        first = Envelope("cell.status", "cell", 0, 100.0, 1.0, {"cycle_id": "a", "stage": "idle"})
+        second = Envelope("cell.status", "cell", 1, 101.0, 2.0,
+                          {"cycle_id": "b", "stage": "idle"})
+        restarted = Envelope("cell.status", "cell", 0, 200.0, 0.5,
+                             {"cycle_id": "c", "stage": "idle"})
+        for env in (first, second, first, second, restarted):
+            rogue.send_multipart([b"cell.status", encode(env)])
+        got = []
+        while (env := sub.recv(1.0)) is not None:
+            got.append(env.payload["cycle_id"])
+        assert got == ["a", "b", "c"]
+        assert sub.stats.duplicates == 2 and sub.stats.restarts == 1 and sub.stats.gaps == 0
+    finally:
+        rogue.close()
+        sub.close()
