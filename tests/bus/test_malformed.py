@@ -67,6 +67,7 @@ def test_bad_messages_are_refused_and_counted_by_receiver_and_broker_while_good_
     message, the broker's tap counts them too, and good traffic arrives complete, in order."""
     endpoints = broker.endpoints
     sub = Subscriber(["cell.status"], endpoints)
+    diagnostics = Subscriber(["diagnostics"], endpoints)
     rogue = raw_publisher(endpoints)
     good = Publisher("cell", endpoints)
     assert good.wait_linked(5)
@@ -91,10 +92,23 @@ def test_bad_messages_are_refused_and_counted_by_receiver_and_broker_while_good_
         assert broker.unchecked == 0  # a trickle like this is checked in full
         assert broker.topics["cell.status"].gaps == 0
         assert "rogue" not in broker.topics["cell.status"].publishers
+        # The broker reports what it saw on diagnostics: once per reason and topic (rate
+        # limited), naming the reason and the sender when the envelope names one.
+        reports = []
+        while (env := diagnostics.recv(1.0)) is not None:
+            if env.source == "broker":
+                reports.append(env.payload)
+        assert all(r["code"] == "bad_message" for r in reports)
+        invalid = [r for r in reports if "invalid" in r["message"]]
+        assert invalid and invalid[0]["topic"] == "cell.status"
+        assert invalid[0]["peer"] == "rogue"
+        assert any(r["topic"] is None and "unknown_topic" in r["message"] for r in reports)
+        assert len(reports) <= 6  # (reason, topic) pairs, not one per bad message
     finally:
         rogue.close()
         good.close()
         sub.close()
+        diagnostics.close()
 
 
 def test_oversize_frames_are_refused_by_the_broker_and_by_receivers(broker: Broker) -> None:

@@ -57,6 +57,7 @@ import zmq.utils.z85
 
 from robocell.common.bus import (
     CLIENT_ID_PREFIX,
+    DIAGNOSTIC_MIN_INTERVAL_S,
     HELLO,
     REPLY,
     REQUEST,
@@ -68,7 +69,15 @@ from robocell.common.bus import (
     reply_payload,
 )
 from robocell.common.curve_keys import CurveKey
-from robocell.common.envelope import Envelope, MessageError, decode, encode, max_message_bytes
+from robocell.common.envelope import (
+    MAX_SOURCE_CHARS,
+    MAX_TOPIC_CHARS,
+    Envelope,
+    MessageError,
+    decode,
+    encode,
+    max_message_bytes,
+)
 from robocell.common.messages import LATCHED_TOPICS, TOPIC_SPECS, validate
 
 BROKER_SOURCE = "broker"
@@ -236,6 +245,8 @@ class Broker:
         self.services: dict[str, list[str]] = {}
         self._routes: dict[bytes, TopicRoute] = {}  # topic frame -> route (declared topics)
         self._replays: dict[bytes, int] = {}
+        self._diag_count: collections.Counter[tuple[str, str | None]] = collections.Counter()
+        self._diag_last: dict[tuple[str, str | None], float] = {}
         """topic -> cached messages sent again and not yet seen back on the tap."""
         self._stop = threading.Event()
         self._zap_thread: threading.Thread | None = None
@@ -424,15 +435,17 @@ class Broker:
             try:  # the frames of one message arrive together: never waits for a real one
                 data = recv(reader, ZMQ_NOBLOCK, False)
             except zmq.Again:
-                self.rejected["decode"] += 1  # a lone frame from a publisher
+                self._refused("decode", None, "a lone frame, not [topic, envelope]")
                 continue
             while data.more:
                 if data.bytes[:1] == ENVELOPE_MARK:  # three or more frames: count, skip
                     while recv(reader, 0, False).more:
                         pass
-                    self.rejected["decode"] += 1
+                    self._refused("decode", self._name_of(topic),
+                                  "three or more frames, not [topic, envelope]")
                     break
-                self.rejected["decode"] += 1  # the "topic" was a lone frame: resynchronise
+                # the "topic" was a lone frame: resynchronise
+                self._refused("decode", None, "a lone frame, not [topic, envelope]")
                 topic = data.bytes
                 data = recv(reader, 0, False)
             else:
@@ -456,12 +469,40 @@ class Broker:
         stats.messages += 1
         stats.bytes += size
         if size > self.max_bytes:
-            self.rejected["oversize"] += 1
+            self._refused("oversize", route.name, f"{size} bytes, over the limit of "
+                          f"{self.max_bytes}")
         elif check:
             self._inspect(route, data)
         else:
             route.skipped = True
             self.unchecked += 1
+
+    def _refused(self, reason: str, topic: str | None, detail: str,
+                 source: str | None = None) -> None:
+        """Count a bad message the tap saw and report it on ``diagnostics``, at most once a
+        second per (reason, declared topic), with the count so far. (Receivers refuse it;
+        this tells the operator where it came from.)"""
+        self.rejected[reason] += 1
+        key = (reason, topic)
+        self._diag_count[key] += 1
+        now = time.monotonic()
+        if now - self._diag_last.get(key, -DIAGNOSTIC_MIN_INTERVAL_S) < DIAGNOSTIC_MIN_INTERVAL_S:
+            return
+        self._diag_last[key] = now
+        where = f"on topic {topic!r}" if topic else "on the bus"
+        payload: dict[str, Any] = {
+            "service": BROKER_SOURCE, "level": "warning", "code": "bad_message",
+            "message": f"a publisher sent a bad message {where} ({reason}: {detail}); the "
+                       "broker forwarded it and receivers refuse it; fix the sender",
+            "topic": topic, "count": self._diag_count[key]}
+        if source:
+            payload["peer"] = source[:MAX_SOURCE_CHARS]
+        self._publish_own("diagnostics", payload)
+
+    @staticmethod
+    def _name_of(topic: bytes) -> str | None:
+        name = topic.decode("utf-8", "replace")
+        return name if name in TOPIC_SPECS else None
 
     def _within_budget(self) -> bool:
         """True while this slice's checking time is under CHECK_BUDGET of the slice."""
@@ -489,7 +530,7 @@ class Broker:
                     self._replays[topic] = self._replays.get(topic, 0) + 1
                     self.publisher.send_frames(topic.decode(), frames[1])
         elif frame[:1] != b"\x00":
-            self.rejected["decode"] += 1  # a publisher sent a lone frame
+            self._refused("decode", None, "a lone frame, not [topic, envelope]")
 
     def _route(self, topic: bytes, data: Any) -> TopicRoute | None:
         """The route of a topic frame seen for the first time: declared topics get one
@@ -497,7 +538,8 @@ class Broker:
         publisher must not grow the broker's tables)."""
         name = topic.decode("utf-8", "replace")
         if name not in TOPIC_SPECS:
-            self.rejected["unknown_topic"] += 1
+            self._refused("unknown_topic", None, f"topic {name[:MAX_TOPIC_CHARS]!r} is not "
+                          "declared in robocell.common.messages")
             return None
         route = self._routes[topic] = TopicRoute(name, self.topics[name],
                                                  name in LATCHED_TOPICS)
@@ -509,11 +551,12 @@ class Broker:
         try:
             env = decode(data.buffer, self.max_bytes)
             if env.topic != route.name:
-                self.rejected["decode"] += 1  # topic frame and envelope disagree
+                self._refused("decode", route.name, f"the envelope says topic {env.topic!r}",
+                              env.source)
                 return
             validate(env)
         except MessageError as exc:
-            self.rejected[exc.reason] += 1
+            self._refused(exc.reason, route.name, str(exc), exc.source)
             return
         stats = route.stats
         if route.skipped:  # messages went by unchecked: start the gap count afresh
