@@ -177,6 +177,8 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("rotation", "int", "quarter turns of the face as seen by the camera"),
         F("at", f"enum({','.join(FACES)})", "robot-frame face position the camera looks at "
           "(a sim camera renders the twin's face there)", optional=True),
+        F("line", "int", "firmware line after which the pose is held (a sim camera films "
+          "the twin once it shows this line)", optional=True),
     ), "The robot holds the cube still at a scan pose: the camera may capture."),
     TopicSpec("actuator.progress", "ActuatorProgress", EVENT, "actuator", (
         F("plan_id", "str", "plan being executed"),
@@ -216,6 +218,7 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("arm_angles", "map[float]", "arm name -> angle in degrees"),
         F("fault", "str?", "jam or other physical fault, if any", optional=True),
         F("boot_id", "str", "firmware boot id", optional=True),
+        F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
     ), "The digital twin (simulation only)."),
     # --- the cell cycle -------------------------------------------------------------------
     TopicSpec("cell.status", "CycleStatus", LATCHED, "cell", (
@@ -260,6 +263,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("profile", "str", "robot profile", optional=True),
         F("publish", "bool", "also publish the plan on solver.plan", optional=True),
         F("scan_id", "str", "the cube state this answers", optional=True),
+        F("budget_ms", "float", "3x3 search budget (default: the robot profile's)",
+          optional=True),
     ), (), "Plan a solution; the result has the fields of solver.plan."),
     CommandSpec("actuator", "execute", (
         F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),

@@ -100,7 +100,8 @@ def test_scan_poses_from_the_actuator_give_the_twins_cube_state(bus):
         result = listen.next("vision.cube_state")
     service.stop()
     node.stop()
-    assert [f["face"] for f in faces] == [face for face, _ in SCRIPTED_POSES]
+    # views are read by two threads at once: every face once, in any order
+    assert sorted(f["face"] for f in faces) == sorted(face for face, _ in SCRIPTED_POSES)
     for face in faces:
         assert face["ok"] and face["size"] == 3 and len(face["grid"]) == 9
         thumb = cv2.imdecode(np.frombuffer(face["jpeg"], np.uint8), cv2.IMREAD_COLOR)

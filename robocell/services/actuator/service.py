@@ -267,7 +267,8 @@ class ActuatorService:
             for view in pose.views:
                 self.node.publish("actuator.scan_pose", {
                     "scan_id": scan_id, "pose": pose_index, "n_poses": n_poses,
-                    "face": view.face, "rotation": view.rotation, "at": view.at})
+                    "face": view.face, "rotation": view.rotation, "at": view.at,
+                    "line": self.link.next_line - 1})
             if vision_alive:
                 self._await_capture(scan_id, pose_index, len(pose.views))
         self.node.set_state("ready", executed_plans=self.executed_plans)
@@ -350,7 +351,7 @@ class FirmwareSimBus:
             "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
             "solved": state["solved"], "grips": state["grips"],
             "arm_angles": state["arm_angles"], "fault": state["fault"],
-            "boot_id": core.boot_id})
+            "boot_id": core.boot_id, "line": core.executed})
 
     def on_scramble(self, args: dict, ctx: Any) -> dict:
         from robocell.common.bus import CommandFailed
