@@ -148,6 +148,12 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("detail", "map", "extra facts (doubtful stickers, line numbers, ...)", optional=True),
     ), "Domain failures of the cell, for the monitor and the cycle."),
     # --- vision ---------------------------------------------------------------------------
+    TopicSpec("vision.captured", "FrameCaptured", EVENT, "vision", (
+        F("scan_id", "str", "scan this frame belongs to"),
+        F("pose", "int", "index of the scan pose"),
+        F("face", f"enum({','.join(FACES)})", "which face of the cube is in view"),
+        F("ok", "bool", "a frame was taken (false: the camera gave none)"),
+    ), "A scan pose's frame was taken: the robot may move on while vision reads it."),
     TopicSpec("vision.face", "FaceResult", EVENT, "vision", (
         F("scan_id", "str", "scan this face belongs to"),
         F("pose", "int", "index of the scan pose"),

@@ -2,10 +2,12 @@
 
 Pattern: an *event-driven pipeline* behind one `Node`. Each ``actuator.scan_pose`` event
 (or, without an actuator, each pose of the scripted sequence `scan.SCRIPTED_POSES`) is
-queued; one worker thread captures a frame from the source, detects the face, publishes a
-``vision.face`` result (JPEG thumbnail, grid, colours, confidence) and, once every face of
-the scan is in, resolves the cube and publishes the latched ``vision.cube_state`` with
-per-sticker confidence -- or an ``errors`` message naming the faces and stickers to rescan.
+queued; a worker thread (two by default, so a six-camera pose is read two views at a time)
+captures a frame from the source, says so on ``vision.captured`` (the robot moves on to the
+next pose while the frame is read), detects the face, publishes a ``vision.face`` result
+(JPEG thumbnail, grid, colours, confidence) and, once every face of the scan is in, resolves
+the cube and publishes the latched ``vision.cube_state`` with per-sticker confidence -- or
+an ``errors`` message naming the faces and stickers to rescan.
 With ``--camera sim`` the source renders the digital twin (``sim.twin_state``).
 
 The core (`ScanCollector`, `face_payload`) is plain functions over plain data; `VisionService`
@@ -247,7 +249,7 @@ class VisionService:
         from robocell.services.vision.sources import SourceError
 
         scan_id, face = str(pose["scan_id"]), str(pose["face"])
-        rotation = int(pose.get("rotation", 0))
+        rotation, pose_index = int(pose.get("rotation", 0)), int(pose.get("pose", 0))
         frame = reading = error = None
         with self._lock:
             self._in_flight += 1
@@ -256,11 +258,17 @@ class VisionService:
         try:
             try:
                 frame = self._capture(face, rotation, pose.get("at"), pose.get("line"))
-                reading = detect(frame, self.size)
-            except (SourceError, DetectionError) as exc:
+            except SourceError as exc:
                 error = str(exc)
-            message = face_payload(scan_id, int(pose.get("pose", 0)), face, rotation, frame,
-                                   reading, error)
+            # the robot may move on now; the frame is read while it does
+            self.node.publish("vision.captured", {"scan_id": scan_id, "pose": pose_index,
+                                                  "face": face, "ok": frame is not None})
+            if frame is not None:
+                try:
+                    reading = detect(frame, self.size)
+                except DetectionError as exc:
+                    error = str(exc)
+            message = face_payload(scan_id, pose_index, face, rotation, frame, reading, error)
             with self._lock:
                 self.node.publish("vision.face", message)
                 outcome = self.collector.add(scan_id, face, rotation, reading, error)
