@@ -272,6 +272,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("budget_ms", "float", "3x3 search budget (default: the robot profile's)",
           optional=True),
     ), (), "Plan a solution; the result has the fields of solver.plan."),
+    CommandSpec("solver", "sokoban", (
+        F("level", "str", "one Sokoban level in XSB text"),
+        F("metric", "enum(pushes,moves)", "what the solution minimises (default pushes)",
+          optional=True),
+        F("timeout_s", "float", "search budget in seconds (default 10)", optional=True),
+        F("fast", "bool", "non-optimal fast mode for large levels", optional=True),
+    ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics."),
     CommandSpec("actuator", "execute", (
         F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
     ), (), "Start executing a plan; progress and result on actuator.* topics."),

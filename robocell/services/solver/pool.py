@@ -36,8 +36,9 @@ class WorkerDied(Exception):
 
 
 def _worker_main(conn: Connection, profiles: tuple[str, ...]) -> None:
-    """Worker process body: warm up, say so, then answer jobs until told to stop (None)."""
-    from robocell.services.solver.service import _warm_worker, solve_in_worker
+    """Worker process body: warm up, say so, then answer jobs until told to stop (None). A
+    job is ``(function, *arguments)``: a module-level function returning plain data."""
+    from robocell.services.solver.service import _warm_worker
 
     _warm_worker(profiles)
     conn.send("ready")
@@ -48,7 +49,8 @@ def _worker_main(conn: Connection, profiles: tuple[str, ...]) -> None:
             return
         if job is None:
             return
-        conn.send(solve_in_worker(*job))
+        function, *arguments = job
+        conn.send(function(*arguments))
 
 
 @dataclass
@@ -104,8 +106,9 @@ class SolverPool:
                                "ready")
 
     def solve(self, job: tuple, deadline: float) -> dict[str, Any]:
-        """Run ``job`` (the arguments of `solve_in_worker`) on an idle worker, answering by
-        ``deadline`` (time.monotonic()). Raises PoolBusy, PoolTimeout or WorkerDied."""
+        """Run ``job`` (a module-level function and its arguments) on an idle worker,
+        answering by ``deadline`` (time.monotonic()). Raises PoolBusy, PoolTimeout or
+        WorkerDied."""
         with self._lock:
             if self.closed:
                 raise WorkerDied("the solver is shutting down")

@@ -63,6 +63,39 @@ def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
     return {"plan": plan.to_dict()}
 
 
+SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
+"""Search budget of a Sokoban solve when the request gives none."""
+
+
+def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
+                            fast: bool) -> dict[str, Any]:
+    """Solve one Sokoban level (XSB text) in a worker; the solution is replayed before it is
+    returned. Errors come back as data."""
+    from robocell.sokoban.board import build_board
+    from robocell.sokoban.level import LevelError, parse_levels
+    from robocell.sokoban.lurd import replay
+    from robocell.sokoban.solver import FAST_WEIGHT, solve
+
+    try:
+        levels = parse_levels(level_text)
+        if len(levels) != 1:
+            raise LevelError(f"expected one level in the request, found {len(levels)}; send "
+                             "the levels one at a time")
+        level = levels[0]
+        board = build_board(level)
+        result = solve(board, metric=metric, timeout=timeout, weight=FAST_WEIGHT if fast else 1)
+    except (LevelError, ValueError) as exc:
+        return {"error": {"code": "invalid_level", "message": str(exc), "stickers": []}}
+    if result.solved and not replay(level, result.lurd).solved:
+        return {"error": {"code": "internal", "stickers": [],
+                          "message": "the solution found does not replay; please report"}}
+    return {"result": {
+        "status": result.status, "solved": result.solved, "lurd": result.lurd,
+        "pushes": result.pushes, "moves": result.moves, "metric": result.metric,
+        "optimal": bool(result.optimal and result.solved), "expanded": result.expanded,
+        "solve_ms": round(1000 * result.seconds, 3), "lower_bound": result.lower_bound}}
+
+
 # --- the pure core: turning a plan into the bus payload ----------------------------------
 
 def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
@@ -111,6 +144,8 @@ class SolverService:
     def start(self) -> None:
         self.pool.start()  # every worker warm before we say ready
         self.node.serve("solve", self.on_solve, concurrency=self.workers * (1 + QUEUE_PER_WORKER))
+        self.node.serve("sokoban", self.on_sokoban,
+                        concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         if self.auto:
             self.node.subscribe("vision.cube_state", self.on_cube_state)
         self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
@@ -126,7 +161,8 @@ class SolverService:
 
         self.node.set_state("busy", queued=self.pool.in_flight + 1)
         try:
-            return self.pool.solve((facelets, profile, None, budget), deadline)
+            return self.pool.solve((solve_in_worker, facelets, profile, None, budget),
+                                   deadline)
         except PoolBusy as exc:
             with self._lock:
                 self.refused += 1
@@ -185,6 +221,38 @@ class SolverService:
         if args.get("publish"):
             self.node.publish("solver.plan", payload)
         return payload
+
+    def on_sokoban(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode)."""
+        from robocell.common.bus import Busy, CommandFailed
+        from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
+
+        started = time.perf_counter()
+        # leave a margin for the reply's way back; never search past the caller's deadline
+        budget = min(float(args.get("timeout_s", SOKOBAN_DEFAULT_TIMEOUT_S)),
+                     ctx.remaining() * 0.8 - 0.05)
+        if budget <= 0:
+            raise CommandFailed("timeout", "solver: the deadline leaves no time to search; "
+                                "give a longer timeout")
+        job = (solve_sokoban_in_worker, args["level"], args.get("metric", "pushes"), budget,
+               bool(args.get("fast", False)))
+        try:
+            outcome = self.pool.solve(job, time.monotonic() + ctx.remaining())
+        except PoolBusy as exc:
+            with self._lock:
+                self.refused += 1
+            raise Busy(f"solver: {exc}; retry later") from None
+        except PoolTimeout as exc:
+            raise CommandFailed("timeout", f"solver: {exc}; give a longer timeout") from None
+        except WorkerDied as exc:
+            raise CommandFailed("failed", f"solver: {exc}; retry") from None
+        with self._lock:
+            self.served += 1
+        if "error" in outcome:
+            err = outcome["error"]
+            raise CommandFailed("invalid_arguments", f"{err['message']} [{err['code']}]")
+        return {**outcome["result"],
+                "service_ms": round((time.perf_counter() - started) * 1e3, 3)}
 
     def on_cube_state(self, env: Any) -> None:
         """Automatic mode: answer each new cube state with a plan (off the I/O thread)."""
