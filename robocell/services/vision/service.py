@@ -195,6 +195,12 @@ class VisionService:
     def start(self) -> None:
         from robocell.services.vision.sources import SimSource
 
+        if len(self._threads) > 1:
+            import cv2
+
+            # the views are read in parallel already: OpenCV's own threads would only
+            # compete with them for the same cores
+            cv2.setNumThreads(1)
         if isinstance(self.source, SimSource):
             warm_up(self.size)
         self.node.subscribe("actuator.scan_pose", self.on_pose)
