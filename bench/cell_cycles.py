@@ -5,7 +5,9 @@ processes with the motors sped up by --speed (default 1000, so simulated motor t
 almost nothing and a cycle's duration is its compute overhead: scanning images, reading,
 planning, streaming, bus hops). Prints, per profile: cycles run and failed, cycle time p50/p99
 and per stage, and the solver service's latency over the pure solve (service_ms - solve_ms
-of each plan, as measured inside the service) plus the round trip seen by the cell.
+of each plan, as measured inside the service) plus the round trip seen by the cell. Then a
+burst: --burst solve requests (default 1,000) sent at once by 100 client threads, each to be
+answered with a plan or an explicit ``busy`` -- none may go unanswered.
 
     python bench/cell_cycles.py --cycles 100 --profiles soltvvo-2x2 six-motor
 """
@@ -13,9 +15,11 @@ of each plan, as measured inside the service) plus the round trip seen by the ce
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,7 +29,10 @@ from integration.cellkit import cell_env  # noqa: E402
 
 from robocell.cell.cli import follow_cycle  # noqa: E402
 from robocell.cell.launcher import Launcher  # noqa: E402
-from robocell.common.bus import Endpoints, Node  # noqa: E402
+from robocell.common.bus import CommandClient, Endpoints, Node  # noqa: E402
+
+BURST_THREADS = 100
+BURST_TIMEOUT_S = 60.0
 
 
 def pct(values: list[float], q: float) -> float:
@@ -35,7 +42,38 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run_profile(profile: str, cycles: int, speed: float) -> dict:
+def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
+    """``n_requests`` solve requests at once from BURST_THREADS clients: outcome counts."""
+    from robocell.common.cube import random_facelets
+
+    cubes = [random_facelets(size, 90_000 + i) for i in range(n_requests)]
+    outcomes: list[str | None] = [None] * n_requests
+    start = threading.Barrier(BURST_THREADS + 1)
+
+    def ask(first: int) -> None:
+        client = CommandClient(f"burst-{first}", endpoints)
+        try:
+            start.wait()
+            for i in range(first, n_requests, BURST_THREADS):
+                reply = client.request("solver", "solve", {"facelets": cubes[i]},
+                                       timeout=BURST_TIMEOUT_S)
+                outcomes[i] = "ok" if reply.ok else str(reply.error)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(BURST_THREADS)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join(timeout=BURST_TIMEOUT_S * (n_requests // BURST_THREADS + 1))
+    counts = collections.Counter(o if o is not None else "lost" for o in outcomes)
+    return {"requests": n_requests, "seconds": round(time.perf_counter() - t0, 2),
+            **dict(counts)}
+
+
+def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
     env = cell_env(profile, speed)
     env["ROBOCELL_SOLVER_WORKERS"] = "2"
     launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
@@ -65,7 +103,8 @@ def run_profile(profile: str, cycles: int, speed: float) -> dict:
                 plan = node.call("solver", "solve", {"facelets": facelets}, timeout=10.0)
                 round_trip.append((time.perf_counter() - t0) * 1000 - plan["search"]["solve_ms"])
                 service_over.append(plan["search"]["service_ms"] - plan["search"]["solve_ms"])
-    return {"profile": profile, "cycles": cycles, "failed": len(failures),
+            burst_result = burst(Endpoints.resolve(bus), size, n_burst) if n_burst else {}
+    return {"burst": burst_result, "profile": profile, "cycles": cycles, "failed": len(failures),
             "failures": failures[:5], "cycle_ms": totals, "stages_ms": stages,
             "service_over_ms": service_over, "round_trip_over_ms": round_trip}
 
@@ -75,10 +114,12 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=100)
     parser.add_argument("--speed", type=float, default=1000.0)
     parser.add_argument("--profiles", nargs="+", default=["soltvvo-2x2", "six-motor"])
+    parser.add_argument("--burst", type=int, default=1000,
+                        help="solve requests sent at once after the cycles (0: none)")
     parser.add_argument("--save", type=Path, default=Path(__file__).parent / "results" /
                         "cell_cycles.json")
     args = parser.parse_args()
-    rows = [run_profile(p, args.cycles, args.speed) for p in args.profiles]
+    rows = [run_profile(p, args.cycles, args.speed, args.burst) for p in args.profiles]
     print(f"{'profile':<12} {'cycles':>6} {'failed':>6} {'cycle p50':>10} {'cycle p99':>10}"
           f" {'svc over p50':>13} {'svc over p99':>13} {'rtt over p50':>13}")
     for r in rows:
@@ -91,6 +132,13 @@ def main() -> int:
                   f"  mean {statistics.fmean(values):8.1f} ms")
         for failure in r["failures"]:
             print(f"    failure: {failure}")
+        if r["burst"]:
+            b = r["burst"]
+            others = {k: v for k, v in b.items()
+                      if k not in ("requests", "seconds", "ok", "busy", "lost")}
+            print(f"    burst: {b['requests']} solve requests at once -> {b.get('ok', 0)} plans, "
+                  f"{b.get('busy', 0)} refused as busy, {b.get('lost', 0)} lost, other "
+                  f"{others or 0}; all answered in {b['seconds']} s")
     args.save.parent.mkdir(parents=True, exist_ok=True)
     args.save.write_text(json.dumps(rows, indent=1))
     return 0 if all(r["failed"] == 0 for r in rows) else 1

@@ -73,6 +73,12 @@ def main() -> None:
     small = sim_frames(640, 480, 24)
     print(f"  detection 640x480 (sim frames):        "
           f"{rates(*timed(detect, small, args.seconds, 10))}  target >= 30 fps")
+    sized = [(frame, 3 if seed % 2 else 2) for seed, frame in enumerate(small)]
+    print(f"  detection 640x480, size known (quick half-size look first): "
+          f"{rates(*timed(lambda item: detect(*item), sized, args.seconds, 10))}")
+    render = [(random_facelets(3, seed), FACES[seed % 6], seed) for seed in range(24)]
+    print(f"  sim camera render 640x480 (3x3):       "
+          f"{rates(*timed(lambda item: render_face(*item), render, args.seconds, 10))}")
 
     photos = sorted((shared_data_dir() / "vision" / "photos").glob("*/*.png"))
     if photos:

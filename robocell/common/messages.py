@@ -155,6 +155,12 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("detail", "map", "extra facts (doubtful stickers, line numbers, ...)", optional=True),
     ), "Domain failures of the cell, for the monitor and the cycle."),
     # --- vision ---------------------------------------------------------------------------
+    TopicSpec("vision.captured", "FrameCaptured", EVENT, "vision", (
+        F("scan_id", "str", "scan this frame belongs to"),
+        F("pose", "int", "index of the scan pose"),
+        F("face", f"enum({','.join(FACES)})", "which face of the cube is in view"),
+        F("ok", "bool", "a frame was taken (false: the camera gave none)"),
+    ), "A scan pose's frame was taken: the robot may move on while vision reads it."),
     TopicSpec("vision.face", "FaceResult", EVENT, "vision", (
         F("scan_id", "str", "scan this face belongs to"),
         F("pose", "int", "index of the scan pose"),
@@ -184,6 +190,8 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("rotation", "int", "quarter turns of the face as seen by the camera"),
         F("at", f"enum({','.join(FACES)})", "robot-frame face position the camera looks at "
           "(a sim camera renders the twin's face there)", optional=True),
+        F("line", "int", "firmware line after which the pose is held (a sim camera films "
+          "the twin once it shows this line)", optional=True),
     ), "The robot holds the cube still at a scan pose: the camera may capture."),
     TopicSpec("actuator.progress", "ActuatorProgress", EVENT, "actuator", (
         F("plan_id", "str", "plan being executed"),
@@ -223,6 +231,7 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("arm_angles", "map[float]", "arm name -> angle in degrees"),
         F("fault", "str?", "jam or other physical fault, if any", optional=True),
         F("boot_id", "str", "firmware boot id", optional=True),
+        F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
     ), "The digital twin (simulation only)."),
     # --- the cell cycle -------------------------------------------------------------------
     TopicSpec("cell.status", "CycleStatus", LATCHED, "cell", (
@@ -267,7 +276,16 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("profile", "str", "robot profile", optional=True),
         F("publish", "bool", "also publish the plan on solver.plan", optional=True),
         F("scan_id", "str", "the cube state this answers", optional=True),
+        F("budget_ms", "float", "3x3 search budget (default: the robot profile's)",
+          optional=True),
     ), (), "Plan a solution; the result has the fields of solver.plan."),
+    CommandSpec("solver", "sokoban", (
+        F("level", "str", "one Sokoban level in XSB text"),
+        F("metric", "enum(pushes,moves)", "what the solution minimises (default pushes)",
+          optional=True),
+        F("timeout_s", "float", "search budget in seconds (default 10)", optional=True),
+        F("fast", "bool", "non-optimal fast mode for large levels", optional=True),
+    ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics."),
     CommandSpec("actuator", "execute", (
         F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
     ), (), "Start executing a plan; progress and result on actuator.* topics."),

@@ -6,7 +6,9 @@ A profile is one TOML file (read with the standard library). Top-level keys:
 ``puzzle`` ("2x2", "3x3", or "any" for plain metrics),
 ``unit_ms`` (float: the length of one cost unit in milliseconds),
 ``solved_any_orientation`` (bool, default true for 2x2: the cube counts as solved in any of
-its 24 whole-cube orientations).
+its 24 whole-cube orientations),
+``search_budget_ms`` (float > 0, optional: how long a 3x3 search may compare candidate
+solutions for this robot; the best budget is where search time plus robot time is least).
 
 ``[sequencing]``: ``rule`` = "none" (default) or "alternate-groups" (consecutive primitives
 must come from different ``group``s).
@@ -46,7 +48,7 @@ PUZZLE_SIZES: dict[str, int | None] = {"2x2": 2, "3x3": 3, "any": None}
 SEQUENCING_RULES = ("none", "alternate-groups")
 TOP_LEVEL_KEYS = {
     "name", "description", "puzzle", "unit_ms", "solved_any_orientation", "sequencing",
-    "primitives", "motors", "scan", "geometry", "actuator",
+    "primitives", "motors", "scan", "geometry", "actuator", "search_budget_ms",
 }
 PRIMITIVE_KEYS = {"name", "moves", "cost", "group", "motion", "description"}
 
@@ -87,6 +89,8 @@ class Profile:
     primitives: tuple[Primitive, ...]
     content_hash: str
     data: dict = field(repr=False, compare=False)
+    search_budget_s: float | None = None
+    """3x3 search budget for this robot (None: the solver's default)."""
 
     @property
     def size(self) -> int | None:
@@ -194,6 +198,10 @@ def parse_profile(text: str, path: Path | str = "<profile>", digest: str | None 
     any_orientation = data.get("solved_any_orientation", puzzle == "2x2")
     if not isinstance(any_orientation, bool):
         raise ProfileError(path, "solved_any_orientation", "expected true/false")
+    budget_ms = data.get("search_budget_ms")
+    if budget_ms is not None and (isinstance(budget_ms, bool)
+                                  or not isinstance(budget_ms, (int, float)) or budget_ms <= 0):
+        raise ProfileError(path, "search_budget_ms", "expected a positive number of milliseconds")
     sequencing = data.get("sequencing", {})
     if not isinstance(sequencing, dict):
         raise ProfileError(path, "sequencing", "expected a table")
@@ -245,4 +253,5 @@ def parse_profile(text: str, path: Path | str = "<profile>", digest: str | None 
         name=name, path=path, description=description, puzzle=puzzle,  # type: ignore[arg-type]
         unit_ms=unit_ms, solved_any_orientation=any_orientation, sequencing=rule,
         primitives=tuple(primitives), content_hash=content_hash, data=data,
+        search_budget_s=None if budget_ms is None else float(budget_ms) / 1000.0,
     )

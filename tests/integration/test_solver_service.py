@@ -113,3 +113,106 @@ def test_a_burst_of_requests_is_all_answered_or_refused_as_busy(solver_bus):
     outcomes = {r.error if not r.ok else "ok" for r in replies}
     assert outcomes <= {"ok", "busy"}, outcomes
     assert any(r.ok for r in replies)
+
+
+def test_the_request_budget_bounds_the_search(solver_bus):
+    facelets = random_facelets(3, 4242)
+    short = solver_bus.call("solver", "solve", {"facelets": facelets, "budget_ms": 5},
+                            timeout=5.0)
+    long = solver_bus.call("solver", "solve", {"facelets": facelets, "budget_ms": 150},
+                           timeout=5.0)
+    assert short["search"]["solve_ms"] < 100 <= long["search"]["solve_ms"]
+    assert long["search"]["length"] <= short["search"]["length"]
+
+
+def test_a_worker_killed_mid_solve_is_reported_and_replaced():
+    from robocell.services.solver.pool import SolverPool, WorkerDied
+    from robocell.services.solver.service import solve_in_worker
+
+    pool = SolverPool(1, ("htm",), queue_limit=2)
+    pool.start()
+    try:
+        worker = pool._all[0].process
+        outcome: dict = {}
+
+        def solve_slowly() -> None:
+            try:
+                job = (solve_in_worker, random_facelets(3, 5), "htm", None, 5.0)
+                outcome["result"] = pool.solve(job, time.monotonic() + 30.0)
+            except WorkerDied as exc:
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=solve_slowly)
+        thread.start()
+        time.sleep(0.5)  # the search runs for 5 s
+        os.kill(worker.pid, 9)
+        thread.join(timeout=30)
+        assert isinstance(outcome.get("error"), WorkerDied), outcome
+        assert "restarted" in str(outcome["error"])
+        # the replacement takes the next request
+        answer = pool.solve((solve_in_worker, random_facelets(3, 6), "htm", None, 0.01),
+                            time.monotonic() + 120.0)
+        assert "plan" in answer and pool._all[0].process.pid != worker.pid
+    finally:
+        pool.close()
+
+
+def test_the_pool_refuses_past_its_queue_limit_and_drops_late_requests():
+    from robocell.services.solver.pool import PoolBusy, PoolTimeout, SolverPool
+    from robocell.services.solver.service import solve_in_worker
+
+    pool = SolverPool(1, ("htm",), queue_limit=1)
+    pool.start()
+    try:
+        holder = threading.Thread(target=pool.solve, args=(
+            (solve_in_worker, random_facelets(3, 7), "htm", None, 1.0),
+            time.monotonic() + 30.0))
+        holder.start()
+        time.sleep(0.2)
+        with pytest.raises(PoolBusy):
+            pool.solve((solve_in_worker, random_facelets(3, 8), "htm", None, 0.01),
+                       time.monotonic() + 5.0)
+        holder.join(timeout=30)
+        # a deadline shorter than the search: explicit timeout, the worker comes back after
+        with pytest.raises(PoolTimeout):
+            pool.solve((solve_in_worker, random_facelets(3, 9), "htm", None, 1.0),
+                       time.monotonic() + 0.2)
+        answer = pool.solve((solve_in_worker, random_facelets(3, 10), "htm", None, 0.01),
+                            time.monotonic() + 30.0)
+        assert "plan" in answer
+    finally:
+        pool.close()
+
+
+SMALL_LEVEL = """\
+#######
+#.@ # #
+#$* $ #
+#   $ #
+# ..  #
+#  *  #
+#######
+"""
+
+
+def test_sokoban_levels_are_solved_by_the_service(solver_bus):
+    from robocell.sokoban.level import parse_levels
+    from robocell.sokoban.lurd import replay
+
+    level = parse_levels(SMALL_LEVEL)[0]
+    pushes = solver_bus.call("solver", "sokoban", {"level": SMALL_LEVEL, "timeout_s": 20},
+                             timeout=30.0)
+    assert pushes["solved"] and pushes["optimal"] and pushes["metric"] == "pushes"
+    assert replay(level, pushes["lurd"]).solved
+    moves = solver_bus.call("solver", "sokoban", {"level": SMALL_LEVEL, "metric": "moves",
+                                                  "timeout_s": 20}, timeout=30.0)
+    assert moves["solved"] and moves["optimal"] and replay(level, moves["lurd"]).solved
+    assert moves["moves"] <= pushes["moves"] and moves["pushes"] >= pushes["pushes"]
+    assert pushes["service_ms"] >= pushes["solve_ms"]
+
+
+def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):
+    two_players = SMALL_LEVEL.replace("#   $ #", "#  @$ #")
+    reply = solver_bus.request("solver", "sokoban", {"level": two_players}, timeout=10.0)
+    assert not reply.ok and reply.error == "invalid_arguments"
+    assert "2 players" in reply.message

@@ -228,3 +228,27 @@ def test_non_face_turn_input_is_refused():
 def test_primitive_effect_is_read_off_the_cube_model(text, axis, first, second):
     effect = primitive_effect(tuple(parse_moves(text)))
     assert (effect.axis, effect.first_turns, effect.second_turns) == (axis, first, second)
+
+
+def test_the_search_budget_is_read_from_the_profile_and_checked():
+    from pathlib import Path
+
+    from robocell.common.profile import ProfileError
+
+    assert load_profile("six-motor").search_budget_s == pytest.approx(0.05)
+    assert load_profile("tilt-spin").search_budget_s == pytest.approx(0.5)
+    assert load_profile("htm").search_budget_s is None
+    text = Path(load_profile("six-motor").path).read_text()
+    for bad in ("0", "-5", '"fast"', "true"):
+        edited = text.replace("search_budget_ms = 50", f"search_budget_ms = {bad}")
+        with pytest.raises(ProfileError, match="search_budget_ms"):
+            parse_profile(edited, Path("six-motor.toml"))
+
+
+def test_a_robot_plan_searches_for_the_profiles_budget():
+    from robocell.services.solver.api import solve
+
+    plan = solve(random_facelets(3, 77), "six-motor")
+    assert 40 <= plan.solve_ms < 500
+    quick = solve(random_facelets(3, 77), "six-motor", timeout=0.0)
+    assert quick.solve_ms < plan.solve_ms and quick.cost >= plan.cost

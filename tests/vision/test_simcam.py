@@ -93,3 +93,66 @@ def test_clipped_blue_is_not_confused_with_green(seed):
     assert np.all(scan.colours[green, 2] < 250)
     assert scan.resolution.facelets == state
     assert scan.resolution.margin >= 12.0
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_the_quick_half_size_look_reads_what_the_full_search_reads(size):
+    from robocell.services.vision.detect import WORK_WIDTH, _detect_at
+
+    for seed in range(6):
+        state = random_facelets(size, 300 + seed)
+        frame = render_face(state, "URFDLB"[seed], seed % 4, seed)
+        quick, full = detect(frame, size), _detect_at(frame, size, WORK_WIDTH)
+        assert quick.extra["fit_residual"] <= 0.05 and quick.found.all()
+        assert np.abs(quick.colours - full.colours).max() <= 6.0
+        assert np.abs(quick.centres - full.centres).max() <= 0.1 * quick.pitch_px
+
+
+def test_a_frame_the_quick_look_cannot_read_whole_gets_the_full_search():
+    from robocell.services.vision.detect import FAST_WORK_WIDTH, WORK_WIDTH, _detect_at
+
+    state = random_facelets(3, 8)
+    frame = render_face(state, "F", 0, 8, CLEAN)
+    reading = detect(frame, 3)
+    # a black cross splits the centre sticker: the quick look no longer sees all nine
+    x, y = reading.centres[4]
+    pitch = reading.pitch_px
+    covered = frame.copy()
+    thick = max(2, int(0.12 * pitch))
+    cv2.line(covered, (int(x - pitch / 2), int(y)), (int(x + pitch / 2), int(y)),
+             (20, 20, 20), thick)
+    cv2.line(covered, (int(x), int(y - pitch / 2)), (int(x), int(y + pitch / 2)),
+             (20, 20, 20), thick)
+    quick = _detect_at(covered, 3, FAST_WORK_WIDTH)
+    assert not quick.found.all()
+    chosen, full = detect(covered, 3), _detect_at(covered, 3, WORK_WIDTH)
+    assert np.array_equal(chosen.colours, full.colours)
+    assert np.array_equal(chosen.found, full.found)
+
+
+def test_the_sim_camera_waits_for_the_twin_to_show_the_pose():
+    import threading
+    import time
+
+    from robocell.services.vision.sources import SimSource
+
+    before, after = random_facelets(3, 1), random_facelets(3, 2)
+    camera = SimSource(seed=4, conditions=CLEAN, facelets=before)
+    camera.set_state(before, line=3)
+
+    def twin_catches_up() -> None:
+        time.sleep(0.3)
+        camera.set_state(after, line=5)
+
+    threading.Thread(target=twin_catches_up).start()
+    started = time.monotonic()
+    frame = camera.capture("U", 0, at="U", line=5)
+    waited = time.monotonic() - started
+    assert 0.25 <= waited < 0.9
+    expected = SimSource(seed=4, conditions=CLEAN, facelets=after).capture("U", 0, at="U",
+                                                                          line=0)
+    assert np.array_equal(frame, expected)
+    # a twin already past the pose's line is filmed at once
+    started = time.monotonic()
+    camera.capture("R", 0, at="R", line=4)
+    assert time.monotonic() - started < 0.25

@@ -58,7 +58,7 @@ class ActuatorService:
     # --- wiring ----------------------------------------------------------------------------
     def start(self) -> None:
         self.node.subscribe("solver.plan", self.on_plan)
-        self.node.subscribe("vision.face", lambda env: self._faces.put(env.payload))
+        self.node.subscribe("vision.captured", lambda env: self._faces.put(env.payload))
         self.node.serve("execute", self.on_execute)
         self.node.serve("scan", self.on_scan)
         self.node.serve("pause", self.on_pause, concurrency=4)
@@ -267,7 +267,8 @@ class ActuatorService:
             for view in pose.views:
                 self.node.publish("actuator.scan_pose", {
                     "scan_id": scan_id, "pose": pose_index, "n_poses": n_poses,
-                    "face": view.face, "rotation": view.rotation, "at": view.at})
+                    "face": view.face, "rotation": view.rotation, "at": view.at,
+                    "line": self.link.next_line - 1})
             if vision_alive:
                 self._await_capture(scan_id, pose_index, len(pose.views))
         self.node.set_state("ready", executed_plans=self.executed_plans)
@@ -275,7 +276,8 @@ class ActuatorService:
         return {"scan_id": scan_id, "poses": n_poses}
 
     def _await_capture(self, scan_id: str, pose: int, n_views: int) -> None:
-        """Hold the pose until vision reported every view of it (or the hold timeout)."""
+        """Hold the pose until vision took a frame of every view of it (vision.captured) or
+        the hold timeout; the frames are read while the robot moves on."""
         deadline = time.monotonic() + self.pose_hold_timeout_s
         captured = 0
         while time.monotonic() < deadline:
@@ -287,7 +289,7 @@ class ActuatorService:
                 captured += 1
                 if captured == n_views:
                     return
-        self._error("scan", "no_capture", f"vision did not report pose {pose} of scan "
+        self._error("scan", "no_capture", f"vision did not capture pose {pose} of scan "
                     f"{scan_id} within {self.pose_hold_timeout_s} s; moving on", "check vision")
 
     # --- reporting -------------------------------------------------------------------------
@@ -350,7 +352,7 @@ class FirmwareSimBus:
             "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
             "solved": state["solved"], "grips": state["grips"],
             "arm_angles": state["arm_angles"], "fault": state["fault"],
-            "boot_id": core.boot_id})
+            "boot_id": core.boot_id, "line": core.executed})
 
     def on_scramble(self, args: dict, ctx: Any) -> dict:
         from robocell.common.bus import CommandFailed

@@ -12,21 +12,19 @@ starts (cancellation), and a 3x3 search never runs past the caller's deadline.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import threading
 import time
 import uuid
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-DEFAULT_TIMEOUT_S = 0.2
-"""3x3 search budget per request (bounded by the caller's deadline): long enough for the
-two-phase search to find most of what a longer budget would save in robot time, short
-enough to keep a cycle's compute overhead small."""
+DEFAULT_TIMEOUT_S = 0.1
+"""3x3 search budget per request when neither the request nor the robot profile
+(``search_budget_ms``) sets one; always bounded by the caller's deadline."""
 MIN_BUDGET_S = 0.005
 QUEUE_PER_WORKER = 4
+AUTO_DEADLINE_S = 30.0
+"""Automatic mode: longest wait for a plan for a new cube state."""
 """Requests waiting per worker before new ones are refused as busy."""
 
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
@@ -65,6 +63,39 @@ def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
     return {"plan": plan.to_dict()}
 
 
+SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
+"""Search budget of a Sokoban solve when the request gives none."""
+
+
+def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
+                            fast: bool) -> dict[str, Any]:
+    """Solve one Sokoban level (XSB text) in a worker; the solution is replayed before it is
+    returned. Errors come back as data."""
+    from robocell.sokoban.board import build_board
+    from robocell.sokoban.level import LevelError, parse_levels
+    from robocell.sokoban.lurd import replay
+    from robocell.sokoban.solver import FAST_WEIGHT, solve
+
+    try:
+        levels = parse_levels(level_text)
+        if len(levels) != 1:
+            raise LevelError(f"expected one level in the request, found {len(levels)}; send "
+                             "the levels one at a time")
+        level = levels[0]
+        board = build_board(level)
+        result = solve(board, metric=metric, timeout=timeout, weight=FAST_WEIGHT if fast else 1)
+    except (LevelError, ValueError) as exc:
+        return {"error": {"code": "invalid_level", "message": str(exc), "stickers": []}}
+    if result.solved and not replay(level, result.lurd).solved:
+        return {"error": {"code": "internal", "stickers": [],
+                          "message": "the solution found does not replay; please report"}}
+    return {"result": {
+        "status": result.status, "solved": result.solved, "lurd": result.lurd,
+        "pushes": result.pushes, "moves": result.moves, "metric": result.metric,
+        "optimal": bool(result.optimal and result.solved), "expanded": result.expanded,
+        "solve_ms": round(1000 * result.seconds, 3), "lower_bound": result.lower_bound}}
+
+
 # --- the pure core: turning a plan into the bus payload ----------------------------------
 
 def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
@@ -93,58 +124,76 @@ def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
 # --- the bus adapter ----------------------------------------------------------------------
 
 class SolverService:
-    """Bus adapter around a process pool of solvers."""
+    """Bus adapter around a pool of solver processes (`robocell.services.solver.pool`)."""
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str], auto: bool,
-                 default_timeout: float = DEFAULT_TIMEOUT_S) -> None:
+                 default_timeout: float | None = None) -> None:
+        from robocell.services.solver.pool import SolverPool
+
         self.node = node
         self.workers = workers
         self.profiles = profiles
         self.auto = auto
         self.default_timeout = default_timeout
-        self.queued = 0
         self.served = 0
         self.refused = 0
         self._lock = threading.Lock()
-        ctx = multiprocessing.get_context("spawn")
-        warm = tuple(dict.fromkeys(profiles.values()))
-        self.pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_warm_worker,
-                                        initargs=(warm,))
+        self.pool = SolverPool(workers, tuple(dict.fromkeys(profiles.values())),
+                               queue_limit=workers * (1 + QUEUE_PER_WORKER))
 
     def start(self) -> None:
-        # run one job per worker so that all of them are warm before we say ready
-        futures = [self.pool.submit(os.getpid) for _ in range(self.workers)]
-        for f in futures:
-            f.result()
+        self.pool.start()  # every worker warm before we say ready
         self.node.serve("solve", self.on_solve, concurrency=self.workers * (1 + QUEUE_PER_WORKER))
+        self.node.serve("sokoban", self.on_sokoban,
+                        concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         if self.auto:
             self.node.subscribe("vision.cube_state", self.on_cube_state)
         self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
 
     def stop(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.close()
 
-    def _submit(self, facelets: str, profile: str | None, budget: float) -> Future:
-        from robocell.common.bus import Busy
+    def _run(self, facelets: str, profile: str | None, budget: float,
+             deadline: float) -> dict[str, Any]:
+        """Solve on the pool; pool failures become the bus's explicit errors."""
+        from robocell.common.bus import Busy, CommandFailed
+        from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
 
-        with self._lock:
-            if self.queued >= self.workers * (1 + QUEUE_PER_WORKER):
+        self.node.set_state("busy", queued=self.pool.in_flight + 1)
+        try:
+            return self.pool.solve((solve_in_worker, facelets, profile, None, budget),
+                                   deadline)
+        except PoolBusy as exc:
+            with self._lock:
                 self.refused += 1
-                raise Busy(f"solver: all {self.workers} workers busy and "
-                           f"{self.queued} requests queued; retry later")
-            self.queued += 1
-        self.node.set_state("busy", queued=self.queued)
-        future = self.pool.submit(solve_in_worker, facelets, profile, None, budget)
-        future.add_done_callback(self._done)
-        return future
+            raise Busy(f"solver: {exc}; retry later") from None
+        except PoolTimeout as exc:
+            raise CommandFailed("timeout", f"solver: {exc}; give a longer timeout") from None
+        except WorkerDied as exc:
+            raise CommandFailed("failed", f"solver: {exc}; retry") from None
+        finally:
+            with self._lock:
+                self.served += 1
+            queued = self.pool.in_flight
+            self.node.set_state("ready" if queued == 0 else "busy", queued=queued,
+                                served=self.served, refused=self.refused)
 
-    def _done(self, _future: Future) -> None:
-        with self._lock:
-            self.queued -= 1
-            self.served += 1
-            idle = self.queued == 0
-        self.node.set_state("ready" if idle else "busy", queued=self.queued,
-                            served=self.served, refused=self.refused)
+    def _budget_for(self, profile: str | None, requested_ms: float | None) -> float:
+        """Search budget in seconds: the request's, else the service's --timeout, else the
+        robot profile's ``search_budget_ms``, else `DEFAULT_TIMEOUT_S`."""
+        from robocell.common.profile import ProfileError, load_profile
+
+        if requested_ms is not None:
+            return float(requested_ms) / 1000.0
+        if self.default_timeout is not None:
+            return self.default_timeout
+        try:
+            chosen = load_profile(profile) if profile else None
+        except ProfileError:
+            chosen = None  # the worker reports the bad profile with its reason
+        if chosen is not None and chosen.search_budget_s is not None:
+            return chosen.search_budget_s
+        return DEFAULT_TIMEOUT_S
 
     def _profile_for(self, facelets: str, requested: str | None) -> str | None:
         if requested:
@@ -159,14 +208,9 @@ class SolverService:
         profile = self._profile_for(facelets, args.get("profile"))
         remaining = ctx.remaining()
         # leave a margin for the reply's way back; never search past the caller's deadline
-        budget = max(MIN_BUDGET_S, min(self.default_timeout, remaining * 0.8 - 0.01))
-        future = self._submit(facelets, profile, budget)
-        try:
-            outcome = future.result(timeout=max(0.0, ctx.remaining()))
-        except FutureTimeout:
-            future.cancel()
-            raise CommandFailed("timeout", "solver: the plan was not ready before the "
-                                "caller's deadline; give a longer timeout") from None
+        budget = max(MIN_BUDGET_S, min(self._budget_for(profile, args.get("budget_ms")),
+                                       remaining * 0.8 - 0.01))
+        outcome = self._run(facelets, profile, budget, time.monotonic() + ctx.remaining())
         if "error" in outcome:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments",
@@ -178,6 +222,38 @@ class SolverService:
             self.node.publish("solver.plan", payload)
         return payload
 
+    def on_sokoban(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode)."""
+        from robocell.common.bus import Busy, CommandFailed
+        from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
+
+        started = time.perf_counter()
+        # leave a margin for the reply's way back; never search past the caller's deadline
+        budget = min(float(args.get("timeout_s", SOKOBAN_DEFAULT_TIMEOUT_S)),
+                     ctx.remaining() * 0.8 - 0.05)
+        if budget <= 0:
+            raise CommandFailed("timeout", "solver: the deadline leaves no time to search; "
+                                "give a longer timeout")
+        job = (solve_sokoban_in_worker, args["level"], args.get("metric", "pushes"), budget,
+               bool(args.get("fast", False)))
+        try:
+            outcome = self.pool.solve(job, time.monotonic() + ctx.remaining())
+        except PoolBusy as exc:
+            with self._lock:
+                self.refused += 1
+            raise Busy(f"solver: {exc}; retry later") from None
+        except PoolTimeout as exc:
+            raise CommandFailed("timeout", f"solver: {exc}; give a longer timeout") from None
+        except WorkerDied as exc:
+            raise CommandFailed("failed", f"solver: {exc}; retry") from None
+        with self._lock:
+            self.served += 1
+        if "error" in outcome:
+            err = outcome["error"]
+            raise CommandFailed("invalid_arguments", f"{err['message']} [{err['code']}]")
+        return {**outcome["result"],
+                "service_ms": round((time.perf_counter() - started) * 1e3, 3)}
+
     def on_cube_state(self, env: Any) -> None:
         """Automatic mode: answer each new cube state with a plan (off the I/O thread)."""
         threading.Thread(target=self._auto_solve, args=(env.payload,), daemon=True).start()
@@ -187,12 +263,12 @@ class SolverService:
 
         facelets = state["facelets"]
         started = time.perf_counter()
+        profile = self._profile_for(facelets, None)
         try:
-            future = self._submit(facelets, self._profile_for(facelets, None),
-                                  self.default_timeout)
-            outcome = future.result()
+            outcome = self._run(facelets, profile, self._budget_for(profile, None),
+                                time.monotonic() + AUTO_DEADLINE_S)
         except CommandFailed as exc:
-            self._report("busy", str(exc), state)
+            self._report(exc.code, str(exc), state)
             return
         if "error" in outcome:
             err = outcome["error"]
@@ -226,8 +302,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--auto", action="store_true",
                    default=os.environ.get("ROBOCELL_SOLVER_AUTO", "") not in ("", "0"),
                    help="plan for every new vision.cube_state (default $ROBOCELL_SOLVER_AUTO)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                   help="3x3 search budget per request in seconds (bounded by its deadline)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="3x3 search budget per request in seconds (bounded by its deadline; "
+                        "default: the robot profile's search_budget_ms, else "
+                        f"{DEFAULT_TIMEOUT_S})")
     p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")
     p.set_defaults(func=cmd_solver)
 

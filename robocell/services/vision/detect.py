@@ -26,6 +26,12 @@ from robocell.services.vision.colour import trimmed_mean
 WORK_WIDTH = 640
 """Frames wider than this are reduced to this width to find the grid (sampling uses the
 full frame)."""
+FAST_WORK_WIDTH = 320
+"""Width of the quick first look at a camera-stream frame when the cube size is known (about
+twice as fast; kept only when every sticker is found there and fits the lattice)."""
+FAST_MAX_RESIDUAL = 0.05
+"""Largest distance, in pitches, of a seen sticker from its fitted lattice point for the
+quick look to be kept (clean sim frames: at most 0.036 over 240 faces)."""
 
 THRESHOLD_LEVELS = (0.05, 0.1, 0.17, 0.27, 0.4, 0.56, 0.72)
 """Brightness cuts, as fractions between the frame's dark and bright percentiles."""
@@ -331,15 +337,33 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
 
     ``bgr``: an 8-bit BGR frame (OpenCV's order). ``size``: 2 or 3, or None to try 3 then 2.
     Raises DetectionError when no grid of enough stickers is found.
-    """
-    import cv2
 
+    With ``size`` known and a camera-stream frame (at most twice `FAST_WORK_WIDTH` wide), a
+    quick look at half size comes first; it is kept only when every sticker of the grid was
+    seen as its own region there and the lattice fits them within `FAST_MAX_RESIDUAL`, else
+    the frame is searched at `WORK_WIDTH` as usual. Colours are always read from the
+    full-resolution frame.
+    """
     if bgr is None or not isinstance(bgr, np.ndarray) or bgr.ndim != 3 or bgr.shape[2] != 3:
         raise DetectionError("expected an 8-bit BGR colour frame (height x width x 3)")
     if bgr.dtype != np.uint8:
         raise DetectionError(f"expected an 8-bit frame, got {bgr.dtype}")
+    if size is not None and FAST_WORK_WIDTH < bgr.shape[1] <= 2 * FAST_WORK_WIDTH:
+        try:
+            reading = _detect_at(bgr, size, FAST_WORK_WIDTH)
+        except DetectionError:
+            reading = None
+        if (reading is not None and bool(reading.found.all())
+                and reading.extra["fit_residual"] <= FAST_MAX_RESIDUAL):
+            return reading
+    return _detect_at(bgr, size, WORK_WIDTH)
+
+
+def _detect_at(bgr: np.ndarray, size: int | None, work_width: int) -> FaceReading:
+    import cv2
+
     height, width = bgr.shape[:2]
-    scale = min(1.0, WORK_WIDTH / width)
+    scale = min(1.0, work_width / width)
     small = bgr if scale == 1.0 else cv2.resize(bgr, (round(width * scale),
                                                       round(height * scale)),
                                                 interpolation=cv2.INTER_AREA)
@@ -362,7 +386,19 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
             f"no {' or '.join(f'{n}x{n}' for n in sorted(sizes))} sticker grid found in the "
             f"{width}x{height} frame ({len(cands)} sticker-like regions); check that the face "
             "fills a good part of the frame and is lit")
-    return _read_grid(bgr, grid, scale)
+    reading = _read_grid(bgr, grid, scale)
+    reading.extra["fit_residual"] = _fit_residual(grid, cands)
+    return reading
+
+
+def _fit_residual(grid: _Grid, cands: list[_Candidate]) -> float:
+    """Largest distance, in pitches, between a seen sticker and its fitted lattice point."""
+    if not grid.members:
+        return float("inf")
+    cells = np.array(list(grid.members.keys()), dtype=np.float64)
+    seen = np.array([[cands[k].x, cands[k].y] for k in grid.members.values()])
+    fitted = _apply(grid.to_image, cells)
+    return float(np.hypot(*(fitted - seen).T).max() / max(grid.pitch, 1e-9))
 
 
 def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:

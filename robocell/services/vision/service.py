@@ -2,10 +2,12 @@
 
 Pattern: an *event-driven pipeline* behind one `Node`. Each ``actuator.scan_pose`` event
 (or, without an actuator, each pose of the scripted sequence `scan.SCRIPTED_POSES`) is
-queued; one worker thread captures a frame from the source, detects the face, publishes a
-``vision.face`` result (JPEG thumbnail, grid, colours, confidence) and, once every face of
-the scan is in, resolves the cube and publishes the latched ``vision.cube_state`` with
-per-sticker confidence -- or an ``errors`` message naming the faces and stickers to rescan.
+queued; a worker thread (two by default, so a six-camera pose is read two views at a time)
+captures a frame from the source, says so on ``vision.captured`` (the robot moves on to the
+next pose while the frame is read), detects the face, publishes a ``vision.face`` result
+(JPEG thumbnail, grid, colours, confidence) and, once every face of the scan is in, resolves
+the cube and publishes the latched ``vision.cube_state`` with per-sticker confidence -- or
+an ``errors`` message naming the faces and stickers to rescan.
 With ``--camera sim`` the source renders the digital twin (``sim.twin_state``).
 
 The core (`ScanCollector`, `face_payload`) is plain functions over plain data; `VisionService`
@@ -35,6 +37,8 @@ KEPT_SCANS = 8
 """Unfinished scans remembered at once (older ones are dropped)."""
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 QUEUE_LIMIT = 64
+DEFAULT_THREADS = 2
+"""Views read at once (a six-camera robot delivers six frames per pose)."""
 
 
 # --- the core ----------------------------------------------------------------------------
@@ -145,6 +149,17 @@ class ScanCollector:
         }
 
 
+def warm_up(size: int | None) -> None:
+    """Render, read and resolve one cube once, so that the compiled parts (sim camera,
+    colour assignment) are loaded before the first scan, not during it."""
+    from robocell.common.cube import random_facelets
+    from robocell.services.vision.scan import scan_frames
+    from robocell.services.vision.simcam import capture_poses
+
+    state = random_facelets(size or 3, 0)
+    scan_frames(capture_poses(state, SCRIPTED_POSES), size, dict(SCRIPTED_POSES))
+
+
 def error_payload(scan_id: str, code: str, message: str, faces: str,
                   stickers: list[int]) -> dict[str, Any]:
     """An ``errors`` message from the vision service: what to rescan."""
@@ -160,31 +175,49 @@ def error_payload(scan_id: str, code: str, message: str, faces: str,
 class VisionService:
     """Captures at each scan pose and publishes face results and the cube state."""
 
-    def __init__(self, node: Any, source: Any, size: int | None = None) -> None:
+    def __init__(self, node: Any, source: Any, size: int | None = None,
+                 threads: int = DEFAULT_THREADS) -> None:
         self.node = node
         self.source = source
         self.size = size
         self.collector = ScanCollector(size)
         self._work: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_LIMIT)
-        self._thread = threading.Thread(target=self._run, name="vision-worker", daemon=True)
+        self._threads = [threading.Thread(target=self._run, name=f"vision-worker-{i}",
+                                          daemon=True) for i in range(max(1, threads))]
+        # a real camera is one device: its frames are taken one at a time
+        concurrent = bool(getattr(source, "concurrent_capture", False))
+        self._capture_lock: threading.Lock | None = None if concurrent else threading.Lock()
+        self._lock = threading.Lock()
+        self._in_flight = 0
         self.scans_done = 0
         self.scans_failed = 0
 
     def start(self) -> None:
         from robocell.services.vision.sources import SimSource
 
+        if len(self._threads) > 1:
+            import cv2
+
+            # the views are read in parallel already: OpenCV's own threads would only
+            # compete with them for the same cores
+            cv2.setNumThreads(1)
+        if isinstance(self.source, SimSource):
+            warm_up(self.size)
         self.node.subscribe("actuator.scan_pose", self.on_pose)
         if isinstance(self.source, SimSource):
             self.node.subscribe("sim.twin_state", self.on_twin)
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         self.node.set_state("ready", scans=0, failed=0)
 
     def stop(self) -> None:
-        self._work.put(None)
-        self._thread.join(timeout=5.0)
+        for _ in self._threads:
+            self._work.put(None)
+        for thread in self._threads:
+            thread.join(timeout=5.0)
 
     def on_twin(self, env: Any) -> None:
-        self.source.set_state(env.payload["facelets"])
+        self.source.set_state(env.payload["facelets"], env.payload.get("line"))
 
     def on_pose(self, env: Any) -> None:
         """A pose was reached: queue the capture (callbacks must stay short)."""
@@ -216,29 +249,55 @@ class VisionService:
                     f"vision failed on pose {pose}: {type(exc).__name__}: {exc}", "", []))
 
     def handle_pose(self, pose: dict[str, Any]) -> None:
+        """Capture and read one view; several views are read at once by the worker threads,
+        the scan is gathered and published under one lock."""
         from robocell.services.vision.detect import detect
         from robocell.services.vision.sources import SourceError
 
         scan_id, face = str(pose["scan_id"]), str(pose["face"])
-        rotation = int(pose.get("rotation", 0))
+        rotation, pose_index = int(pose.get("rotation", 0)), int(pose.get("pose", 0))
         frame = reading = error = None
-        self.node.set_state("busy", scans=self.scans_done, failed=self.scans_failed)
+        with self._lock:
+            self._in_flight += 1
+            if self._in_flight == 1:
+                self.node.set_state("busy", scans=self.scans_done, failed=self.scans_failed)
         try:
-            frame = self.source.capture(face, rotation, pose.get("at"))
-            reading = detect(frame, self.size)
-        except (SourceError, DetectionError) as exc:
-            error = str(exc)
-        self.node.publish("vision.face", face_payload(
-            scan_id, int(pose.get("pose", 0)), face, rotation, frame, reading, error))
-        outcome = self.collector.add(scan_id, face, rotation, reading, error)
-        if outcome is not None:
-            topic, payload = outcome
-            self.node.publish(topic, payload)
-            if topic == "errors":
-                self.scans_failed += 1
-            else:
-                self.scans_done += 1
-        self.node.set_state("ready", scans=self.scans_done, failed=self.scans_failed)
+            try:
+                frame = self._capture(face, rotation, pose.get("at"), pose.get("line"))
+            except SourceError as exc:
+                error = str(exc)
+            # the robot may move on now; the frame is read while it does
+            self.node.publish("vision.captured", {"scan_id": scan_id, "pose": pose_index,
+                                                  "face": face, "ok": frame is not None})
+            if frame is not None:
+                try:
+                    reading = detect(frame, self.size)
+                except DetectionError as exc:
+                    error = str(exc)
+            message = face_payload(scan_id, pose_index, face, rotation, frame, reading, error)
+            with self._lock:
+                self.node.publish("vision.face", message)
+                outcome = self.collector.add(scan_id, face, rotation, reading, error)
+                if outcome is not None:
+                    topic, payload = outcome
+                    self.node.publish(topic, payload)
+                    if topic == "errors":
+                        self.scans_failed += 1
+                    else:
+                        self.scans_done += 1
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if self._in_flight == 0:
+                    self.node.set_state("ready", scans=self.scans_done,
+                                        failed=self.scans_failed)
+
+    def _capture(self, face: str, rotation: int, at: str | None, line: int | None
+                 ) -> np.ndarray:
+        if self._capture_lock is None:
+            return self.source.capture(face, rotation, at, line=line)
+        with self._capture_lock:
+            return self.source.capture(face, rotation, at)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -249,7 +308,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--camera", default=os.environ.get("ROBOCELL_CAMERA", "sim"),
                        help="sim | device index | video file or URL | folder of images "
                             "(default $ROBOCELL_CAMERA or sim)")
-    serve.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: guess)")
+    serve.add_argument("--size", type=int, choices=(2, 3),
+                       help="cube size (default: the size of $ROBOCELL_PROFILE's robot, else "
+                            "guessed per face)")
+    serve.add_argument("--threads", type=int,
+                       default=int(os.environ.get("ROBOCELL_VISION_THREADS", DEFAULT_THREADS)),
+                       help="views read at once (default $ROBOCELL_VISION_THREADS or "
+                            f"{DEFAULT_THREADS})")
     serve.add_argument("--seed", type=int, default=0, help="sim camera seed")
     serve.add_argument("--state", help="sim camera: look at this facelet string until the "
                                        "twin publishes its state")
@@ -274,8 +339,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not isinstance(source, SimSource):
             raise CommandError("--state only applies to --camera sim")
         source.set_state(args.state)
+    if args.threads < 1:
+        raise CommandError(f"--threads {args.threads}: give at least 1")
+    size = args.size or _profile_size()
     with Node("vision", Endpoints.resolve(args.broker)) as node:
-        service = VisionService(node, source, args.size)
+        service = VisionService(node, source, size, args.threads)
         try:
             service.start()
             if args.scripted is not None:
@@ -285,6 +353,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
             service.stop()
             source.close()
     return 0
+
+
+def _profile_size() -> int | None:
+    """The cube size of the cell's robot ($ROBOCELL_PROFILE), if it is a cube robot."""
+    from robocell.cli import CommandError
+    from robocell.common.profile import ProfileError, load_profile
+
+    name = os.environ.get("ROBOCELL_PROFILE")
+    if not name:
+        return None
+    try:
+        return load_profile(name).size
+    except ProfileError as exc:
+        raise CommandError(f"ROBOCELL_PROFILE: {exc}") from None
 
 
 def _scripted_loop(node: Any, service: VisionService, every: float) -> None:

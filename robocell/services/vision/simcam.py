@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 FACES = "URFDLB"
 
@@ -149,12 +150,9 @@ def _clutter(rng: np.random.Generator, conditions: Conditions) -> np.ndarray:
     import cv2
 
     h, w = conditions.height, conditions.width
-    base = rng.uniform(40, 200, 3)
-    tilt = rng.uniform(-0.4, 0.4, 2)
-    xs = np.arange(w, dtype=np.float32)[None, :]
-    ys = np.arange(h, dtype=np.float32)[:, None]
-    shade = 1.0 + tilt[0] * (xs / w - 0.5) + tilt[1] * (ys / h - 0.5)
-    image = (shade[..., None] * base.astype(np.float32)[None, None, :])
+    base = rng.uniform(40, 200, 3).astype(np.float32)
+    tilt_x, tilt_y = (float(t) for t in rng.uniform(-0.4, 0.4, 2))
+    image = _shaded_background(h, w, tilt_x, tilt_y, base)
     n_shapes = int(rng.integers(conditions.clutter_shapes[0], conditions.clutter_shapes[1] + 1))
     for _ in range(n_shapes):
         colour = tuple(float(c) for c in rng.uniform(0, 255, 3))
@@ -175,6 +173,51 @@ def _clutter(rng: np.random.Generator, conditions: Conditions) -> np.ndarray:
             for k in range(int(rng.integers(3, 9))):
                 cv2.circle(image, (x + k * extent // 3, y), max(2, extent // 8), colour, -1)
     return image
+
+
+@njit(cache=True)
+def _shaded_background(h: int, w: int, tilt_x: float, tilt_y: float,
+                       base: np.ndarray) -> np.ndarray:
+    """Float RGB image lit across by a linear gradient: base * (1 + tilt . position)."""
+    image = np.empty((h, w, 3), np.float32)
+    for y in range(h):
+        row = 1.0 + tilt_y * (y / h - 0.5)
+        for x in range(w):
+            shade = np.float32(row + tilt_x * (x / w - 0.5))
+            for c in range(3):
+                image[y, x, c] = shade * base[c]
+    return image
+
+
+@njit(cache=True)
+def _composite_and_light(frame: np.ndarray, warped: np.ndarray, coverage: np.ndarray,
+                         centre_x: float, centre_y: float, cos_d: float, sin_d: float,
+                         gradient_strength: float, side_px: float, gains: np.ndarray) -> None:
+    """In place, one pass: the face over the background (by coverage), then the light
+    gradient along direction (cos_d, sin_d) across the face and the colour gains."""
+    h, w = coverage.shape
+    for y in range(h):
+        for x in range(w):
+            along = (x - centre_x) * cos_d + (y - centre_y) * sin_d
+            light = np.float32(1.0 - gradient_strength * (along / side_px + 0.5))
+            cover = coverage[y, x]
+            for c in range(3):
+                value = frame[y, x, c] + cover * (warped[y, x, c] - frame[y, x, c])
+                frame[y, x, c] = value * (light * gains[c])
+
+
+@njit(cache=True)
+def _to_bgr8(frame: np.ndarray, noise: np.ndarray, noise_sigma: float) -> np.ndarray:
+    """RGB float frame plus scaled noise -> 8-bit BGR, rounded and clipped, in one pass."""
+    h, w = frame.shape[0], frame.shape[1]
+    out = np.empty((h, w, 3), np.uint8)
+    for y in range(h):
+        for x in range(w):
+            for c in range(3):
+                value = frame[y, x, c] + noise_sigma * noise[y, x, c] + 0.5
+                out[y, x, 2 - c] = 0 if value < 0.0 else (255 if value >= 255.0 else
+                                                          np.uint8(value))
+    return out
 
 
 NOISE_TILE = 1024
@@ -261,18 +304,18 @@ def render_face(facelets: str, face: str, rotation: int = 0, seed: int = 0,
     coverage = cv2.warpPerspective(np.ones((tex_side, tex_side), np.float32), homography,
                                    (w, h), flags=cv2.INTER_LINEAR)
     frame = _clutter(rng, conditions)
-    frame += coverage[..., None] * (warped - frame)
 
     # Light: exposure, white balance, a gradient across the face, glare spots.
     xs = np.arange(w, dtype=np.float32)[None, :]
     ys = np.arange(h, dtype=np.float32)[:, None]
-    direction = rng.uniform(0, 2 * math.pi)
-    along = ((xs - centre[0]) * math.cos(direction) + (ys - centre[1]) * math.sin(direction))
-    gradient = 1.0 - _draw(rng, conditions.light_gradient) * (along / side_px + 0.5)
-    gains = _draw(rng, conditions.exposure) * (
+    direction = float(rng.uniform(0, 2 * math.pi))
+    gradient_strength = _draw(rng, conditions.light_gradient)
+    gains = (_draw(rng, conditions.exposure) * (
         1.0 + np.array(conditions.white_balance_centre)
-        + rng.uniform(*conditions.white_balance, 3)).astype(np.float32)
-    frame *= gradient[..., None] * gains[None, None, :]
+        + rng.uniform(*conditions.white_balance, 3))).astype(np.float32)
+    _composite_and_light(frame, warped, coverage, float(centre[0]), float(centre[1]),
+                         math.cos(direction), math.sin(direction), gradient_strength,
+                         float(side_px), gains)
     pitch_px = side_px / (size + 2 * BODY_MARGIN_FRACTION)
     n_glare = int(rng.integers(conditions.glare_spots[0], conditions.glare_spots[1] + 1))
     for _ in range(n_glare):
@@ -294,10 +337,10 @@ def render_face(facelets: str, face: str, rotation: int = 0, seed: int = 0,
     if blur > 0.05:
         frame = cv2.GaussianBlur(frame, (0, 0), blur)
     noise = _draw(rng, conditions.noise_sigma)
-    if noise > 0:
-        frame += noise * _noise_patch(rng, h, w)
-    rgb = np.clip(frame + 0.5, 0, 255).astype(np.uint8)
-    return cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+    patch = _noise_patch(rng, h, w) if noise > 0 else np.zeros((1, 1, 3), np.float32)
+    if noise <= 0:
+        patch = np.broadcast_to(patch, frame.shape)
+    return _to_bgr8(frame, patch, float(max(noise, 0.0)))
 
 
 def capture_poses(facelets: str, poses: tuple[tuple[str, int], ...], seed: int = 0,

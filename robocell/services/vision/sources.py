@@ -44,7 +44,7 @@ class VideoSource:
         self._lock = threading.Lock()
 
     def capture(self, face: str | None = None, rotation: int = 0,
-                at: str | None = None) -> np.ndarray:
+                at: str | None = None, line: int | None = None) -> np.ndarray:
         with self._lock:
             if not self._is_file:
                 for _ in range(STALE_FRAMES):
@@ -82,7 +82,7 @@ class FolderSource:
         self._next = 0
 
     def capture(self, face: str | None = None, rotation: int = 0,
-                at: str | None = None) -> np.ndarray:
+                at: str | None = None, line: int | None = None) -> np.ndarray:
         if self._by_face is not None and face in self._by_face:
             return read_image(self._by_face[face])
         path = self._images[self._next % len(self._images)]
@@ -94,8 +94,10 @@ class FolderSource:
 
 
 TWIN_SETTLE_S = 0.05
-"""How long the twin must have been still before the sim camera films it."""
+"""Without the pose's firmware line: how long the twin must have been still before the sim
+camera films it."""
 TWIN_SETTLE_MAX_S = 1.0
+"""Longest wait for the twin to show the pose."""
 
 
 class SimSource:
@@ -107,7 +109,14 @@ class SimSource:
     as it is now is rendered at that position, as the camera there sees it; the robot has
     turned the cube so that the original face ``face`` is there, appearing turned
     ``rotation`` quarter turns. Without ``at`` the twin is taken as unmoved and ``face`` is
-    rendered turned ``rotation`` quarter turns."""
+    rendered turned ``rotation`` quarter turns.
+
+    The twin's state and the pose come from two processes, so the pose may arrive first. With
+    ``line`` (the firmware line that reached the pose) a capture waits until the twin shows
+    that line; without it, until the twin has been still for `TWIN_SETTLE_S`. Frames may be
+    rendered by several threads at once."""
+
+    concurrent_capture = True
 
     def __init__(self, seed: int = 0, conditions=None, facelets: str | None = None) -> None:
         from robocell.services.vision.simcam import Conditions
@@ -117,12 +126,28 @@ class SimSource:
         self.facelets = facelets
         self._frames = 0
         self._updated = 0.0
+        self._line = -1
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
 
-    def set_state(self, facelets: str) -> None:
+    def set_state(self, facelets: str, line: int | None = None) -> None:
+        """The twin as it is now; ``line``: the last firmware line it shows."""
         with self._lock:
             self.facelets = facelets
             self._updated = time.monotonic()
+            if line is not None:
+                self._line = line
+            self._changed.notify_all()
+
+    def _wait_for_line(self, line: int) -> None:
+        """Wait until the twin shows firmware line ``line`` (or `TWIN_SETTLE_MAX_S`)."""
+        deadline = time.monotonic() + TWIN_SETTLE_MAX_S
+        with self._lock:
+            while self._line < line:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._changed.wait(left)
 
     def _settle(self) -> None:
         """Wait until the twin has been still for TWIN_SETTLE_S: the robot holds a scan pose
@@ -137,10 +162,12 @@ class SimSource:
             time.sleep(TWIN_SETTLE_S - quiet)
 
     def capture(self, face: str | None = None, rotation: int = 0,
-                at: str | None = None) -> np.ndarray:
+                at: str | None = None, line: int | None = None) -> np.ndarray:
         from robocell.services.vision.simcam import render_face, scene
 
-        if at is not None:
+        if at is not None and line is not None:
+            self._wait_for_line(line)
+        elif at is not None:
             self._settle()
         with self._lock:
             facelets = self.facelets

@@ -124,15 +124,17 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     """Plan for a 3x3x3 facelet string (validated; an impossible cube raises
     `robocell.common.validation.CubeStateError`).
 
-    ``timeout``: search budget in seconds (default `DEFAULT_TIMEOUT_S`, for robot profiles
-    `DEFAULT_ROBOT_TIMEOUT_S`; 0 = the first solution). ``max_length``: for the move-count
-    metric, stop as soon as a solution this short is found. The search always returns at least
-    one solution, even past the budget.
+    ``timeout``: search budget in seconds (default: the profile's ``search_budget_ms``, else
+    `DEFAULT_TIMEOUT_S`, for robot profiles `DEFAULT_ROBOT_TIMEOUT_S`; 0 = the first
+    solution). ``max_length``: for the move-count metric, stop as soon as a solution this
+    short is found. The search always returns at least one solution, even past the budget.
     """
     started = time.perf_counter()
     chosen = load_profile(profile) if isinstance(profile, str) else profile
     state = validate(facelets, 3)
     cost_function = None if is_move_count_metric(chosen) else robot_cost_function(chosen)
+    if timeout is None:
+        timeout = chosen.search_budget_s
     moves, primitives, cost, stats = solve_state(state, max_length, timeout, cost_function)
     if not apply_to_cubies(state, moves).is_solved():
         raise RuntimeError(f"internal error: solution {moves} does not solve {facelets}")

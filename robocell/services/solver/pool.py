@@ -1,0 +1,183 @@
+"""The solver's worker processes: one duplex pipe per worker, a request straight to an idle one.
+
+Pattern: a *worker pool with direct hand-off*. Each worker process maps the tables, warms the
+search and then loops: receive a job on its pipe, solve, send the answer back on the same
+pipe. The caller's thread takes an idle worker, writes the job and waits on that pipe: two
+process hops and no helper threads in between, so the service adds little to the solve
+itself. Requests beyond ``queue_limit`` (running plus waiting) are refused at once; a request
+still waiting for a worker when its deadline passes is dropped before it starts
+(cancellation); a worker that dies is replaced and its caller told so.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+WORKER_START_TIMEOUT_S = 600.0
+"""Longest a worker may take to map its tables and warm up (a first run may build them)."""
+
+
+class PoolBusy(Exception):
+    """Every worker is busy and the waiting line is full."""
+
+
+class PoolTimeout(Exception):
+    """The answer was not ready before the caller's deadline."""
+
+
+class WorkerDied(Exception):
+    """A worker process ended while solving (it has been replaced)."""
+
+
+def _worker_main(conn: Connection, profiles: tuple[str, ...]) -> None:
+    """Worker process body: warm up, say so, then answer jobs until told to stop (None). A
+    job is ``(function, *arguments)``: a module-level function returning plain data."""
+    from robocell.services.solver.service import _warm_worker
+
+    _warm_worker(profiles)
+    conn.send("ready")
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if job is None:
+            return
+        function, *arguments = job
+        conn.send(function(*arguments))
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: Any
+    conn: Connection
+
+
+class SolverPool:
+    """``workers`` solver processes sharing the memory-mapped tables (page cache)."""
+
+    def __init__(self, workers: int, profiles: tuple[str, ...], queue_limit: int) -> None:
+        if workers < 1:
+            raise ValueError(f"a solver pool needs at least one worker, not {workers}")
+        self.workers = workers
+        self.profiles = profiles
+        self.queue_limit = queue_limit
+        self._ctx = multiprocessing.get_context("spawn")
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.closed = False
+
+    def _spawn(self, index: int) -> _Worker:
+        parent, child = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(target=_worker_main, args=(child, self.profiles),
+                                    name=f"solver-worker-{index}", daemon=True)
+        process.start()
+        child.close()
+        return _Worker(index, process, parent)
+
+    def start(self) -> None:
+        """Start every worker and wait until each has warmed up."""
+        self._all = [self._spawn(i) for i in range(self.workers)]
+        for worker in self._all:
+            self._await_ready(worker)
+            self._idle.put(worker)
+
+    def _await_ready(self, worker: _Worker) -> None:
+        if not worker.conn.poll(WORKER_START_TIMEOUT_S):
+            raise RuntimeError(f"solver worker {worker.index} did not warm up within "
+                               f"{WORKER_START_TIMEOUT_S:.0f} s")
+        try:
+            message = worker.conn.recv()
+        except EOFError:
+            raise RuntimeError(f"solver worker {worker.index} ended while warming up (exit "
+                               f"code {worker.process.exitcode}); run `robocell solver` in "
+                               "the foreground to see why") from None
+        if message != "ready":
+            raise RuntimeError(f"solver worker {worker.index} said {message!r} instead of "
+                               "ready")
+
+    def solve(self, job: tuple, deadline: float) -> dict[str, Any]:
+        """Run ``job`` (a module-level function and its arguments) on an idle worker,
+        answering by ``deadline`` (time.monotonic()). Raises PoolBusy, PoolTimeout or
+        WorkerDied."""
+        with self._lock:
+            if self.closed:
+                raise WorkerDied("the solver is shutting down")
+            if self.in_flight >= self.queue_limit:
+                raise PoolBusy(f"all {self.workers} workers busy and "
+                               f"{self.in_flight - self.workers} requests waiting")
+            self.in_flight += 1
+        try:
+            try:
+                worker = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise PoolTimeout("no worker became free before the deadline; the request "
+                                  "was dropped before it started") from None
+            try:
+                worker.conn.send(job)
+                if worker.conn.poll(max(0.0, deadline - time.monotonic())):
+                    answer = worker.conn.recv()
+                    self._idle.put(worker)
+                    return answer
+            except (EOFError, OSError):
+                self._replace(worker)
+                raise WorkerDied(f"solver worker {worker.index} ended while solving (exit "
+                                 f"code {worker.process.exitcode}); it was restarted") from None
+            # the caller stopped waiting; the search is bounded by its budget, so collect
+            # its answer in the background and give the worker back afterwards
+            threading.Thread(target=self._collect_late, args=(worker,), daemon=True).start()
+            raise PoolTimeout("the plan was not ready before the deadline")
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _collect_late(self, worker: _Worker) -> None:
+        try:
+            worker.conn.recv()
+        except (EOFError, OSError):
+            self._replace(worker)
+            return
+        self._idle.put(worker)
+
+    def _replace(self, worker: _Worker) -> None:
+        if self.closed:
+            return
+        worker.conn.close()
+        worker.process.join(timeout=1.0)
+        fresh = self._spawn(worker.index)
+        with self._lock:
+            self._all[worker.index] = fresh
+        threading.Thread(target=self._admit, args=(fresh,), daemon=True).start()
+
+    def _admit(self, worker: _Worker) -> None:
+        try:
+            self._await_ready(worker)
+        except RuntimeError:
+            return
+        self._idle.put(worker)
+
+    def close(self) -> None:
+        """Stop every worker (a worker in the middle of a search is terminated)."""
+        with self._lock:
+            self.closed = True
+            workers = list(self._all)
+        for worker in workers:
+            try:
+                worker.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for worker in workers:
+            worker.process.join(timeout=2.0)
+            if worker.process.is_alive():
+                worker.process.terminate()
+                worker.process.join(timeout=2.0)
+            worker.conn.close()
