@@ -175,7 +175,7 @@ def _clutter(rng: np.random.Generator, conditions: Conditions) -> np.ndarray:
     return image
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shaded_background(h: int, w: int, tilt_x: float, tilt_y: float,
                        base: np.ndarray) -> np.ndarray:
     """Float RGB image lit across by a linear gradient: base * (1 + tilt . position)."""
@@ -189,7 +189,7 @@ def _shaded_background(h: int, w: int, tilt_x: float, tilt_y: float,
     return image
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _composite_and_light(frame: np.ndarray, warped: np.ndarray, coverage: np.ndarray,
                          centre_x: float, centre_y: float, cos_d: float, sin_d: float,
                          gradient_strength: float, side_px: float, gains: np.ndarray) -> None:
@@ -206,7 +206,7 @@ def _composite_and_light(frame: np.ndarray, warped: np.ndarray, coverage: np.nda
                 frame[y, x, c] = value * (light * gains[c])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _to_bgr8(frame: np.ndarray, noise: np.ndarray, noise_sigma: float) -> np.ndarray:
     """RGB float frame plus scaled noise -> 8-bit BGR, rounded and clipped, in one pass."""
     h, w = frame.shape[0], frame.shape[1]
