@@ -28,6 +28,7 @@ from robocell.sokoban.bounds import (
 )
 from robocell.sokoban.corrals import NO_CORRAL, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
+from robocell.sokoban.rooms import MACRO_SHIFT, NO_ROOM, GoalRooms, goal_rooms, no_rooms
 
 METRIC_PUSHES = "pushes"
 METRIC_MOVES = "moves"
@@ -248,6 +249,52 @@ def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupie
 
 
 @njit(cache=True)
+def _store_child(node: int, child: np.ndarray, child_player: int, child_key: np.uint64,
+                 child_g: int, push_code: int, neighbours: np.ndarray,
+                 region_with_box: np.ndarray, push_cost: np.ndarray, masks: np.ndarray,
+                 scratch: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
+                 node_hash: np.ndarray, node_g: np.ndarray, node_h: np.ndarray,
+                 node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
+                 table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
+                 heap_node: np.ndarray, weight: int, h_scale: int, n_nodes: int,
+                 heap_size: int, stats: np.ndarray) -> tuple[int, int]:
+    """Look a child state up; store and open it if new, or reopen it on a cheaper path.
+    Returns the new node count and heap size."""
+    nb = child.shape[0]
+    found = table_find(table, child_key, child_player, child, node_hash, node_player,
+                       node_boxes)
+    if found != EMPTY_SLOT:
+        if child_g < node_g[found] and not node_closed[found]:
+            node_g[found] = child_g
+            node_parent[found] = node
+            node_push[found] = push_code
+            heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
+                                  child_g + weight * node_h[found], child_g, found)
+        else:
+            stats[ST_DUPLICATES] += 1
+        return n_nodes, heap_size
+    reachable_sides(child, child_player, neighbours, region_with_box, masks)
+    lb = matching_lower_bound(child, masks, push_cost, scratch)
+    if lb >= INFEASIBLE:
+        stats[ST_DEADLOCKS] += 1
+        return n_nodes, heap_size
+    h = lb * h_scale
+    for k in range(nb):
+        node_boxes[n_nodes, k] = child[k]
+    node_player[n_nodes] = child_player
+    node_hash[n_nodes] = child_key
+    node_g[n_nodes] = child_g
+    node_h[n_nodes] = h
+    node_parent[n_nodes] = node
+    node_push[n_nodes] = push_code
+    node_closed[n_nodes] = 0
+    table_insert(table, child_key, n_nodes)
+    heap_size = heap_push(heap_f, heap_g, heap_node, heap_size, child_g + weight * h, child_g,
+                          n_nodes)
+    return n_nodes + 1, heap_size
+
+
+@njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
@@ -256,13 +303,20 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
                  heap_node: np.ndarray, exact_player: bool, use_corrals: bool, weight: int,
                  h_scale: int, goal_squares: np.ndarray, goal_area: np.ndarray,
-                 goal_depth: np.ndarray, order_penalty: int, budget: int,
-                 stats: np.ndarray) -> int:
+                 goal_depth: np.ndarray, order_penalty: int, room_of: np.ndarray,
+                 entrance_room: np.ndarray, room_order: np.ndarray, room_size: np.ndarray,
+                 room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
+                 room_first: np.ndarray, budget: int, stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
     that still has an empty deeper goal in its goal area adds that penalty to h, which steers
     the search to fill goal rooms from the back.
+
+    Goal rooms (``room_of``/``entrance_room`` not all NO_ROOM; fast mode only): no box is
+    pushed into or inside a room; a box on a room's entrance goes to the room's next goal in
+    the packing order as one macro arc of ``room_pushes`` pushes, when the player can reach
+    the square the macro starts from.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -325,12 +379,39 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 stats[ST_CORRAL_CUTS] += 1
         for i in range(nb):
             b = boxes[i]
+            if room_of[b] != NO_ROOM:
+                continue
+            r = entrance_room[b]
+            if r != NO_ROOM:
+                k = 0
+                for j in range(room_size[r]):
+                    if occupied[room_order[r, j]]:
+                        k += 1
+                if k < room_size[r] and mark[room_outside[r, k]] == stamp:
+                    goal_sq = room_order[r, k]
+                    occupied[b] = False
+                    occupied[goal_sq] = True
+                    child_stamp += 1
+                    child_player = region_scan(room_final[r, k], neighbours, occupied,
+                                               child_mark, child_stamp, child_walk, queue)
+                    occupied[goal_sq] = False
+                    occupied[b] = True
+                    stats[ST_GENERATED] += 1
+                    pushed_box_set(boxes, i, goal_sq, child)
+                    child_key = (key ^ zobrist_box[b] ^ zobrist_box[goal_sq]
+                                 ^ zobrist_player[player] ^ zobrist_player[child_player])
+                    n_nodes, heap_size = _store_child(
+                        node, child, child_player, child_key, g + room_pushes[r, k],
+                        (room_first[r] + k + 1) << MACRO_SHIFT, neighbours, region_with_box,
+                        push_cost, masks, scratch, node_boxes, node_player, node_hash, node_g,
+                        node_h, node_parent, node_push, node_closed, table, heap_f, heap_g,
+                        heap_node, weight, h_scale, n_nodes, heap_size, stats)
             for d in range(N_DIRS):
                 behind = neighbours[b, d ^ 1]
                 if behind < 0 or mark[behind] != stamp:
                     continue
                 target = neighbours[b, d]
-                if target < 0 or occupied[target] or dead[target]:
+                if target < 0 or occupied[target] or dead[target] or room_of[target] != NO_ROOM:
                     continue
                 if corral != NO_CORRAL and corral_label[target] != corral:
                     continue
@@ -467,15 +548,22 @@ class _Arena:
 
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
-          corrals: bool = True) -> SolveResult:
+          corrals: bool = True, macros: bool | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
-    (weighted A*, f = g + weight*h: quicker, solutions not proven optimal)."""
+    (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
+    (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
+    it gives up optimality, so it is refused with weight 1."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
-    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 else 0
+    if macros is None:
+        macros = weight > 1 and not exact
+    if macros and (weight == 1 or exact):
+        raise ValueError("goal-room macros need the fast push mode (weight > 1, pushes)")
+    rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
+    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 and rooms.n_rooms == 0 else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
@@ -502,7 +590,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               arena.push, arena.closed, arena.table, arena.heap_f,
                               arena.heap_g, arena.heap_node, exact, corrals and not exact,
                               weight, h_scale, board.goal_squares, board.goal_area,
-                              board.goal_depth, order_penalty, CHUNK_EXPANSIONS, stats)
+                              board.goal_depth, order_penalty, rooms.room_of,
+                              rooms.entrance_room, rooms.order, rooms.size, rooms.outside,
+                              rooms.final_player, rooms.n_pushes, rooms.first,
+                              CHUNK_EXPANSIONS, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
@@ -516,7 +607,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
             pushes.append(int(arena.push[node]))
             node = int(arena.parent[node])
         pushes.reverse()
-        result.lurd = pushes_to_lurd(board, pushes)
+        result.lurd = pushes_to_lurd(board, expand_macros(pushes, rooms))
         result.pushes = sum(1 for ch in result.lurd if ch.isupper())
         result.moves = len(result.lurd)
         result.status = "solved"
@@ -552,6 +643,17 @@ def walk_path(board: Board, start: int, goal: int, occupied: set[int]) -> str:
                 return "".join(reversed(path))
             queue.append(t)
     raise ValueError(f"no walk from {board.name(start)} to {board.name(goal)}")
+
+
+def expand_macros(pushes: list[int], rooms: GoalRooms) -> list[int]:
+    """Push codes with every goal-room macro arc replaced by its pushes."""
+    out = []
+    for code in pushes:
+        if code >> MACRO_SHIFT:
+            out.extend(rooms.macros[(code >> MACRO_SHIFT) - 1])
+        else:
+            out.append(code)
+    return out
 
 
 def pushes_to_lurd(board: Board, pushes: list[int]) -> str:
