@@ -1,15 +1,17 @@
-"""Goal-room macros: rooms of goals behind one entrance square, filled in a packing order.
+"""Goal-room macros: rooms of goals behind a narrow entrance, filled in a packing order.
 
-A goal room is the part of the board cut off by removing one square (the entrance) that holds
-goals, but no box and not the player at the start. Its packing order comes from retrograde
-analysis: with every goal of the room full, repeatedly take out the box whose goal can still be
-filled last - a lone box standing on the entrance, the player outside, can be pushed to it with
-the goals before it full, and the player can walk out again. The fill order is the reverse.
+A goal room is the part of the board cut off by removing one square, or two neighbouring
+squares (the entrance), that holds goals, but no box and not the player at the start. Its
+packing order comes from retrograde analysis: with every goal of the room full, repeatedly
+take out the box whose goal can still be filled last - a lone box standing on an entrance
+square, the player outside, can be pushed to it with the goals before it full, and the player
+can walk out again. The fill order is the reverse.
 
-For each step k of the order the push sequence that carries a box from the entrance to goal k
-(with goals 0..k-1 full) is precomputed. The fast search then never pushes a box into a room
-square; a box on the entrance goes straight to the next goal of the order as one macro arc.
-That keeps solutions valid (every macro is replayed push by push) but not optimal.
+For each step k of the order and each entrance square the push sequence that carries a box
+from there to goal k (with goals 0..k-1 full) is precomputed. The fast search then never
+pushes a box into a room square; a box on an entrance square goes straight to the next goal
+of the order as one macro arc. That keeps solutions valid (every macro is replayed push by
+push) but not optimal.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ import numpy as np
 from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board
 
 NO_ROOM = -1
+NO_MACRO = -1
+MAX_DOORWAY = 2
+"""An entrance is one square or two neighbouring squares (a two-wide doorway)."""
 MACRO_SHIFT = 16
 """A macro arc's push code: (first push) | (macro number + 1) << MACRO_SHIFT."""
 MAX_ROOM_SQUARES = 120
@@ -34,12 +39,14 @@ class GoalRooms:
 
     room_of: np.ndarray        # int32[n]: room number of a room square, NO_ROOM elsewhere
     entrance_room: np.ndarray  # int32[n]: room number whose entrance this square is, or NO_ROOM
+    entrance_slot: np.ndarray  # int32[n]: number of the entrance (over all rooms), or NO_ROOM
     order: np.ndarray          # int16[n_rooms, max_goals]: goals in packing order
     size: np.ndarray           # int32[n_rooms]: goals in each room
-    outside: np.ndarray        # int16[n_rooms, max_goals]: where the player must stand first
-    final_player: np.ndarray   # int16[n_rooms, max_goals]: player square after the macro
-    n_pushes: np.ndarray       # int32[n_rooms, max_goals]: pushes in the macro
-    first: np.ndarray          # int32[n_rooms]: macro number of step 0 of each room
+    outside: np.ndarray        # int16[n_entrances, max_goals]: where the player must stand
+    final_player: np.ndarray   # int16[n_entrances, max_goals]: player square after the macro
+    n_pushes: np.ndarray       # int32[n_entrances, max_goals]: pushes in the macro, NO_MACRO if
+                               # the next goal cannot be reached from this entrance
+    first: np.ndarray          # int32[n_entrances]: macro number of step 0 of each entrance
     macros: list[list[int]] = field(default_factory=list)  # push codes (square*4 + dir)
 
     @property
@@ -50,45 +57,61 @@ class GoalRooms:
 def no_rooms(n_squares: int) -> GoalRooms:
     """An empty set of rooms (the search then behaves as without macros)."""
     return GoalRooms(np.full(n_squares, NO_ROOM, np.int32), np.full(n_squares, NO_ROOM, np.int32),
+                     np.full(n_squares, NO_ROOM, np.int32),
                      np.zeros((1, 1), np.int16), np.zeros(0, np.int32),
                      np.zeros((1, 1), np.int16), np.zeros((1, 1), np.int16),
                      np.zeros((1, 1), np.int32), np.zeros(1, np.int32))
 
 
-def _component(board: Board, start: int, removed: int) -> set[int]:
+def _component(board: Board, start: int, removed: tuple[int, ...]) -> set[int]:
     seen = {start}
     stack = [start]
     while stack:
         s = stack.pop()
         for d in range(N_DIRS):
             t = int(board.neighbours[s, d])
-            if t != NO_SQUARE and t != removed and t not in seen:
+            if t != NO_SQUARE and t not in removed and t not in seen:
                 seen.add(t)
                 stack.append(t)
     return seen
 
 
-def _candidate_rooms(board: Board) -> list[tuple[int, frozenset[int]]]:
-    """(entrance, room squares) for every cut square whose far side is a goal room."""
+def _candidate_rooms(board: Board) -> list[tuple[tuple[int, ...], frozenset[int]]]:
+    """(entrance squares, room squares) for every cut of one square, or of two neighbouring
+    squares, whose far side is a goal room."""
     boxes = set(int(b) for b in board.start_boxes)
     goals = set(int(g) for g in board.goal_squares)
     player = int(board.start_player)
-    found: dict[frozenset[int], int] = {}
+    cuts: list[tuple[int, ...]] = []
     for e in range(board.n_squares):
-        if e in goals or e in boxes or e == player:
+        if e in goals or e == player:
             continue
+        cuts.append((e,))
+        for d in (1, 3):            # down, right: each pair once
+            e2 = int(board.neighbours[e, d])
+            if e2 != NO_SQUARE and e2 not in goals and e2 != player:
+                cuts.append((e, e2))
+    found: dict[frozenset[int], tuple[int, ...]] = {}
+    for cut in cuts:
         done: set[int] = set()
-        for d in range(N_DIRS):
-            t = int(board.neighbours[e, d])
-            if t == NO_SQUARE or t in done:
-                continue
-            comp = _component(board, t, e)
-            done |= comp
-            if (len(comp) > MAX_ROOM_SQUARES or player in comp or comp & boxes
-                    or not comp & goals or len(comp) + 1 >= board.n_squares):
-                continue
-            found.setdefault(frozenset(comp), e)
-    return [(e, room) for room, e in found.items()]
+        for e in cut:
+            for d in range(N_DIRS):
+                t = int(board.neighbours[e, d])
+                if t == NO_SQUARE or t in done or t in cut:
+                    continue
+                comp = _component(board, t, cut)
+                done |= comp
+                if (len(comp) > MAX_ROOM_SQUARES or player in comp or comp & boxes
+                        or not comp & goals or len(comp) + len(cut) >= board.n_squares):
+                    continue
+                # Every cut square must border the room (else a smaller cut exists).
+                if not all(any(int(board.neighbours[c, k]) in comp for k in range(N_DIRS))
+                           for c in cut):
+                    continue
+                room = frozenset(comp)
+                if room not in found or len(cut) < len(found[room]):
+                    found[room] = cut
+    return [(cut, room) for room, cut in found.items()]
 
 
 def _push_path(board: Board, area: set[int], room: set[int], entrance: int, goal: int,
@@ -167,23 +190,30 @@ def _walks_out(board: Board, area: set[int], blocked: set[int], player: int,
     return False
 
 
-def _packing_order(board: Board, entrance: int, room: frozenset[int]
-                   ) -> list[tuple[int, int, list[int], int]] | None:
-    """Goals of the room in fill order with their macros, or None if retrograde analysis
-    finds no order."""
+def _area(board: Board, room: set[int], entrance: int) -> set[int]:
+    """Squares a macro from ``entrance`` may use: the room, the entrance, its neighbours
+    outside the room (other entrance squares excluded by the caller)."""
+    return room | {entrance} | {int(board.neighbours[entrance, d]) for d in range(N_DIRS)
+                                if board.neighbours[entrance, d] != NO_SQUARE}
+
+
+def _packing_order(board: Board, cut: tuple[int, ...], room: frozenset[int]
+                   ) -> list[tuple[int, list]] | None:
+    """Goals of the room in fill order, each with its macro from every entrance square (None
+    where that entrance cannot reach it), or None if retrograde analysis finds no order."""
     room_set = set(room)
-    area = room_set | {entrance} | {int(board.neighbours[entrance, d]) for d in range(N_DIRS)
-                                    if board.neighbours[entrance, d] != NO_SQUARE}
+    areas = [_area(board, room_set, e) - (set(cut) - {e}) for e in cut]
     full = set(int(g) for g in board.goal_squares if int(g) in room_set)
     nearness = board.push_distance.min(axis=0)
-    removed: list[tuple[int, int, list[int], int]] = []
+    removed: list[tuple[int, list]] = []
     while full:
         chosen = None
         # Take out the goal nearest the entrance first (it is filled last).
         for goal in sorted(full, key=lambda g: int(nearness[g])):
-            path = _push_path(board, area, room_set, entrance, goal, full - {goal})
-            if path is not None:
-                chosen = (goal, *path)
+            paths = [_push_path(board, area, room_set, e, goal, full - {goal})
+                     for e, area in zip(cut, areas, strict=True)]
+            if any(p is not None for p in paths):
+                chosen = (goal, paths)
                 break
         if chosen is None:
             return None
@@ -198,38 +228,50 @@ def goal_rooms(board: Board) -> GoalRooms:
     dropped; nested candidates keep the one with the most goals, then the fewest squares)."""
     goals = set(int(g) for g in board.goal_squares)
     candidates = sorted(_candidate_rooms(board),
-                        key=lambda c: (-len(c[1] & goals), len(c[1])))
-    chosen: list[tuple[int, frozenset[int], list]] = []
+                        key=lambda c: (-len(c[1] & goals), len(c[1]), len(c[0])))
+    chosen: list[tuple[tuple[int, ...], frozenset[int], list]] = []
     taken: set[int] = set()
-    for entrance, room in candidates:
-        if room & taken or entrance in taken:
+    for cut, room in candidates:
+        if room & taken or taken.intersection(cut):
             continue
-        order = _packing_order(board, entrance, room)
+        order = _packing_order(board, cut, room)
         if order is None:
             continue
-        chosen.append((entrance, room, order))
-        taken |= room | {entrance}
+        chosen.append((cut, room, order))
+        taken |= room | set(cut)
     if not chosen:
         return no_rooms(board.n_squares)
     n = board.n_squares
     width = max(len(order) for _, _, order in chosen)
+    n_entrances = sum(len(cut) for cut, _, _ in chosen)
     rooms = GoalRooms(
         room_of=np.full(n, NO_ROOM, np.int32), entrance_room=np.full(n, NO_ROOM, np.int32),
+        entrance_slot=np.full(n, NO_ROOM, np.int32),
         order=np.zeros((len(chosen), width), np.int16), size=np.zeros(len(chosen), np.int32),
-        outside=np.zeros((len(chosen), width), np.int16),
-        final_player=np.zeros((len(chosen), width), np.int16),
-        n_pushes=np.zeros((len(chosen), width), np.int32),
-        first=np.zeros(len(chosen), np.int32))
-    for r, (entrance, room, order) in enumerate(chosen):
+        outside=np.zeros((n_entrances, width), np.int16),
+        final_player=np.zeros((n_entrances, width), np.int16),
+        n_pushes=np.full((n_entrances, width), NO_MACRO, np.int32),
+        first=np.zeros(n_entrances, np.int32))
+    slot = 0
+    for r, (cut, room, order) in enumerate(chosen):
         for s in room:
             rooms.room_of[s] = r
-        rooms.entrance_room[entrance] = r
         rooms.size[r] = len(order)
-        rooms.first[r] = len(rooms.macros)
-        for k, (goal, start_player, codes, final) in enumerate(order):
+        for k, (goal, _) in enumerate(order):
             rooms.order[r, k] = goal
-            rooms.outside[r, k] = start_player
-            rooms.final_player[r, k] = final
-            rooms.n_pushes[r, k] = len(codes)
-            rooms.macros.append(codes)
+        for j, e in enumerate(cut):
+            rooms.entrance_room[e] = r
+            rooms.entrance_slot[e] = slot
+            rooms.first[slot] = len(rooms.macros)
+            for k, (_, paths) in enumerate(order):
+                path = paths[j]
+                if path is None:
+                    rooms.macros.append([])
+                    continue
+                start_player, codes, final = path
+                rooms.outside[slot, k] = start_player
+                rooms.final_player[slot, k] = final
+                rooms.n_pushes[slot, k] = len(codes)
+                rooms.macros.append(codes)
+            slot += 1
     return rooms

@@ -28,7 +28,14 @@ from robocell.sokoban.bounds import (
 )
 from robocell.sokoban.corrals import NO_CORRAL, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
-from robocell.sokoban.rooms import MACRO_SHIFT, NO_ROOM, GoalRooms, goal_rooms, no_rooms
+from robocell.sokoban.rooms import (
+    MACRO_SHIFT,
+    NO_MACRO,
+    NO_ROOM,
+    GoalRooms,
+    goal_rooms,
+    no_rooms,
+)
 
 METRIC_PUSHES = "pushes"
 METRIC_MOVES = "moves"
@@ -337,7 +344,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  heap_node: np.ndarray, exact_player: bool, use_corrals: bool, weight: int,
                  h_scale: int, goal_squares: np.ndarray, goal_area: np.ndarray,
                  goal_depth: np.ndarray, order_penalty: int, room_of: np.ndarray,
-                 entrance_room: np.ndarray, room_order: np.ndarray, room_size: np.ndarray,
+                 entrance_room: np.ndarray, entrance_slot: np.ndarray,
+                 room_order: np.ndarray, room_size: np.ndarray,
                  room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  stats: np.ndarray) -> int:
@@ -421,16 +429,18 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 continue
             r = entrance_room[b]
             if r != NO_ROOM:
+                e = entrance_slot[b]
                 k = 0
                 for j in range(room_size[r]):
                     if occupied[room_order[r, j]]:
                         k += 1
-                if k < room_size[r] and mark[room_outside[r, k]] == stamp:
+                if (k < room_size[r] and room_pushes[e, k] != NO_MACRO
+                        and mark[room_outside[e, k]] == stamp):
                     goal_sq = room_order[r, k]
                     occupied[b] = False
                     occupied[goal_sq] = True
                     child_stamp += 1
-                    child_player = region_scan(room_final[r, k], neighbours, occupied,
+                    child_player = region_scan(room_final[e, k], neighbours, occupied,
                                                child_mark, child_stamp, child_walk, queue)
                     extra_h = 0
                     if region_penalty > 0:
@@ -444,8 +454,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     child_key = (key ^ zobrist_box[b] ^ zobrist_box[goal_sq]
                                  ^ zobrist_player[player] ^ zobrist_player[child_player])
                     n_nodes, heap_size = _store_child(
-                        node, child, child_player, child_key, g + room_pushes[r, k],
-                        (room_first[r] + k + 1) << MACRO_SHIFT, neighbours, region_with_box,
+                        node, child, child_player, child_key, g + room_pushes[e, k],
+                        (room_first[e] + k + 1) << MACRO_SHIFT, neighbours, region_with_box,
                         push_cost, masks, scratch, node_boxes, node_player, node_hash, node_g,
                         node_h, node_parent, node_push, node_closed, table, heap_f, heap_g,
                         heap_node, weight, h_scale, extra_h, n_nodes, heap_size, stats)
@@ -662,7 +672,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               arena.heap_g, arena.heap_node, exact, corrals and not exact,
                               weight, h_scale, board.goal_squares, board.goal_area,
                               board.goal_depth, order_penalty, rooms.room_of,
-                              rooms.entrance_room, rooms.order, rooms.size, rooms.outside,
+                              rooms.entrance_room, rooms.entrance_slot, rooms.order,
+                              rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
                               region_penalty, CHUNK_EXPANSIONS, stats)
     result.seconds = time.monotonic() - started

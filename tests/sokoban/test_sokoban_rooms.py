@@ -20,14 +20,17 @@ ROOM_LEVEL = """\
 
 
 def _replay_macros(board, rooms) -> None:
-    """Carry one box after the other from the entrance into each room by its macro pushes,
-    checking every push is legal (box moves onto a free room square, player behind it)."""
+    """Carry one box after the other into each room by a macro from one of its entrance
+    squares, checking every push is legal (the box moves onto a free square of the room)."""
     for r in range(rooms.n_rooms):
-        entrance = int(next(s for s in range(board.n_squares) if rooms.entrance_room[s] == r))
+        entrances = [s for s in range(board.n_squares) if rooms.entrance_room[s] == r]
         placed: set[int] = set()
         for k in range(int(rooms.size[r])):
-            box = entrance
-            for code in rooms.macros[int(rooms.first[r]) + k]:
+            usable = [s for s in entrances if rooms.n_pushes[rooms.entrance_slot[s], k] >= 0]
+            assert usable, f"room {r} step {k}: no entrance has a macro"
+            box = usable[0]
+            slot = rooms.entrance_slot[box]
+            for code in rooms.macros[int(rooms.first[slot]) + k]:
                 square, d = divmod(code, N_DIRS)
                 assert square == box
                 target = int(board.neighbours[square, d])
@@ -53,10 +56,22 @@ def test_small_room_has_its_entrance_and_a_back_to_front_order():
     assert result.solved and replay(level, result.lurd).solved
 
 
-def test_level_without_a_single_entrance_room_gets_no_macros():
-    (level,) = parse_levels("#######\n#@ $ .#\n#  $ .#\n#######")
+def test_goals_in_the_open_get_no_macros():
+    (level,) = parse_levels("########\n#@ $ . #\n#  $ . #\n#      #\n########")
     rooms = goal_rooms(build_board(level))
     assert rooms.n_rooms == 0 and (rooms.room_of == NO_ROOM).all()
+
+
+def test_two_wide_doorway_is_an_entrance():
+    (level,) = parse_levels("#######\n#@ $ .#\n#  $ .#\n#######")
+    board = build_board(level)
+    rooms = goal_rooms(board)
+    assert rooms.n_rooms == 1
+    assert {int(s) for s in range(board.n_squares) if rooms.entrance_room[s] == 0} == {
+        board.square(1, 4), board.square(2, 4)}
+    _replay_macros(board, rooms)
+    result = solve(board, weight=100, timeout=10)
+    assert result.solved and replay(level, result.lurd).solved
 
 
 @pytest.mark.parametrize("number", (1, 2, 3, 6))
