@@ -2,7 +2,7 @@
 
 Usage (from the checkout root):
     PYTHONPATH=. python bench/sokoban_collections.py microban --timeout 60
-    PYTHONPATH=. python bench/sokoban_collections.py xsokoban --timeout 60
+    PYTHONPATH=. python bench/sokoban_collections.py xsokoban --schedule 1:15,100:30,2:15
     PYTHONPATH=. python bench/sokoban_collections.py boxoban-hard --timeout 10 --first 200
 Each level runs in this process with the solver's own deadline (checked between compiled
 chunks of expansions). ``--out FILE`` also writes the table as markdown.
@@ -121,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     header = (f"{'level':>6} {'title':>6} {'boxes':>5} {'status':>11} {'pushes':>6} "
               f"{'moves':>6} {'optimal':>7} {'expanded':>10} {'seconds':>8}")
+    mode = f"schedule {args.schedule}" if args.stages else f"weight {args.weight}"
     print(f"# {path.name}: {len(levels)} levels, {args.timeout:g} s per level, metric "
-          f"{args.metric}, weight {args.weight}")
+          f"{args.metric}, {mode}")
     print(header, flush=True)
     started = time.monotonic()
     for level in levels:
