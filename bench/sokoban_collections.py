@@ -37,6 +37,7 @@ REFERENCES = {
                 "YASS 89/90, Rolling Stone 57/90",
 }
 NODE_LIMIT = 24_000_000
+PLAIN_SUFFIX = "p"
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
@@ -94,18 +95,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule", default="",
                         help="portfolio per level, e.g. 1:10,100:25,3:25 = optimal A* for 10 s, "
                              "then greedy (weight 100, goal-room macros) for 25 s, then weight 3 "
-                             "for 25 s; the first verified solution counts (overrides --timeout)")
+                             "for 25 s; the first verified solution counts (overrides --timeout); "
+                             "a weight ending in p runs without macros or fast-mode penalties")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
     try:
-        args.stages = [(int(w), float(t)) for w, t in
-                       (part.split(":") for part in args.schedule.split(",") if part)]
+        args.stages = [(int(w.rstrip(PLAIN_SUFFIX)), float(t), w.endswith(PLAIN_SUFFIX))
+                       for w, t in (part.split(":") for part in args.schedule.split(",") if part)]
     except ValueError:
         parser.error(f"--schedule wants weight:seconds,... not {args.schedule!r}")
-    if any(w < 1 or t <= 0 for w, t in args.stages):
+    if any(w < 1 or t <= 0 for w, t, _ in args.stages):
         parser.error("--schedule: weights must be >= 1 and seconds > 0")
     if args.stages:
-        args.timeout = sum(t for _, t in args.stages)
+        args.timeout = sum(t for _, t, _ in args.stages)
 
     name = args.collection
     path = Path(name) if name not in COLLECTIONS else shared_data_dir() / "sokoban" / COLLECTIONS[
@@ -130,9 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         board = build_board(level)
         if args.stages:
             spent = 0.0
-            for weight, seconds in args.stages:
+            for weight, seconds, plain in args.stages:
                 result = solve(board, metric=args.metric, timeout=seconds, weight=weight,
-                               max_nodes=NODE_LIMIT)
+                               max_nodes=NODE_LIMIT, macros=False if plain else None)
                 spent += result.seconds
                 if result.solved and replay(level, result.lurd).solved:
                     break

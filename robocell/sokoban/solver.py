@@ -565,7 +565,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
 class SolveResult:
     """Outcome of one solve: status, LURD solution and search statistics."""
 
-    status: str              # "solved", "no solution", "timeout", "memory"
+    status: str              # "solved", "no solution", "timeout", "memory", "exhausted"
     metric: str
     lurd: str = ""
     pushes: int = 0
@@ -694,6 +694,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
         result.moves = len(result.lurd)
         result.status = "solved"
         result.optimal = weight == 1
+    elif status == STATUS_NO_SOLUTION and macros:
+        # Macros and the room rule cut arcs: an exhausted search proves nothing.
+        result.status = "exhausted"
     elif status == STATUS_NO_SOLUTION:
         result.status = "no solution"
         result.optimal = True
