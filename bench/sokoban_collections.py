@@ -2,7 +2,7 @@
 
 Usage (from the checkout root):
     PYTHONPATH=. python bench/sokoban_collections.py microban --timeout 60
-    PYTHONPATH=. python bench/sokoban_collections.py xsokoban --timeout 60
+    PYTHONPATH=. python bench/sokoban_collections.py xsokoban --schedule 1:15,100:30,2:15
     PYTHONPATH=. python bench/sokoban_collections.py boxoban-hard --timeout 10 --first 200
 Each level runs in this process with the solver's own deadline (checked between compiled
 chunks of expansions). ``--out FILE`` also writes the table as markdown.
@@ -37,6 +37,7 @@ REFERENCES = {
                 "YASS 89/90, Rolling Stone 57/90",
 }
 NODE_LIMIT = 24_000_000
+PLAIN_SUFFIX = "p"
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
@@ -48,9 +49,11 @@ def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float
     progress = "" if final else f" (in progress: {len(rows)} of {n_levels} levels run)"
     summary = [
         f"collection: {path.name} ({len(rows)} levels){progress}, timeout {args.timeout:g} s "
-        f"per level, metric {args.metric}, weight {args.weight}"
+        f"per level, metric {args.metric}, "
+        + (f"schedule {args.schedule} (weight:seconds)" if args.stages else
+           f"weight {args.weight}")
         + (f", fallback weight {args.fallback_weight} for {args.fallback_seconds:g} s"
-           if args.fallback_weight > 1 else ""),
+           if args.fallback_weight > 1 and not args.stages else ""),
         f"solved: {len(solved)}/{len(rows)}",
         f"proven optimal: {len(optimal)}/{len(rows)}",
         f"time per solved level: mean {statistics.mean(times) if times else 0:.2f} s, "
@@ -89,8 +92,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fallback-weight", type=int, default=0,
                         help="if optimal A* times out, spend --fallback-seconds on this weight")
     parser.add_argument("--fallback-seconds", type=float, default=0.0)
+    parser.add_argument("--schedule", default="",
+                        help="portfolio per level, e.g. 1:10,100:25,3:25 = optimal A* for 10 s, "
+                             "then greedy (weight 100, goal-room macros) for 25 s, then weight 3 "
+                             "for 25 s; the first verified solution counts (overrides --timeout); "
+                             "a weight ending in p runs without macros or fast-mode penalties")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
+    try:
+        args.stages = [(int(w.rstrip(PLAIN_SUFFIX)), float(t), w.endswith(PLAIN_SUFFIX))
+                       for w, t in (part.split(":") for part in args.schedule.split(",") if part)]
+    except ValueError:
+        parser.error(f"--schedule wants weight:seconds,... not {args.schedule!r}")
+    if any(w < 1 or t <= 0 for w, t, _ in args.stages):
+        parser.error("--schedule: weights must be >= 1 and seconds > 0")
+    if args.stages:
+        args.timeout = sum(t for _, t, _ in args.stages)
 
     name = args.collection
     path = Path(name) if name not in COLLECTIONS else shared_data_dir() / "sokoban" / COLLECTIONS[
@@ -106,21 +123,33 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     header = (f"{'level':>6} {'title':>6} {'boxes':>5} {'status':>11} {'pushes':>6} "
               f"{'moves':>6} {'optimal':>7} {'expanded':>10} {'seconds':>8}")
+    mode = f"schedule {args.schedule}" if args.stages else f"weight {args.weight}"
     print(f"# {path.name}: {len(levels)} levels, {args.timeout:g} s per level, metric "
-          f"{args.metric}, weight {args.weight}")
+          f"{args.metric}, {mode}")
     print(header, flush=True)
     started = time.monotonic()
     for level in levels:
         board = build_board(level)
-        result = solve(board, metric=args.metric, timeout=args.timeout, weight=args.weight,
-                       max_nodes=NODE_LIMIT)
-        spent = result.seconds
-        if not result.solved and args.fallback_weight > 1 and args.fallback_seconds > 0:
-            fast = solve(board, metric=args.metric, timeout=args.fallback_seconds,
-                         weight=args.fallback_weight, max_nodes=NODE_LIMIT)
-            spent += fast.seconds
-            if fast.solved:
-                result = fast
+        if args.stages:
+            spent = 0.0
+            for weight, seconds, plain in args.stages:
+                result = solve(board, metric=args.metric, timeout=seconds, weight=weight,
+                               max_nodes=NODE_LIMIT, macros=False if plain else None)
+                spent += result.seconds
+                if result.solved and replay(level, result.lurd).solved:
+                    break
+                if result.status == "no solution" and weight == 1:
+                    break
+        else:
+            result = solve(board, metric=args.metric, timeout=args.timeout, weight=args.weight,
+                           max_nodes=NODE_LIMIT)
+            spent = result.seconds
+            if not result.solved and args.fallback_weight > 1 and args.fallback_seconds > 0:
+                fast = solve(board, metric=args.metric, timeout=args.fallback_seconds,
+                             weight=args.fallback_weight, max_nodes=NODE_LIMIT)
+                spent += fast.seconds
+                if fast.solved:
+                    result = fast
         verified = replay(level, result.lurd).solved if result.solved else False
         if result.solved and not verified:
             print(f"level {level.index}: solver output does not replay!", file=sys.stderr)

@@ -41,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", choices=("pushes", "moves"), default="pushes")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     p.add_argument("--fast", action="store_true",
-                   help="weighted A* (f = g + 2h, goal rooms filled from the back): quicker "
-                   "on big levels, not proven optimal")
+                   help="weighted A* (f = g + 2h) with goal-room macros and tunnel runs: "
+                   "quicker on big levels, not proven optimal (--weight 100: greedy)")
     p.add_argument("--weight", type=int, help="weight of the bound in f = g + w*h (1 = optimal)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)

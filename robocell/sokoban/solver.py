@@ -28,6 +28,14 @@ from robocell.sokoban.bounds import (
 )
 from robocell.sokoban.corrals import NO_CORRAL, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
+from robocell.sokoban.rooms import (
+    MACRO_SHIFT,
+    NO_MACRO,
+    NO_ROOM,
+    GoalRooms,
+    goal_rooms,
+    no_rooms,
+)
 
 METRIC_PUSHES = "pushes"
 METRIC_MOVES = "moves"
@@ -45,6 +53,12 @@ INITIAL_CAPACITY = 1 << 15
 DEFAULT_MAX_NODES = 40_000_000
 FAST_WEIGHT = 2
 """Weight of the bound in the fast (non-optimal) mode: f = g + FAST_WEIGHT*h."""
+MAX_TUNNEL_RUN = 1 << 10
+TUNNEL_FLAG = 1 << 30
+"""Push code of a tunnel run: TUNNEL_FLAG | run << MACRO_SHIFT | (square*4 + direction)."""
+REGION_PENALTY = 4
+"""Fast push mode: pushes added to h per extra area of free squares (boxes cutting the board
+into pieces the player cannot walk between tend to block the rest of the solution)."""
 GOAL_ORDER_PENALTY = 2
 """Fast mode: pushes added to h per box filling a goal before a deeper one of its room."""
 
@@ -226,6 +240,33 @@ def add_root(boxes: np.ndarray, player: int, exact_player: bool, neighbours: np.
 
 
 @njit(cache=True)
+def count_regions(neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray, stamp: int,
+                  queue: np.ndarray) -> int:
+    """Connected areas of free squares (the player's possible regions); ``mark`` is scratch
+    stamped with ``stamp``."""
+    n = neighbours.shape[0]
+    regions = 0
+    for s0 in range(n):
+        if occupied[s0] or mark[s0] == stamp:
+            continue
+        regions += 1
+        mark[s0] = stamp
+        queue[0] = s0
+        head = 0
+        tail = 1
+        while head < tail:
+            s = queue[head]
+            head += 1
+            for d in range(4):
+                t = neighbours[s, d]
+                if t >= 0 and not occupied[t] and mark[t] != stamp:
+                    mark[t] = stamp
+                    queue[tail] = t
+                    tail += 1
+    return regions
+
+
+@njit(cache=True)
 def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupied: np.ndarray,
                       goal_squares: np.ndarray, goal_area: np.ndarray, goal_depth: np.ndarray,
                       deepest_empty: np.ndarray) -> int:
@@ -248,6 +289,52 @@ def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupie
 
 
 @njit(cache=True)
+def _store_child(node: int, child: np.ndarray, child_player: int, child_key: np.uint64,
+                 child_g: int, push_code: int, neighbours: np.ndarray,
+                 region_with_box: np.ndarray, push_cost: np.ndarray, masks: np.ndarray,
+                 scratch: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
+                 node_hash: np.ndarray, node_g: np.ndarray, node_h: np.ndarray,
+                 node_parent: np.ndarray, node_push: np.ndarray, node_closed: np.ndarray,
+                 table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
+                 heap_node: np.ndarray, weight: int, h_scale: int, extra_h: int,
+                 n_nodes: int, heap_size: int, stats: np.ndarray) -> tuple[int, int]:
+    """Look a child state up; store and open it if new, or reopen it on a cheaper path.
+    Returns the new node count and heap size."""
+    nb = child.shape[0]
+    found = table_find(table, child_key, child_player, child, node_hash, node_player,
+                       node_boxes)
+    if found != EMPTY_SLOT:
+        if child_g < node_g[found] and not node_closed[found]:
+            node_g[found] = child_g
+            node_parent[found] = node
+            node_push[found] = push_code
+            heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
+                                  child_g + weight * node_h[found], child_g, found)
+        else:
+            stats[ST_DUPLICATES] += 1
+        return n_nodes, heap_size
+    reachable_sides(child, child_player, neighbours, region_with_box, masks)
+    lb = matching_lower_bound(child, masks, push_cost, scratch)
+    if lb >= INFEASIBLE:
+        stats[ST_DEADLOCKS] += 1
+        return n_nodes, heap_size
+    h = lb * h_scale + extra_h
+    for k in range(nb):
+        node_boxes[n_nodes, k] = child[k]
+    node_player[n_nodes] = child_player
+    node_hash[n_nodes] = child_key
+    node_g[n_nodes] = child_g
+    node_h[n_nodes] = h
+    node_parent[n_nodes] = node
+    node_push[n_nodes] = push_code
+    node_closed[n_nodes] = 0
+    table_insert(table, child_key, n_nodes)
+    heap_size = heap_push(heap_f, heap_g, heap_node, heap_size, child_g + weight * h, child_g,
+                          n_nodes)
+    return n_nodes + 1, heap_size
+
+
+@njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
@@ -256,13 +343,24 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  table: np.ndarray, heap_f: np.ndarray, heap_g: np.ndarray,
                  heap_node: np.ndarray, exact_player: bool, use_corrals: bool, weight: int,
                  h_scale: int, goal_squares: np.ndarray, goal_area: np.ndarray,
-                 goal_depth: np.ndarray, order_penalty: int, budget: int,
+                 goal_depth: np.ndarray, order_penalty: int, room_of: np.ndarray,
+                 entrance_room: np.ndarray, entrance_slot: np.ndarray,
+                 room_order: np.ndarray, room_size: np.ndarray,
+                 room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
+                 room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
     that still has an empty deeper goal in its goal area adds that penalty to h, which steers
     the search to fill goal rooms from the back.
+
+    Goal rooms (``room_of``/``entrance_room`` not all NO_ROOM; fast mode only): no box is
+    pushed into or inside a room; a box on a room's entrance goes to the room's next goal in
+    the packing order as one macro arc of ``room_pushes`` pushes, when the player can reach
+    the square the macro starts from. ``tunnels`` (fast push mode) makes a push into a
+    one-wide tunnel one arc that carries the box to the tunnel's end (at most
+    MAX_TUNNEL_RUN squares, stopping on a goal or before anything in the way).
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -285,6 +383,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     corral_label = np.zeros(n_squares, dtype=np.int32)
     box_seen = np.full(n_squares, -1, dtype=np.int64)
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
+    region_mark = np.zeros(n_squares, dtype=np.int64)
+    region_stamp = 0
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -325,15 +425,65 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 stats[ST_CORRAL_CUTS] += 1
         for i in range(nb):
             b = boxes[i]
+            if room_of[b] != NO_ROOM:
+                continue
+            r = entrance_room[b]
+            if r != NO_ROOM:
+                e = entrance_slot[b]
+                k = 0
+                for j in range(room_size[r]):
+                    if occupied[room_order[r, j]]:
+                        k += 1
+                if (k < room_size[r] and room_pushes[e, k] != NO_MACRO
+                        and mark[room_outside[e, k]] == stamp):
+                    goal_sq = room_order[r, k]
+                    occupied[b] = False
+                    occupied[goal_sq] = True
+                    child_stamp += 1
+                    child_player = region_scan(room_final[e, k], neighbours, occupied,
+                                               child_mark, child_stamp, child_walk, queue)
+                    extra_h = 0
+                    if region_penalty > 0:
+                        region_stamp += 1
+                        extra_h = region_penalty * (count_regions(
+                            neighbours, occupied, region_mark, region_stamp, queue) - 1)
+                    occupied[goal_sq] = False
+                    occupied[b] = True
+                    stats[ST_GENERATED] += 1
+                    pushed_box_set(boxes, i, goal_sq, child)
+                    child_key = (key ^ zobrist_box[b] ^ zobrist_box[goal_sq]
+                                 ^ zobrist_player[player] ^ zobrist_player[child_player])
+                    n_nodes, heap_size = _store_child(
+                        node, child, child_player, child_key, g + room_pushes[e, k],
+                        (room_first[e] + k + 1) << MACRO_SHIFT, neighbours, region_with_box,
+                        push_cost, masks, scratch, node_boxes, node_player, node_hash, node_g,
+                        node_h, node_parent, node_push, node_closed, table, heap_f, heap_g,
+                        heap_node, weight, h_scale, extra_h, n_nodes, heap_size, stats)
             for d in range(N_DIRS):
                 behind = neighbours[b, d ^ 1]
                 if behind < 0 or mark[behind] != stamp:
                     continue
                 target = neighbours[b, d]
-                if target < 0 or occupied[target] or dead[target]:
+                if target < 0 or occupied[target] or dead[target] or room_of[target] != NO_ROOM:
                     continue
                 if corral != NO_CORRAL and corral_label[target] != corral:
                     continue
+                pusher = b
+                run = 1
+                if tunnels:
+                    # A box pushed along a one-wide tunnel (walls on both sides of the box
+                    # and of the player) keeps going while the square ahead is free.
+                    side = 2 if d < 2 else 0
+                    while (not is_goal[target] and neighbours[target, side] < 0
+                           and neighbours[target, side + 1] < 0 and neighbours[pusher, side] < 0
+                           and neighbours[pusher, side + 1] < 0):
+                        ahead = neighbours[target, d]
+                        if (ahead < 0 or occupied[ahead] or dead[ahead]
+                                or room_of[ahead] != NO_ROOM or run >= MAX_TUNNEL_RUN):
+                            break
+                        pusher = target
+                        target = ahead
+                        run += 1
                 stats[ST_GENERATED] += 1
                 occupied[b] = False
                 occupied[target] = True
@@ -348,22 +498,25 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     cost = (walk[behind] + 1) * MOVE_SCALE + 1
                 else:
                     child_stamp += 1
-                    child_player = region_scan(b, neighbours, occupied, child_mark, child_stamp,
-                                               child_walk, queue)
-                    cost = 1
+                    child_player = region_scan(pusher, neighbours, occupied, child_mark,
+                                               child_stamp, child_walk, queue)
+                    cost = run
                 occupied[target] = False
                 occupied[b] = True
                 pushed_box_set(boxes, i, target, child)
                 child_key = (key ^ zobrist_box[b] ^ zobrist_box[target]
                              ^ zobrist_player[player] ^ zobrist_player[child_player])
                 child_g = g + cost
+                code = b * N_DIRS + d
+                if run > 1:
+                    code |= TUNNEL_FLAG | (run << MACRO_SHIFT)
                 found = table_find(table, child_key, child_player, child, node_hash,
                                    node_player, node_boxes)
                 if found != EMPTY_SLOT:
                     if child_g < node_g[found] and not node_closed[found]:
                         node_g[found] = child_g
                         node_parent[found] = node
-                        node_push[found] = b * N_DIRS + d
+                        node_push[found] = code
                         heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
                                               child_g + weight * node_h[found], child_g, found)
                     else:
@@ -379,6 +532,14 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     h += order_penalty * _misordered_goals(child, b, target, occupied,
                                                            goal_squares, goal_area, goal_depth,
                                                            deepest_empty)
+                if region_penalty > 0:
+                    occupied[b] = False
+                    occupied[target] = True
+                    region_stamp += 1
+                    h += region_penalty * (count_regions(neighbours, occupied, region_mark,
+                                                         region_stamp, queue) - 1)
+                    occupied[target] = False
+                    occupied[b] = True
                 for k in range(nb):
                     node_boxes[n_nodes, k] = child[k]
                 node_player[n_nodes] = child_player
@@ -386,7 +547,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 node_g[n_nodes] = child_g
                 node_h[n_nodes] = h
                 node_parent[n_nodes] = node
-                node_push[n_nodes] = b * N_DIRS + d
+                node_push[n_nodes] = code
                 node_closed[n_nodes] = 0
                 table_insert(table, child_key, n_nodes)
                 heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
@@ -404,7 +565,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
 class SolveResult:
     """Outcome of one solve: status, LURD solution and search statistics."""
 
-    status: str              # "solved", "no solution", "timeout", "memory"
+    status: str              # "solved", "no solution", "timeout", "memory", "exhausted"
     metric: str
     lurd: str = ""
     pushes: int = 0
@@ -467,15 +628,23 @@ class _Arena:
 
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
-          corrals: bool = True) -> SolveResult:
+          corrals: bool = True, macros: bool | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
-    (weighted A*, f = g + weight*h: quicker, solutions not proven optimal)."""
+    (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
+    (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
+    it gives up optimality, so it is refused with weight 1."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
-    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 else 0
+    if macros is None:
+        macros = weight > 1 and not exact
+    if macros and (weight == 1 or exact):
+        raise ValueError("goal-room macros need the fast push mode (weight > 1, pushes)")
+    rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
+    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 and rooms.n_rooms == 0 else 0
+    region_penalty = REGION_PENALTY if macros else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
@@ -502,7 +671,11 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               arena.push, arena.closed, arena.table, arena.heap_f,
                               arena.heap_g, arena.heap_node, exact, corrals and not exact,
                               weight, h_scale, board.goal_squares, board.goal_area,
-                              board.goal_depth, order_penalty, CHUNK_EXPANSIONS, stats)
+                              board.goal_depth, order_penalty, rooms.room_of,
+                              rooms.entrance_room, rooms.entrance_slot, rooms.order,
+                              rooms.size, rooms.outside,
+                              rooms.final_player, rooms.n_pushes, rooms.first, macros,
+                              region_penalty, CHUNK_EXPANSIONS, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
@@ -516,11 +689,14 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
             pushes.append(int(arena.push[node]))
             node = int(arena.parent[node])
         pushes.reverse()
-        result.lurd = pushes_to_lurd(board, pushes)
+        result.lurd = pushes_to_lurd(board, expand_macros(pushes, rooms, board.neighbours))
         result.pushes = sum(1 for ch in result.lurd if ch.isupper())
         result.moves = len(result.lurd)
         result.status = "solved"
         result.optimal = weight == 1
+    elif status == STATUS_NO_SOLUTION and macros:
+        # Macros and the room rule cut arcs: an exhausted search proves nothing.
+        result.status = "exhausted"
     elif status == STATUS_NO_SOLUTION:
         result.status = "no solution"
         result.optimal = True
@@ -552,6 +728,23 @@ def walk_path(board: Board, start: int, goal: int, occupied: set[int]) -> str:
                 return "".join(reversed(path))
             queue.append(t)
     raise ValueError(f"no walk from {board.name(start)} to {board.name(goal)}")
+
+
+def expand_macros(pushes: list[int], rooms: GoalRooms, neighbours: np.ndarray) -> list[int]:
+    """Push codes with every tunnel run and goal-room macro arc replaced by its pushes."""
+    out = []
+    for code in pushes:
+        if code & TUNNEL_FLAG:
+            run = (code & ~TUNNEL_FLAG) >> MACRO_SHIFT
+            box, d = divmod(code & ((1 << MACRO_SHIFT) - 1), N_DIRS)
+            for _ in range(run):
+                out.append(box * N_DIRS + d)
+                box = int(neighbours[box, d])
+        elif code >> MACRO_SHIFT:
+            out.extend(rooms.macros[(code >> MACRO_SHIFT) - 1])
+        else:
+            out.append(code)
+    return out
 
 
 def pushes_to_lurd(board: Board, pushes: list[int]) -> str:
