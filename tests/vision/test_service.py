@@ -133,6 +133,21 @@ def test_each_frame_is_announced_as_captured_before_it_is_read(bus):
         assert captured < read
 
 
+def test_reader_processes_read_the_views_of_a_scan(bus):
+    state = random_facelets(3, 21)
+    node = Node("vision", bus).start()
+    service = VisionService(node, SimSource(seed=9, facelets=state), 3, threads=2, readers=2)
+    service.start()
+    with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
+        listen = Listener(monitor, "vision.cube_state")
+        time.sleep(0.3)
+        send_poses(actuator, "scan-r")
+        result = listen.next("vision.cube_state")
+    service.stop()
+    node.stop()
+    assert result["scan_id"] == "scan-r" and result["facelets"] == state
+
+
 def test_scripted_scan_without_an_actuator(bus):
     state = random_facelets(2, 4)
     node, service = run_service(bus, SimSource(seed=1, conditions=CLEAN, facelets=state), 2)

@@ -57,10 +57,38 @@ def thumbnail(frame: np.ndarray, width: int = THUMBNAIL_WIDTH) -> tuple[bytes, f
     return data.tobytes(), scale
 
 
-def face_payload(scan_id: str, pose: int, face: str, rotation: int, frame: np.ndarray | None,
-                 reading: FaceReading | None, error: str | None) -> dict[str, Any]:
-    """The ``vision.face`` message of one pose."""
-    jpeg, scale = (b"", 1.0) if frame is None else thumbnail(frame)
+def read_view(view: np.ndarray | tuple, size: int | None
+              ) -> tuple[FaceReading | None, str | None, tuple[bytes, float]]:
+    """Read one view: (reading or None, why not, (JPEG thumbnail, its scale)). ``view``
+    is a frame, or a sim camera frame still to render (`SimSource.take`). Runs in a reader
+    process or in the service itself."""
+    from robocell.services.vision.detect import detect
+
+    if isinstance(view, tuple):
+        from robocell.services.vision.simcam import render_face
+
+        view = render_face(*view)
+    try:
+        reading, error = detect(view, size), None
+    except DetectionError as exc:
+        reading, error = None, str(exc)
+    return reading, error, thumbnail(view)
+
+
+def _start_reader(size: int | None) -> None:
+    """Reader process initialiser: one OpenCV thread (the readers are the parallelism) and
+    the compiled parts loaded before the first scan."""
+    import cv2
+
+    cv2.setNumThreads(1)
+    warm_up(size)
+
+
+def face_payload(scan_id: str, pose: int, face: str, rotation: int,
+                 thumb: tuple[bytes, float] | None, reading: FaceReading | None,
+                 error: str | None) -> dict[str, Any]:
+    """The ``vision.face`` message of one pose (``thumb``: JPEG thumbnail and its scale)."""
+    jpeg, scale = (b"", 1.0) if thumb is None else thumb
     payload: dict[str, Any] = {
         "scan_id": scan_id, "pose": pose, "face": face, "rotation": rotation,
         "jpeg": jpeg, "ok": reading is not None,
@@ -176,7 +204,7 @@ class VisionService:
     """Captures at each scan pose and publishes face results and the cube state."""
 
     def __init__(self, node: Any, source: Any, size: int | None = None,
-                 threads: int = DEFAULT_THREADS) -> None:
+                 threads: int = DEFAULT_THREADS, readers: int = 0) -> None:
         self.node = node
         self.source = source
         self.size = size
@@ -191,6 +219,8 @@ class VisionService:
         self._in_flight = 0
         self.scans_done = 0
         self.scans_failed = 0
+        self.readers = readers
+        self._pool: Any = None
 
     def start(self) -> None:
         from robocell.services.vision.sources import SimSource
@@ -201,7 +231,17 @@ class VisionService:
             # the views are read in parallel already: OpenCV's own threads would only
             # compete with them for the same cores
             cv2.setNumThreads(1)
-        if isinstance(self.source, SimSource):
+        if self.readers > 0:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(
+                self.readers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_reader, initargs=(self.size,))
+            # every reader warm before we say ready
+            for future in [self._pool.submit(os.getpid) for _ in range(self.readers)]:
+                future.result()
+        elif isinstance(self.source, SimSource):
             warm_up(self.size)
         self.node.subscribe("actuator.scan_pose", self.on_pose)
         if isinstance(self.source, SimSource):
@@ -215,6 +255,8 @@ class VisionService:
             self._work.put(None)
         for thread in self._threads:
             thread.join(timeout=5.0)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def on_twin(self, env: Any) -> None:
         self.source.set_state(env.payload["facelets"], env.payload.get("line"))
@@ -251,30 +293,31 @@ class VisionService:
     def handle_pose(self, pose: dict[str, Any]) -> None:
         """Capture and read one view; several views are read at once by the worker threads,
         the scan is gathered and published under one lock."""
-        from robocell.services.vision.detect import detect
         from robocell.services.vision.sources import SourceError
 
         scan_id, face = str(pose["scan_id"]), str(pose["face"])
         rotation, pose_index = int(pose.get("rotation", 0)), int(pose.get("pose", 0))
-        frame = reading = error = None
+        view: Any = None
+        reading = error = thumb = None
         with self._lock:
             self._in_flight += 1
             if self._in_flight == 1:
                 self.node.set_state("busy", scans=self.scans_done, failed=self.scans_failed)
         try:
             try:
-                frame = self._capture(face, rotation, pose.get("at"), pose.get("line"))
+                view = self._capture(face, rotation, pose.get("at"), pose.get("line"))
             except SourceError as exc:
                 error = str(exc)
             # the robot may move on now; the frame is read while it does
             self.node.publish("vision.captured", {"scan_id": scan_id, "pose": pose_index,
-                                                  "face": face, "ok": frame is not None})
-            if frame is not None:
-                try:
-                    reading = detect(frame, self.size)
-                except DetectionError as exc:
-                    error = str(exc)
-            message = face_payload(scan_id, pose_index, face, rotation, frame, reading, error)
+                                                  "face": face, "ok": view is not None})
+            if view is not None:
+                if self._pool is not None:
+                    reading, error, thumb = self._pool.submit(read_view, view,
+                                                              self.size).result()
+                else:
+                    reading, error, thumb = read_view(view, self.size)
+            message = face_payload(scan_id, pose_index, face, rotation, thumb, reading, error)
             with self._lock:
                 self.node.publish("vision.face", message)
                 outcome = self.collector.add(scan_id, face, rotation, reading, error)
@@ -293,8 +336,11 @@ class VisionService:
                                         failed=self.scans_failed)
 
     def _capture(self, face: str, rotation: int, at: str | None, line: int | None
-                 ) -> np.ndarray:
+                 ) -> np.ndarray | tuple:
+        """The frame, or for a sim camera read by reader processes the frame to render."""
         if self._capture_lock is None:
+            if self._pool is not None and hasattr(self.source, "take"):
+                return self.source.take(face, rotation, at, line=line)
             return self.source.capture(face, rotation, at, line=line)
         with self._capture_lock:
             return self.source.capture(face, rotation, at)
@@ -311,10 +357,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--size", type=int, choices=(2, 3),
                        help="cube size (default: the size of $ROBOCELL_PROFILE's robot, else "
                             "guessed per face)")
-    serve.add_argument("--threads", type=int,
-                       default=int(os.environ.get("ROBOCELL_VISION_THREADS", DEFAULT_THREADS)),
-                       help="views read at once (default $ROBOCELL_VISION_THREADS or "
-                            f"{DEFAULT_THREADS})")
+    serve.add_argument("--readers", type=int,
+                       default=int(os.environ.get("ROBOCELL_VISION_READERS", DEFAULT_THREADS)),
+                       help="views read at once, each in its own reader process (default "
+                            f"$ROBOCELL_VISION_READERS or {DEFAULT_THREADS}; 0: one view at a "
+                            "time, in the service process)")
     serve.add_argument("--seed", type=int, default=0, help="sim camera seed")
     serve.add_argument("--state", help="sim camera: look at this facelet string until the "
                                        "twin publishes its state")
@@ -339,11 +386,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not isinstance(source, SimSource):
             raise CommandError("--state only applies to --camera sim")
         source.set_state(args.state)
-    if args.threads < 1:
-        raise CommandError(f"--threads {args.threads}: give at least 1")
+    if args.readers < 0:
+        raise CommandError(f"--readers {args.readers}: give 0 or more")
     size = args.size or _profile_size()
     with Node("vision", Endpoints.resolve(args.broker)) as node:
-        service = VisionService(node, source, size, args.threads)
+        service = VisionService(node, source, size, max(1, args.readers), args.readers)
         try:
             service.start()
             if args.scripted is not None:

@@ -163,7 +163,15 @@ class SimSource:
 
     def capture(self, face: str | None = None, rotation: int = 0,
                 at: str | None = None, line: int | None = None) -> np.ndarray:
-        from robocell.services.vision.simcam import render_face, scene
+        from robocell.services.vision.simcam import render_face
+
+        return render_face(*self.take(face, rotation, at, line))
+
+    def take(self, face: str | None = None, rotation: int = 0, at: str | None = None,
+             line: int | None = None) -> tuple:
+        """The frame as it is taken now, as the arguments of `simcam.render_face` (plain
+        data: another process may render it); `capture` renders it here."""
+        from robocell.services.vision.simcam import scene
 
         if at is not None and line is not None:
             self._wait_for_line(line)
@@ -181,8 +189,8 @@ class SimSource:
         lighting = scene(self.conditions, self.seed + frame_number // 6)
         seed = self.seed * 100_003 + frame_number
         if at is not None:
-            return render_face(facelets, at, 0, seed, lighting)
-        return render_face(facelets, face, rotation, seed, lighting)
+            return (facelets, at, 0, seed, lighting)
+        return (facelets, face, rotation, seed, lighting)
 
     def close(self) -> None:
         pass
