@@ -38,6 +38,7 @@ KEPT_SCANS = 8
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 QUEUE_LIMIT = 64
 DEFAULT_THREADS = 2
+READER_HOLD_S = 0.2
 """Views read at once (a six-camera robot delivers six frames per pose)."""
 
 
@@ -80,8 +81,18 @@ def _start_reader(size: int | None) -> None:
     the compiled parts loaded before the first scan."""
     import cv2
 
+    from robocell.common.cube import random_facelets
+    from robocell.services.vision.sources import SimSource
+
     cv2.setNumThreads(1)
     warm_up(size)
+    read_view(SimSource(seed=1, facelets=random_facelets(size or 3, 1)).take("U"), size)
+
+
+def _reader_pid(hold_s: float) -> int:
+    """A task that keeps its reader busy for a moment, so that every reader gets one."""
+    time.sleep(hold_s)
+    return os.getpid()
 
 
 def face_payload(scan_id: str, pose: int, face: str, rotation: int,
@@ -238,8 +249,9 @@ class VisionService:
             self._pool = ProcessPoolExecutor(
                 self.readers, mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_reader, initargs=(self.size,))
-            # every reader warm before we say ready
-            for future in [self._pool.submit(os.getpid) for _ in range(self.readers)]:
+            # every reader started and warm before we say ready (each takes one task)
+            for future in [self._pool.submit(_reader_pid, READER_HOLD_S)
+                           for _ in range(self.readers)]:
                 future.result()
         elif isinstance(self.source, SimSource):
             warm_up(self.size)
