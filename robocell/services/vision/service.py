@@ -253,8 +253,8 @@ class VisionService:
             for future in [self._pool.submit(_reader_pid, READER_HOLD_S)
                            for _ in range(self.readers)]:
                 future.result()
-        elif isinstance(self.source, SimSource):
-            warm_up(self.size)
+        # the scan is resolved here, in the service: compile that before the first scan too
+        warm_up(self.size)
         self.node.subscribe("actuator.scan_pose", self.on_pose)
         if isinstance(self.source, SimSource):
             self.node.subscribe("sim.twin_state", self.on_twin)
