@@ -153,16 +153,15 @@ class SolverService:
     def stop(self) -> None:
         self.pool.close()
 
-    def _run(self, facelets: str, profile: str | None, budget: float,
-             deadline: float) -> dict[str, Any]:
-        """Solve on the pool; pool failures become the bus's explicit errors."""
+    def _run(self, job: tuple, deadline: float) -> dict[str, Any]:
+        """Run a job (function, *arguments) on the pool; pool failures become the bus's
+        explicit errors."""
         from robocell.common.bus import Busy, CommandFailed
         from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
 
         self.node.set_state("busy", queued=self.pool.in_flight + 1)
         try:
-            return self.pool.solve((solve_in_worker, facelets, profile, None, budget),
-                                   deadline)
+            return self.pool.solve(job, deadline)
         except PoolBusy as exc:
             with self._lock:
                 self.refused += 1
@@ -210,7 +209,8 @@ class SolverService:
         # leave a margin for the reply's way back; never search past the caller's deadline
         budget = max(MIN_BUDGET_S, min(self._budget_for(profile, args.get("budget_ms")),
                                        remaining * 0.8 - 0.01))
-        outcome = self._run(facelets, profile, budget, time.monotonic() + ctx.remaining())
+        outcome = self._run((solve_in_worker, facelets, profile, None, budget),
+                            time.monotonic() + ctx.remaining())
         if "error" in outcome:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments",
@@ -224,8 +224,7 @@ class SolverService:
 
     def on_sokoban(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode)."""
-        from robocell.common.bus import Busy, CommandFailed
-        from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
+        from robocell.common.bus import CommandFailed
 
         started = time.perf_counter()
         # leave a margin for the reply's way back; never search past the caller's deadline
@@ -236,18 +235,7 @@ class SolverService:
                                 "give a longer timeout")
         job = (solve_sokoban_in_worker, args["level"], args.get("metric", "pushes"), budget,
                bool(args.get("fast", False)))
-        try:
-            outcome = self.pool.solve(job, time.monotonic() + ctx.remaining())
-        except PoolBusy as exc:
-            with self._lock:
-                self.refused += 1
-            raise Busy(f"solver: {exc}; retry later") from None
-        except PoolTimeout as exc:
-            raise CommandFailed("timeout", f"solver: {exc}; give a longer timeout") from None
-        except WorkerDied as exc:
-            raise CommandFailed("failed", f"solver: {exc}; retry") from None
-        with self._lock:
-            self.served += 1
+        outcome = self._run(job, time.monotonic() + ctx.remaining())
         if "error" in outcome:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments", f"{err['message']} [{err['code']}]")
@@ -265,7 +253,8 @@ class SolverService:
         started = time.perf_counter()
         profile = self._profile_for(facelets, None)
         try:
-            outcome = self._run(facelets, profile, self._budget_for(profile, None),
+            outcome = self._run((solve_in_worker, facelets, profile, None,
+                                 self._budget_for(profile, None)),
                                 time.monotonic() + AUTO_DEADLINE_S)
         except CommandFailed as exc:
             self._report(exc.code, str(exc), state)
