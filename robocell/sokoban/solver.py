@@ -300,7 +300,6 @@ def _store_child(node: int, child: np.ndarray, child_player: int, child_key: np.
                  n_nodes: int, heap_size: int, stats: np.ndarray) -> tuple[int, int]:
     """Look a child state up; store and open it if new, or reopen it on a cheaper path.
     Returns the new node count and heap size."""
-    nb = child.shape[0]
     found = table_find(table, child_key, child_player, child, node_hash, node_player,
                        node_boxes)
     if found != EMPTY_SLOT:
@@ -319,19 +318,34 @@ def _store_child(node: int, child: np.ndarray, child_player: int, child_key: np.
         stats[ST_DEADLOCKS] += 1
         return n_nodes, heap_size
     h = lb * h_scale + extra_h
-    for k in range(nb):
+    heap_size = _open_node(n_nodes, node, child, child_player, child_key, child_g, h,
+                           push_code, node_boxes, node_player, node_hash, node_g, node_h,
+                           node_parent, node_push, node_closed, table, heap_f, heap_g,
+                           heap_node, weight, heap_size)
+    return n_nodes + 1, heap_size
+
+
+@njit(cache=True)
+def _open_node(n_nodes: int, parent: int, child: np.ndarray, child_player: int,
+               child_key: np.uint64, child_g: int, h: int, push_code: int,
+               node_boxes: np.ndarray, node_player: np.ndarray, node_hash: np.ndarray,
+               node_g: np.ndarray, node_h: np.ndarray, node_parent: np.ndarray,
+               node_push: np.ndarray, node_closed: np.ndarray, table: np.ndarray,
+               heap_f: np.ndarray, heap_g: np.ndarray, heap_node: np.ndarray, weight: int,
+               heap_size: int) -> int:
+    """Store a new state as node ``n_nodes`` and open it; returns the new heap size."""
+    for k in range(child.shape[0]):
         node_boxes[n_nodes, k] = child[k]
     node_player[n_nodes] = child_player
     node_hash[n_nodes] = child_key
     node_g[n_nodes] = child_g
     node_h[n_nodes] = h
-    node_parent[n_nodes] = node
+    node_parent[n_nodes] = parent
     node_push[n_nodes] = push_code
     node_closed[n_nodes] = 0
     table_insert(table, child_key, n_nodes)
-    heap_size = heap_push(heap_f, heap_g, heap_node, heap_size, child_g + weight * h, child_g,
-                          n_nodes)
-    return n_nodes + 1, heap_size
+    return heap_push(heap_f, heap_g, heap_node, heap_size, child_g + weight * h, child_g,
+                     n_nodes)
 
 
 @njit(cache=True)
@@ -540,18 +554,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                                                          region_stamp, queue) - 1)
                     occupied[target] = False
                     occupied[b] = True
-                for k in range(nb):
-                    node_boxes[n_nodes, k] = child[k]
-                node_player[n_nodes] = child_player
-                node_hash[n_nodes] = child_key
-                node_g[n_nodes] = child_g
-                node_h[n_nodes] = h
-                node_parent[n_nodes] = node
-                node_push[n_nodes] = code
-                node_closed[n_nodes] = 0
-                table_insert(table, child_key, n_nodes)
-                heap_size = heap_push(heap_f, heap_g, heap_node, heap_size,
-                                      child_g + weight * h, child_g, n_nodes)
+                heap_size = _open_node(n_nodes, node, child, child_player, child_key,
+                                       child_g, h, code, node_boxes, node_player, node_hash,
+                                       node_g, node_h, node_parent, node_push, node_closed,
+                                       table, heap_f, heap_g, heap_node, weight, heap_size)
                 n_nodes += 1
         for k in range(nb):
             occupied[boxes[k]] = False
