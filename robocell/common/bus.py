@@ -55,9 +55,11 @@ import itertools
 import os
 import secrets
 import socket as socketlib
+import struct
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -69,13 +71,20 @@ import msgpack
 
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
+    MAX_SOURCE_CHARS,
+    MAX_TOPIC_CHARS,
+    N_ENVELOPE_FIELDS,
     SCHEMA_VERSION,
+    TOPIC_END,
     DecodeError,
     Envelope,
     MessageError,
     decode,
+    decode_frame,
     encode,
     max_message_bytes,
+    split_frame,
+    subscription,
 )
 from robocell.common.messages import (
     COMMAND_ERRORS,
@@ -107,31 +116,25 @@ SERVICE_ID_PREFIX = b"s:"
 CLIENT_ID_PREFIX = b"c:"
 
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
-ZMQ_SNDMORE = 2  # zmq.h: ZMQ_SNDMORE
 COPY_THRESHOLD = 65536
-"""Envelopes at least this large are sent zero-copy (ZeroMQ takes the Python buffer);
+"""Frames at least this large are sent zero-copy (ZeroMQ takes the Python buffer);
 smaller ones are copied, which is cheaper than tracking the buffer."""
 
+# --- the fixed-width head of a published frame (see robocell.common.envelope) ---------------
 
-def send_message(sock: Any, topic: Any, data: Any, copy: bool = True) -> None:
-    """Send ``[topic, data]`` as one message (bytes or zmq.Frame parts). Two plain
-    ``send`` calls of pyzmq's backend socket class (the Cython methods the public
-    ``zmq.Socket`` wraps in Python for options this never uses): a third of the cost of
-    ``send_multipart`` on the hot path."""
-    send = _zmq().backend.Socket.send
-    send(sock, topic, ZMQ_SNDMORE)
-    send(sock, data, 0, copy)
+ENVELOPE_HEAD = bytes([0x90 + N_ENVELOPE_FIELDS]) + msgpack.packb(SCHEMA_VERSION)
+"""msgpack array header of the envelope, then the schema version."""
+MSGPACK_UINT64 = 0xCF  # msgpack type byte of a 64-bit unsigned integer
+MSGPACK_FLOAT64 = 0xCB  # msgpack type byte of a 64-bit float
+STAMPS_FORMAT = "BQBdBd"  # struct format: seq (uint 64), wall_time, mono_time (float 64)
+MAX_TOPIC_BYTES = 4 * MAX_TOPIC_CHARS + 1
+"""How far into a frame the end of the topic is looked for (UTF-8: up to 4 bytes a char)."""
+MAX_SOURCES_PER_TOPIC = 1024
+"""Sources a subscriber tracks per topic (a rogue sender must not grow its tables)."""
+TRAFFIC_TOPIC = "bus.traffic"
+TRAFFIC_REPORT_PERIOD_S = 1.0
 
-
-def recv_message(sock: Any, flags: int = 0) -> list[Any]:
-    """Receive one whole message as zmq.Frame parts (no copy; ``frame.bytes`` or
-    ``frame.buffer`` to read). Raises zmq.Again with ZMQ_NOBLOCK when nothing is queued."""
-    frame = sock.recv(flags, copy=False)
-    frames = [frame]
-    while frame.more:
-        frame = sock.recv(0, copy=False)
-        frames.append(frame)
-    return frames
+_unpackb = msgpack.unpackb
 
 
 # --- tuning ---------------------------------------------------------------------------------
@@ -220,41 +223,83 @@ _mono_clock = time.monotonic
 # --- publishing -----------------------------------------------------------------------------
 
 
+class _PublishRoute:
+    """One declared topic of one publisher: the constant head of its frames, its payload
+    check, and what was sent on it (counted here, reported on ``bus.traffic``)."""
+
+    __slots__ = ("topic", "prefix", "head", "skip", "check", "latched", "seq", "messages", "bytes",
+                 "dropped")
+
+    def __init__(self, topic: str, source: str) -> None:
+        self.topic = topic
+        topic_bytes = topic.encode()
+        # topic, TOPIC_END, then the envelope up to the sequence number, which never change
+        # for this (source, topic): msgpack array header, version, topic, source.
+        self.prefix = (topic_bytes + TOPIC_END + ENVELOPE_HEAD + msgpack.packb(topic)
+                       + msgpack.packb(source))
+        self.head = struct.Struct(f">{len(self.prefix)}s{STAMPS_FORMAT}").pack
+        """(prefix, UINT64, seq, FLOAT64, wall, FLOAT64, mono) -> the frame up to the
+        payload: seq as msgpack uint 64, the stamps as msgpack float 64, in one call."""
+        self.skip = len(topic_bytes) + len(TOPIC_END)
+        """bytes of the frame before the envelope (the size limit is on the envelope)."""
+        self.check = TOPIC_FAST_CHECKS[topic]
+        self.latched = topic in LATCHED_TOPICS
+        self.seq = 0
+        self.messages = self.bytes = self.dropped = 0
+
+
 class Publisher:
     """Validated, sequenced publishing to the broker; thread-safe.
 
-    The socket is an XPUB connected to the broker's XSUB: it behaves like a PUB (never
-    blocks; drops at its high-water mark) and also tells us when the broker's subscription
-    arrived, i.e. when the link is up -- so messages sent at start-up are not lost.
+    The socket is an XPUB connected to the broker's XSUB: it behaves like a PUB and also
+    tells us when the broker's subscription arrived, i.e. when the link is up -- so messages
+    sent at start-up are not lost. It never blocks: with ZMQ_XPUB_NODROP and a non-blocking
+    send, a message that would exceed the high-water mark is refused by ZeroMQ and counted
+    here as dropped, per topic. What was sent (messages, bytes, drops per topic) is
+    published on ``bus.traffic`` every second while there is traffic and when the publisher
+    closes; the broker adds these reports up into ``bus.stats``.
+
+    ``on_subscription`` (the broker's own publisher) is called with every subscription
+    message that passes by on its way from the subscribers to the publishers.
     """
 
     def __init__(self, source: str, endpoints: Endpoints | None = None, *,
-                 hwm: int = PUB_HWM, check: bool = True, max_bytes: int | None = None) -> None:
+                 hwm: int = PUB_HWM, check: bool = True, max_bytes: int | None = None,
+                 on_subscription: Callable[[bytes], None] | None = None) -> None:
         import zmq
 
+        if not source or len(source) > MAX_SOURCE_CHARS:
+            raise ValueError(f"publisher source {source!r} must be 1 to {MAX_SOURCE_CHARS} "
+                             "characters")
         self.source = source
+        self.instance = f"{source}-{os.getpid()}-{secrets.token_hex(4)}"
         self.endpoints = endpoints or Endpoints.resolve()
         if self.endpoints.publish is None:
             raise ValueError("this broker is remote and read-only: publishing is not allowed "
                              "(run the publisher on the cell's host)")
         self.check = check
         self.max_bytes = max_bytes
+        self.on_subscription = on_subscription
         self._lock = threading.Lock()
-        self._seq: dict[str, int] = {}  # topic -> next sequence number
-        self._routes: dict[str, tuple[bytes, Callable[[Any], bool], bool]] = {}
-        self._packer = msgpack.Packer(use_bin_type=True)  # reused: keeps its buffer
+        self._routes: dict[str, _PublishRoute] = {}
+        self._pack = msgpack.Packer(use_bin_type=True).pack  # reused: keeps its buffer
         self._limit = max_message_bytes() if max_bytes is None else max_bytes
-        self._latched: dict[str, list[bytes]] = {}
-        self._topic_frames: dict[str, bytes] = {}  # topic -> its encoded first frame
+        self._latched: dict[str, bytes] = {}  # topic -> its latest frame
         self._linked = False
+        self._seen: list[bytes] = []  # subscriptions for on_subscription
+        self._closed = False
+        self._reported = -1  # messages sent (bus.traffic excluded) at the last report
         self.sent = 0
         self.sent_before_link = 0
         self._sock = _context().socket(zmq.XPUB)
-        self._send_frame = zmq.backend.Socket.send  # pyzmq's own, without its Python wrapper
+        self._send = zmq.backend.Socket.send  # pyzmq's own, without its Python wrapper
+        self._again = zmq.Again
         self._sock.sndhwm = hwm
         self._sock.linger = LINGER_MS
         self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
+        self._sock.setsockopt(zmq.XPUB_NODROP, 1)  # at the HWM: refuse (counted), not drop
         self._sock.connect(self.endpoints.publish)
+        _traffic_reporter().add(self)
 
     def wait_linked(self, timeout: float = CONNECT_WAIT_S) -> bool:
         """Wait until the broker subscribed to us (the link is up); False on timeout."""
@@ -275,7 +320,16 @@ class Publisher:
         and then (Node does, every heartbeat). True when the link is up."""
         with self._lock:
             self._drain_subscriptions()
-            return self._linked
+            linked = self._linked
+            seen, self._seen = self._seen, []
+        for frame in seen:  # outside the lock: the callback may send
+            self.on_subscription(frame)  # type: ignore[misc]
+        return linked
+
+    @property
+    def socket(self) -> Any:
+        """The XPUB socket (to poll for subscriptions; use check_link() to read them)."""
+        return self._sock
 
     def _drain_subscriptions(self) -> None:
         import zmq
@@ -285,99 +339,191 @@ class Publisher:
                 frame = self._sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
+            if self.on_subscription is not None:
+                self._seen.append(frame)  # handed to on_subscription by check_link()
             # The broker subscribes to everything (b"\x01") when it attaches; the
             # subscriptions of its own subscribers pass by here too and mean nothing to us.
             if frame == b"\x01":
                 if self._linked:  # the broker came back: give it our latched state again
-                    for topic_frame, data in self._latched.values():
-                        send_message(self._sock, topic_frame, data)
+                    for data in self._latched.values():
+                        self._send_frame(data)
                 self._linked = True
 
-    def _route(self, topic: str) -> tuple[bytes, Callable[[Any], bool], bool]:
-        """(topic frame, fast payload check, latched) of a declared topic, made once."""
+    def _route(self, topic: str) -> _PublishRoute:
+        """The route of a declared topic, made once."""
         route = self._routes.get(topic)
         if route is None:
             topic_spec(topic)  # raises UnknownTopicError with the list of declared topics
-            route = self._routes[topic] = (topic.encode(), TOPIC_FAST_CHECKS[topic],
-                                           topic in LATCHED_TOPICS)
-            self._seq.setdefault(topic, 0)
+            route = self._routes[topic] = _PublishRoute(topic, self.source)
         return route
 
     def envelope(self, topic: str, payload: dict[str, Any]) -> Envelope:
         """The next envelope of ``topic`` from this source (validated when ``check``);
         the sequence number is used up."""
         route = self._route(topic)
-        if self.check and not route[1](payload):
+        if self.check and not route.check(payload):
             validate_payload(topic, payload)
         with self._lock:
-            seq = self._seq[topic]
-            self._seq[topic] = seq + 1
+            seq = route.seq
+            route.seq = seq + 1
         return Envelope.now(topic, self.source, seq, payload)
 
     def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
         """Validate, stamp, encode and send; raises MessageError (ValidationError,
         UnknownTopicError, OversizeError) when the message is refused (then no sequence
-        number is used up).
+        number is used up). A message ZeroMQ refuses at the high-water mark is counted as
+        dropped (the sequence number is used up: receivers see the gap).
 
         This is the hot path of every publisher, written out: one dict lookup for the
-        topic's route, the generated payload check, one msgpack call with a reused
-        Packer, two socket sends."""
+        topic's route, the generated payload check, one struct call for the constant head
+        and the stamps, one msgpack call for the payload, one socket send."""
         route = self._routes.get(topic)
         if route is None:
             route = self._route(topic)
-        topic_frame, fast_check, latched = route
-        if self.check and not fast_check(payload):
+        if self.check and not route.check(payload):
             validate_payload(topic, payload)  # raises, saying what is wrong
         with self._lock:
-            seq = self._seq[topic]
+            seq = route.seq
             wall, mono = _wall_clock(), _mono_clock()
             try:
-                data = self._packer.pack([SCHEMA_VERSION, topic, self.source, seq, wall, mono,
-                                          payload])
-            except (TypeError, ValueError, OverflowError):
-                self._packer.reset()
+                frame = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
+                                   MSGPACK_FLOAT64, mono) + self._pack(payload)
+            except (TypeError, ValueError, OverflowError, struct.error):
+                self._pack = msgpack.Packer(use_bin_type=True).pack  # reset its buffer
                 encode(Envelope(topic, self.source, seq, wall, mono, payload),
                        self.max_bytes)  # raises the explanatory DecodeError
                 raise
-            size = len(data)
-            if size > self._limit:
+            size = len(frame)
+            if size - route.skip > self._limit:
                 encode(Envelope(topic, self.source, seq, wall, mono, payload),
                        self.max_bytes)  # raises the explanatory OversizeError
-            self._seq[topic] = seq + 1
+            route.seq = seq + 1
             if not self._linked:
                 self._drain_subscriptions()
                 if not self._linked:
                     self.sent_before_link += 1
-            if latched:
-                self._latched[topic] = [topic_frame, data]
-            sock, send = self._sock, self._send_frame
-            send(sock, topic_frame, ZMQ_SNDMORE)
-            send(sock, data, 0, size < COPY_THRESHOLD)
+            if route.latched:
+                self._latched[topic] = frame
+            try:
+                self._send(self._sock, frame, ZMQ_NOBLOCK, size < COPY_THRESHOLD)
+                route.messages += 1
+                route.bytes += size
+            except self._again:
+                route.dropped += 1
             self.sent += 1
-        return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION, size)
+        return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION,
+                        size - route.skip)
 
-    def send_frames(self, topic: str, data: Any) -> None:
-        """Send an already encoded envelope as is (replay of a recording, the broker's
-        last-value cache)."""
+    def send_frame(self, frame: bytes) -> None:
+        """Send an already encoded message frame as is (replay of a recording, the
+        broker's last-value cache); counted under its topic like published ones."""
+        topic, _ = split_frame(frame)
         with self._lock:
-            self._send(topic, data)
-
-    def _send(self, topic: str, data: Any) -> None:
-        if not self._linked:
-            self._drain_subscriptions()
             if not self._linked:
-                self.sent_before_link += 1
-        topic_frame = self._topic_frames.get(topic)
-        if topic_frame is None:
-            topic_frame = self._topic_frames[topic] = topic.encode()
-        if topic in LATCHED_TOPICS:
-            self._latched[topic] = [topic_frame, data]
-        send_message(self._sock, topic_frame, data, copy=len(data) < COPY_THRESHOLD)
-        self.sent += 1
+                self._drain_subscriptions()
+                if not self._linked:
+                    self.sent_before_link += 1
+            if topic in LATCHED_TOPICS:
+                self._latched[topic] = frame
+            route = self._routes.get(topic) if topic in TOPIC_SPECS else None
+            if self._send_frame(frame):
+                if route is None and topic in TOPIC_SPECS:
+                    route = self._route(topic)
+                if route is not None:
+                    route.messages += 1
+                    route.bytes += len(frame)
+            elif route is not None:
+                route.dropped += 1
+            self.sent += 1
+
+    def _send_frame(self, frame: bytes) -> bool:
+        try:
+            self._send(self._sock, frame, ZMQ_NOBLOCK, len(frame) < COPY_THRESHOLD)
+            return True
+        except self._again:
+            return False
+
+    def traffic(self) -> dict[str, dict[str, int]]:
+        """What was sent so far, per topic: messages, bytes, dropped."""
+        with self._lock:
+            return {t: {"messages": r.messages, "bytes": r.bytes, "dropped": r.dropped}
+                    for t, r in self._routes.items() if t != TRAFFIC_TOPIC}
+
+    def report_traffic(self, force: bool = False) -> bool:
+        """Publish ``bus.traffic`` if anything was sent since the last report (or
+        ``force``); True if a report was sent. The reporter thread calls this every
+        second, close() once more."""
+        with self._lock:
+            if self._closed:
+                return False
+            traffic_route = self._routes.get(TRAFFIC_TOPIC)
+            sent = self.sent - (traffic_route.messages + traffic_route.dropped
+                                if traffic_route else 0)
+            if sent == self._reported and not force:
+                return False
+            self._reported = sent
+        payload = {"instance": self.instance, "topics": self.traffic(),
+                   "before_link": self.sent_before_link}
+        try:
+            self.publish(TRAFFIC_TOPIC, payload)
+        except MessageError as exc:  # e.g. a source name that makes the message too big
+            print(f"{self.source}: traffic report refused: {exc}", file=sys.stderr)
+            return False
+        return True
 
     def close(self) -> None:
+        _traffic_reporter().discard(self)
+        if not self._closed:
+            self.report_traffic()
         with self._lock:
+            self._closed = True
             self._sock.close()
+
+
+class _TrafficReporter:
+    """One daemon thread per process that asks every open Publisher, once a second, to
+    report its traffic (so that a publisher that went quiet is still counted in full)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._publishers: weakref.WeakSet[Publisher] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="robocell-bus-traffic",
+                                        daemon=True)
+        self._thread.start()
+
+    def add(self, publisher: Publisher) -> None:
+        with self._lock:
+            self._publishers.add(publisher)
+
+    def discard(self, publisher: Publisher) -> None:
+        with self._lock:
+            self._publishers.discard(publisher)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(TRAFFIC_REPORT_PERIOD_S)
+            with self._lock:
+                publishers = list(self._publishers)
+            for publisher in publishers:
+                try:
+                    publisher.report_traffic()
+                except Exception as exc:  # a closed socket in a race with close(): go on
+                    print(f"bus traffic report failed: {type(exc).__name__}: {exc}",
+                          file=sys.stderr)
+
+
+_reporter: _TrafficReporter | None = None
+_reporter_lock = threading.Lock()
+
+
+def _traffic_reporter() -> _TrafficReporter:
+    """The process's reporter thread (started again in a forked child)."""
+    global _reporter
+    with _reporter_lock:
+        if _reporter is None or _reporter.pid != os.getpid():
+            _reporter = _TrafficReporter()
+        return _reporter
 
 
 # --- subscribing -----------------------------------------------------------------------------
@@ -399,7 +545,7 @@ class ReceiveStats:
 
 
 class Rejection(Exception):
-    """A frame set that was refused, with the MessageError that explains it."""
+    """A message that was refused, with the MessageError that explains it."""
 
     def __init__(self, error: MessageError, topic: str | None, size: int) -> None:
         super().__init__(str(error))
@@ -414,11 +560,13 @@ class Subscriber:
     ``subscribe("heartbeat")`` is exact; ``subscribe("vision.", prefix=True)`` or
     ``subscribe("")`` (everything) match by prefix. :meth:`recv` returns the next good
     message; malformed ones are counted in ``stats.rejected`` (and passed to ``on_reject``)
-    and never raise. A message that is not newer (sequence number and send time) than the
-    last one accepted from its source on its topic is dropped as a repeat: the broker's
-    latched replay to a new subscriber reaches existing ones too, and may be older than
-    what a subscriber already got straight through the proxy. Sequence gaps count as
-    ``stats.gaps``; a smaller sequence number sent later is a restart of the source.
+    and never raise. A message is one frame; should a sender send several frames in one
+    ZeroMQ message, each is judged as a message of its own. A message that is not newer
+    (sequence number and send time) than the last one accepted from its source on its topic
+    is dropped as a repeat: the broker's latched replay to a new subscriber reaches existing
+    ones too, and may be older than what a subscriber already got straight through the
+    proxy. Sequence gaps count as ``stats.gaps``; a smaller sequence number sent later is a
+    restart of the source.
     """
 
     def __init__(self, topics: Iterable[str] = (), endpoints: Endpoints | None = None, *,
@@ -429,18 +577,20 @@ class Subscriber:
         self.endpoints = endpoints or Endpoints.resolve()
         self.check = check
         self.max_bytes = max_bytes
+        self._limit = max_message_bytes() if max_bytes is None else max_bytes
         self.on_reject = on_reject
         self.stats = ReceiveStats()
         self._exact: set[str] = set()
         self._prefixes: set[str] = set()
         self.first_seq: dict[tuple[str, str], int] = {}
         """(source, topic) -> first sequence number received (gaps are counted after it)."""
-        self._streams: dict[tuple[str, str], list[Any]] = {}
-        """(source, topic) -> [latest sequence number, its send time]."""
-        self._routes: dict[bytes, tuple[str, Callable[[Any], bool] | None, bool]] = {}
-        """topic frame -> (topic, its payload check, subscribed?): see _route."""
+        self._streams: dict[str, dict[str, list[Any]]] = collections.defaultdict(dict)
+        """topic -> source -> [latest sequence number, its send time]."""
+        self._routes: dict[bytes, tuple[str, Callable[[Any], bool] | None, bool,
+                                        dict[str, list[Any]]]] = {}
+        """topic bytes -> (topic, its payload check, subscribed?, its streams): see _route."""
         self.sock = _context().socket(zmq.SUB)
-        self._recv_frame = zmq.backend.Socket.recv  # pyzmq's own, without its Python wrapper
+        self._recv = zmq.backend.Socket.recv  # pyzmq's own, without its Python wrapper
         self.sock.rcvhwm = hwm
         self.sock.linger = 0
         self.endpoints.secure(self.sock)
@@ -457,25 +607,28 @@ class Subscriber:
             topic_spec(topic)  # an undeclared topic is a programming error: say so now
             self._exact.add(topic)
         self._routes.clear()  # "subscribed?" may have changed
-        self.sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self.sock.setsockopt(zmq.SUBSCRIBE, subscription(topic, prefix))
 
     def unsubscribe(self, topic: str) -> None:
         import zmq
 
+        prefix = topic in self._prefixes
         self._exact.discard(topic)
         self._prefixes.discard(topic)
         self._routes.clear()
-        self.sock.setsockopt(zmq.UNSUBSCRIBE, topic.encode())
+        self.sock.setsockopt(zmq.UNSUBSCRIBE, subscription(topic, prefix))
 
     @property
     def last_seq(self) -> dict[tuple[str, str], int]:
         """(source, topic) -> latest sequence number received."""
-        return {key: stream[0] for key, stream in self._streams.items()}
+        return {(source, topic): stream[0] for topic, streams in self._streams.items()
+                for source, stream in streams.items()}
 
     @property
     def last_wall(self) -> dict[tuple[str, str], float]:
         """(source, topic) -> send time of the latest message received."""
-        return {key: stream[1] for key, stream in self._streams.items()}
+        return {(source, topic): stream[1] for topic, streams in self._streams.items()
+                for source, stream in streams.items()}
 
     def wanted(self, topic: str) -> bool:
         return topic in self._exact or any(topic.startswith(p) for p in self._prefixes)
@@ -507,104 +660,113 @@ class Subscriber:
     def take(self, flags: int = 0) -> Envelope | None:
         """Receive one message from the socket and accept it (the Envelope) or refuse it
         (None: counted, passed to ``on_reject``); raises zmq.Again with ZMQ_NOBLOCK when
-        nothing is queued.
-
-        The hot path of every receiver: the topic frame is received as bytes, the envelope
-        as a zmq.Frame (no copy of a large payload; its ``more`` flag costs nothing). A
-        message is [topic, envelope]; when the envelope frame says more frames follow,
-        either the message has three or more frames (refused whole) or the "topic" was a
-        lone frame and the "envelope" is the next message's topic (the lone frame is
-        refused and the next message is read from its real start)."""
-        sock, recv = self.sock, self._recv_frame
-        topic = recv(sock, flags)
-        try:  # the frames of one message arrive together: never waits for a real one
-            data = recv(sock, ZMQ_NOBLOCK, False)
-        except _zmq().Again:  # (the except expression is evaluated only on an exception)
-            self._refuse(DecodeError("a lone frame, not a [topic, envelope] message"),
-                         None, len(topic))
-            return None
-        while data.more:
-            if self._envelope_of(topic, data) is not None:  # [topic, envelope, more...]
-                size = len(data)
-                while data.more:
-                    data = sock.recv(0, copy=False)
-                    size += len(data)
-                self._refuse(DecodeError("expected 2 frames [topic, envelope], got 3 or "
-                                         "more"), topic.decode("utf-8", "replace"), size)
-                return None
-            self._refuse(DecodeError("a lone frame, not a [topic, envelope] message"),
-                         None, len(topic))
-            topic = data.bytes
-            data = sock.recv(0, copy=False)
-        return self.handle_frames(topic, data)
-
-    def _envelope_of(self, topic: bytes, data: Any) -> Envelope | None:
-        try:
-            env = decode(data, self.max_bytes)
-        except MessageError:
-            return None
-        return env if env.topic.encode() == topic else None
+        nothing is queued."""
+        return self.handle_frame(self._recv(self.sock, flags))
 
     def handle(self, frames: list[Any]) -> Envelope | None:
-        """Accept or refuse one received frame set (bytes or zmq.Frame parts)."""
-        if len(frames) != 2:
+        """Accept or refuse one received ZeroMQ message given as its frames."""
+        if len(frames) != 1:
             self._refuse(_frame_count_error(frames), None, sum(map(len, frames)))
             return None
-        topic = frames[0] if isinstance(frames[0], bytes) else frames[0].bytes
-        return self.handle_frames(topic, frames[1])
+        frame = frames[0]
+        return self.handle_frame(frame if isinstance(frame, bytes) else frame.bytes)
 
-    def handle_frames(self, topic: bytes, data: Any) -> Envelope | None:
-        """Decode, validate and sequence-check ``[topic, data]``: the Envelope, or None
+    def handle_frame(self, frame: bytes) -> Envelope | None:
+        """Decode, validate and sequence-check one message frame: the Envelope, or None
         when refused (counted in ``stats``), not subscribed, or a repeat of a message
-        already seen."""
-        route = self._routes.get(topic)
+        already seen.
+
+        The hot path of every receiver, written out: find the topic's end, look its route
+        up, one msgpack call, the envelope's field checks and the generated payload check
+        in one expression, the sequence check, the Envelope. Anything unusual goes to the
+        slow path, which decodes again with the explaining checks."""
+        end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
+        route = self._routes.get(frame[:end]) if end > 0 else None
         if route is None:
-            try:
-                route = self._route(topic)
-            except UnicodeDecodeError:
-                self._refuse(MessageError("topic frame is not UTF-8"), None, len(data))
-                return None
-        name, fast_check, wanted = route
-        try:
-            env = decode(data, self.max_bytes)
-            if env.topic != name:
-                raise _topic_mismatch(name, env)
-            if fast_check is not None and not fast_check(env.payload):
-                validate(env)  # raises the explanatory error
-        except MessageError as exc:
-            self._refuse(exc, name, len(data))
-            return None
+            route = self._route(frame, end)
+            if route is None:
+                return self._handle_slow(frame)  # undeclared topic or no topic at all
+        name, check, wanted, streams = route
         if not wanted:
+            return None  # a frame that followed a subscribed one in a multi-frame message
+        size = len(frame) - end - 1
+        if size > self._limit:
+            return self._handle_slow(frame)
+        try:
+            fields = _unpackb(frame[end + 1:])
+        except Exception:  # msgpack raises many types on garbage input
+            return self._handle_slow(frame)
+        if type(fields) is not list or len(fields) != N_ENVELOPE_FIELDS:
+            return self._handle_slow(frame)
+        version, topic, source, seq, wall, mono, payload = fields
+        if not (version == SCHEMA_VERSION and type(version) is int and topic == name
+                and type(source) is str and 0 < len(source) <= MAX_SOURCE_CHARS
+                and type(seq) is int and seq >= 0 and type(wall) is float
+                and type(mono) is float
+                and (check(payload) if check is not None else type(payload) is dict)):
+            return self._handle_slow(frame)
+        stream = streams.get(source)
+        if stream is not None and seq == stream[0] + 1:  # the usual case: the next one
+            stream[0] = seq
+            stream[1] = wall
+        elif not self._sequence(name, source, seq, wall, streams, stream):
             return None
-        key = (env.source, name)
-        stream = self._streams.get(key)
-        if stream is None:
-            self.first_seq[key] = env.seq
-            self._streams[key] = [env.seq, env.wall_time]
-        else:
-            last, last_wall = stream
-            seq = env.seq
-            if seq <= last and env.wall_time <= last_wall:
-                # the same message again, or an older one: a latched value sent again by
-                # the broker to a new subscriber, or by a publisher to a restarted broker
-                self.stats.duplicates += 1
-                return None
-            if seq > last + 1:
-                self.stats.gaps += seq - last - 1
-            elif seq <= last:  # a smaller number, sent later: the source restarted
-                self.stats.restarts += 1
-            stream[0], stream[1] = seq, env.wall_time
+        self.stats.received += 1
+        return Envelope(name, source, seq, wall, mono, payload, SCHEMA_VERSION, size)
+
+    def _handle_slow(self, frame: bytes) -> Envelope | None:
+        """The slow path: decode with the explaining checks; refuse or accept."""
+        end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
+        hint = frame[:end].decode("utf-8", "replace") if end > 0 else None
+        try:
+            env = decode_frame(frame, self.max_bytes)
+            if self.check:
+                validate(env)
+        except MessageError as exc:
+            self._refuse(exc, hint if hint in TOPIC_SPECS else exc.topic, len(frame))
+            return None
+        if not self.wanted(env.topic):
+            return None
+        streams = self._streams[env.topic] if env.topic in TOPIC_SPECS else {}
+        if not self._sequence(env.topic, env.source, env.seq, env.wall_time, streams,
+                              streams.get(env.source)):
+            return None
         self.stats.received += 1
         return env
 
-    def _route(self, topic: bytes) -> tuple[str, Callable[[Any], bool] | None, bool]:
-        """(topic name, payload check or None, subscribed?) of a topic frame; kept for
-        declared topics only (a rogue publisher must not grow the table)."""
-        name = topic.decode("utf-8")
-        check = TOPIC_FAST_CHECKS.get(name, _never) if self.check else None
-        route = (name, check, self.wanted(name))
-        if name in TOPIC_SPECS:
-            self._routes[topic] = route
+    def _sequence(self, topic: str, source: str, seq: int, wall: float,
+                  streams: dict[str, list[Any]], stream: list[Any] | None) -> bool:
+        """Sequence bookkeeping of an accepted message; False for a repeat."""
+        if stream is None:
+            self.first_seq[(source, topic)] = seq
+            if len(streams) < MAX_SOURCES_PER_TOPIC:
+                streams[source] = [seq, wall]
+            return True
+        last, last_wall = stream
+        if seq <= last and wall <= last_wall:
+            # the same message again, or an older one: a latched value sent again by
+            # the broker to a new subscriber, or by a publisher to a restarted broker
+            self.stats.duplicates += 1
+            return False
+        if seq > last + 1:
+            self.stats.gaps += seq - last - 1
+        elif seq <= last:  # a smaller number, sent later: the source restarted
+            self.stats.restarts += 1
+        stream[0], stream[1] = seq, wall
+        return True
+
+    def _route(self, frame: bytes, end: int
+               ) -> tuple[str, Callable[[Any], bool] | None, bool, dict[str, list[Any]]] | None:
+        """The route of a declared topic seen for the first time (kept: a rogue publisher
+        must not grow the table); None for anything else."""
+        if end <= 0:
+            return None
+        name = frame[:end].decode("utf-8", "replace")
+        if name not in TOPIC_SPECS:
+            return None
+        route = (name, TOPIC_FAST_CHECKS[name] if self.check else None, self.wanted(name),
+                 self._streams[name])
+        self._routes[frame[:end]] = route
         return route
 
     def _refuse(self, error: MessageError, topic: str | None, size: int) -> None:
@@ -612,44 +774,23 @@ class Subscriber:
         if self.on_reject is not None:
             self.on_reject(Rejection(error, topic, size))
 
-    def accept(self, frames: list[Any]) -> Envelope | None:
-        """Decode and validate ``[topic, envelope]`` without sequence checks; raises
+    def accept(self, frame: bytes) -> Envelope:
+        """Decode and validate one message frame without sequence checks; raises
         Rejection if bad (for tools that look at single messages)."""
-        if len(frames) != 2:
-            raise Rejection(_frame_count_error(frames), None, sum(map(len, frames)))
-        topic_frame, data = frames
-        if not isinstance(topic_frame, bytes):
-            topic_frame = topic_frame.bytes
-        topic_hint: str | None = None
         try:
-            topic_hint = topic_frame.decode("utf-8")
-            env = decode(data, self.max_bytes)
-            if env.topic != topic_hint:
-                raise _topic_mismatch(topic_hint, env)
+            env = decode_frame(frame, self.max_bytes)
             if self.check:
                 validate(env)
-        except UnicodeDecodeError:
-            raise Rejection(MessageError("topic frame is not UTF-8"), None, len(data)) from None
         except MessageError as exc:
-            raise Rejection(exc, topic_hint, len(data)) from None
+            raise Rejection(exc, exc.topic, len(frame)) from None
         return env
 
     def close(self) -> None:
         self.sock.close()
 
 
-def _never(payload: Any) -> bool:
-    """The fast check of an undeclared topic: validate() then says it is undeclared."""
-    return False
-
-
 def _frame_count_error(frames: list[Any]) -> MessageError:
-    return DecodeError(f"expected 2 frames [topic, envelope], got {len(frames)}")
-
-
-def _topic_mismatch(topic_frame: str, env: Envelope) -> MessageError:
-    return DecodeError(f"topic frame {topic_frame!r} does not match envelope topic "
-                       f"{env.topic!r}", topic=topic_frame, source=env.source)
+    return DecodeError(f"expected a message of one frame, got {len(frames)} frames")
 
 
 def _send_nowait(sock: Any, frames: list[bytes]) -> bool:

@@ -129,23 +129,33 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("bus.stats", "BusStats", LATCHED, "broker", (
         F("period_s", "float", "statistics window in seconds"),
         F("uptime_s", "float", "seconds since the broker started"),
-        F("topics", "map[map]", "per topic: messages, bytes, rate_hz, bytes_per_s, kind, "
-          "type, publishers, gaps (messages lost before the broker)"),
-        F("messages", "int", "messages forwarded since start"),
-        F("bytes", "int", "bytes forwarded since start"),
-        F("rejected", "map[int]", "malformed messages seen by the broker's tap, by reason "
-                                  "(receivers refuse them; the broker forwards without "
+        F("topics", "map[map]", "per topic, as the publishers count it: messages, bytes, "
+          "rate_hz, bytes_per_s, kind, type, publishers, gaps (messages dropped before the "
+          "broker)"),
+        F("messages", "int", "messages published since start (sum of the publishers' counts)"),
+        F("bytes", "int", "bytes published since start"),
+        F("rejected", "map[int]", "malformed messages seen by the broker's check tap, by "
+                                  "reason (receivers refuse them; the broker forwards without "
                                   "decoding)"),
-        F("gaps", "int", "messages lost between publishers and the broker (sequence gaps)"),
+        F("gaps", "int", "messages dropped between publishers and the broker"),
         F("forwarded", "int", "messages the proxy forwarded (its own count, in C)",
           optional=True),
-        F("checked", "int", "messages the tap decoded and validated", optional=True),
-        F("unchecked", "int", "messages the tap only counted (over its CPU budget)",
-          optional=True),
+        F("forwarded_bytes", "int", "bytes the proxy forwarded", optional=True),
+        F("checked", "int", "messages the check tap decoded and validated", optional=True),
+        F("unchecked", "int", "messages forwarded but not checked (over the tap's CPU "
+                              "budget)", optional=True),
         F("subscriptions", "int", "subscription requests seen"),
         F("commands", "map[int]", "command traffic: requests, replies, errors by code"),
         F("services", "list[str]", "services connected to the command channel"),
     ), "The broker's own statistics, published every period."),
+    TopicSpec("bus.traffic", "PublisherTraffic", EVENT, ANY_SERVICE, (
+        F("instance", "str", "this publisher (source name and a random id: a restarted "
+          "process is a new instance)"),
+        F("topics", "map[map[int]]", "per topic, since the publisher started: messages and "
+          "bytes sent, dropped (refused by ZeroMQ at the high-water mark)"),
+        F("before_link", "int", "messages sent before the broker link was up"),
+    ), "What one publisher sent, reported every second while it sends (and when it closes); "
+       "the broker adds these up into bus.stats."),
     TopicSpec("errors", "CellError", EVENT, ANY_SERVICE, (
         F("service", "str", "who reports"),
         F("stage", "str", "what was being done (scan, resolve, solve, execute, ...)"),

@@ -49,7 +49,7 @@ def test_late_joiner_gets_latched_state_at_once(broker: Broker) -> None:
         pub.publish("cell.status", STATUS)
         pub.publish("actuator.progress", PROGRESS)  # an event: not cached
         deadline = time.monotonic() + 3
-        while b"cell.status" not in broker.cache and time.monotonic() < deadline:
+        while "cell.status" not in broker.cache and time.monotonic() < deadline:
             time.sleep(0.01)
         joined = time.monotonic()
         late = Subscriber(["cell.status", "actuator.progress"], endpoints)
@@ -196,19 +196,19 @@ def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str)
 
 def test_a_restarted_publisher_is_heard_although_it_reuses_sequence_numbers():
     from robocell.common.bus import Subscriber
-    from robocell.common.envelope import Envelope, encode
+    from robocell.common.envelope import Envelope, encode_frame
 
     sub = Subscriber(["cell.status"], check=True)
     try:
-        def frames(wall: float) -> list[bytes]:
+        def frame(wall: float) -> bytes:
             env = Envelope(topic="cell.status", source="cell", seq=1, wall_time=wall,
                            mono_time=1.0, payload={"cycle_id": "c", "stage": "idle"})
-            return [b"cell.status", encode(env)]
+            return encode_frame(env)
 
-        first = frames(100.0)
-        assert sub.handle(first) is not None
-        assert sub.handle(first) is None          # the same message again: a duplicate
-        assert sub.handle(frames(200.0)) is not None   # same seq, new process: delivered
+        first = frame(100.0)
+        assert sub.handle_frame(first) is not None
+        assert sub.handle_frame(first) is None          # the same message again: a duplicate
+        assert sub.handle_frame(frame(200.0)) is not None   # same seq, new process: delivered
     finally:
         sub.close()
 
@@ -217,7 +217,7 @@ def test_older_repeats_are_dropped_and_a_restarted_source_is_accepted(
         endpoints: Endpoints) -> None:
     """The broker's cached replay may reach a subscriber after newer messages came straight
     through the proxy: a message not newer than the last accepted one is dropped."""
-    from robocell.common.envelope import Envelope, encode
+    from robocell.common.envelope import Envelope, encode_frame
 
     sub = Subscriber(["cell.status"], endpoints)
     rogue = zmq.Context.instance().socket(zmq.XPUB)
@@ -233,7 +233,7 @@ def test_older_repeats_are_dropped_and_a_restarted_source_is_accepted(
         restarted = Envelope("cell.status", "cell", 0, 200.0, 0.5,
                              {"cycle_id": "c", "stage": "idle"})
         for env in (first, second, first, second, restarted):
-            rogue.send_multipart([b"cell.status", encode(env)])
+            rogue.send(encode_frame(env))
         got = []
         while (env := sub.recv(1.0)) is not None:
             got.append(env.payload["cycle_id"])

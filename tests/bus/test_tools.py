@@ -219,7 +219,7 @@ def test_record_from_the_tap_includes_command_traffic(broker_process, cli_env: d
     assert messages[1].payload["id"] == messages[0].payload["id"]
 
 
-def test_record_everything_from_the_tap_skips_the_subscriptions_it_carries(
+def test_record_everything_from_the_tap(
         broker_process, cli_env: dict, tmp_path: Path) -> None:
     from robocell.common.bus import Node
 
@@ -232,7 +232,7 @@ def test_record_everything_from_the_tap_skips_the_subscriptions_it_carries(
         assert "recording" in recorder.stderr.readline()
         with Node("solver", endpoints) as solver, Node("cell", endpoints) as cell:
             solver.serve("solve", lambda args, ctx: {"moves": 9})
-            cell.subscribe("solver.plan", lambda env: None)  # a subscription passes the tap
+            cell.subscribe("solver.plan", lambda env: None)  # its latched replay is recorded too
             time.sleep(0.5)
             cell.publish("cell.status", {"cycle_id": "c9", "stage": "solving"})
             assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=3) == {

@@ -1,36 +1,47 @@
-"""The broker: pub/sub proxy in C, last-value cache, capture tap, statistics, command routing.
+"""The broker: pub/sub proxy in C, last-value cache, taps, statistics, command routing.
 
 Patterns (ZeroMQ guide names):
 
 - **Proxy** (XSUB/XPUB) -- publishers connect to the XSUB side, subscribers to the XPUB side;
   ``zmq.proxy_steerable`` forwards between them in libzmq's own loop on a thread that does
-  not hold the GIL. No Python runs per forwarded message on the forwarding path, so the
-  broker costs about as much as the socket work of one more hop. The broker does not decode
-  or validate what it forwards: every receiver does (see :class:`robocell.common.bus.
-  Subscriber`), counts refusals and reports them on ``diagnostics``.
-- **Capture tap** -- the proxy copies every message (and every subscription) to a capture
-  socket. The broker's Python loop reads the copies *beside* the forwarding path, never in
-  it: it counts messages and bytes per topic, keeps the last-value cache, checks messages
-  (decode, validate, per-source sequence gaps) as far as a CPU budget allows, and counts
-  refusals. If it falls behind (a flood of tens of thousands of messages per second) it only
-  counts and caches; the checks resume when the flood ends, and ``bus.stats`` says how many
-  messages went unchecked. Recorders (``bus record --tap``) get the same copies from the
-  tap endpoint, through a second C proxy, with the command traffic added.
-- **Last value cache** -- the newest message of every *latched* topic is kept; the XPUB is
-  verbose, so every subscription reaches the loop, which answers it by sending the cached
-  messages whose topic matches the subscribed prefix back into the proxy. XPUB sends to every
-  matching subscriber, so existing subscribers see the repeat too; they drop it by its
+  not hold the GIL. No Python runs per forwarded message: the broker costs about as much as
+  the socket work of one more hop. A message is one frame (topic, zero byte, envelope; see
+  :mod:`robocell.common.envelope`), so the proxy moves one frame per message. The broker does
+  not decode or validate what it forwards: every receiver does (see
+  :class:`robocell.common.bus.Subscriber`), counts refusals and reports them on
+  ``diagnostics``.
+- **Internal feed** -- the XPUB also binds an inproc endpoint; the broker's own readers
+  subscribe there like any subscriber, so ZeroMQ sends each of them only what it asked for:
+- **Last value cache** -- one SUB socket per *latched* topic with ZMQ_CONFLATE: libzmq keeps
+  the newest message of that topic and nothing else, with no Python per message. Every
+  subscription passes the broker on its way to the publishers (the XPUB is verbose; the
+  broker's own publisher sees it); the broker answers a subscribe with the newest message
+  of each latched topic it matches, sent back into the proxy. XPUB sends to every matching
+  subscriber, so existing subscribers see the repeat too; they drop it by its
   (source, topic, seq, wall time).
+- **Statistics** -- every publisher counts what it sends per topic (messages, bytes, drops at
+  its high-water mark) and reports it on ``bus.traffic`` every second while it sends; the
+  broker reads those reports (one subscription) and adds them up. Its own totals come from
+  the proxy's STATISTICS (counted in C). ``bus.stats`` is published every period.
+- **Check tap** -- a SUB socket with a small queue takes everything; the broker decodes and
+  validates what it finds there within a CPU budget (CHECK_BUDGET of a core), counts
+  refusals by reason and reports them on ``diagnostics``. Over the budget it stops reading;
+  its queue fills and libzmq drops for it alone (``bus.stats`` says how many messages went
+  unchecked). A trickle is checked in full.
+- **Capture tap** -- recorders (``bus record --tap``) connect to the tap endpoint: an XPUB
+  fed by a second C proxy from the internal feed and from the command traffic; nothing flows
+  there unless a recorder subscribes.
 - **Broker-routed request/reply** -- one ROUTER for services and clients (see
   :mod:`robocell.common.bus` for the frames); a second, CURVE-protected ROUTER for remote
   clients whose key allows commands.
 
-Backpressure: every socket has a deliberate high-water mark. ZeroMQ's PUB/XPUB drop for a
+Backpressure: every socket has a deliberate high-water mark. ZeroMQ's XPUB drops for a
 subscriber that is too slow instead of blocking the proxy; those drops show up as sequence
-gaps at that subscriber (reported in its heartbeat). Messages lost before the broker show
-up as gaps here, per topic, in ``bus.stats``. Nothing a subscriber does can block a
-publisher. A frame larger than the size limit is refused by the XSUB socket itself
-(ZMQ_MAXMSGSIZE: the sending connection is dropped, and reconnects).
+gaps at that subscriber (reported in its heartbeat). A publisher whose queue to the broker
+is full has its message refused by ZeroMQ and counts it as dropped (per topic in
+``bus.stats``). Nothing a subscriber does can block a publisher. A frame larger than the
+size limit is refused by the XSUB socket itself (ZMQ_MAXMSGSIZE: the sending connection is
+dropped, and reconnects).
 
 Security: the local endpoints bind to loopback unless told otherwise; a remote endpoint
 (``remote``) is a CURVE server whose ZAP handler admits only allow-listed client keys:
@@ -63,6 +74,7 @@ from robocell.common.bus import (
     REQUEST,
     SERVICE_ID_PREFIX,
     SUB_HWM,
+    TRAFFIC_TOPIC,
     ZMQ_NOBLOCK,
     Endpoints,
     Publisher,
@@ -71,28 +83,40 @@ from robocell.common.bus import (
 from robocell.common.curve_keys import CurveKey
 from robocell.common.envelope import (
     MAX_SOURCE_CHARS,
-    MAX_TOPIC_CHARS,
+    TOPIC_END,
     Envelope,
     MessageError,
     decode,
+    decode_frame,
     encode,
     max_message_bytes,
+    message_frame,
+    subscription,
 )
 from robocell.common.messages import LATCHED_TOPICS, TOPIC_SPECS, validate
 
 BROKER_SOURCE = "broker"
 INBOUND_HWM = 100_000
-"""Messages queued from all publishers into the broker before ZeroMQ drops (seen as gaps)."""
+"""Messages queued from all publishers into the broker before ZeroMQ stops reading them
+(then the publishers' own queues fill and they count drops)."""
 TAP_HWM = 100_000
-"""Messages queued for the broker's own tap reader, and for a recorder on the tap endpoint,
-before ZeroMQ drops for that reader."""
+"""Messages queued for a recorder on the tap endpoint before ZeroMQ drops for it."""
+CHECK_HWM = 1_000
+"""Messages queued for the check tap; beyond, libzmq drops for the check tap alone."""
+TRAFFIC_HWM = 10_000
 COMMAND_HWM = 10_000
 BATCH = 500
 """Messages taken from one socket before looking at the others (fairness, bounded latency)."""
 CHECK_BUDGET = 0.05
-"""Share of one core the tap may spend checking messages (decode, validate, sequence);
-beyond it messages are only counted and cached until the next budget slice."""
+"""Share of one core the check tap may spend decoding and validating; beyond it the tap
+stops reading until the next budget slice."""
 CHECK_SLICE_S = 0.1
+CACHE_REFRESH_S = 0.05
+"""How often the broker reads the newest latched messages out of libzmq between
+subscriptions (a subscription reads them at once)."""
+MAX_INSTANCES = 1_000
+"""Publisher instances whose traffic reports are kept apart; older ones are folded into
+one total (a rogue sender must not grow the broker's tables)."""
 STATS_PERIOD_S = 1.0
 HEARTBEAT_PERIOD_S = 1.0
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
@@ -100,9 +124,7 @@ ZAP_DOMAIN_READ = "robocell-read"
 ZAP_DOMAIN_COMMAND = "robocell-command"
 LOCAL_ID, REMOTE_ID = b"L", b"R"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-SUBSCRIPTION_MARKS = (b"\x00", b"\x01")  # first byte of an (un)subscription message
-ENVELOPE_MARK = b"\x97"  # first byte of an envelope: a msgpack array of 7
-ZMQ_RCVMORE = 13  # zmq.h; a plain int, because pyzmq's enum lookup is slow
+SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsubscribe)
 BIND_RETRY_S = 1.0
 N_PROXY_STATISTICS = 8
 """zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
@@ -122,29 +144,24 @@ class RemoteAccess:
 
 @dataclass(slots=True)
 class TopicStats:
-    """What the broker counted on one topic. Rates come from the difference of the totals
-    between two reports, so the hot path only adds to ``messages`` and ``bytes``."""
+    """What the publishers reported on one topic, added up. Rates come from the difference
+    of the totals between two reports."""
 
     messages: int = 0
     bytes: int = 0
     gaps: int = 0
+    """messages dropped before the broker (refused at a publisher's high-water mark)."""
     publishers: set[str] = field(default_factory=set)
     reported_messages: int = 0
     reported_bytes: int = 0
-    last_seq: dict[str, int] = field(default_factory=dict)
-    """source -> latest sequence number checked on this topic (gaps are counted from it)."""
 
 
 @dataclass(slots=True)
-class TopicRoute:
-    """Everything the tap needs about one topic frame, looked up once per message: its
-    name, its statistics, whether its last value is cached, and whether messages went
-    unchecked since the last checked one (then the sequence tracking starts afresh)."""
+class _Instance:
+    """The latest traffic report of one publisher instance."""
 
-    name: str
-    stats: TopicStats
-    latched: bool
-    skipped: bool = False
+    source: str
+    topics: dict[str, tuple[int, int, int]]  # topic -> (messages, bytes, dropped)
 
 
 def bind(sock: zmq.Socket, endpoint: str) -> None:
@@ -212,7 +229,7 @@ class _Proxy:
 
 class Broker:
     """One broker; ``run()`` loops until ``stop()`` is called (from any thread) or the process
-    is interrupted. ``check=False`` turns the tap's message checks off (it still counts)."""
+    is interrupted. ``check=False`` leaves the check tap out (receivers still check)."""
 
     def __init__(self, endpoints: Endpoints, *, remote: RemoteAccess | None = None,
                  stats_period: float = STATS_PERIOD_S, check: bool = True,
@@ -234,25 +251,30 @@ class Broker:
         self.max_bytes = max_bytes if max_bytes is not None else max_message_bytes()
         self.ctx = context or zmq.Context.instance()
         self.started = time.monotonic()
-        self.topics: dict[str, TopicStats] = collections.defaultdict(TopicStats)
+        self.topics: dict[str, TopicStats] = {}
+        """topic -> what the publishers reported, added up (rebuilt on every report)."""
         self.rejected: collections.Counter[str] = collections.Counter()
         self.commands: collections.Counter[str] = collections.Counter()
         self.subscriptions = 0
         self.checked = 0
-        """Messages the tap decoded and validated (the rest were only counted)."""
+        """Messages the check tap decoded and validated."""
         self.unchecked = 0
-        self.cache: dict[bytes, list[Any]] = {}  # topic -> frames (bytes or zmq.Frame)
+        """Messages forwarded but not checked (the check tap was over its budget)."""
+        self.cache: dict[str, bytes] = {}
+        """latched topic -> its newest frame, as last read out of its CONFLATE socket."""
         self.services: dict[str, list[str]] = {}
-        self._routes: dict[bytes, TopicRoute] = {}  # topic frame -> route (declared topics)
-        self._replays: dict[bytes, int] = {}
+        self._instances: collections.OrderedDict[str, _Instance] = collections.OrderedDict()
+        self._retired: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+        """topic -> [messages, bytes, dropped] of instances folded away (MAX_INSTANCES)."""
+        self._retired_sources: dict[str, set[str]] = collections.defaultdict(set)
         self._diag_count: collections.Counter[tuple[str, str | None]] = collections.Counter()
         self._diag_last: dict[tuple[str, str | None], float] = {}
-        """topic -> cached messages sent again and not yet seen back on the tap."""
         self._stop = threading.Event()
         self._zap_thread: threading.Thread | None = None
         self._proxies: list[_Proxy] = []
         self._budget_slice = 0.0
         self._budget_used = 0.0
+        self._cache_read = 0.0
         self.ready = threading.Event()
         self._name = f"robocell-broker-{os.getpid()}-{next(_broker_ids)}"
         self._open_sockets()
@@ -264,32 +286,41 @@ class Broker:
         proxies start in run()."""
         ctx, name = self.ctx, self._name
         inject = f"inproc://{name}-inject"
-        capture_endpoint = f"inproc://{name}-capture"
+        feed = f"inproc://{name}-feed"
         xsub = ctx.socket(zmq.XSUB)
         xsub.rcvhwm = INBOUND_HWM
         xsub.maxmsgsize = self.max_bytes
         bind(xsub, self.endpoints.publish)
         xsub.bind(inject)
-        xsub.send(b"\x01")  # subscribe to everything: the tap sees all traffic
+        xsub.send(SUBSCRIBE_MARK)  # subscribe to everything: what anyone wants passes here
         xpub = ctx.socket(zmq.XPUB)
         xpub.sndhwm = self.subscriber_hwm
-        xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches the cache
         bind(xpub, self.endpoints.subscribe)
-        capture = ctx.socket(zmq.PUB)
-        capture.sndhwm = TAP_HWM
-        capture.bind(capture_endpoint)
-        # The tap reader: every copy, subscriptions included.
-        self.tap_reader = ctx.socket(zmq.SUB)
-        self.tap_reader.rcvhwm = TAP_HWM
-        self.tap_reader.subscribe(b"")
-        self.tap_reader.connect(capture_endpoint)
-        # The broker's own messages and the cached ones go into the proxy like a publisher's.
+        xpub.bind(feed)
+        self._proxies.append(_Proxy(ctx, f"{name}-proxy", xsub, xpub))
+        # The broker's own messages and the cached ones go into the proxy like a publisher's;
+        # the subscriptions on their way to the publishers pass its socket too.
         self.publisher = Publisher(BROKER_SOURCE, Endpoints(inject, inject, inject),
-                                   hwm=INBOUND_HWM)
-        remote_feed = f"inproc://{name}-remote-feed"
-        if self.remote is not None:
-            xpub.bind(remote_feed)
-        self._proxies.append(_Proxy(ctx, f"{name}-proxy", xsub, xpub, capture))
+                                   hwm=INBOUND_HWM, on_subscription=self._on_subscription)
+        # The last-value cache: the newest message of each latched topic, kept by libzmq.
+        self.latest: dict[str, zmq.Socket] = {}
+        for topic in sorted(LATCHED_TOPICS):
+            sock = ctx.socket(zmq.SUB)
+            sock.setsockopt(zmq.CONFLATE, 1)
+            sock.setsockopt(zmq.SUBSCRIBE, subscription(topic))
+            sock.connect(feed)
+            self.latest[topic] = sock
+        self.traffic_reader = ctx.socket(zmq.SUB)
+        self.traffic_reader.rcvhwm = TRAFFIC_HWM
+        self.traffic_reader.setsockopt(zmq.SUBSCRIBE, subscription(TRAFFIC_TOPIC))
+        self.traffic_reader.connect(feed)
+        self.check_reader = None
+        if self.check:
+            self.check_reader = ctx.socket(zmq.SUB)
+            self.check_reader.rcvhwm = CHECK_HWM
+            self.check_reader.setsockopt(zmq.SUBSCRIBE, b"")
+            self.check_reader.connect(feed)
         self.router = self._router(self.endpoints.command)
         self.command_tap = None
         if self.endpoints.tap:
@@ -299,7 +330,7 @@ class Broker:
             self.command_tap.bind(command_tap_endpoint)
             tap_in = ctx.socket(zmq.XSUB)
             tap_in.rcvhwm = TAP_HWM
-            tap_in.connect(capture_endpoint)
+            tap_in.connect(feed)
             tap_in.connect(command_tap_endpoint)
             tap_out = ctx.socket(zmq.XPUB)
             tap_out.sndhwm = TAP_HWM
@@ -315,7 +346,7 @@ class Broker:
             remote = Endpoints.from_base(self.remote.base, self.remote.server_key)
             remote_in = ctx.socket(zmq.XSUB)
             remote_in.rcvhwm = self.subscriber_hwm
-            remote_in.connect(remote_feed)
+            remote_in.connect(feed)
             remote_xpub = ctx.socket(zmq.XPUB)
             self._curve_server(remote_xpub, ZAP_DOMAIN_READ)
             remote_xpub.sndhwm = self.subscriber_hwm
@@ -371,15 +402,17 @@ class Broker:
         self._stop.set()
 
     def run(self) -> None:
-        """Start the proxies, then read the tap, route commands and report until stop()."""
+        """Start the proxies, then answer subscriptions from the cache, read traffic reports,
+        check within the budget, route commands and report until stop()."""
         for proxy in self._proxies:
             proxy.start()
         poller = zmq.Poller()
-        inputs = [self.tap_reader, self.router]
+        inputs = [self.publisher.socket, self.traffic_reader, self.router]
         if self.remote_router is not None:
             inputs.append(self.remote_router)
         for sock in inputs:
             poller.register(sock, zmq.POLLIN)
+        checking = False
         self.publisher.wait_linked(5)
         next_beat = next_stats = time.monotonic()
         self.ready.set()
@@ -392,11 +425,26 @@ class Broker:
                 if now >= next_stats:
                     self._report(now)
                     next_stats = now + self.stats_period
-                next_event = min(next_beat, next_stats)
-                timeout_ms = min(100, max(0, int((next_event - now) * 1000)) + 1)
+                if now - self._cache_read >= CACHE_REFRESH_S:
+                    self._read_cache()
+                # The check tap is polled only while within its budget.
+                if self.check_reader is not None and self._within_budget() != checking:
+                    checking = not checking
+                    if checking:
+                        poller.register(self.check_reader, zmq.POLLIN)
+                    else:
+                        poller.unregister(self.check_reader)
+                next_event = min(next_beat, next_stats, self._cache_read + CACHE_REFRESH_S)
+                timeout_ms = max(0, int((next_event - now) * 1000)) + 1
+                if not checking and self.check_reader is not None:
+                    timeout_ms = min(timeout_ms, int(CHECK_SLICE_S * 1000))
                 for sock, _ in poller.poll(timeout_ms):
-                    if sock is self.tap_reader:
-                        self._read_tap()
+                    if sock is self.check_reader:
+                        self._read_checks()
+                    elif sock is self.publisher.socket:
+                        self.publisher.check_link()  # -> _on_subscription for each
+                    elif sock is self.traffic_reader:
+                        self._read_traffic()
                     elif sock is self.router:
                         self._on_command(self.router, LOCAL_ID)
                     elif sock is self.remote_router:
@@ -412,76 +460,147 @@ class Broker:
             proxy.stop()
         self._proxies = []
         self.publisher.close()
-        for sock in (self.tap_reader, self.router, self.command_tap, self.remote_router):
+        for sock in (self.traffic_reader, self.check_reader, self.router, self.command_tap,
+                     self.remote_router, *self.latest.values()):
             if sock is not None:
                 sock.close(linger=0)
 
-    # -- the tap: statistics, last-value cache and checks, beside the forwarding path --------
+    # -- the last-value cache ------------------------------------------------------------------
 
-    def _read_tap(self) -> None:
-        """Take up to BATCH copies from the capture socket. Each costs two receives and a
-        few additions; decoding and validating happen only within the check budget."""
-        reader, recv = self.tap_reader, zmq.backend.Socket.recv  # without pyzmq's wrapper
-        check = self.check and self._within_budget()
-        started = time.perf_counter() if check else 0.0
+    def _read_cache(self) -> None:
+        """Take the newest message of each latched topic out of its CONFLATE socket."""
+        self._cache_read = time.monotonic()
+        recv = zmq.backend.Socket.recv
+        for topic, sock in self.latest.items():
+            try:
+                self.cache[topic] = recv(sock, ZMQ_NOBLOCK)
+            except zmq.Again:
+                pass
+
+    def _on_subscription(self, frame: bytes) -> None:
+        """A subscription on its way from a subscriber to the publishers: answer a subscribe
+        with the newest message of every latched topic it matches."""
+        if frame[:1] != SUBSCRIBE_MARK:
+            return
+        self.subscriptions += 1
+        prefix = frame[1:]
+        matches = [topic for topic in self.latest if subscription(topic).startswith(prefix)]
+        if not matches:
+            return
+        self._read_cache()
+        for topic in matches:
+            cached = self.cache.get(topic)
+            if cached is not None:
+                self.publisher.send_frame(cached)
+
+    # -- statistics from the publishers' traffic reports -------------------------------------
+
+    def _read_traffic(self) -> None:
         for _ in range(BATCH):
             try:
-                topic = recv(reader, ZMQ_NOBLOCK)
+                frame = self.traffic_reader.recv(ZMQ_NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                env = validate(decode_frame(frame, self.max_bytes))
+            except MessageError:
+                continue  # the check tap counts and reports bad messages
+            if env.topic != TRAFFIC_TOPIC:
+                continue
+            self._add_report(env)
+
+    def _add_report(self, env: Envelope) -> None:
+        """Keep the latest cumulative report of a publisher instance; add all up."""
+        p = env.payload
+        topics = {}
+        for topic, counts in p["topics"].items():
+            if topic in TOPIC_SPECS:
+                topics[topic] = (counts.get("messages", 0), counts.get("bytes", 0),
+                                 counts.get("dropped", 0))
+        instance = p["instance"]
+        self._instances[instance] = _Instance(env.source, topics)
+        self._instances.move_to_end(instance)
+        while len(self._instances) > MAX_INSTANCES:
+            _, old = self._instances.popitem(last=False)
+            for topic, counts in old.topics.items():
+                retired = self._retired[topic]
+                for i, value in enumerate(counts):
+                    retired[i] += value
+                self._retired_sources[topic].add(old.source)
+        self._aggregate()
+
+    def _aggregate(self) -> None:
+        topics: dict[str, TopicStats] = {}
+        for topic, counts in self._retired.items():
+            topics[topic] = TopicStats(counts[0], counts[1], counts[2],
+                                       set(self._retired_sources[topic]))
+        for instance in self._instances.values():
+            for topic, (messages, nbytes, dropped) in instance.topics.items():
+                stats = topics.get(topic)
+                if stats is None:
+                    stats = topics[topic] = TopicStats()
+                stats.messages += messages
+                stats.bytes += nbytes
+                stats.gaps += dropped
+                stats.publishers.add(instance.source)
+        for topic, stats in topics.items():  # rates continue from the previous totals
+            old = self.topics.get(topic)
+            if old is not None:
+                stats.reported_messages, stats.reported_bytes = (old.reported_messages,
+                                                                 old.reported_bytes)
+        self.topics = topics
+
+    # -- the check tap: decode and validate what it finds, within the budget -----------------
+
+    def _within_budget(self) -> bool:
+        """True while this slice's checking time is under CHECK_BUDGET of the slice."""
+        now = time.perf_counter()
+        if now - self._budget_slice >= CHECK_SLICE_S:
+            self._budget_slice, self._budget_used = now, 0.0
+        return self._budget_used < CHECK_BUDGET * CHECK_SLICE_S
+
+    def _read_checks(self) -> None:
+        """Check up to BATCH queued messages (the budget is looked at between batches)."""
+        reader = self.check_reader
+        started = time.perf_counter()
+        for _ in range(BATCH):
+            try:
+                frame = reader.recv(ZMQ_NOBLOCK)
             except zmq.Again:
                 break
-            if topic[:1] in SUBSCRIPTION_MARKS and not self.tap_reader.get(ZMQ_RCVMORE):
-                self._on_single_frame(topic)  # a subscription on its way to the publishers
+            if reader.rcvmore:  # a sender put several frames into one message
+                n = 1
+                while reader.rcvmore:
+                    reader.recv()
+                    n += 1
+                self.checked += n  # in frames, as the proxy counts what it forwards
+                self._refused("decode", self._name_of(frame),
+                              f"a message of {n} frames; a bus message is one frame")
                 continue
-            try:  # the frames of one message arrive together: never waits for a real one
-                data = recv(reader, ZMQ_NOBLOCK, False)
-            except zmq.Again:
-                self._refused("decode", None, "a lone frame, not [topic, envelope]")
-                continue
-            while data.more:
-                if data.bytes[:1] == ENVELOPE_MARK:  # three or more frames: count, skip
-                    while recv(reader, 0, False).more:
-                        pass
-                    self._refused("decode", self._name_of(topic),
-                                  "three or more frames, not [topic, envelope]")
-                    break
-                # the "topic" was a lone frame: resynchronise
-                self._refused("decode", None, "a lone frame, not [topic, envelope]")
-                topic = data.bytes
-                data = recv(reader, 0, False)
-            else:
-                self._count(topic, data, check)
-        if check:
-            self._budget_used += time.perf_counter() - started
+            self._inspect(frame)
+        self._budget_used += time.perf_counter() - started
 
-    def _count(self, topic: bytes, data: Any, check: bool) -> None:
-        """Count one forwarded message, cache it if latched, check it if ``check``."""
-        route = self._routes.get(topic)
-        if route is None:
-            route = self._route(topic, data)
-            if route is None:
-                return
-        size = len(data)
-        stats = route.stats
-        if route.latched:
-            if self._replays.get(topic) and self._is_replay(topic, data):
-                return
-            self.cache[topic] = [topic, data]
-        stats.messages += 1
-        stats.bytes += size
-        if size > self.max_bytes:
-            self._refused("oversize", route.name, f"{size} bytes, over the limit of "
-                          f"{self.max_bytes}")
-        elif check:
-            self._inspect(route, data)
-        else:
-            route.skipped = True
-            self.unchecked += 1
+    def _inspect(self, frame: bytes) -> None:
+        """Decode and validate one message; refusals are counted and reported."""
+        self.checked += 1
+        try:
+            validate(decode_frame(frame, self.max_bytes))
+        except MessageError as exc:
+            name = self._name_of(frame)
+            self._refused(exc.reason, name if name else None, str(exc), exc.source)
+
+    @staticmethod
+    def _name_of(frame: bytes) -> str | None:
+        """The declared topic a frame starts with, if any."""
+        end = frame.find(TOPIC_END, 0, 4 * 128 + 1)
+        name = frame[:end].decode("utf-8", "replace") if end > 0 else ""
+        return name if name in TOPIC_SPECS else None
 
     def _refused(self, reason: str, topic: str | None, detail: str,
                  source: str | None = None) -> None:
-        """Count a bad message the tap saw and report it on ``diagnostics``, at most once a
-        second per (reason, declared topic), with the count so far. (Receivers refuse it;
-        this tells the operator where it came from.)"""
+        """Count a bad message the check tap saw and report it on ``diagnostics``, at most
+        once a second per (reason, declared topic), with the count so far. (Receivers
+        refuse it; this tells the operator where it came from.)"""
         self.rejected[reason] += 1
         key = (reason, topic)
         self._diag_count[key] += 1
@@ -498,77 +617,6 @@ class Broker:
         if source:
             payload["peer"] = source[:MAX_SOURCE_CHARS]
         self._publish_own("diagnostics", payload)
-
-    @staticmethod
-    def _name_of(topic: bytes) -> str | None:
-        name = topic.decode("utf-8", "replace")
-        return name if name in TOPIC_SPECS else None
-
-    def _within_budget(self) -> bool:
-        """True while this slice's checking time is under CHECK_BUDGET of the slice."""
-        now = time.perf_counter()
-        if now - self._budget_slice >= CHECK_SLICE_S:
-            self._budget_slice, self._budget_used = now, 0.0
-        return self._budget_used < CHECK_BUDGET * CHECK_SLICE_S
-
-    def _is_replay(self, topic: bytes, data: Any) -> bool:
-        """A cached message the broker sent again for a new subscriber (not counted twice)."""
-        cached = self.cache.get(topic)
-        if cached is not None and cached[1].bytes == data.bytes:
-            self._replays[topic] -= 1
-            return True
-        return False
-
-    def _on_single_frame(self, frame: bytes) -> None:
-        """A subscription travelling from the XPUB up to the publishers, copied to the tap:
-        answer a subscribe with the cached messages of the topics it matches."""
-        if frame[:1] == b"\x01":
-            self.subscriptions += 1
-            prefix = frame[1:]
-            for topic, frames in list(self.cache.items()):
-                if topic.startswith(prefix):
-                    self._replays[topic] = self._replays.get(topic, 0) + 1
-                    self.publisher.send_frames(topic.decode(), frames[1])
-        elif frame[:1] != b"\x00":
-            self._refused("decode", None, "a lone frame, not [topic, envelope]")
-
-    def _route(self, topic: bytes, data: Any) -> TopicRoute | None:
-        """The route of a topic frame seen for the first time: declared topics get one
-        (kept); an undeclared topic is counted as a refusal and gets none (a rogue
-        publisher must not grow the broker's tables)."""
-        name = topic.decode("utf-8", "replace")
-        if name not in TOPIC_SPECS:
-            self._refused("unknown_topic", None, f"topic {name[:MAX_TOPIC_CHARS]!r} is not "
-                          "declared in robocell.common.messages")
-            return None
-        route = self._routes[topic] = TopicRoute(name, self.topics[name],
-                                                 name in LATCHED_TOPICS)
-        return route
-
-    def _inspect(self, route: TopicRoute, data: Any) -> None:
-        """Decode, validate and sequence-check one message; refusals are counted."""
-        self.checked += 1
-        try:
-            env = decode(data.buffer, self.max_bytes)
-            if env.topic != route.name:
-                self._refused("decode", route.name, f"the envelope says topic {env.topic!r}",
-                              env.source)
-                return
-            validate(env)
-        except MessageError as exc:
-            self._refused(exc.reason, route.name, str(exc), exc.source)
-            return
-        stats = route.stats
-        if route.skipped:  # messages went by unchecked: start the gap count afresh
-            stats.last_seq.clear()
-            route.skipped = False
-        source = env.source
-        last = stats.last_seq.get(source)
-        if last is None:
-            stats.publishers.add(source)
-        elif env.seq > last + 1:
-            stats.gaps += env.seq - last - 1
-        stats.last_seq[source] = env.seq
 
     # -- command routing -------------------------------------------------------------------------
 
@@ -603,7 +651,7 @@ class Broker:
                        data: bytes) -> None:
         self.commands["requests"] += 1
         if self.command_tap is not None:
-            self.command_tap.send_multipart([b"cmd.request", data])
+            self.command_tap.send(message_frame("cmd.request", data))
         try:
             self.router.send_multipart([SERVICE_ID_PREFIX + service, REQUEST, origin + sender,
                                         data])
@@ -620,7 +668,7 @@ class Broker:
     def _route_reply(self, client: bytes, data: bytes) -> None:
         self.commands["replies"] += 1
         if self.command_tap is not None:
-            self.command_tap.send_multipart([b"cmd.reply", data])
+            self.command_tap.send(message_frame("cmd.reply", data))
         router = self.router if client[:1] == LOCAL_ID else self.remote_router
         if router is None:
             self.commands["unroutable_replies"] += 1
@@ -676,7 +724,13 @@ class Broker:
 
     def _report(self, now: float) -> None:
         """Publish bus.stats for the window since the last report."""
-        forwarded = self._proxies[0].statistics()[0] if self._proxies else 0
+        forwarded, forwarded_bytes = (self._proxies[0].statistics()[:2] if self._proxies
+                                      else (0, 0))
+        # Everything forwarded so far is queued for the check tap (or was dropped for it):
+        # read what the budget allows, then what was not checked is known.
+        if self.check_reader is not None and self._within_budget():
+            self._read_checks()
+        self.unchecked = max(0, forwarded - self.checked) if self.check_reader else forwarded
         uptime = now - self.started
         window = now - self._last_report if self._last_report else 0.0
         self._last_report = now
@@ -698,7 +752,8 @@ class Broker:
             "bytes": sum(s.bytes for s in self.topics.values()),
             "rejected": dict(self.rejected),
             "gaps": sum(s.gaps for s in self.topics.values()),
-            "forwarded": forwarded, "checked": self.checked, "unchecked": self.unchecked,
+            "forwarded": forwarded, "forwarded_bytes": forwarded_bytes,
+            "checked": self.checked, "unchecked": self.unchecked,
             "subscriptions": self.subscriptions, "commands": dict(self.commands),
             "services": sorted(self.services),
         })

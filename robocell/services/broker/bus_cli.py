@@ -380,6 +380,7 @@ def run_record(args: argparse.Namespace) -> int:
     import dataclasses
 
     from robocell.cli import CommandError
+    from robocell.common.envelope import split_frame
     from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
 
     endpoints = _endpoints(args)
@@ -407,12 +408,10 @@ def run_record(args: argparse.Namespace) -> int:
                 break
             if not sub.sock.poll(100):
                 continue
-            frames = sub.sock.recv_multipart()
-            if args.tap and len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
-                continue  # the tap also carries the subscriptions the proxy passed upstream
-            env = sub.handle(frames)
-            if env is not None:
-                recorder.write(env.topic, frames[1], time.time_ns(),
+            frame = sub.sock.recv()
+            env = sub.handle_frame(frame)
+            if env is not None:  # MCAP keeps the envelope; the topic is the channel's
+                recorder.write(env.topic, split_frame(frame)[1], time.time_ns(),
                                int(env.wall_time * NS_PER_S), env.seq)
     except KeyboardInterrupt:
         pass
@@ -428,6 +427,7 @@ def run_record(args: argparse.Namespace) -> int:
 
 def run_play(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
+    from robocell.common.envelope import message_frame
     from robocell.services.broker.recording import NS_PER_S, RecordingError, read_messages
 
     if args.rate <= 0:
@@ -453,7 +453,7 @@ def run_play(args: argparse.Namespace) -> int:
                     time.sleep(min(wait, 0.1))
                 if stop.requested:
                     break
-                pub.send_frames(message.topic, message.data)
+                pub.send_frame(message_frame(message.topic, message.data))
                 sent += 1
             if not args.loop:
                 break
