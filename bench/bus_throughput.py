@@ -9,19 +9,21 @@ Cases, each measured for both paths in the same run:
 
 - **small state messages** (``cell.status``, ~100 bytes encoded) and **100 KB image messages**
   (``vision.face`` with a 100 KB JPEG field).
-- **raw pyzmq**: one PUB socket bound, one SUB connected, the publisher sending pre-encoded
-  envelope bytes (the same bytes the bus carries) in a tight loop, the subscriber only
-  receiving -- with the same lean calls the bus uses (pyzmq's Cython ``send``/``recv``
-  called directly, plain int flags, large frames zero-copy) and the same high-water marks
-  as the bus's publisher and subscriber sockets (``PUB_HWM``, ``SUB_HWM``), so that the
-  baseline is not handicapped. The targets are measured against this one.
+- **raw pyzmq**: one PUB socket bound, one SUB connected, the publisher sending a
+  pre-encoded message frame (the same single frame the bus carries: topic, zero byte,
+  envelope) in a tight loop, the subscriber only receiving -- with the same lean calls the
+  bus uses (pyzmq's Cython ``send``/``recv`` called directly, plain int flags, large frames
+  sent zero-copy) and the same high-water marks as the bus's publisher and subscriber
+  sockets (``PUB_HWM``, ``SUB_HWM``), so that the baseline is not handicapped. The targets
+  are measured against this one.
 - **raw, zmq.Socket** (throughput only): the same through the public ``zmq.Socket`` methods,
   whose Python wrapper costs about 0.2 us a call, for comparison.
 - **robocell bus**: a real ``robocell broker`` process in between; the publisher uses
-  :class:`robocell.common.bus.Publisher` (validate, stamp, encode each message), the broker
-  forwards in C (``zmq.proxy_steerable``) while its Python loop counts, caches and checks
-  copies beside the forwarding path, the subscriber uses
-  :class:`robocell.common.bus.Subscriber` (decode, validate, sequence check).
+  :class:`robocell.common.bus.Publisher` (validate, stamp, encode each message, count it per
+  topic), the broker forwards in C (``zmq.proxy_steerable``) and keeps the latest value of
+  the latched topic in libzmq (CONFLATE) while its budgeted check tap decodes and validates
+  what it can, the subscriber uses :class:`robocell.common.bus.Subscriber` (decode, validate,
+  sequence check, an Envelope per message).
 
 Throughput: the publisher sends N messages as fast as it can; the subscriber (another
 process) reports how many arrived and when the last one did; messages/s = messages
@@ -55,13 +57,16 @@ from robocell.common.bus import (  # noqa: E402
     COPY_THRESHOLD,
     PUB_HWM,
     SUB_HWM,
-    ZMQ_SNDMORE,
     Endpoints,
     Publisher,
     Subscriber,
-    send_message,
 )
-from robocell.common.envelope import Envelope, decode, encode  # noqa: E402
+from robocell.common.envelope import (  # noqa: E402
+    Envelope,
+    decode_frame,
+    encode_frame,
+    subscription,
+)
 
 SMALL_TOPIC = "cell.status"
 SMALL_PAYLOAD = {"cycle_id": "cycle-000123", "stage": "executing",
@@ -76,6 +81,7 @@ IMAGE_LATENCY_RATE_HZ = 100
 IDLE_END_S = 1.5  # the subscriber stops after this long without a message
 SPIN_S = 0.0003  # the publisher busy-waits only this close to a send time
 MB = 1e6
+WARMUP = b"warmup"  # the raw path's warm-up frame ends so; the bus's are real messages
 
 
 def free_port_block(n: int = 4) -> int:
@@ -108,7 +114,7 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
     sock = zmq.Context.instance().socket(zmq.SUB)
     sock.rcvhwm = SUB_HWM  # as the bus's Subscriber
     sock.rcvtimeo = int(IDLE_END_S * 1000)
-    sock.subscribe(topic.encode())
+    sock.subscribe(subscription(topic))
     sock.connect(endpoint)
     ready.set()
     cpu_start = time.process_time()
@@ -116,17 +122,16 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
     # pyzmq's Cython method, without the Python wrapper of zmq.Socket: as the bus does
     # (public_api: zmq.Socket.recv itself, for comparison).
     recv = zmq.Socket.recv if public_api else zmq.backend.Socket.recv
-    while True:  # the leanest loop: blocking receive of the two frames, no decoding
+    while True:  # the leanest loop: blocking receive of the one frame, no decoding
         try:
-            recv(sock, 0)
+            data = recv(sock, 0)  # a copy into a bytes object: as the bus does
         except zmq.Again:
             break
-        data = recv(sock, 0, False)  # no copy into Python: as the bus does
         now = time.monotonic()
-        if len(data) == len(b"warmup"):
+        if data.endswith(WARMUP):
             continue
         if latency:
-            lat.append(now - decode(data.buffer).mono_time)
+            lat.append(now - decode_frame(data).mono_time)
         last = now
         count += 1
         nbytes += len(data)
@@ -186,19 +191,19 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
         proc = ctx.Process(target=bus_subscriber, args=(endpoints, topic, ready, out, latency))
     proc.start()
     ready.wait(10)
-    topic_frame = topic.encode()
+    topic_frame = subscription(topic)  # topic and the zero byte
     warm = dict(payload, **({"cycle_id": "warmup"} if "cycle_id" in payload else
                             {"scan_id": "warmup"}))
     # Warm-up: until the subscriber is surely connected and subscribed.
     for _ in range(20):
         if raw:
-            send_message(pub, topic_frame, b"warmup")
+            pub.send(topic_frame + WARMUP)
         else:
             pub.publish(topic, warm)
         time.sleep(0.025)
     time.sleep(0.3)
     seq = 0
-    pre_encoded = encode(Envelope.now(topic, "bench", 0, payload))
+    pre_encoded = encode_frame(Envelope.now(topic, "bench", 0, payload))
     broker_cpu_start = process_cpu(broker_pid) if not raw else 0.0
     pub_cpu_start = time.process_time()
     started = time.monotonic()
@@ -208,7 +213,6 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
             send = zmq.Socket.send if path == "raw-api" else zmq.backend.Socket.send
             copy = len(pre_encoded) < COPY_THRESHOLD
             for _ in range(n):
-                send(pub, topic_frame, ZMQ_SNDMORE)
                 send(pub, pre_encoded, 0, copy)
         else:
             publish = pub.publish
@@ -224,8 +228,8 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
             while time.monotonic() < next_send:
                 pass
             if raw:
-                data = encode(Envelope.now(topic, "bench", seq, payload))
-                send_message(pub, topic_frame, data, copy=len(data) < COPY_THRESHOLD)
+                data = encode_frame(Envelope.now(topic, "bench", seq, payload))
+                pub.send(data, copy=len(data) < COPY_THRESHOLD)
             else:
                 pub.publish(topic, payload)
             next_send += period

@@ -68,6 +68,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import msgpack
+import msgspec
 
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
@@ -92,11 +93,15 @@ from robocell.common.messages import (
     LIFECYCLE_STATES,
     TOPIC_FAST_CHECKS,
     TOPIC_SPECS,
+    TOPIC_WIRE_DECODERS,
+    UNSET,
+    WireDecoder,
     topic_spec,
     validate,
     validate_args,
     validate_payload,
 )
+from robocell.common.messages import payload_map as _payload_map
 
 # --- endpoints ----------------------------------------------------------------------------
 
@@ -131,10 +136,15 @@ MAX_TOPIC_BYTES = 4 * MAX_TOPIC_CHARS + 1
 """How far into a frame the end of the topic is looked for (UTF-8: up to 4 bytes a char)."""
 MAX_SOURCES_PER_TOPIC = 1024
 """Sources a subscriber tracks per topic (a rogue sender must not grow its tables)."""
+QUEUE_FULL_BACKOFF_S = 0.0005
+"""After ZeroMQ refused a message at the high-water mark, a publisher drops (and counts) its
+messages for this long without asking again: each refusal costs pyzmq an exception of a few
+microseconds, more than sending; the queue of PUB_HWM messages cannot drain in this time."""
 TRAFFIC_TOPIC = "bus.traffic"
 TRAFFIC_REPORT_PERIOD_S = 1.0
 
-_unpackb = msgpack.unpackb
+_encode_payload = msgspec.msgpack.Encoder().encode
+"""payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's)."""
 
 
 # --- tuning ---------------------------------------------------------------------------------
@@ -282,10 +292,11 @@ class Publisher:
         self.on_subscription = on_subscription
         self._lock = threading.Lock()
         self._routes: dict[str, _PublishRoute] = {}
-        self._pack = msgpack.Packer(use_bin_type=True).pack  # reused: keeps its buffer
+        self._pack = _encode_payload
         self._limit = max_message_bytes() if max_bytes is None else max_bytes
         self._latched: dict[str, bytes] = {}  # topic -> its latest frame
         self._linked = False
+        self._full_until = 0.0  # mono time until which the queue is taken to be full
         self._seen: list[bytes] = []  # subscriptions for on_subscription
         self._closed = False
         self._reported = -1  # messages sent (bus.traffic excluded) at the last report
@@ -389,7 +400,6 @@ class Publisher:
                 frame = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
                                    MSGPACK_FLOAT64, mono) + self._pack(payload)
             except (TypeError, ValueError, OverflowError, struct.error):
-                self._pack = msgpack.Packer(use_bin_type=True).pack  # reset its buffer
                 encode(Envelope(topic, self.source, seq, wall, mono, payload),
                        self.max_bytes)  # raises the explanatory DecodeError
                 raise
@@ -404,11 +414,15 @@ class Publisher:
                     self.sent_before_link += 1
             if route.latched:
                 self._latched[topic] = frame
-            try:
-                self._send(self._sock, frame, ZMQ_NOBLOCK, size < COPY_THRESHOLD)
-                route.messages += 1
-                route.bytes += size
-            except self._again:
+            if mono >= self._full_until:
+                try:
+                    self._send(self._sock, frame, ZMQ_NOBLOCK, size < COPY_THRESHOLD)
+                    route.messages += 1
+                    route.bytes += size
+                except self._again:  # the queue to the broker is full
+                    route.dropped += 1
+                    self._full_until = mono + QUEUE_FULL_BACKOFF_S
+            else:
                 route.dropped += 1
             self.sent += 1
         return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION,
@@ -586,9 +600,9 @@ class Subscriber:
         """(source, topic) -> first sequence number received (gaps are counted after it)."""
         self._streams: dict[str, dict[str, list[Any]]] = collections.defaultdict(dict)
         """topic -> source -> [latest sequence number, its send time]."""
-        self._routes: dict[bytes, tuple[str, Callable[[Any], bool] | None, bool,
+        self._routes: dict[bytes, tuple[str, WireDecoder | None, bool,
                                         dict[str, list[Any]]]] = {}
-        """topic bytes -> (topic, its payload check, subscribed?, its streams): see _route."""
+        """topic bytes -> (topic, its decoder, subscribed?, its streams): see _route."""
         self.sock = _context().socket(zmq.SUB)
         self._recv = zmq.backend.Socket.recv  # pyzmq's own, without its Python wrapper
         self.sock.rcvhwm = hwm
@@ -677,34 +691,33 @@ class Subscriber:
         already seen.
 
         The hot path of every receiver, written out: find the topic's end, look its route
-        up, one msgpack call, the envelope's field checks and the generated payload check
-        in one expression, the sequence check, the Envelope. Anything unusual goes to the
-        slow path, which decodes again with the explaining checks."""
+        up, one call that decodes the envelope and checks it against the topic's
+        declaration in C (a WireDecoder generated from messages.py), the sequence check,
+        the Envelope. Anything unusual goes to the slow path, which decodes again with the
+        explaining checks."""
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         route = self._routes.get(frame[:end]) if end > 0 else None
         if route is None:
             route = self._route(frame, end)
             if route is None:
                 return self._handle_slow(frame)  # undeclared topic or no topic at all
-        name, check, wanted, streams = route
+        name, wire, wanted, streams = route
         if not wanted:
             return None  # a frame that followed a subscribed one in a multi-frame message
         size = len(frame) - end - 1
-        if size > self._limit:
+        if wire is None or size > self._limit:
             return self._handle_slow(frame)
-        try:
-            fields = _unpackb(frame[end + 1:])
-        except Exception:  # msgpack raises many types on garbage input
+        try:  # decoded and checked against the declaration in C
+            env = wire.decode(frame[end + 1:])
+        except Exception:  # msgspec's errors, or an extension type refused
             return self._handle_slow(frame)
-        if type(fields) is not list or len(fields) != N_ENVELOPE_FIELDS:
+        payload = _payload_map(env.payload)
+        for optional in wire.optional:
+            if payload[optional] is UNSET:
+                del payload[optional]
+        if wire.python_check is not None and not wire.python_check(payload):
             return self._handle_slow(frame)
-        version, topic, source, seq, wall, mono, payload = fields
-        if not (version == SCHEMA_VERSION and type(version) is int and topic == name
-                and type(source) is str and 0 < len(source) <= MAX_SOURCE_CHARS
-                and type(seq) is int and seq >= 0 and type(wall) is float
-                and type(mono) is float
-                and (check(payload) if check is not None else type(payload) is dict)):
-            return self._handle_slow(frame)
+        source, seq, wall = env.source, env.seq, env.wall_time
         stream = streams.get(source)
         if stream is not None and seq == stream[0] + 1:  # the usual case: the next one
             stream[0] = seq
@@ -712,7 +725,7 @@ class Subscriber:
         elif not self._sequence(name, source, seq, wall, streams, stream):
             return None
         self.stats.received += 1
-        return Envelope(name, source, seq, wall, mono, payload, SCHEMA_VERSION, size)
+        return Envelope(name, source, seq, wall, env.mono_time, payload, SCHEMA_VERSION, size)
 
     def _handle_slow(self, frame: bytes) -> Envelope | None:
         """The slow path: decode with the explaining checks; refuse or accept."""
@@ -756,7 +769,7 @@ class Subscriber:
         return True
 
     def _route(self, frame: bytes, end: int
-               ) -> tuple[str, Callable[[Any], bool] | None, bool, dict[str, list[Any]]] | None:
+               ) -> tuple[str, WireDecoder | None, bool, dict[str, list[Any]]] | None:
         """The route of a declared topic seen for the first time (kept: a rogue publisher
         must not grow the table); None for anything else."""
         if end <= 0:
@@ -764,7 +777,7 @@ class Subscriber:
         name = frame[:end].decode("utf-8", "replace")
         if name not in TOPIC_SPECS:
             return None
-        route = (name, TOPIC_FAST_CHECKS[name] if self.check else None, self.wanted(name),
+        route = (name, TOPIC_WIRE_DECODERS[name] if self.check else None, self.wanted(name),
                  self._streams[name])
         self._routes[frame[:end]] = route
         return route

@@ -27,11 +27,17 @@ Field types (a small grammar, parsed once into validators)
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal, Optional
+
+import msgspec
 
 from robocell.common.envelope import (
+    MAX_SOURCE_CHARS,
+    SCHEMA_VERSION,
+    DecodeError,
     Envelope,
     UnknownTopicError,
     ValidationError,
@@ -579,6 +585,78 @@ _ARGS_VALIDATORS: dict[tuple[str, str], _FieldsValidator] = {
     key: _fields_validator(f"command {key[0]}.{key[1]}", spec.args)
     for key, spec in COMMAND_SPECS.items()
 }
+
+# --- wire decoders: the same declaration as msgspec types (decoding and checking in C) -----
+
+_WIRE_SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool,
+                                 "bytes": bytes, "any": Any, "map": dict[str, Any]}
+_FREE_VALUES = re.compile(r"\b(any|map)\b(?!\[)")
+"""Type expressions with values of any shape ('any', a bare 'map'): the C decoder cannot
+tell plain msgpack data from the rest there, so the generated Python check runs too."""
+
+
+def wire_type(text: str) -> Any:
+    """The msgspec type of a type expression of the grammar in the module docstring."""
+    text = text.strip()
+    if text.endswith("?"):
+        return Optional[wire_type(text[:-1])]  # noqa: UP045 -- built at run time
+    if text in _WIRE_SCALARS:
+        return _WIRE_SCALARS[text]
+    if text.startswith("list[") and text.endswith("]"):
+        return list[wire_type(text[5:-1])]  # type: ignore[misc]
+    if text.startswith("map[") and text.endswith("]"):
+        return dict[str, wire_type(text[4:-1])]  # type: ignore[misc]
+    if text.startswith("enum(") and text.endswith(")"):
+        return Literal[tuple(part.strip() for part in text[5:-1].split(","))]  # type: ignore
+    raise ValueError(f"unknown field type {text!r} in robocell.common.messages")
+
+
+@dataclass(frozen=True)
+class WireDecoder:
+    """Decodes the envelope of one topic and checks it against the declaration in one C
+    call (msgspec): version, topic, source, sequence number, stamps, and every payload
+    field (required ones present, none undeclared, each of its type). ``decode(data)``
+    returns a struct with the envelope's fields whose ``payload`` is a struct too:
+    :meth:`payload` turns it into the payload map. Raises on anything else (the explaining
+    checks of :func:`validate` then say what is wrong)."""
+
+    decode: Callable[[Any], Any]
+    optional: tuple[str, ...]
+    """optional fields: absent ones are left out of the payload map."""
+    python_check: Callable[[Any], bool] | None
+    """the generated Python check, for topics with free-form fields (else None)."""
+
+
+def _refuse_ext(code: int, data: memoryview) -> Any:
+    raise DecodeError(f"msgpack extension type {code} is not allowed in bus messages")
+
+
+def _wire_decoder(spec: TopicSpec) -> WireDecoder:
+    fields = [(f.name, wire_type(f.type)) for f in spec.fields if not f.optional]
+    fields += [(f.name, wire_type(f.type), msgspec.UNSET) for f in spec.fields if f.optional]
+    payload = msgspec.defstruct(spec.type_name, fields, kw_only=True,
+                                forbid_unknown_fields=True)
+    envelope = msgspec.defstruct(f"{spec.type_name}Envelope", [
+        ("version", Literal[SCHEMA_VERSION]),
+        ("topic", Literal[spec.topic]),
+        ("source", Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_SOURCE_CHARS)]),
+        ("seq", Annotated[int, msgspec.Meta(ge=0)]),
+        ("wall_time", float),
+        ("mono_time", float),
+        ("payload", payload),
+    ], array_like=True)
+    free = any(_FREE_VALUES.search(f.type) for f in spec.fields)
+    return WireDecoder(msgspec.msgpack.Decoder(envelope, ext_hook=_refuse_ext).decode,
+                       tuple(f.name for f in spec.fields if f.optional),
+                       TOPIC_FAST_CHECKS[spec.topic] if free else None)
+
+
+TOPIC_WIRE_DECODERS: dict[str, WireDecoder] = {spec.topic: _wire_decoder(spec)
+                                               for spec in TOPICS}
+"""topic -> its WireDecoder (the receivers' hot path)."""
+payload_map = msgspec.structs.asdict
+"""struct -> map of its fields (absent optional fields are msgspec.UNSET in it)."""
+UNSET = msgspec.UNSET
 
 # --- public API ---------------------------------------------------------------------------
 
