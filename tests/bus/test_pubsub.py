@@ -123,6 +123,10 @@ def test_node_callbacks_receive_and_broker_counts_per_topic(broker: Broker) -> N
             actuator.publish("actuator.progress", {**PROGRESS, "step": step})
         assert done.wait(3), f"callbacks saw {len(received)} of 20"
     assert received == list(range(20))
+    # Counted by the publisher, reported on bus.traffic when it closed, added up by the broker.
+    deadline = time.monotonic() + 3
+    while "actuator.progress" not in broker.topics and time.monotonic() < deadline:
+        time.sleep(0.02)
     stats = broker.topics["actuator.progress"]
     assert stats.messages == 20 and stats.bytes > 20 * 50
     assert stats.publishers == {"actuator"}
