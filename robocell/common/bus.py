@@ -136,6 +136,8 @@ MAX_TOPIC_BYTES = 4 * MAX_TOPIC_CHARS + 1
 """How far into a frame the end of the topic is looked for (UTF-8: up to 4 bytes a char)."""
 MAX_SOURCES_PER_TOPIC = 1024
 """Sources a subscriber tracks per topic (a rogue sender must not grow its tables)."""
+RECV_BATCH = 1000
+"""Messages a receiver takes from its socket in one go (Subscriber.recv_batch, Node)."""
 QUEUE_FULL_BACKOFF_S = 0.0005
 """After ZeroMQ refused a message at the high-water mark, a publisher drops (and counts) its
 messages for this long without asking again: each refusal costs pyzmq an exception of a few
@@ -670,6 +672,25 @@ class Subscriber:
                 return env
             if deadline is not None and time.monotonic() >= deadline:
                 return None
+
+    def recv_batch(self, timeout: float | None = None, max_count: int = RECV_BATCH
+                   ) -> list[Envelope]:
+        """Every accepted message already queued, up to ``max_count``, after waiting up to
+        ``timeout`` seconds for the first; [] when none came. For consumers of high rates:
+        one Python call per batch instead of several per message."""
+        first = self.recv(timeout)
+        if first is None:
+            return []
+        batch = [first]
+        append, handle, recv, sock = batch.append, self.handle_frame, self._recv, self.sock
+        try:
+            for _ in range(max_count - 1):
+                env = handle(recv(sock, ZMQ_NOBLOCK))
+                if env is not None:
+                    append(env)
+        except _zmq().Again:  # (evaluated only when raised)
+            pass
+        return batch
 
     def take(self, flags: int = 0) -> Envelope | None:
         """Receive one message from the socket and accept it (the Envelope) or refuse it
@@ -1208,14 +1229,9 @@ class Node:
             if self._inbox in ready:
                 self._drain_inbox()
             if self.subscriber.sock in ready:
-                take = self.subscriber.take
-                for _ in range(1000):  # bounded batch, then look at the other sockets
-                    try:
-                        env = take(ZMQ_NOBLOCK)
-                    except zmq.Again:
-                        break
-                    if env is not None:
-                        self._dispatch(env)
+                # a bounded batch, then look at the other sockets
+                for env in self.subscriber.recv_batch(0, RECV_BATCH):
+                    self._dispatch(env)
                 if self.subscriber.stats.gaps > self._gaps_reported:
                     self._report_drops()
             if self._server in ready:
