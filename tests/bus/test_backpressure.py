@@ -124,3 +124,37 @@ def test_a_node_that_falls_behind_reports_its_drops(bus_base: str) -> None:
     finally:
         broker.stop()
         broker_thread.join(5)
+
+
+def test_a_publisher_whose_queue_is_full_drops_counts_and_reports_per_topic(
+        bus_base: str) -> None:
+    """A broker that takes nothing (a real XSUB that never reads): the publisher never
+    blocks, refuses what does not fit at its high-water mark, and counts it per topic."""
+    import zmq
+
+    endpoints = Endpoints.from_base(bus_base)
+    stuck = zmq.Context.instance().socket(zmq.XSUB)
+    stuck.rcvhwm = SMALL_HWM
+    stuck.linger = 0
+    stuck.bind(endpoints.publish)
+    pub = Publisher("cell", endpoints, hwm=SMALL_HWM)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            stuck.send(b"\x01")  # subscribe to everything, as the broker does; never read
+            if pub.wait_linked(0.2):
+                break
+        assert pub.wait_linked(0)
+        detail = "x" * (16 * DETAIL_BYTES)
+        started = time.monotonic()
+        for i in range(N_MESSAGES // 5):
+            pub.publish("cell.status", {"cycle_id": f"c{i}", "stage": "idle",
+                                        "detail": detail})
+        assert time.monotonic() - started < PUBLISH_GUARD_S
+        sent = pub.traffic()["cell.status"]
+        assert sent["dropped"] > 0 and sent["messages"] > 0
+        assert sent["messages"] + sent["dropped"] == N_MESSAGES // 5
+        assert sent["bytes"] >= sent["messages"] * len(detail)
+    finally:
+        pub.close()
+        stuck.close()

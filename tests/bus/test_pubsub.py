@@ -246,3 +246,25 @@ def test_older_repeats_are_dropped_and_a_restarted_source_is_accepted(
     finally:
         rogue.close()
         sub.close()
+
+
+def test_bus_stats_add_up_the_traffic_reports_of_several_publishers(broker: Broker) -> None:
+    endpoints = broker.endpoints
+    first, second = linked_publisher(endpoints, "cell"), linked_publisher(endpoints, "monitor")
+    try:
+        for i in range(5):
+            first.publish("cell.status", {**STATUS, "detail": f"first {i}"})
+        for i in range(7):
+            second.publish("cell.status", {**STATUS, "detail": f"second {i}"})
+        deadline = time.monotonic() + 4  # reports come within a second
+        while time.monotonic() < deadline:
+            stats = broker.topics.get("cell.status")
+            if stats is not None and stats.messages == 12:
+                break
+            time.sleep(0.05)
+        assert stats is not None and stats.messages == 12
+        assert stats.publishers == {"cell", "monitor"} and stats.gaps == 0
+        assert stats.bytes == sum(r.traffic()["cell.status"]["bytes"] for r in (first, second))
+    finally:
+        first.close()
+        second.close()
