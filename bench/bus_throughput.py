@@ -23,7 +23,8 @@ Cases, each measured for both paths in the same run:
   topic), the broker forwards in C (``zmq.proxy_steerable``) and keeps the latest value of
   the latched topic in libzmq (CONFLATE) while its budgeted check tap decodes and validates
   what it can, the subscriber uses :class:`robocell.common.bus.Subscriber` (decode, validate,
-  sequence check, an Envelope per message).
+  sequence check, an Envelope per message; ``recv_batch`` takes what is queued in one call,
+  as a Node does).
 
 Throughput: the publisher sends N messages as fast as it can; the subscriber (another
 process) reports how many arrived and when the last one did; messages/s = messages

@@ -22,7 +22,15 @@ alive::
         node.wait()                                # until stop() or Ctrl-C
 
 Lower-level pieces for tools and single-threaded code: :class:`Publisher`,
-:class:`Subscriber` (``recv(timeout)``), :class:`CommandClient`, :class:`Liveness`.
+:class:`Subscriber` (``recv(timeout)``, ``recv_batch(timeout)``), :class:`CommandClient`,
+:class:`Liveness`.
+
+Pub/sub: a message is one frame, topic + zero byte + msgpack envelope (see
+:mod:`robocell.common.envelope`). Publishers stamp and encode with a constant prefix per
+(source, topic) and one struct call, count what they send per topic and report it on
+``bus.traffic``; receivers decode and check each envelope in one C call generated from
+:mod:`robocell.common.messages` (msgspec), falling back to the explaining checks for
+anything unusual.
 
 Endpoints (see :class:`Endpoints`): ``$ROBOCELL_BUS`` is a base address, default
 ``tcp://127.0.0.1:7600``; from it port +0 is the broker's subscribe side (XPUB), +1 its
@@ -430,9 +438,10 @@ class Publisher:
         return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION,
                         size - route.skip)
 
-    def send_frame(self, frame: bytes) -> None:
+    def send_frame(self, frame: bytes, count: bool = True) -> None:
         """Send an already encoded message frame as is (replay of a recording, the
-        broker's last-value cache); counted under its topic like published ones."""
+        broker's last-value cache); counted under its topic like published ones unless
+        ``count`` is False (the broker's replays: someone else's messages, counted once)."""
         topic, _ = split_frame(frame)
         with self._lock:
             if not self._linked:
@@ -441,8 +450,8 @@ class Publisher:
                     self.sent_before_link += 1
             if topic in LATCHED_TOPICS:
                 self._latched[topic] = frame
-            route = self._routes.get(topic) if topic in TOPIC_SPECS else None
-            if self._send_frame(frame):
+            route = self._routes.get(topic) if count and topic in TOPIC_SPECS else None
+            if self._send_frame(frame) and count:
                 if route is None and topic in TOPIC_SPECS:
                     route = self._route(topic)
                 if route is not None:

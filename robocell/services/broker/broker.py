@@ -491,7 +491,7 @@ class Broker:
         for topic in matches:
             cached = self.cache.get(topic)
             if cached is not None:
-                self.publisher.send_frame(cached)
+                self.publisher.send_frame(cached, count=False)
 
     # -- statistics from the publishers' traffic reports -------------------------------------
 

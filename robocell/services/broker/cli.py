@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sub", help="subscribe endpoint (XPUB)")
     p.add_argument("--pub", help="publish endpoint (XSUB)")
     p.add_argument("--cmd", help="command endpoint (ROUTER)")
-    p.add_argument("--tap", help="capture tap endpoint (PUB)")
+    p.add_argument("--tap", help="capture tap endpoint (XPUB)")
     p.add_argument("--no-tap", action="store_true", help="do not open the capture tap")
     p.add_argument("--stats-period", type=float, default=1.0, metavar="S",
                    help="seconds between bus.stats messages (default 1)")
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="messages queued per subscriber before dropping for it "
                         "(default 2000)")
     p.add_argument("--no-check", action="store_true",
-                   help="the tap only counts and caches, it does not decode or validate "
+                   help="leave the check tap out: the broker decodes and validates nothing "
                         "(forwarding never does; receivers always validate)")
     p.add_argument("--remote", metavar="tcp://HOST:PORT",
                    help="also open a CURVE-protected endpoint for remote monitoring: "
