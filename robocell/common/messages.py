@@ -626,6 +626,22 @@ class WireDecoder:
     python_check: Callable[[Any], bool] | None
     """the generated Python check, for topics with free-form fields (else None)."""
 
+    def payload(self, struct: Any) -> dict[str, Any]:
+        """The payload map of a decoded payload struct (absent optional fields left out)."""
+        values = msgspec.structs.asdict(struct)
+        for name in self.optional:
+            if values[name] is msgspec.UNSET:
+                del values[name]
+        return values
+
+    def accepts(self, data: Any) -> bool:
+        """True if ``data`` is a good envelope of this topic (no explanation when not)."""
+        try:
+            env = self.decode(data)
+        except Exception:  # msgspec's errors, or an extension type refused
+            return False
+        return self.python_check is None or self.python_check(self.payload(env.payload))
+
 
 def _refuse_ext(code: int, data: memoryview) -> Any:
     raise DecodeError(f"msgpack extension type {code} is not allowed in bus messages")

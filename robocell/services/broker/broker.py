@@ -70,6 +70,7 @@ from robocell.common.bus import (
     CLIENT_ID_PREFIX,
     DIAGNOSTIC_MIN_INTERVAL_S,
     HELLO,
+    MAX_TOPIC_BYTES,
     REPLY,
     REQUEST,
     SERVICE_ID_PREFIX,
@@ -93,7 +94,12 @@ from robocell.common.envelope import (
     message_frame,
     subscription,
 )
-from robocell.common.messages import LATCHED_TOPICS, TOPIC_SPECS, validate
+from robocell.common.messages import (
+    LATCHED_TOPICS,
+    TOPIC_SPECS,
+    TOPIC_WIRE_DECODERS,
+    validate,
+)
 
 BROKER_SOURCE = "broker"
 INBOUND_HWM = 100_000
@@ -107,9 +113,11 @@ TRAFFIC_HWM = 10_000
 COMMAND_HWM = 10_000
 BATCH = 500
 """Messages taken from one socket before looking at the others (fairness, bounded latency)."""
-CHECK_BUDGET = 0.05
+CHECK_BUDGET = 0.02
 """Share of one core the check tap may spend decoding and validating; beyond it the tap
-stops reading until the next budget slice."""
+stops reading until the next budget slice. A good message costs the tap about 1 us (its
+topic's compiled decoder), so it checks everything up to about 20,000 messages a second --
+the cell sends hundreds."""
 CHECK_SLICE_S = 0.1
 CACHE_REFRESH_S = 0.05
 """How often the broker reads the newest latched messages out of libzmq between
@@ -275,6 +283,8 @@ class Broker:
         self._budget_slice = 0.0
         self._budget_used = 0.0
         self._cache_read = 0.0
+        self._wire = {topic.encode(): wire for topic, wire in TOPIC_WIRE_DECODERS.items()}
+        """topic bytes -> its compiled decoder (the check tap's fast path)."""
         self.ready = threading.Event()
         self._name = f"robocell-broker-{os.getpid()}-{next(_broker_ids)}"
         self._open_sockets()
@@ -581,8 +591,15 @@ class Broker:
         self._budget_used += time.perf_counter() - started
 
     def _inspect(self, frame: bytes) -> None:
-        """Decode and validate one message; refusals are counted and reported."""
+        """Decode and validate one message; refusals are counted and reported. A good
+        message takes one call of its topic's compiled decoder; anything else goes through
+        the explaining checks."""
         self.checked += 1
+        end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
+        wire = self._wire.get(frame[:end]) if end > 0 else None
+        if wire is not None and len(frame) - end - 1 <= self.max_bytes \
+                and wire.accepts(frame[end + 1:]):
+            return
         try:
             validate(decode_frame(frame, self.max_bytes))
         except MessageError as exc:
@@ -592,7 +609,7 @@ class Broker:
     @staticmethod
     def _name_of(frame: bytes) -> str | None:
         """The declared topic a frame starts with, if any."""
-        end = frame.find(TOPIC_END, 0, 4 * 128 + 1)
+        end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         name = frame[:end].decode("utf-8", "replace") if end > 0 else ""
         return name if name in TOPIC_SPECS else None
 
