@@ -119,6 +119,9 @@ stops reading until the next budget slice. A good message costs the tap about 1 
 topic's compiled decoder), so it checks everything up to about 20,000 messages a second --
 the cell sends hundreds."""
 CHECK_SLICE_S = 0.1
+CHECK_PERIOD_S = 0.01
+"""The check tap is read on a timer, not when a message arrives: a reader woken for every
+message would cost libzmq a signal and the loop a wake-up per message, outside the budget."""
 CACHE_REFRESH_S = 0.05
 """How often the broker reads the newest latched messages out of libzmq between
 subscriptions (a subscription reads them at once)."""
@@ -422,7 +425,7 @@ class Broker:
             inputs.append(self.remote_router)
         for sock in inputs:
             poller.register(sock, zmq.POLLIN)
-        checking = False
+        next_check = 0.0
         self.publisher.wait_linked(5)
         next_beat = next_stats = time.monotonic()
         self.ready.set()
@@ -437,21 +440,14 @@ class Broker:
                     next_stats = now + self.stats_period
                 if now - self._cache_read >= CACHE_REFRESH_S:
                     self._read_cache()
-                # The check tap is polled only while within its budget.
-                if self.check_reader is not None and self._within_budget() != checking:
-                    checking = not checking
-                    if checking:
-                        poller.register(self.check_reader, zmq.POLLIN)
-                    else:
-                        poller.unregister(self.check_reader)
-                next_event = min(next_beat, next_stats, self._cache_read + CACHE_REFRESH_S)
+                if self.check_reader is not None and now >= next_check:
+                    self._read_checks()
+                    next_check = now + CHECK_PERIOD_S
+                next_event = min(next_beat, next_stats, self._cache_read + CACHE_REFRESH_S,
+                                 next_check if self.check_reader is not None else next_stats)
                 timeout_ms = max(0, int((next_event - now) * 1000)) + 1
-                if not checking and self.check_reader is not None:
-                    timeout_ms = min(timeout_ms, int(CHECK_SLICE_S * 1000))
                 for sock, _ in poller.poll(timeout_ms):
-                    if sock is self.check_reader:
-                        self._read_checks()
-                    elif sock is self.publisher.socket:
+                    if sock is self.publisher.socket:
                         self.publisher.check_link()  # -> _on_subscription for each
                     elif sock is self.traffic_reader:
                         self._read_traffic()
@@ -563,21 +559,31 @@ class Broker:
     # -- the check tap: decode and validate what it finds, within the budget -----------------
 
     def _within_budget(self) -> bool:
-        """True while this slice's checking time is under CHECK_BUDGET of the slice."""
-        now = time.perf_counter()
+        """True while this slice's checking CPU time is under CHECK_BUDGET of the slice."""
+        now = time.monotonic()
         if now - self._budget_slice >= CHECK_SLICE_S:
             self._budget_slice, self._budget_used = now, 0.0
         return self._budget_used < CHECK_BUDGET * CHECK_SLICE_S
 
     def _read_checks(self) -> None:
-        """Check up to BATCH queued messages (the budget is looked at between batches)."""
+        """Check what the check tap has queued, batch by batch, while within the budget."""
+        while self._within_budget():
+            started = time.thread_time()
+            read = self._check_batch()
+            self._budget_used += time.thread_time() - started
+            if read < BATCH:
+                return
+
+    def _check_batch(self) -> int:
+        """Check up to BATCH queued messages; how many were read."""
         reader = self.check_reader
-        started = time.perf_counter()
-        for _ in range(BATCH):
+        read = 0
+        while read < BATCH:
             try:
                 frame = reader.recv(ZMQ_NOBLOCK)
             except zmq.Again:
                 break
+            read += 1
             if reader.rcvmore:  # a sender put several frames into one message
                 n = 1
                 while reader.rcvmore:
@@ -588,7 +594,7 @@ class Broker:
                               f"a message of {n} frames; a bus message is one frame")
                 continue
             self._inspect(frame)
-        self._budget_used += time.perf_counter() - started
+        return read
 
     def _inspect(self, frame: bytes) -> None:
         """Decode and validate one message; refusals are counted and reported. A good
@@ -745,7 +751,7 @@ class Broker:
                                       else (0, 0))
         # Everything forwarded so far is queued for the check tap (or was dropped for it):
         # read what the budget allows, then what was not checked is known.
-        if self.check_reader is not None and self._within_budget():
+        if self.check_reader is not None:
             self._read_checks()
         self.unchecked = max(0, forwarded - self.checked) if self.check_reader else forwarded
         uptime = now - self.started
