@@ -136,6 +136,7 @@ ZAP_DOMAIN_COMMAND = "robocell-command"
 LOCAL_ID, REMOTE_ID = b"L", b"R"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsubscribe)
+SUBSCRIPTION_MARKS = (b"\x00", SUBSCRIBE_MARK)
 BIND_RETRY_S = 1.0
 N_PROXY_STATISTICS = 8
 """zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
@@ -311,7 +312,14 @@ class Broker:
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches the cache
         bind(xpub, self.endpoints.subscribe)
         xpub.bind(feed)
-        self._proxies.append(_Proxy(ctx, f"{name}-proxy", xsub, xpub))
+        # The check tap reads the proxy's capture copies: a PUB that sends them only while the
+        # tap subscribes (within its budget); otherwise libzmq drops each copy at once.
+        capture = None
+        if self.check:
+            capture = ctx.socket(zmq.PUB)
+            capture.sndhwm = CHECK_HWM
+            capture.bind(f"inproc://{name}-capture")
+        self._proxies.append(_Proxy(ctx, f"{name}-proxy", xsub, xpub, capture))
         # The broker's own messages and the cached ones go into the proxy like a publisher's;
         # the subscriptions on their way to the publishers pass its socket too.
         self.publisher = Publisher(BROKER_SOURCE, Endpoints(inject, inject, inject),
@@ -332,8 +340,9 @@ class Broker:
         if self.check:
             self.check_reader = ctx.socket(zmq.SUB)
             self.check_reader.rcvhwm = CHECK_HWM
+            self.check_reader.connect(f"inproc://{name}-capture")
             self.check_reader.setsockopt(zmq.SUBSCRIBE, b"")
-            self.check_reader.connect(feed)
+        self._check_subscribed = True
         self.router = self._router(self.endpoints.command)
         self.command_tap = None
         if self.endpoints.tap:
@@ -442,6 +451,7 @@ class Broker:
                     self._read_cache()
                 if self.check_reader is not None and now >= next_check:
                     self._read_checks()
+                    self._subscribe_checks(self._within_budget())
                     next_check = now + CHECK_PERIOD_S
                 next_event = min(next_beat, next_stats, self._cache_read + CACHE_REFRESH_S,
                                  next_check if self.check_reader is not None else next_stats)
@@ -565,6 +575,13 @@ class Broker:
             self._budget_slice, self._budget_used = now, 0.0
         return self._budget_used < CHECK_BUDGET * CHECK_SLICE_S
 
+    def _subscribe_checks(self, on: bool) -> None:
+        """Take capture copies only while within the budget: unsubscribed, the check tap
+        costs the proxy one dropped copy a message and nothing else."""
+        if on != self._check_subscribed:
+            self.check_reader.setsockopt(zmq.SUBSCRIBE if on else zmq.UNSUBSCRIBE, b"")
+            self._check_subscribed = on
+
     def _read_checks(self) -> None:
         """Check what the check tap has queued, batch by batch, while within the budget."""
         while self._within_budget():
@@ -584,6 +601,8 @@ class Broker:
             except zmq.Again:
                 break
             read += 1
+            if frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
+                continue  # a subscription on its way upstream, copied by the proxy too
             if reader.rcvmore:  # a sender put several frames into one message
                 n = 1
                 while reader.rcvmore:
