@@ -23,11 +23,12 @@ Patterns (ZeroMQ guide names):
   its high-water mark) and reports it on ``bus.traffic`` every second while it sends; the
   broker reads those reports (one subscription) and adds them up. Its own totals come from
   the proxy's STATISTICS (counted in C). ``bus.stats`` is published every period.
-- **Check tap** -- a SUB socket with a small queue takes everything; the broker decodes and
-  validates what it finds there within a CPU budget (CHECK_BUDGET of a core), counts
-  refusals by reason and reports them on ``diagnostics``. Over the budget it stops reading;
-  its queue fills and libzmq drops for it alone (``bus.stats`` says how many messages went
-  unchecked). A trickle is checked in full.
+- **Check tap** -- the proxy copies every message to a capture PUB socket; the broker's
+  check reader subscribes to it only while within a CPU budget (CHECK_BUDGET of a core),
+  so otherwise libzmq drops each copy at once. On a timer the broker decodes and validates
+  what was queued, counts refusals by reason and reports them on ``diagnostics``. A trickle
+  is checked in full; of a flood only what the budget allows (``bus.stats`` says how many
+  messages went unchecked).
 - **Capture tap** -- recorders (``bus record --tap``) connect to the tap endpoint: an XPUB
   fed by a second C proxy from the internal feed and from the command traffic; nothing flows
   there unless a recorder subscribes.
