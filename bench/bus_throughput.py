@@ -279,6 +279,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller counts, 3 repeats")
     parser.add_argument("--repeats", type=int, default=0,
                         help="runs per cell, the median is shown (default 5, quick 3)")
+    parser.add_argument("--broker-no-check", action="store_true",
+                        help="start the broker with --no-check (what its check tap costs)")
     args = parser.parse_args()
     n_small = 30_000 if args.quick else 100_000
     n_image = 1_000 if args.quick else 3_000
@@ -288,7 +290,7 @@ def main() -> None:
 
     base = f"tcp://127.0.0.1:{free_port_block()}"
     endpoints = Endpoints.from_base(base)
-    broker = start_broker(base)
+    broker = start_broker(base, *(("--no-check",) if args.broker_no_check else ()))
     brokers = {path: (broker, endpoints) for path in PATHS}
     throughput: dict[tuple[str, str], list[dict]] = {}
     latency: dict[tuple[str, str], list[dict]] = {}
@@ -322,7 +324,8 @@ def main() -> None:
     print()
     print(f"Bus benchmark: median of {repeats} interleaved runs per cell; 2-core host shared "
           f"with other work (1-minute load average {load:.1f} at start, {load_end:.1f} at "
-          "the end); all processes on loopback.")
+          "the end); all processes on loopback"
+          + ("; broker started with --no-check." if args.broker_no_check else "."))
     print()
     print("Throughput (publisher sends N messages as fast as it can; msgs/s = received / time "
           "from the first send to the last receipt, the same window on every path)")
