@@ -78,12 +78,14 @@ def read_view(view: np.ndarray | tuple, size: int | None
 
 def _start_reader(size: int | None) -> None:
     """Reader process initialiser: one OpenCV thread (the readers are the parallelism) and
-    the compiled parts loaded before the first scan."""
+    the compiled parts loaded before the first scan, the heap kept for frame buffers."""
     import cv2
 
     from robocell.common.cube import random_facelets
+    from robocell.common.heap import keep_frame_buffers
     from robocell.services.vision.sources import SimSource
 
+    keep_frame_buffers()
     cv2.setNumThreads(1)
     warm_up(size)
     read_view(SimSource(seed=1, facelets=random_facelets(size or 3, 1)).take("U"), size)
@@ -234,7 +236,10 @@ class VisionService:
         self._pool: Any = None
 
     def start(self) -> None:
+        from robocell.common.heap import keep_frame_buffers
         from robocell.services.vision.sources import SimSource
+
+        keep_frame_buffers()
 
         if len(self._threads) > 1:
             import cv2
