@@ -38,6 +38,9 @@ KEPT_SCANS = 8
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 QUEUE_LIMIT = 64
 DEFAULT_THREADS = 2
+CAPTURE_AHEAD = 6
+"""With reader processes: poses captured while earlier views are still being read (a whole
+scan's worth), so the robot never waits at a pose for a reader to come free."""
 READER_HOLD_S = 0.2
 """Views read at once (a six-camera robot delivers six frames per pose)."""
 
@@ -407,7 +410,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError(f"--readers {args.readers}: give 0 or more")
     size = args.size or _profile_size()
     with Node("vision", Endpoints.resolve(args.broker)) as node:
-        service = VisionService(node, source, size, max(1, args.readers), args.readers)
+        threads = args.readers + CAPTURE_AHEAD if args.readers > 0 else 1
+        service = VisionService(node, source, size, threads, args.readers)
         try:
             service.start()
             if args.scripted is not None:
