@@ -41,3 +41,14 @@ def keep_frame_buffers() -> bool:
     return all(mallopt(param, value) == 1 for param, value in (
         (M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES), (M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
         (M_TOP_PAD, TOP_PAD_BYTES)))
+
+
+def freeze_startup_objects() -> None:
+    """Once a service has loaded and warmed up: collect, then move every object alive now
+    out of the garbage collector's sight (`gc.freeze`). A full collection then only walks
+    what was made since, instead of the 100,000+ objects of the imported libraries (about
+    30 ms, enough to turn one cycle into the slowest of a hundred)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()

@@ -29,3 +29,13 @@ def test_a_render_is_the_same_with_kept_buffers():
     before = render_face(facelets, "F", 1, 11)
     keep_frame_buffers()
     assert np.array_equal(render_face(facelets, "F", 1, 11), before)
+
+
+def test_startup_objects_are_frozen_out_of_the_collectors_sight():
+    code = ("import gc, json; from robocell.common.heap import freeze_startup_objects; "
+            "junk = [[i] for i in range(50_000)]; before = gc.get_freeze_count(); "
+            "freeze_startup_objects(); print(before, gc.get_freeze_count())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    before, after = (int(v) for v in result.stdout.split())
+    assert before == 0 and after >= 50_000

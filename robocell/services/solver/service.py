@@ -41,15 +41,16 @@ PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 def _warm_worker(profiles: tuple[str, ...]) -> None:
     """Worker initialiser: map the tables and compile the search once, before any request."""
     from robocell.common.facelets import solved
+    from robocell.common.heap import freeze_startup_objects
+    from robocell.common.profile import load_profile
     from robocell.services.solver.api import solve
 
     for name in profiles:
-        from robocell.common.profile import load_profile
-
         profile = load_profile(name)
         for size in (2, 3):
             if profile.fits(size):
                 solve(solved(size), name, timeout=0.01)
+    freeze_startup_objects()
 
 
 def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
@@ -189,6 +190,9 @@ class SolverService:
                         concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         if self.auto:
             self.node.subscribe("vision.cube_state", self.on_cube_state)
+        from robocell.common.heap import freeze_startup_objects
+
+        freeze_startup_objects()
         self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
 
     def stop(self) -> None:

@@ -85,13 +85,14 @@ def _start_reader(size: int | None) -> None:
     import cv2
 
     from robocell.common.cube import random_facelets
-    from robocell.common.heap import keep_frame_buffers
+    from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
     from robocell.services.vision.sources import SimSource
 
     keep_frame_buffers()
     cv2.setNumThreads(1)
     warm_up(size)
     read_view(SimSource(seed=1, facelets=random_facelets(size or 3, 1)).take("U"), size)
+    freeze_startup_objects()
 
 
 def _reader_pid(hold_s: float) -> int:
@@ -239,7 +240,7 @@ class VisionService:
         self._pool: Any = None
 
     def start(self) -> None:
-        from robocell.common.heap import keep_frame_buffers
+        from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
         from robocell.services.vision.sources import SimSource
 
         keep_frame_buffers()
@@ -268,6 +269,7 @@ class VisionService:
             self.node.subscribe("sim.twin_state", self.on_twin)
         for thread in self._threads:
             thread.start()
+        freeze_startup_objects()
         self.node.set_state("ready", scans=0, failed=0)
 
     def stop(self) -> None:
