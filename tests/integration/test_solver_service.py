@@ -232,7 +232,7 @@ def test_a_split_search_takes_the_cheapest_share_and_adds_up_the_work():
     try:
         facelets = random_facelets(3, 21)
         jobs = split_jobs(facelets, "six-motor", 0.04, 2)
-        assert [job[-1] for job in jobs] == [(0, 2), (1, 2)] and jobs[0][4] == 0.02
+        assert [job[5] for job in jobs] == [(0, 2), (1, 2)] and jobs[0][4] == 0.02
         shares = pool.solve_split(lambda n: split_jobs(facelets, "six-motor", 0.04, n),
                                   time.monotonic() + 30.0)
         assert len(shares) == 2

@@ -54,13 +54,18 @@ def _warm_worker(profiles: tuple[str, ...]) -> None:
 
 
 def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
-                    timeout: float | None, part: tuple[int, int] = (0, 1)) -> dict[str, Any]:
-    """Plan in a worker (``part``: its share of a split 3x3 search); errors come back as data
-    (exceptions with extra fields do not cross process boundaries intact)."""
+                    timeout: float | None, part: tuple[int, int] = (0, 1),
+                    search_until: float | None = None) -> dict[str, Any]:
+    """Plan in a worker (``part``: its share of a split 3x3 search, which ends its search
+    by ``search_until``, a time.monotonic() shared by the host's processes, so that a share
+    that started late does not hold up the others); errors come back as data (exceptions
+    with extra fields do not cross process boundaries intact)."""
     from robocell.common.profile import ProfileError
     from robocell.common.validation import CubeStateError
     from robocell.services.solver.api import solve
 
+    if search_until is not None and timeout is not None:
+        timeout = max(0.0, min(timeout, search_until - time.monotonic()))
     try:
         plan = solve(facelets, profile, max_length=max_length, timeout=timeout, part=part)
     except CubeStateError as exc:
@@ -110,7 +115,9 @@ def split_jobs(facelets: str, profile: str | None, budget: float, workers: int) 
     many shares of budget/n each; anything else (a 2x2 is a table look-up) as one job."""
     if len(facelets) != CUBE3_STICKERS or workers < 2:
         return [(solve_in_worker, facelets, profile, None, budget)]
-    return [(solve_in_worker, facelets, profile, None, budget / workers, (k, workers))
+    share = budget / workers
+    until = time.monotonic() + share
+    return [(solve_in_worker, facelets, profile, None, share, (k, workers), until)
             for k in range(workers)]
 
 
