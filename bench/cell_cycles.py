@@ -3,10 +3,11 @@
 For each profile the simulated cell (docker-compose.yml, profile `sim`) runs as local
 processes with the motors sped up by --speed (default 1000, so simulated motor time is
 almost nothing and a cycle's duration is its compute overhead: scanning images, reading,
-planning, streaming, bus hops). Prints, per profile: cycles run and failed, cycle time p50/p99
-and per stage, and the solver service's latency over the pure solve (service_ms - solve_ms
-of each plan, as measured inside the service) plus the round trip seen by the cell. Then a
-burst: --burst solve requests (default 1,000) sent at once by 100 client threads, each to be
+planning, streaming, bus hops). Prints, per profile: cycles run and failed, cycle time
+p50/p99 (interpolated, as numpy) and max, and per stage, and the solver service's latency
+over the pure solve (service_ms - solve_ms of each plan, as measured inside the service)
+plus the round trip seen by the cell. Then a burst: --burst solve requests (default 1,000)
+sent at once by 100 client threads, each to be
 answered with a plan or an explicit ``busy`` -- none may go unanswered.
 
     python bench/cell_cycles.py --cycles 100 --profiles soltvvo-2x2 six-motor
@@ -36,10 +37,14 @@ BURST_TIMEOUT_S = 60.0
 
 
 def pct(values: list[float], q: float) -> float:
+    """Percentile with linear interpolation between order statistics (numpy's default)."""
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
@@ -121,15 +126,16 @@ def main() -> int:
     args = parser.parse_args()
     rows = [run_profile(p, args.cycles, args.speed, args.burst) for p in args.profiles]
     print(f"{'profile':<12} {'cycles':>6} {'failed':>6} {'cycle p50':>10} {'cycle p99':>10}"
-          f" {'svc over p50':>13} {'svc over p99':>13} {'rtt over p50':>13}")
+          f" {'cycle max':>10} {'svc over p50':>13} {'svc over p99':>13} {'rtt over p50':>13}")
     for r in rows:
         print(f"{r['profile']:<12} {r['cycles']:>6} {r['failed']:>6} "
               f"{pct(r['cycle_ms'], .5):>8.0f}ms {pct(r['cycle_ms'], .99):>8.0f}ms "
+              f"{max(r['cycle_ms'], default=float('nan')):>8.0f}ms "
               f"{pct(r['service_over_ms'], .5):>11.2f}ms {pct(r['service_over_ms'], .99):>11.2f}ms"
               f" {pct(r['round_trip_over_ms'], .5):>11.2f}ms")
         for stage, values in r["stages_ms"].items():
             print(f"    {stage:<10} p50 {pct(values, .5):8.1f} ms  p99 {pct(values, .99):8.1f} ms"
-                  f"  mean {statistics.fmean(values):8.1f} ms")
+                  f"  max {max(values):8.1f} ms  mean {statistics.fmean(values):8.1f} ms")
         for failure in r["failures"]:
             print(f"    failure: {failure}")
         if r["burst"]:

@@ -64,9 +64,16 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+THREAD_SWITCH_INTERVAL_S = 0.0005
+"""How long a thread may keep the interpreter while another waits for it. A service's bus
+I/O thread, command handlers and job threads hand over to each other on every message; at
+Python's default (5 ms) a thread woken by a reply could wait that long for its turn."""
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
 
+    sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()

@@ -7,8 +7,10 @@ A profile is one TOML file (read with the standard library). Top-level keys:
 ``unit_ms`` (float: the length of one cost unit in milliseconds),
 ``solved_any_orientation`` (bool, default true for 2x2: the cube counts as solved in any of
 its 24 whole-cube orientations),
-``search_budget_ms`` (float > 0, optional: how long a 3x3 search may compare candidate
-solutions for this robot; the best budget is where search time plus robot time is least).
+``search_budget_ms`` (float > 0, optional: how much a 3x3 search may compare candidate
+solutions for this robot, in milliseconds of one worker's search -- the solver service
+splits it over its idle workers; the best budget is where search time plus robot time is
+least).
 
 ``[sequencing]``: ``rule`` = "none" (default) or "alternate-groups" (consecutive primitives
 must come from different ``group``s).

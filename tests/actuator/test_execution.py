@@ -256,3 +256,30 @@ def test_the_same_link_drives_the_firmware_over_a_pty(tmp_path, soltvvo):
         assert_exactly_once(fw, plan)
     finally:
         fw.stop()
+
+
+@pytest.mark.parametrize("transport", ["socket", "pty"])
+def test_reports_are_read_whole_not_a_byte_at_a_time(firmware_factory, soltvvo, transport):
+    """Each wait for the firmware takes all that has arrived: over socket:// (whose
+    in_waiting only says 0 or 1) and a pty alike, a plan costs about one read per report
+    burst, not one per byte."""
+    fw = firmware_factory(*(("--pty",) if transport == "pty" else ()), profile="soltvvo-2x2",
+                          speed=20000)
+    link = Link(fw.url)
+    link.open()
+    reads = 0
+    read_reports = link._read_reports
+
+    def counted() -> list:
+        nonlocal reads
+        reads += 1
+        return read_reports()
+
+    link._read_reports = counted
+    compiler = Compiler(soltvvo)
+    primitives = [p.name for p in soltvvo.primitives][:6] * 4
+    job = compiler.plan(primitives)
+    run_job(link, compiler, primitives)
+    link.close()
+    # every line gets an "ok" and a "done" report (about 25 bytes each)
+    assert reads <= 3 * len(job.texts), (reads, len(job.texts))

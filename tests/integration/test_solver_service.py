@@ -57,6 +57,8 @@ def test_solve_command_returns_a_plan_that_solves(solver_bus):
         assert apply_to_facelets(facelets, parse_moves(" ".join(plan["face_turns"]))) == \
             solved(3)
         assert plan["search"]["service_ms"] >= plan["search"]["solve_ms"]
+        # both workers were idle: the search was shared by them
+        assert plan["search"]["workers"] == 2
     cube2 = random_facelets(2, 7)
     plan = solver_bus.call("solver", "solve", {"facelets": cube2}, timeout=5.0)
     assert plan["profile"] == "soltvvo-2x2" and plan["primitives"]
@@ -121,7 +123,10 @@ def test_the_request_budget_bounds_the_search(solver_bus):
                             timeout=5.0)
     long = solver_bus.call("solver", "solve", {"facelets": facelets, "budget_ms": 150},
                            timeout=5.0)
-    assert short["search"]["solve_ms"] < 100 <= long["search"]["solve_ms"]
+    # the budget is an amount of search: split over n idle workers, each searches budget/n
+    shares = long["search"]["workers"]
+    assert short["search"]["solve_ms"] < 50 and long["search"]["solve_ms"] >= 150 / shares
+    assert long["search"]["nodes"] > short["search"]["nodes"]
     assert long["search"]["length"] <= short["search"]["length"]
 
 
@@ -216,3 +221,36 @@ def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):
     reply = solver_bus.request("solver", "sokoban", {"level": two_players}, timeout=10.0)
     assert not reply.ok and reply.error == "invalid_arguments"
     assert "2 players" in reply.message
+
+
+def test_a_split_search_takes_the_cheapest_share_and_adds_up_the_work():
+    from robocell.services.solver.pool import SolverPool
+    from robocell.services.solver.service import merge_outcomes, split_jobs
+
+    pool = SolverPool(2, ("six-motor",), queue_limit=2)
+    pool.start()
+    try:
+        facelets = random_facelets(3, 21)
+        jobs = split_jobs(facelets, "six-motor", 0.04, 2)
+        assert [job[5] for job in jobs] == [(0, 2), (1, 2)] and jobs[0][4] == 0.02
+        shares = pool.solve_split(lambda n: split_jobs(facelets, "six-motor", 0.04, n),
+                                  time.monotonic() + 30.0)
+        assert len(shares) == 2
+        plans = [share["plan"] for share in shares]
+        merged = merge_outcomes(shares)["plan"]
+        assert merged["cost"] == min(p["cost"] for p in plans)
+        assert merged["stats"]["candidates"] == sum(p["stats"]["candidates"] for p in plans)
+        assert merged["stats"]["workers"] == 2
+        assert apply_to_facelets(facelets, parse_moves(merged["moves"])) == solved(3)
+        # one share of a cube still finds a plan on its own (the other directions untried)
+        alone = pool.solve(jobs[1], time.monotonic() + 30.0)["plan"]
+        assert apply_to_facelets(facelets, parse_moves(alone["moves"])) == solved(3)
+        # a 2x2 is a table look-up: never split
+        assert len(split_jobs(random_facelets(2, 3), "soltvvo-2x2", 0.04, 2)) == 1
+        # an invalid cube: the shares' error comes back, not a plan
+        bad = facelets[:4] + facelets[5] + facelets[4] + facelets[6:]
+        outcome = merge_outcomes(pool.solve_split(
+            lambda n: split_jobs(bad, "six-motor", 0.04, n), time.monotonic() + 30.0))
+        assert "error" in outcome and outcome["error"]["code"]
+    finally:
+        pool.close()

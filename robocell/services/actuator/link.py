@@ -11,6 +11,7 @@ per finished line, in order — never twice, never skipping one, whatever the li
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +20,9 @@ from dataclasses import dataclass, field
 from robocell.services.actuator import protocol as proto
 
 READ_POLL_S = 0.005
+"""Longest a read waits for the first byte before the stream loop looks around again."""
+READ_CHUNK = 4096
+"""Most bytes taken from the port at once (everything that has arrived, in practice)."""
 PROBE_AFTER_S = 0.1
 """Ask for a status report after this long without any report from the firmware."""
 STALL_REPORT_S = 0.5
@@ -124,6 +128,15 @@ def open_port(url: str, timeout: float = READ_POLL_S):
     return serial.serial_for_url(url, baudrate=115200, timeout=timeout, write_timeout=2.0)
 
 
+def port_fd(port: object) -> int | None:
+    """The port's file descriptor, for ports that have one (devices, ptys, ``socket://``)."""
+    try:
+        fd = port.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError, NotImplementedError):
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None
+
+
 class Link:
     """One firmware on one serial line. Thread-safe for `estop` (any thread) while another
     thread streams."""
@@ -140,6 +153,7 @@ class Link:
         self.next_line = 1
         self.events = LinkEvents()
         self._buffer = bytearray()
+        self._fd: int | None = None
         self._write_lock = threading.Lock()
         self._open_lock = threading.Lock()
         self._estop = threading.Event()
@@ -176,6 +190,12 @@ class Link:
             try:
                 self.close()
                 self.port = open_port(self.url)
+                self._fd = port_fd(self.port)
+                if self._fd is not None:
+                    # wait for input with select on the descriptor, then take all that has
+                    # arrived in one non-blocking read (pyserial's socket:// in_waiting says
+                    # only 0 or 1, which would read a report a byte at a time)
+                    self.port.timeout = 0
                 self._buffer.clear()
                 banner = self._handshake()
                 break
@@ -236,7 +256,11 @@ class Link:
 
         if self.port is None:
             raise serial.SerialException("port closed")
-        data = self.port.read(max(1, self.port.in_waiting))
+        if self._fd is not None:
+            ready, _, _ = select.select([self._fd], [], [], READ_POLL_S)
+            data = self.port.read(READ_CHUNK) if ready else b""
+        else:
+            data = self.port.read(max(1, self.port.in_waiting))
         self._buffer += data
         reports = []
         while True:

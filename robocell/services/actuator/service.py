@@ -47,6 +47,7 @@ class ActuatorService:
         self.auto = auto
         self.pose_hold_timeout_s = pose_hold_timeout_s
         self.plans: dict[str, dict] = {}
+        self._plan_arrived = threading.Condition()
         self.latest_plan: str | None = None
         self._job_lock = threading.Lock()
         self._faces = queue.Queue()
@@ -82,16 +83,21 @@ class ActuatorService:
                         "flash firmware configured for this robot or pick the right --profile")
             self.node.set_state("error", error="motor mismatch")
             return
+        from robocell.common.heap import freeze_startup_objects
+
+        freeze_startup_objects()
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,
                             profile=self.profile.name, serial=self.link.url)
 
     # --- bus inputs ------------------------------------------------------------------------
     def on_plan(self, env: Any) -> None:
         plan = env.payload
-        self.plans[plan["plan_id"]] = plan
-        self.latest_plan = plan["plan_id"]
-        while len(self.plans) > PLANS_KEPT:
-            self.plans.pop(next(iter(self.plans)))
+        with self._plan_arrived:
+            self.plans[plan["plan_id"]] = plan
+            self.latest_plan = plan["plan_id"]
+            while len(self.plans) > PLANS_KEPT:
+                self.plans.pop(next(iter(self.plans)))
+            self._plan_arrived.notify_all()
         if self.auto:
             try:
                 self.on_execute({"plan_id": plan["plan_id"]}, None)
@@ -106,9 +112,8 @@ class ActuatorService:
         if plan is None and plan_id:
             # the plan travels on solver.plan (pub/sub) while this request came on the command
             # channel: give the publication a moment to arrive before refusing
-            deadline = time.monotonic() + PLAN_ARRIVAL_WAIT_S
-            while plan is None and time.monotonic() < deadline:
-                time.sleep(0.01)
+            with self._plan_arrived:
+                self._plan_arrived.wait_for(lambda: plan_id in self.plans, PLAN_ARRIVAL_WAIT_S)
                 plan = self.plans.get(plan_id)
         if plan is None:
             raise CommandFailed("failed", f"no plan {plan_id!r} seen on solver.plan; known: "

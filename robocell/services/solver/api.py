@@ -10,13 +10,14 @@ DEFAULT_PROFILE = {2: "htm", 3: "htm"}
 
 
 def solve(facelets: str, profile: str | None = None, *, max_length: int | None = None,
-          timeout: float | None = None) -> Plan:
+          timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Plan:
     """Plan for a cube given as a facelet string (validated first: an impossible cube raises
     `robocell.common.validation.CubeStateError` with its specific code).
 
     2x2x2: optimal for the profile, read off full tables (``max_length``/``timeout`` unused).
     3x3x3: two-phase search for at most ``timeout`` seconds or until a solution of at most
     ``max_length`` moves; with a robot profile the least robot time among solutions found.
+    ``part`` = (k, n) splits a 3x3 search over n processes: this call searches share k.
     """
     state = validate(facelets)
     size = state.size
@@ -35,6 +36,6 @@ def solve(facelets: str, profile: str | None = None, *, max_length: int | None =
     # a cube sitting rotated (centres not in U R F D L B order) is solved in the robot's
     # frame: name each colour after the position of its centre first
     plan = solve_3x3(relabel_by_centres(facelets), chosen, max_length=max_length,
-                     timeout=timeout)
+                     timeout=timeout, part=part)
     plan.facelets = facelets
     return plan

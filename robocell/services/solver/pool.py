@@ -15,6 +15,7 @@ import multiprocessing
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -105,10 +106,20 @@ class SolverPool:
             raise RuntimeError(f"solver worker {worker.index} said {message!r} instead of "
                                "ready")
 
-    def solve(self, job: tuple, deadline: float) -> dict[str, Any]:
+    def solve(self, job: tuple, deadline: float) -> Any:
         """Run ``job`` (a module-level function and its arguments) on an idle worker,
         answering by ``deadline`` (time.monotonic()). Raises PoolBusy, PoolTimeout or
         WorkerDied."""
+        return self.solve_split(lambda n: [job], deadline, max_parts=1)[0]
+
+    def solve_split(self, jobs_for: Callable[[int], list[tuple]], deadline: float,
+                    max_parts: int | None = None) -> list[Any]:
+        """One request shared by the workers that are idle when it starts: waits for one
+        worker, takes up to ``max_parts`` (default: all) of those idle at that moment,
+        and runs ``jobs_for(n)`` -- a list of at most n jobs -- one per worker. Answers in
+        job order, by ``deadline``. Counts as one request against the queue limit. Raises
+        PoolBusy, PoolTimeout or WorkerDied (the others' answers are then collected in the
+        background)."""
         with self._lock:
             if self.closed:
                 raise WorkerDied("the solver is shutting down")
@@ -118,27 +129,57 @@ class SolverPool:
             self.in_flight += 1
         try:
             try:
-                worker = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
+                workers = [self._idle.get(timeout=max(0.0, deadline - time.monotonic()))]
             except queue.Empty:
                 raise PoolTimeout("no worker became free before the deadline; the request "
                                   "was dropped before it started") from None
-            try:
-                worker.conn.send(job)
-                if worker.conn.poll(max(0.0, deadline - time.monotonic())):
-                    answer = worker.conn.recv()
-                    self._idle.put(worker)
-                    return answer
-            except (EOFError, OSError):
-                self._replace(worker)
-                raise WorkerDied(f"solver worker {worker.index} ended while solving (exit "
-                                 f"code {worker.process.exitcode}); it was restarted") from None
-            # the caller stopped waiting; the search is bounded by its budget, so collect
-            # its answer in the background and give the worker back afterwards
-            threading.Thread(target=self._collect_late, args=(worker,), daemon=True).start()
-            raise PoolTimeout("the plan was not ready before the deadline")
+            while len(workers) < (max_parts or self.workers):
+                try:
+                    workers.append(self._idle.get_nowait())
+                except queue.Empty:
+                    break
+            jobs = jobs_for(len(workers))
+            for spare in workers[len(jobs):]:
+                self._idle.put(spare)
+            workers = workers[:len(jobs)]
+            return self._run_on(workers, jobs, deadline)
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def _run_on(self, workers: list[_Worker], jobs: list[tuple], deadline: float) -> list[Any]:
+        answers: list[Any] = []
+        sent: list[_Worker] = []
+        current = workers[0]
+        try:
+            for current, job in zip(workers, jobs, strict=True):
+                current.conn.send(job)
+                sent.append(current)
+            for current in workers:
+                if not current.conn.poll(max(0.0, deadline - time.monotonic())):
+                    break
+                answers.append(current.conn.recv())
+                self._idle.put(current)
+        except (EOFError, OSError):
+            self._replace(current)
+            self._release([w for w in workers[len(answers):] if w is not current], sent)
+            raise WorkerDied(f"solver worker {current.index} ended while solving (exit "
+                             f"code {current.process.exitcode}); it was restarted") from None
+        if len(answers) == len(workers):
+            return answers
+        # the caller stopped waiting; each search is bounded by its budget, so collect the
+        # answers in the background and give the workers back afterwards
+        self._release(workers[len(answers):], sent)
+        raise PoolTimeout("the plan was not ready before the deadline")
+
+    def _release(self, workers: list[_Worker], sent: list[_Worker]) -> None:
+        """Give back workers whose answers nobody waits for any more."""
+        for worker in workers:
+            if any(worker is done for done in sent):
+                threading.Thread(target=self._collect_late, args=(worker,),
+                                 daemon=True).start()
+            else:
+                self._idle.put(worker)
 
     def _collect_late(self, worker: _Worker) -> None:
         try:

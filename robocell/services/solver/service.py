@@ -7,6 +7,11 @@ workers start; every worker then memory-maps the same files read-only, so they s
 copy in the page cache. A request that finds every worker busy and the queue full is
 answered ``busy`` at once; a request whose caller stopped waiting is dropped before it
 starts (cancellation), and a 3x3 search never runs past the caller's deadline.
+
+A 3x3 search is shared by the workers idle when it starts: each searches its share of the
+six search directions (3 axes x cube and inverse) for budget/n, and the cheapest plan of the
+n wins. The search budget is an amount of search (worker-seconds), so a plan is as good as
+one worker searching the whole budget, in 1/n of the time.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ DEFAULT_TIMEOUT_S = 0.1
 (``search_budget_ms``) sets one; always bounded by the caller's deadline."""
 MIN_BUDGET_S = 0.005
 QUEUE_PER_WORKER = 4
+"""Requests waiting per worker before new ones are refused as busy."""
 AUTO_DEADLINE_S = 30.0
 """Automatic mode: longest wait for a plan for a new cube state."""
-"""Requests waiting per worker before new ones are refused as busy."""
+CUBE3_STICKERS = 54
 
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 
@@ -35,27 +41,33 @@ PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 def _warm_worker(profiles: tuple[str, ...]) -> None:
     """Worker initialiser: map the tables and compile the search once, before any request."""
     from robocell.common.facelets import solved
+    from robocell.common.heap import freeze_startup_objects
+    from robocell.common.profile import load_profile
     from robocell.services.solver.api import solve
 
     for name in profiles:
-        from robocell.common.profile import load_profile
-
         profile = load_profile(name)
         for size in (2, 3):
             if profile.fits(size):
                 solve(solved(size), name, timeout=0.01)
+    freeze_startup_objects()
 
 
 def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
-                    timeout: float | None) -> dict[str, Any]:
-    """Plan in a worker; errors come back as data (exceptions with extra fields do not
-    cross process boundaries intact)."""
+                    timeout: float | None, part: tuple[int, int] = (0, 1),
+                    search_until: float | None = None) -> dict[str, Any]:
+    """Plan in a worker (``part``: its share of a split 3x3 search, which ends its search
+    by ``search_until``, a time.monotonic() shared by the host's processes, so that a share
+    that started late does not hold up the others); errors come back as data (exceptions
+    with extra fields do not cross process boundaries intact)."""
     from robocell.common.profile import ProfileError
     from robocell.common.validation import CubeStateError
     from robocell.services.solver.api import solve
 
+    if search_until is not None and timeout is not None:
+        timeout = max(0.0, min(timeout, search_until - time.monotonic()))
     try:
-        plan = solve(facelets, profile, max_length=max_length, timeout=timeout)
+        plan = solve(facelets, profile, max_length=max_length, timeout=timeout, part=part)
     except CubeStateError as exc:
         return {"error": exc.to_dict()}
     except (ProfileError, ValueError) as exc:
@@ -96,7 +108,44 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
         "solve_ms": round(1000 * result.seconds, 3), "lower_bound": result.lower_bound}}
 
 
-# --- the pure core: turning a plan into the bus payload ----------------------------------
+# --- the pure core: one plan from a split search, and its bus payload -------------------
+
+def split_jobs(facelets: str, profile: str | None, budget: float, workers: int) -> list[tuple]:
+    """The pool jobs of one solve on ``workers`` idle workers: a 3x3 search split into that
+    many shares of budget/n each; anything else (a 2x2 is a table look-up) as one job."""
+    if len(facelets) != CUBE3_STICKERS or workers < 2:
+        return [(solve_in_worker, facelets, profile, None, budget)]
+    share = budget / workers
+    until = time.monotonic() + share
+    return [(solve_in_worker, facelets, profile, None, share, (k, workers), until)
+            for k in range(workers)]
+
+
+def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """One worker outcome from the shares of a split search: the cheapest plan (fewest
+    moves on a tie), with the shares' statistics added up. An error wins (every share
+    validated the same cube, so they agree)."""
+    for outcome in outcomes:
+        if "error" in outcome:
+            return outcome
+    if len(outcomes) == 1:
+        return outcomes[0]
+    plans = [outcome["plan"] for outcome in outcomes]
+    best = min(plans, key=lambda p: (p["cost"], p["length"]))
+    stats = dict(best["stats"])
+    for key in ("candidates", "nodes"):
+        if all(key in p["stats"] for p in plans):
+            stats[key] = sum(p["stats"][key] for p in plans)
+    if all("shortest_length" in p["stats"] for p in plans):
+        shortest = min(plans, key=lambda p: (p["stats"]["shortest_length"],
+                                             p["stats"]["shortest_cost"]))
+        stats["shortest_length"] = shortest["stats"]["shortest_length"]
+        stats["shortest_cost"] = shortest["stats"]["shortest_cost"]
+    stats["workers"] = len(plans)
+    # optimal only if every share searched its directions to the end
+    return {"plan": {**best, "stats": stats, "solve_ms": max(p["solve_ms"] for p in plans),
+                     "optimal": all(p["optimal"] for p in plans)}}
+
 
 def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
                  service_ms: float) -> dict[str, Any]:
@@ -148,20 +197,35 @@ class SolverService:
                         concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         if self.auto:
             self.node.subscribe("vision.cube_state", self.on_cube_state)
+        from robocell.common.heap import freeze_startup_objects
+
+        freeze_startup_objects()
         self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
 
     def stop(self) -> None:
         self.pool.close()
 
     def _run(self, job: tuple, deadline: float) -> dict[str, Any]:
-        """Run a job (function, *arguments) on the pool; pool failures become the bus's
-        explicit errors."""
+        """Run a job (function, *arguments) on one worker of the pool."""
+        return self._run_split(lambda n: [job], deadline, max_parts=1)[0]
+
+    def _plan(self, facelets: str, profile: str | None, budget: float,
+              deadline: float) -> dict[str, Any]:
+        """A cube's plan (or error) from the workers idle now, the search split over them."""
+        outcomes = self._run_split(lambda n: split_jobs(facelets, profile, budget, n),
+                                   deadline)
+        return merge_outcomes(outcomes)
+
+    def _run_split(self, jobs_for: Any, deadline: float,
+                   max_parts: int | None = None) -> list[Any]:
+        """Run one request's jobs on the pool (`SolverPool.solve_split`); pool failures
+        become the bus's explicit errors."""
         from robocell.common.bus import Busy, CommandFailed
         from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
 
         self.node.set_state("busy", queued=self.pool.in_flight + 1)
         try:
-            return self.pool.solve(job, deadline)
+            return self.pool.solve_split(jobs_for, deadline, max_parts)
         except PoolBusy as exc:
             with self._lock:
                 self.refused += 1
@@ -209,8 +273,7 @@ class SolverService:
         # leave a margin for the reply's way back; never search past the caller's deadline
         budget = max(MIN_BUDGET_S, min(self._budget_for(profile, args.get("budget_ms")),
                                        remaining * 0.8 - 0.01))
-        outcome = self._run((solve_in_worker, facelets, profile, None, budget),
-                            time.monotonic() + ctx.remaining())
+        outcome = self._plan(facelets, profile, budget, time.monotonic() + ctx.remaining())
         if "error" in outcome:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments",
@@ -253,9 +316,8 @@ class SolverService:
         started = time.perf_counter()
         profile = self._profile_for(facelets, None)
         try:
-            outcome = self._run((solve_in_worker, facelets, profile, None,
-                                 self._budget_for(profile, None)),
-                                time.monotonic() + AUTO_DEADLINE_S)
+            outcome = self._plan(facelets, profile, self._budget_for(profile, None),
+                                 time.monotonic() + AUTO_DEADLINE_S)
         except CommandFailed as exc:
             self._report(exc.code, str(exc), state)
             return

@@ -131,7 +131,9 @@ def _fold_angle(angle: float, width: float, height: float) -> float:
     return (angle + 45.0) % 90.0 - 45.0
 
 
-def _candidates(bgr_small: np.ndarray) -> list[_Candidate]:
+def _candidates(bgr_small: np.ndarray, opened: bool = True) -> list[_Candidate]:
+    """Sticker-like regions; ``opened=False`` skips the eroded cuts (a glance for frames
+    without glare bridges)."""
     import cv2
 
     blue, green, red = cv2.split(bgr_small)
@@ -149,7 +151,7 @@ def _candidates(bgr_small: np.ndarray) -> list[_Candidate]:
         cut = dark + level * max(bright - dark, 1)
         _, mask = cv2.threshold(brightness, cut, 255, cv2.THRESH_BINARY)
         masks.append((mask, 0))
-        if level <= MAX_OPENED_LEVEL:
+        if opened and level <= MAX_OPENED_LEVEL:
             inside = cv2.distanceTransform(mask, cv2.DIST_L2, 3)
             for fraction in EROSION_FRACTIONS:
                 shrink = max(1.0, fraction * short)
@@ -338,8 +340,9 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     ``bgr``: an 8-bit BGR frame (OpenCV's order). ``size``: 2 or 3, or None to try 3 then 2.
     Raises DetectionError when no grid of enough stickers is found.
 
-    With ``size`` known and a camera-stream frame (at most twice `FAST_WORK_WIDTH` wide), a
-    quick look at half size comes first; it is kept only when every sticker of the grid was
+    With ``size`` known and a camera-stream frame (at most twice `FAST_WORK_WIDTH` wide),
+    quick looks at half size come first: a glance at the plain brightness cuts only, then
+    one with the eroded cuts too. A look is kept only when every sticker of the grid was
     seen as its own region there and the lattice fits them within `FAST_MAX_RESIDUAL`, else
     the frame is searched at `WORK_WIDTH` as usual. Colours are always read from the
     full-resolution frame.
@@ -349,25 +352,37 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     if bgr.dtype != np.uint8:
         raise DetectionError(f"expected an 8-bit frame, got {bgr.dtype}")
     if size is not None and FAST_WORK_WIDTH < bgr.shape[1] <= 2 * FAST_WORK_WIDTH:
-        try:
-            reading = _detect_at(bgr, size, FAST_WORK_WIDTH)
-        except DetectionError:
-            reading = None
-        if (reading is not None and bool(reading.found.all())
-                and reading.extra["fit_residual"] <= FAST_MAX_RESIDUAL):
-            return reading
+        import cv2
+
+        height, width = bgr.shape[:2]
+        scale = FAST_WORK_WIDTH / width
+        small = cv2.resize(bgr, (FAST_WORK_WIDTH, round(height * scale)),
+                           interpolation=cv2.INTER_AREA)
+        for opened in (False, True):
+            try:
+                reading = _detect_at(bgr, size, FAST_WORK_WIDTH, small, opened)
+            except DetectionError:
+                continue
+            if (bool(reading.found.all())
+                    and reading.extra["fit_residual"] <= FAST_MAX_RESIDUAL):
+                reading.extra["look"] = "glance" if not opened else "quick"
+                return reading
     return _detect_at(bgr, size, WORK_WIDTH)
 
 
-def _detect_at(bgr: np.ndarray, size: int | None, work_width: int) -> FaceReading:
+def _detect_at(bgr: np.ndarray, size: int | None, work_width: int,
+               small: np.ndarray | None = None, opened: bool = True) -> FaceReading:
+    """Detection with the grid searched at ``work_width`` (``small``: the frame already
+    reduced to it)."""
     import cv2
 
     height, width = bgr.shape[:2]
     scale = min(1.0, work_width / width)
-    small = bgr if scale == 1.0 else cv2.resize(bgr, (round(width * scale),
-                                                      round(height * scale)),
-                                                interpolation=cv2.INTER_AREA)
-    cands = _candidates(small)
+    if small is None:
+        small = bgr if scale == 1.0 else cv2.resize(bgr, (round(width * scale),
+                                                          round(height * scale)),
+                                                    interpolation=cv2.INTER_AREA)
+    cands = _candidates(small, opened)
     centre = (0.5 * small.shape[1], 0.5 * small.shape[0])
     sizes = SIZES if size is None else (size,)
     for n in sizes:

@@ -38,6 +38,9 @@ KEPT_SCANS = 8
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 QUEUE_LIMIT = 64
 DEFAULT_THREADS = 2
+CAPTURE_AHEAD = 6
+"""With reader processes: poses captured while earlier views are still being read (a whole
+scan's worth), so the robot never waits at a pose for a reader to come free."""
 READER_HOLD_S = 0.2
 """Views read at once (a six-camera robot delivers six frames per pose)."""
 
@@ -78,15 +81,18 @@ def read_view(view: np.ndarray | tuple, size: int | None
 
 def _start_reader(size: int | None) -> None:
     """Reader process initialiser: one OpenCV thread (the readers are the parallelism) and
-    the compiled parts loaded before the first scan."""
+    the compiled parts loaded before the first scan, the heap kept for frame buffers."""
     import cv2
 
     from robocell.common.cube import random_facelets
+    from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
     from robocell.services.vision.sources import SimSource
 
+    keep_frame_buffers()
     cv2.setNumThreads(1)
     warm_up(size)
     read_view(SimSource(seed=1, facelets=random_facelets(size or 3, 1)).take("U"), size)
+    freeze_startup_objects()
 
 
 def _reader_pid(hold_s: float) -> int:
@@ -234,7 +240,10 @@ class VisionService:
         self._pool: Any = None
 
     def start(self) -> None:
+        from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
         from robocell.services.vision.sources import SimSource
+
+        keep_frame_buffers()
 
         if len(self._threads) > 1:
             import cv2
@@ -260,6 +269,7 @@ class VisionService:
             self.node.subscribe("sim.twin_state", self.on_twin)
         for thread in self._threads:
             thread.start()
+        freeze_startup_objects()
         self.node.set_state("ready", scans=0, failed=0)
 
     def stop(self) -> None:
@@ -402,7 +412,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError(f"--readers {args.readers}: give 0 or more")
     size = args.size or _profile_size()
     with Node("vision", Endpoints.resolve(args.broker)) as node:
-        service = VisionService(node, source, size, max(1, args.readers), args.readers)
+        threads = args.readers + CAPTURE_AHEAD if args.readers > 0 else 1
+        service = VisionService(node, source, size, threads, args.readers)
         try:
             service.start()
             if args.scripted is not None:

@@ -436,10 +436,16 @@ class SearchResult:
 class TwoPhaseSearch:
     """Search a cube for solutions (see the module docstring)."""
 
-    def __init__(self, state: CubieState, tables: TwoPhaseTables | None = None) -> None:
+    def __init__(self, state: CubieState, tables: TwoPhaseTables | None = None,
+                 part: tuple[int, int] = (0, 1)) -> None:
+        """``part`` = (k, n): search only every n-th direction from the k-th, so that n
+        processes share one search (each finds solutions in its own directions)."""
+        index, parts = part
+        if not 0 <= index < parts:
+            raise ValueError(f"search part {index} of {parts}: give 0 <= k < n")
         self.state = state
         self.tables = tables if tables is not None else load_tables()
-        self.directions = make_directions(state, self.tables)
+        self.directions = make_directions(state, self.tables)[index::parts]
         self.path = np.zeros(MAX_LENGTH + 1, np.int64)
         self.work = np.zeros((8, MAX_LENGTH + 1), np.int64)
         self.stats = np.zeros(N_STATS, np.int64)

@@ -78,17 +78,18 @@ def warm_up() -> None:
 
 def solve_state(state: CubieState, max_length: int | None = None, timeout: float | None = None,
                 cost_function: CostFunction | None = None,
-                keep_within: int = ROBOT_LENGTH_SLACK) -> tuple[list[Move], list[str], float,
-                                                                dict]:
+                keep_within: int = ROBOT_LENGTH_SLACK,
+                part: tuple[int, int] = (0, 1)) -> tuple[list[Move], list[str], float, dict]:
     """Search and choose: (moves, primitives, cost, stats). Without ``cost_function`` the
     shortest solution (primitives = move names, cost = length); with it the cheapest of all
-    candidates found within the budget."""
+    candidates found within the budget. ``part`` = (k, n): this process's share of a search
+    split over n processes (see `TwoPhaseSearch`)."""
     from robocell.services.solver.cube3.search import TwoPhaseSearch
 
     warm_up()  # first: a caller warming up with the solved cube gets the search ready too
     if state.is_solved():
         return [], [], 0.0, {"candidates": 0, "nodes": 0, "optimal": True}
-    search = TwoPhaseSearch(state)
+    search = TwoPhaseSearch(state, part=part)
     if cost_function is None:
         budget = DEFAULT_TIMEOUT_S if timeout is None else timeout
         result = search.run(timeout=budget, max_length=max_length)
@@ -120,7 +121,7 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
 
 
 def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = None,
-              timeout: float | None = None) -> Plan:
+              timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Plan:
     """Plan for a 3x3x3 facelet string (validated; an impossible cube raises
     `robocell.common.validation.CubeStateError`).
 
@@ -128,6 +129,7 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     `DEFAULT_TIMEOUT_S`, for robot profiles `DEFAULT_ROBOT_TIMEOUT_S`; 0 = the first
     solution). ``max_length``: for the move-count metric, stop as soon as a solution this
     short is found. The search always returns at least one solution, even past the budget.
+    ``part`` = (k, n): search only this process's share of the directions (`TwoPhaseSearch`).
     """
     started = time.perf_counter()
     chosen = load_profile(profile) if isinstance(profile, str) else profile
@@ -135,7 +137,8 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     cost_function = None if is_move_count_metric(chosen) else robot_cost_function(chosen)
     if timeout is None:
         timeout = chosen.search_budget_s
-    moves, primitives, cost, stats = solve_state(state, max_length, timeout, cost_function)
+    moves, primitives, cost, stats = solve_state(state, max_length, timeout, cost_function,
+                                                 part=part)
     if not apply_to_cubies(state, moves).is_solved():
         raise RuntimeError(f"internal error: solution {moves} does not solve {facelets}")
     if cost_function is None:
