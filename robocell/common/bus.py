@@ -737,8 +737,9 @@ class Subscriber:
         size = len(frame) - end - 1
         if wire is None or size > self._limit:
             return self._handle_slow(frame)
-        try:  # decoded and checked against the declaration in C
-            env = wire.decode(frame[end + 1:])
+        try:  # decoded and checked against the declaration in C (a large frame unsliced)
+            env = wire.decode(frame[end + 1:] if size < COPY_THRESHOLD
+                              else memoryview(frame)[end + 1:])
         except Exception:  # msgspec's errors, or an extension type refused
             return self._handle_slow(frame)
         payload = _payload_map(env.payload)

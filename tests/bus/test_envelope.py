@@ -332,5 +332,12 @@ def test_receiver_fast_path_and_slow_path_give_the_same_envelope() -> None:
         assert (fast.seq, fast.payload, type(fast.wall_time)) == (0, GOOD_STATUS, float)
         assert (slow.seq, slow.payload, slow.wall_time) == (1, GOOD_STATUS, 11.0)
         assert type(slow.wall_time) is float and sub.stats.received == 2
+        jpeg = bytes(range(256)) * 400  # a large frame is decoded without slicing it first
+        face = {"scan_id": "s", "pose": 0, "face": "U", "size": 3, "jpeg": jpeg,
+                "grid": [[1.0, 2.0]] * 9, "colors": [[1, 2, 3]] * 9, "confidence": [0.5] * 9,
+                "ok": True}
+        big = sub.handle_frame(encode_frame(Envelope("vision.face", "vision", 0, 10.0, 1.0,
+                                                     face)))
+        assert big is not None and big.payload == face and type(big.payload["jpeg"]) is bytes
     finally:
         sub.close()
