@@ -241,6 +241,8 @@ def test_a_split_search_takes_the_cheapest_share_and_adds_up_the_work():
         assert merged["cost"] == min(p["cost"] for p in plans)
         assert merged["stats"]["candidates"] == sum(p["stats"]["candidates"] for p in plans)
         assert merged["stats"]["workers"] == 2
+        # the split solve lasts from the first share's start to the last one's end
+        assert merged["solve_ms"] >= max(p["solve_ms"] for p in plans)
         assert apply_to_facelets(facelets, parse_moves(merged["moves"])) == solved(3)
         # one share of a cube still finds a plan on its own (the other directions untried)
         alone = pool.solve(jobs[1], time.monotonic() + 30.0)["plan"]

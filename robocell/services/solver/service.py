@@ -64,15 +64,16 @@ def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
     from robocell.common.validation import CubeStateError
     from robocell.services.solver.api import solve
 
+    started = time.monotonic()
     if search_until is not None and timeout is not None:
-        timeout = max(0.0, min(timeout, search_until - time.monotonic()))
+        timeout = max(0.0, min(timeout, search_until - started))
     try:
         plan = solve(facelets, profile, max_length=max_length, timeout=timeout, part=part)
     except CubeStateError as exc:
         return {"error": exc.to_dict()}
     except (ProfileError, ValueError) as exc:
         return {"error": {"code": "invalid_request", "message": str(exc), "stickers": []}}
-    return {"plan": plan.to_dict()}
+    return {"plan": plan.to_dict(), "span": (started, time.monotonic())}
 
 
 SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
@@ -142,8 +143,12 @@ def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         stats["shortest_length"] = shortest["stats"]["shortest_length"]
         stats["shortest_cost"] = shortest["stats"]["shortest_cost"]
     stats["workers"] = len(plans)
+    # the solve of a split search lasts from its first share's start to its last one's end
+    # (a time.monotonic() span: one clock for the host's processes)
+    spans = [outcome["span"] for outcome in outcomes]
+    solve_ms = 1000 * (max(end for _, end in spans) - min(start for start, _ in spans))
     # optimal only if every share searched its directions to the end
-    return {"plan": {**best, "stats": stats, "solve_ms": max(p["solve_ms"] for p in plans),
+    return {"plan": {**best, "stats": stats, "solve_ms": round(solve_ms, 4),
                      "optimal": all(p["optimal"] for p in plans)}}
 
 
@@ -176,7 +181,7 @@ class SolverService:
     """Bus adapter around a pool of solver processes (`robocell.services.solver.pool`)."""
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str], auto: bool,
-                 default_timeout: float | None = None) -> None:
+                 default_timeout: float | None = None, split: bool = True) -> None:
         from robocell.services.solver.pool import SolverPool
 
         self.node = node
@@ -184,6 +189,7 @@ class SolverService:
         self.profiles = profiles
         self.auto = auto
         self.default_timeout = default_timeout
+        self.split = split
         self.served = 0
         self.refused = 0
         self._lock = threading.Lock()
@@ -213,7 +219,7 @@ class SolverService:
               deadline: float) -> dict[str, Any]:
         """A cube's plan (or error) from the workers idle now, the search split over them."""
         outcomes = self._run_split(lambda n: split_jobs(facelets, profile, budget, n),
-                                   deadline)
+                                   deadline, None if self.split else 1)
         return merge_outcomes(outcomes)
 
     def _run_split(self, jobs_for: Any, deadline: float,
@@ -357,6 +363,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="3x3 search budget per request in seconds (bounded by its deadline; "
                         "default: the robot profile's search_budget_ms, else "
                         f"{DEFAULT_TIMEOUT_S})")
+    p.add_argument("--split", action=argparse.BooleanOptionalAction,
+                   default=os.environ.get("ROBOCELL_SOLVER_SPLIT", "1") not in ("", "0"),
+                   help="share a 3x3 search among the workers idle when it arrives (default "
+                        "$ROBOCELL_SOLVER_SPLIT or on; --no-split: one worker per request)")
     p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")
     p.set_defaults(func=cmd_solver)
 
@@ -383,7 +393,8 @@ def cmd_solver(args: argparse.Namespace) -> int:
         for group in all_groups(name):
             tables.load(group)
     with Node("solver", Endpoints.resolve(args.broker)) as node:
-        service = SolverService(node, args.workers, profiles, args.auto, args.timeout)
+        service = SolverService(node, args.workers, profiles, args.auto, args.timeout,
+                                args.split)
         try:
             service.start()
             node.wait()
