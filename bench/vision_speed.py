@@ -74,10 +74,15 @@ def main() -> None:
     print(f"  detection 640x480 (sim frames):        "
           f"{rates(*timed(detect, small, args.seconds, 10))}  target >= 30 fps")
     sized = [(frame, 3 if seed % 2 else 2) for seed, frame in enumerate(small)]
-    print(f"  detection 640x480, size known (quick half-size look first): "
+    print(f"  detection 640x480, size known (half-size glance, look, then full): "
           f"{rates(*timed(lambda item: detect(*item), sized, args.seconds, 10))}")
     render = [(random_facelets(3, seed), FACES[seed % 6], seed) for seed in range(24)]
     print(f"  sim camera render 640x480 (3x3):       "
+          f"{rates(*timed(lambda item: render_face(*item), render, args.seconds, 10))}")
+    from robocell.common.heap import keep_frame_buffers
+
+    keep_frame_buffers()  # as the vision service's reader processes run
+    print(f"  sim camera render, frame buffers kept in the heap (as the readers): "
           f"{rates(*timed(lambda item: render_face(*item), render, args.seconds, 10))}")
 
     photos = sorted((shared_data_dir() / "vision" / "photos").glob("*/*.png"))
