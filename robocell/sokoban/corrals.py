@@ -114,6 +114,9 @@ CORRAL_ALIVE, CORRAL_DEAD, CORRAL_UNKNOWN = 0, 1, 2
 CORRAL_SEARCH_NODES = 512
 """States a corral deadlock search may store before it gives up (unknown counts as alive);
 a power of two (its probe table has 4x as many slots)."""
+CORRAL_MAX_BOXES = 8
+"""Corrals with more boxes (inside and on the barrier) are not searched: their sub-problem
+rarely runs dry within the state limit."""
 CORRAL_CACHE_BITS = 20
 EMPTY_KEY = np.uint64(0)
 

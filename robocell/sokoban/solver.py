@@ -29,6 +29,7 @@ from robocell.sokoban.bounds import (
 from robocell.sokoban.corrals import (
     CORRAL_CACHE_BITS,
     CORRAL_DEAD,
+    CORRAL_MAX_BOXES,
     CORRAL_SEARCH_NODES,
     CORRAL_UNKNOWN,
     NO_CORRAL,
@@ -470,7 +471,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 n_sub = corral_boxes(c, neighbours, occupied, corral_label, mark, stamp,
                                      sub_boxes)
                 off_goal = False
-                for k in range(n_sub):
+                for k in range(n_sub if n_sub <= CORRAL_MAX_BOXES else 0):
                     if not is_goal[sub_boxes[k]]:
                         off_goal = True
                         break
