@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import DIR_CHARS, N_DIRS, NO_SQUARE, Board
+from robocell.sokoban.board import DIR_CHARS, FROZEN_MASK, N_DIRS, NO_SQUARE, Board
 from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
@@ -39,7 +39,7 @@ from robocell.sokoban.corrals import (
     corral_deadlock_search,
     pi_corral,
 )
-from robocell.sokoban.deadlocks import freeze_deadlock_after_push
+from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
 from robocell.sokoban.rooms import (
     MACRO_SHIFT,
     NO_MACRO,
@@ -604,6 +604,15 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                         stats[ST_DUPLICATES] += 1
                     continue
                 reachable_sides(child, child_player, neighbours, region_with_box, masks)
+                # A box frozen on a goal keeps that goal: the others must match the rest.
+                occupied[b] = False
+                occupied[target] = True
+                for k in range(nb):
+                    if is_goal[child[k]] and is_frozen(child[k], neighbours, occupied, dead,
+                                                       fixed, frames):
+                        masks[k] = FROZEN_MASK
+                occupied[target] = False
+                occupied[b] = True
                 lb = matching_lower_bound(child, masks, push_cost, scratch)
                 if lb >= INFEASIBLE:
                     stats[ST_DEADLOCKS] += 1
