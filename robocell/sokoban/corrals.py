@@ -308,3 +308,73 @@ def corral_deadlock_search(sub_boxes: np.ndarray, n_sub: int, player: int,
             occupied[boxes[k]] = False
         head += 1
     return result
+
+
+@njit(cache=True)
+def corral_work(n_squares: int, n_boxes: int) -> tuple:
+    """Scratch of ``dead_corral``: sub box list, occupancy, two stamp arrays, the stamp
+    counter, and the state arrays and probe table of one corral deadlock search."""
+    return (np.zeros(n_boxes, dtype=np.int16), np.zeros(n_squares, dtype=np.bool_),
+            np.zeros(n_squares, dtype=np.int64), np.zeros(n_squares, dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+            np.zeros((CORRAL_SEARCH_NODES, n_boxes), dtype=np.int16),
+            np.zeros(CORRAL_SEARCH_NODES, dtype=np.int16),
+            np.zeros(CORRAL_SEARCH_NODES, dtype=np.uint64),
+            np.zeros(4 * CORRAL_SEARCH_NODES, dtype=np.int32))
+
+
+@njit(cache=True)
+def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
+                reach_mark: np.ndarray, stamp: int, corral_label: np.ndarray,
+                dead: np.ndarray, is_goal: np.ndarray, zobrist_box: np.ndarray,
+                zobrist_player: np.ndarray, cache_keys: np.ndarray, cache_dead: np.ndarray,
+                work: tuple, queue: np.ndarray, fixed: np.ndarray,
+                frames: np.ndarray) -> tuple[bool, int]:
+    """Is some corral of this position (labelled by ``pi_corral``) dead? Each corral with a box
+    off goal and at most CORRAL_MAX_BOXES boxes inside and on its barrier gets a corral
+    deadlock search, looked up first in the cache keyed by its boxes and the player's region
+    among them. Returns (dead, searches run)."""
+    sub_boxes, sub_occupied, sub_mark, sub_child_mark, counter = work[:5]
+    st_boxes, st_player, st_hash, st_table = work[5:]
+    n_corrals = 0
+    for s in range(neighbours.shape[0]):
+        if corral_label[s] >= n_corrals:
+            n_corrals = corral_label[s] + 1
+    searches = 0
+    for c in range(n_corrals):
+        n_sub = corral_boxes(c, neighbours, occupied, corral_label, reach_mark, stamp,
+                             sub_boxes)
+        if n_sub > CORRAL_MAX_BOXES:
+            continue
+        off_goal = False
+        for k in range(n_sub):
+            if not is_goal[sub_boxes[k]]:
+                off_goal = True
+                break
+        if not off_goal:
+            continue
+        counter[0] += 2 * CORRAL_SEARCH_NODES + 2
+        key = np.uint64(0)
+        for k in range(n_sub):
+            sub_occupied[sub_boxes[k]] = True
+            key ^= zobrist_box[sub_boxes[k]]
+        sub_player = _local_scan(player, neighbours, sub_occupied, sub_mark, counter[0], queue)
+        for k in range(n_sub):
+            sub_occupied[sub_boxes[k]] = False
+        key ^= zobrist_player[sub_player]
+        outcome = corral_cache_lookup(cache_keys, cache_dead, key)
+        if outcome == CORRAL_UNKNOWN:
+            searches += 1
+            outcome = corral_deadlock_search(
+                sub_boxes, n_sub, player, neighbours, dead, is_goal, zobrist_box,
+                zobrist_player, sub_occupied, sub_mark, sub_child_mark, counter[0], queue,
+                fixed, frames, st_boxes, st_player, st_hash, st_table)
+            corral_cache_store(cache_keys, cache_dead, key, outcome == CORRAL_DEAD)
+        if outcome == CORRAL_DEAD:
+            return True, searches
+    return False, searches
+
+
+def corral_cache(bits: int = CORRAL_CACHE_BITS) -> tuple[np.ndarray, np.ndarray]:
+    """An empty outcome cache for ``dead_corral`` (keys and dead flags, 2**bits slots)."""
+    return np.zeros(1 << bits, dtype=np.uint64), np.zeros(1 << bits, dtype=np.bool_)

@@ -26,19 +26,7 @@ from robocell.sokoban.bounds import (
     matching_scratch,
     reachable_sides,
 )
-from robocell.sokoban.corrals import (
-    CORRAL_CACHE_BITS,
-    CORRAL_DEAD,
-    CORRAL_MAX_BOXES,
-    CORRAL_SEARCH_NODES,
-    CORRAL_UNKNOWN,
-    NO_CORRAL,
-    corral_boxes,
-    corral_cache_lookup,
-    corral_cache_store,
-    corral_deadlock_search,
-    pi_corral,
-)
+from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
 from robocell.sokoban.rooms import (
     MACRO_SHIFT,
@@ -415,15 +403,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     region_mark = np.zeros(n_squares, dtype=np.int64)
     region_stamp = 0
-    sub_boxes = np.zeros(nb, dtype=np.int16)
-    sub_occupied = np.zeros(n_squares, dtype=np.bool_)
-    sub_mark = np.zeros(n_squares, dtype=np.int64)
-    sub_child_mark = np.zeros(n_squares, dtype=np.int64)
-    sub_stamp = 0
-    st_boxes = np.zeros((CORRAL_SEARCH_NODES, nb), dtype=np.int16)
-    st_player = np.zeros(CORRAL_SEARCH_NODES, dtype=np.int16)
-    st_hash = np.zeros(CORRAL_SEARCH_NODES, dtype=np.uint64)
-    st_table = np.zeros(4 * CORRAL_SEARCH_NODES, dtype=np.int32)
+    work = corral_work(n_squares, nb)
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -462,43 +442,11 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             stats[ST_CORRAL_TOKEN] += n_squares
             if corral != NO_CORRAL:
                 stats[ST_CORRAL_CUTS] += 1
-            n_corrals = 0
-            for s in range(n_squares):
-                if corral_label[s] >= n_corrals:
-                    n_corrals = corral_label[s] + 1
-            is_dead = False
-            for c in range(n_corrals):
-                n_sub = corral_boxes(c, neighbours, occupied, corral_label, mark, stamp,
-                                     sub_boxes)
-                off_goal = False
-                for k in range(n_sub if n_sub <= CORRAL_MAX_BOXES else 0):
-                    if not is_goal[sub_boxes[k]]:
-                        off_goal = True
-                        break
-                if not off_goal:
-                    continue
-                sub_key = np.uint64(0)
-                for k in range(n_sub):
-                    sub_occupied[sub_boxes[k]] = True
-                    sub_key ^= zobrist_box[sub_boxes[k]]
-                sub_stamp += 1
-                sub_player = region_scan(player, neighbours, sub_occupied, child_mark,
-                                         -sub_stamp, child_walk, queue)
-                for k in range(n_sub):
-                    sub_occupied[sub_boxes[k]] = False
-                sub_key ^= zobrist_player[sub_player]
-                outcome = corral_cache_lookup(cache_keys, cache_dead, sub_key)
-                if outcome == CORRAL_UNKNOWN:
-                    stats[ST_CORRAL_SEARCHES] += 1
-                    outcome = corral_deadlock_search(
-                        sub_boxes, n_sub, player, neighbours, dead, is_goal, zobrist_box,
-                        zobrist_player, sub_occupied, sub_mark, sub_child_mark,
-                        sub_stamp * 2 * CORRAL_SEARCH_NODES,
-                        queue, fixed, frames, st_boxes, st_player, st_hash, st_table)
-                    corral_cache_store(cache_keys, cache_dead, sub_key, outcome == CORRAL_DEAD)
-                if outcome == CORRAL_DEAD:
-                    is_dead = True
-                    break
+            is_dead, searches = dead_corral(
+                player, neighbours, occupied, mark, stamp, corral_label, dead, is_goal,
+                zobrist_box, zobrist_player, cache_keys, cache_dead, work, queue, fixed,
+                frames)
+            stats[ST_CORRAL_SEARCHES] += searches
             if is_dead:
                 stats[ST_CORRAL_DEAD] += 1
                 for k in range(nb):
@@ -731,8 +679,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     region_penalty = REGION_PENALTY if macros else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
-    cache_keys = np.zeros(1 << CORRAL_CACHE_BITS, dtype=np.uint64)
-    cache_dead = np.zeros(1 << CORRAL_CACHE_BITS, dtype=np.bool_)
+    cache_keys, cache_dead = corral_cache()
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
                   board.region_with_box, board.push_cost, board.zobrist_box,
                   board.zobrist_player, arena.boxes, arena.player, arena.hash, arena.g,
