@@ -21,6 +21,8 @@ UNREACHABLE = 1 << 20
 ZOBRIST_SEED = 0x50B0BA
 N_SIDE_MASKS = 1 << N_DIRS
 """Sets of sides of a box (bit d = the square in direction d) the player can get to."""
+FROZEN_MASK = 0
+"""Side mask of a box that can never move again: zero pushes to its own goal, no other."""
 
 
 def opposite(direction: int) -> int:
@@ -206,6 +208,7 @@ def side_push_costs(goal: int, neighbours: np.ndarray, region_with_box: np.ndarr
                 if mask & (1 << s) and dist[b, s] < best:
                     best = dist[b, s]
             cost[b, mask] = best
+    cost[goal, FROZEN_MASK] = 0
     return cost
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robocell.sokoban.deadlocks import freeze_deadlock_after_push
+
 NO_CORRAL = -1
 
 
@@ -105,3 +107,274 @@ def pi_corral(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.ndarr
             best = k
             best_pushes = pushes
     return best
+
+
+CORRAL_ALIVE, CORRAL_DEAD, CORRAL_UNKNOWN = 0, 1, 2
+"""Outcome of a corral deadlock search (unknown: the node limit was reached first)."""
+CORRAL_SEARCH_NODES = 512
+"""States a corral deadlock search may store before it gives up (unknown counts as alive);
+a power of two (its probe table has 4x as many slots)."""
+CORRAL_MAX_BOXES = 8
+"""Corrals with more boxes (inside and on the barrier) are not searched: their sub-problem
+rarely runs dry within the state limit."""
+CORRAL_CACHE_BITS = 20
+EMPTY_KEY = np.uint64(0)
+
+
+@njit(cache=True)
+def _local_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
+                stamp: int, queue: np.ndarray) -> int:
+    """Mark the player's region from ``start``; return its smallest square."""
+    head = 0
+    tail = 1
+    queue[0] = start
+    mark[start] = stamp
+    smallest = start
+    while head < tail:
+        s = queue[head]
+        head += 1
+        if s < smallest:
+            smallest = s
+        for d in range(4):
+            t = neighbours[s, d]
+            if t >= 0 and mark[t] != stamp and not occupied[t]:
+                mark[t] = stamp
+                queue[tail] = t
+                tail += 1
+    return smallest
+
+
+@njit(cache=True)
+def corral_boxes(corral: int, neighbours: np.ndarray, occupied: np.ndarray,
+                 corral_label: np.ndarray, reach_mark: np.ndarray, stamp: int,
+                 out: np.ndarray) -> int:
+    """The boxes inside corral ``corral`` and on its barrier (sorted into ``out``); returns
+    their number."""
+    n = neighbours.shape[0]
+    count = 0
+    for s in range(n):
+        if not occupied[s]:
+            continue
+        inside = corral_label[s] == corral
+        if not inside and _touches_region(s, neighbours, reach_mark, stamp):
+            for d in range(4):
+                t = neighbours[s, d]
+                if t >= 0 and corral_label[t] == corral:
+                    inside = True
+                    break
+        if inside:
+            out[count] = s
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def corral_cache_lookup(cache_keys: np.ndarray, cache_dead: np.ndarray, key: np.uint64) -> int:
+    """Cached outcome for this sub-position (CORRAL_UNKNOWN when not cached)."""
+    mask = cache_keys.shape[0] - 1
+    slot = np.int64(key & np.uint64(mask))
+    for _ in range(8):
+        if cache_keys[slot] == key:
+            return CORRAL_DEAD if cache_dead[slot] else CORRAL_ALIVE
+        if cache_keys[slot] == EMPTY_KEY:
+            return CORRAL_UNKNOWN
+        slot = (slot + 1) & mask
+    return CORRAL_UNKNOWN
+
+
+@njit(cache=True)
+def corral_cache_store(cache_keys: np.ndarray, cache_dead: np.ndarray, key: np.uint64,
+                       is_dead: bool) -> None:
+    """Remember an outcome (a full probe run overwrites its first slot)."""
+    mask = cache_keys.shape[0] - 1
+    slot = np.int64(key & np.uint64(mask))
+    first = slot
+    for _ in range(8):
+        if cache_keys[slot] == EMPTY_KEY or cache_keys[slot] == key:
+            first = slot
+            break
+        slot = (slot + 1) & mask
+    cache_keys[first] = key
+    cache_dead[first] = is_dead
+
+
+@njit(cache=True)
+def corral_deadlock_search(sub_boxes: np.ndarray, n_sub: int, player: int,
+                           neighbours: np.ndarray, dead: np.ndarray, is_goal: np.ndarray,
+                           zobrist_box: np.ndarray, zobrist_player: np.ndarray,
+                           occupied: np.ndarray, mark: np.ndarray, child_mark: np.ndarray,
+                           stamp0: int, queue: np.ndarray, fixed: np.ndarray, frames: np.ndarray,
+                           st_boxes: np.ndarray, st_player: np.ndarray, st_hash: np.ndarray,
+                           table: np.ndarray) -> int:
+    """Can the boxes ``sub_boxes[:n_sub]`` alone (every other box taken off the board) ever
+    all stand on goals? Breadth-first search over their pushes, with dead squares and freeze
+    deadlocks, storing at most ``st_boxes.shape[0]`` states.
+
+    Taking boxes away only adds moves, so when even this smaller problem has no solution the
+    full position is dead (CORRAL_DEAD). CORRAL_ALIVE when a solved sub-position is reached,
+    CORRAL_UNKNOWN when the state limit is hit. ``occupied`` must be all False on entry and is
+    left so; ``mark`` and ``child_mark`` are scratch stamped from ``stamp0`` upwards (one
+    stamp per state).
+    """
+    limit = st_boxes.shape[0]
+    tmask = table.shape[0] - 1
+    table[:] = -1
+    key = np.uint64(0)
+    for k in range(n_sub):
+        st_boxes[0, k] = sub_boxes[k]
+        occupied[sub_boxes[k]] = True
+        key ^= zobrist_box[sub_boxes[k]]
+    stamp = stamp0 + 1
+    norm = _local_scan(player, neighbours, occupied, mark, stamp, queue)
+    for k in range(n_sub):
+        occupied[sub_boxes[k]] = False
+    st_player[0] = norm
+    key ^= zobrist_player[norm]
+    st_hash[0] = key
+    table[np.int64(key & np.uint64(tmask))] = 0
+    n_states = 1
+    head = 0
+    result = CORRAL_DEAD
+    while head < n_states and result == CORRAL_DEAD:
+        boxes = st_boxes[head]
+        for k in range(n_sub):
+            occupied[boxes[k]] = True
+        stamp += 1
+        _local_scan(st_player[head], neighbours, occupied, mark, stamp, queue)
+        skey = st_hash[head] ^ zobrist_player[st_player[head]]
+        for i in range(n_sub):
+            b = boxes[i]
+            for d in range(4):
+                behind = neighbours[b, d ^ 1]
+                target = neighbours[b, d]
+                if behind < 0 or mark[behind] != stamp or target < 0:
+                    continue
+                if occupied[target] or dead[target]:
+                    continue
+                occupied[b] = False
+                occupied[target] = True
+                frozen = freeze_deadlock_after_push(target, neighbours, occupied, dead,
+                                                    is_goal, fixed, frames)
+                solved = True
+                if not frozen:
+                    for k in range(n_sub):
+                        s = target if k == i else boxes[k]
+                        if not is_goal[s]:
+                            solved = False
+                            break
+                child_player = -1
+                if not frozen and not solved:
+                    child_player = _local_scan(b, neighbours, occupied, child_mark, stamp,
+                                               queue)
+                occupied[target] = False
+                occupied[b] = True
+                if frozen:
+                    continue
+                if solved:
+                    result = CORRAL_ALIVE
+                    break
+                ckey = skey ^ zobrist_box[b] ^ zobrist_box[target] ^ zobrist_player[child_player]
+                slot = np.int64(ckey & np.uint64(tmask))
+                known = False
+                while table[slot] >= 0:
+                    other = table[slot]
+                    if st_hash[other] == ckey and st_player[other] == child_player:
+                        known = True
+                        break
+                    slot = (slot + 1) & tmask
+                if known:
+                    continue
+                if n_states >= limit:
+                    result = CORRAL_UNKNOWN
+                    break
+                # The new state: the sub box set with b moved to target, kept sorted.
+                j = 0
+                for k in range(n_sub):
+                    if k != i:
+                        st_boxes[n_states, j] = boxes[k]
+                        j += 1
+                j = n_sub - 1
+                while j > 0 and st_boxes[n_states, j - 1] > target:
+                    st_boxes[n_states, j] = st_boxes[n_states, j - 1]
+                    j -= 1
+                st_boxes[n_states, j] = target
+                st_player[n_states] = child_player
+                st_hash[n_states] = ckey
+                table[slot] = n_states
+                n_states += 1
+            if result != CORRAL_DEAD:
+                break
+        for k in range(n_sub):
+            occupied[boxes[k]] = False
+        head += 1
+    return result
+
+
+@njit(cache=True)
+def corral_work(n_squares: int, n_boxes: int) -> tuple:
+    """Scratch of ``dead_corral``: sub box list, occupancy, two stamp arrays, the stamp
+    counter, and the state arrays and probe table of one corral deadlock search."""
+    return (np.zeros(n_boxes, dtype=np.int16), np.zeros(n_squares, dtype=np.bool_),
+            np.zeros(n_squares, dtype=np.int64), np.zeros(n_squares, dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+            np.zeros((CORRAL_SEARCH_NODES, n_boxes), dtype=np.int16),
+            np.zeros(CORRAL_SEARCH_NODES, dtype=np.int16),
+            np.zeros(CORRAL_SEARCH_NODES, dtype=np.uint64),
+            np.zeros(4 * CORRAL_SEARCH_NODES, dtype=np.int32))
+
+
+@njit(cache=True)
+def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
+                reach_mark: np.ndarray, stamp: int, corral_label: np.ndarray,
+                dead: np.ndarray, is_goal: np.ndarray, zobrist_box: np.ndarray,
+                zobrist_player: np.ndarray, cache_keys: np.ndarray, cache_dead: np.ndarray,
+                work: tuple, queue: np.ndarray, fixed: np.ndarray,
+                frames: np.ndarray) -> tuple[bool, int]:
+    """Is some corral of this position (labelled by ``pi_corral``) dead? Each corral with a box
+    off goal and at most CORRAL_MAX_BOXES boxes inside and on its barrier gets a corral
+    deadlock search, looked up first in the cache keyed by its boxes and the player's region
+    among them. Returns (dead, searches run)."""
+    sub_boxes, sub_occupied, sub_mark, sub_child_mark, counter = work[:5]
+    st_boxes, st_player, st_hash, st_table = work[5:]
+    n_corrals = 0
+    for s in range(neighbours.shape[0]):
+        if corral_label[s] >= n_corrals:
+            n_corrals = corral_label[s] + 1
+    searches = 0
+    for c in range(n_corrals):
+        n_sub = corral_boxes(c, neighbours, occupied, corral_label, reach_mark, stamp,
+                             sub_boxes)
+        if n_sub > CORRAL_MAX_BOXES:
+            continue
+        off_goal = False
+        for k in range(n_sub):
+            if not is_goal[sub_boxes[k]]:
+                off_goal = True
+                break
+        if not off_goal:
+            continue
+        counter[0] += 2 * CORRAL_SEARCH_NODES + 2
+        key = np.uint64(0)
+        for k in range(n_sub):
+            sub_occupied[sub_boxes[k]] = True
+            key ^= zobrist_box[sub_boxes[k]]
+        sub_player = _local_scan(player, neighbours, sub_occupied, sub_mark, counter[0], queue)
+        for k in range(n_sub):
+            sub_occupied[sub_boxes[k]] = False
+        key ^= zobrist_player[sub_player]
+        outcome = corral_cache_lookup(cache_keys, cache_dead, key)
+        if outcome == CORRAL_UNKNOWN:
+            searches += 1
+            outcome = corral_deadlock_search(
+                sub_boxes, n_sub, player, neighbours, dead, is_goal, zobrist_box,
+                zobrist_player, sub_occupied, sub_mark, sub_child_mark, counter[0], queue,
+                fixed, frames, st_boxes, st_player, st_hash, st_table)
+            corral_cache_store(cache_keys, cache_dead, key, outcome == CORRAL_DEAD)
+        if outcome == CORRAL_DEAD:
+            return True, searches
+    return False, searches
+
+
+def corral_cache(bits: int = CORRAL_CACHE_BITS) -> tuple[np.ndarray, np.ndarray]:
+    """An empty outcome cache for ``dead_corral`` (keys and dead flags, 2**bits slots)."""
+    return np.zeros(1 << bits, dtype=np.uint64), np.zeros(1 << bits, dtype=np.bool_)

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import DIR_CHARS, N_DIRS, NO_SQUARE, Board
+from robocell.sokoban.board import DIR_CHARS, FROZEN_MASK, N_DIRS, NO_SQUARE, Board
 from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
     matching_scratch,
     reachable_sides,
 )
-from robocell.sokoban.corrals import NO_CORRAL, pi_corral
-from robocell.sokoban.deadlocks import freeze_deadlock_after_push
+from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
+from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
 from robocell.sokoban.rooms import (
     MACRO_SHIFT,
     NO_MACRO,
@@ -44,8 +44,8 @@ MOVE_SCALE = 1 << 12
 
 STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
 (ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES,
- ST_CORRAL_CUTS, ST_CORRAL_TOKEN) = range(9)
-N_STATS = 9
+ ST_CORRAL_CUTS, ST_CORRAL_TOKEN, ST_CORRAL_DEAD, ST_CORRAL_SEARCHES) = range(11)
+N_STATS = 11
 EMPTY_SLOT = -1
 NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
@@ -362,7 +362,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_order: np.ndarray, room_size: np.ndarray,
                  room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
-                 stats: np.ndarray) -> int:
+                 cache_keys: np.ndarray, cache_dead: np.ndarray, stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
@@ -375,6 +375,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     the square the macro starts from. ``tunnels`` (fast push mode) makes a push into a
     one-wide tunnel one arc that carries the box to the tunnel's end (at most
     MAX_TUNNEL_RUN squares, stopping on a goal or before anything in the way).
+
+    With corrals on, every corral of an expanded position that holds a box off goal gets a
+    corral deadlock search (its boxes and barrier alone, see ``corrals``), cached in
+    ``cache_keys``/``cache_dead``; a dead corral closes the position without expanding it.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -399,6 +403,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     region_mark = np.zeros(n_squares, dtype=np.int64)
     region_stamp = 0
+    work = corral_work(n_squares, nb)
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -437,6 +442,16 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             stats[ST_CORRAL_TOKEN] += n_squares
             if corral != NO_CORRAL:
                 stats[ST_CORRAL_CUTS] += 1
+            is_dead, searches = dead_corral(
+                player, neighbours, occupied, mark, stamp, corral_label, dead, is_goal,
+                zobrist_box, zobrist_player, cache_keys, cache_dead, work, queue, fixed,
+                frames)
+            stats[ST_CORRAL_SEARCHES] += searches
+            if is_dead:
+                stats[ST_CORRAL_DEAD] += 1
+                for k in range(nb):
+                    occupied[boxes[k]] = False
+                continue
         for i in range(nb):
             b = boxes[i]
             if room_of[b] != NO_ROOM:
@@ -537,6 +552,15 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                         stats[ST_DUPLICATES] += 1
                     continue
                 reachable_sides(child, child_player, neighbours, region_with_box, masks)
+                # A box frozen on a goal keeps that goal: the others must match the rest.
+                occupied[b] = False
+                occupied[target] = True
+                for k in range(nb):
+                    if is_goal[child[k]] and is_frozen(child[k], neighbours, occupied, dead,
+                                                       fixed, frames):
+                        masks[k] = FROZEN_MASK
+                occupied[target] = False
+                occupied[b] = True
                 lb = matching_lower_bound(child, masks, push_cost, scratch)
                 if lb >= INFEASIBLE:
                     stats[ST_DEADLOCKS] += 1
@@ -584,6 +608,8 @@ class SolveResult:
     seconds: float = 0.0
     lower_bound: int = 0
     corral_cuts: int = 0
+    corral_deadlocks: int = 0  # positions closed by a corral deadlock search
+    corral_searches: int = 0
 
     @property
     def solved(self) -> bool:
@@ -653,6 +679,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     region_penalty = REGION_PENALTY if macros else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
+    cache_keys, cache_dead = corral_cache()
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
                   board.region_with_box, board.push_cost, board.zobrist_box,
                   board.zobrist_player, arena.boxes, arena.player, arena.hash, arena.g,
@@ -681,13 +708,16 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.entrance_room, rooms.entrance_slot, rooms.order,
                               rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
-                              region_penalty, CHUNK_EXPANSIONS, stats)
+                              region_penalty, CHUNK_EXPANSIONS, cache_keys, cache_dead,
+                              stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
     result.stored = int(stats[ST_NODES])
     result.deadlocks = int(stats[ST_DEADLOCKS])
     result.corral_cuts = int(stats[ST_CORRAL_CUTS])
+    result.corral_deadlocks = int(stats[ST_CORRAL_DEAD])
+    result.corral_searches = int(stats[ST_CORRAL_SEARCHES])
     if status == STATUS_SOLVED:
         pushes = []
         node = int(stats[ST_GOAL])
