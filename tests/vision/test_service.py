@@ -75,9 +75,9 @@ class Listener:
         raise AssertionError(f"no {topic} within {timeout} s")
 
 
-def run_service(endpoints, source, size=None):
+def run_service(endpoints, source, size=None, **options):
     node = Node("vision", endpoints).start()
-    service = VisionService(node, source, size)
+    service = VisionService(node, source, size, **options)
     service.start()
     return node, service
 
@@ -135,9 +135,7 @@ def test_each_frame_is_announced_as_captured_before_it_is_read(bus):
 
 def test_reader_processes_read_the_views_of_a_scan(bus):
     state = random_facelets(3, 21)
-    node = Node("vision", bus).start()
-    service = VisionService(node, SimSource(seed=9, facelets=state), 3, threads=2, readers=2)
-    service.start()
+    node, service = run_service(bus, SimSource(seed=9, facelets=state), 3, threads=2, readers=2)
     with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
         listen = Listener(monitor, "vision.cube_state")
         time.sleep(0.3)

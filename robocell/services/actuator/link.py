@@ -133,6 +133,8 @@ def port_fd(port: object) -> int | None:
     try:
         fd = port.fileno()  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError, NotImplementedError):
+        # no descriptor to wait on (loop://, rfc2217://, a closed port): not a failure, the
+        # caller reads through pyserial's own timeout instead (`Link._read_reports`)
         return None
     return fd if isinstance(fd, int) and fd >= 0 else None
 
