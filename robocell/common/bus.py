@@ -487,6 +487,7 @@ class Publisher:
             if sent == self._reported and not force:
                 return False
             self._reported = sent
+            reports_dropped = traffic_route.dropped if traffic_route else 0
         payload = {"instance": self.instance, "topics": self.traffic(),
                    "before_link": self.sent_before_link}
         try:
@@ -494,6 +495,11 @@ class Publisher:
         except MessageError as exc:  # e.g. a source name that makes the message too big
             print(f"{self.source}: traffic report refused: {exc}", file=sys.stderr)
             return False
+        with self._lock:
+            if self._routes[TRAFFIC_TOPIC].dropped > reports_dropped:
+                # the report met a full queue: the next tick sends it again
+                self._reported = -1
+                return False
         return True
 
     def close(self) -> None:

@@ -158,3 +158,18 @@ def test_a_publisher_whose_queue_is_full_drops_counts_and_reports_per_topic(
     finally:
         pub.close()
         stuck.close()
+
+
+def test_a_traffic_report_that_meets_a_full_queue_is_sent_again(endpoints: Endpoints) -> None:
+    pub = Publisher("cell", endpoints)
+    try:
+        pub.publish("cell.status", {"cycle_id": "c0", "stage": "idle"})
+        # the queue to the broker refuses everything for a moment (its back-off window)
+        pub._full_until = float("inf")
+        assert pub.report_traffic() is False
+        pub._full_until = 0.0
+        # nothing new was sent, yet the report that was lost goes out on the next tick
+        assert pub.report_traffic() is True
+        assert pub.report_traffic() is False
+    finally:
+        pub.close()
