@@ -248,7 +248,7 @@ class _PublishRoute:
     check, and what was sent on it (counted here, reported on ``bus.traffic``)."""
 
     __slots__ = ("topic", "prefix", "head", "skip", "check", "latched", "seq", "messages", "bytes",
-                 "dropped")
+                 "dropped", "counted")
 
     def __init__(self, topic: str, source: str) -> None:
         self.topic = topic
@@ -266,6 +266,9 @@ class _PublishRoute:
         self.latched = topic in LATCHED_TOPICS
         self.seq = 0
         self.messages = self.bytes = self.dropped = 0
+        self.counted = int(topic != TRAFFIC_TOPIC)
+        """1 when a message on it counts in ``Publisher.sent`` (the publisher's own traffic
+        reports do not)."""
 
 
 class Publisher:
@@ -311,6 +314,8 @@ class Publisher:
         self._closed = False
         self._reported = -1  # messages sent (bus.traffic excluded) at the last report
         self.sent = 0
+        """Messages published and replayed through this publisher (whether ZeroMQ took them
+        or they were dropped), its own ``bus.traffic`` reports excluded."""
         self.sent_before_link = 0
         self._sock = _context().socket(zmq.XPUB)
         self._send = zmq.backend.Socket.send  # pyzmq's own, without its Python wrapper
@@ -434,7 +439,7 @@ class Publisher:
                     self._full_until = mono + QUEUE_FULL_BACKOFF_S
             else:
                 route.dropped += 1
-            self.sent += 1
+            self.sent += route.counted
         return Envelope(topic, self.source, seq, wall, mono, payload, SCHEMA_VERSION,
                         size - route.skip)
 
@@ -482,8 +487,7 @@ class Publisher:
             if self._closed:
                 return False
             traffic_route = self._routes.get(TRAFFIC_TOPIC)
-            sent = self.sent - (traffic_route.messages + traffic_route.dropped
-                                if traffic_route else 0)
+            sent = self.sent
             if sent == self._reported and not force:
                 return False
             self._reported = sent

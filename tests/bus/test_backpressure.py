@@ -23,6 +23,7 @@ def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
     slow = Subscriber(["cell.status"], endpoints, hwm=SMALL_HWM)  # does not read for now
     fast = Subscriber(["cell.status"], endpoints)
     pub = Publisher("cell", endpoints)
+    reader: threading.Thread | None = None
     try:
         assert pub.wait_linked(5)
         time.sleep(0.3)
@@ -82,6 +83,8 @@ def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
         assert slow.stats.gaps > N_MESSAGES / 2
         assert slow.stats.received + slow.stats.gaps == N_MESSAGES + 1 - first_seq(slow)
     finally:
+        if reader is not None:  # it reads from `fast`: close that only once it has stopped
+            reader.join(30)
         for s in (slow, fast, pub):
             s.close()
         broker.stop()
@@ -171,5 +174,20 @@ def test_a_traffic_report_that_meets_a_full_queue_is_sent_again(endpoints: Endpo
         # nothing new was sent, yet the report that was lost goes out on the next tick
         assert pub.report_traffic() is True
         assert pub.report_traffic() is False
+    finally:
+        pub.close()
+
+
+def test_the_publishers_own_traffic_reports_are_not_counted_as_sent(
+        endpoints: Endpoints) -> None:
+    pub = Publisher("cell", endpoints)
+    try:
+        for i in range(3):
+            pub.publish("cell.status", {"cycle_id": f"c{i}", "stage": "idle"})
+        # the reporter thread may report at any moment, as it did during a long burst
+        assert pub.report_traffic(force=True) is True
+        assert pub.report_traffic(force=True) is True
+        assert pub.sent == 3
+        assert pub.report_traffic() is False  # nothing new since the last report
     finally:
         pub.close()
