@@ -28,6 +28,16 @@ The envelope is a msgpack array, in this order::
 Publishers may write ``seq`` and the time stamps in msgpack's fixed-width forms (uint 64,
 float 64); any valid msgpack encoding of the same values is the same envelope.
 
+A **batch frame** carries several messages of one topic from one publisher, in order::
+
+    topic + TOPIC_END + msgpack array 16 header (BATCH_MARK, count) + envelope + envelope ...
+
+(an envelope is a msgpack array of 7 fields, whose first byte is never BATCH_MARK). A publisher
+sends one only while it publishes faster than COALESCE_GAP_S apart (see
+:class:`robocell.common.bus.Publisher`): every hop then moves one frame for many messages.
+Subscription filtering works unchanged (the topic leads). Receivers take a batch apart
+(:func:`unbatch_frame`) and judge each envelope on its own; recordings keep single envelopes.
+
 This module knows nothing about topics; :func:`decode` checks the envelope only, and
 :func:`robocell.common.messages.validate` checks a payload against its declaration.
 """
@@ -36,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 import threading
 import time
 from typing import Any
@@ -273,6 +284,54 @@ def split_frame(frame: bytes) -> tuple[str, bytes]:
     except UnicodeDecodeError:
         raise DecodeError("the topic of the message frame is not UTF-8") from None
     return topic, frame[end + 1:]
+
+
+BATCH_MARK = 0xDC
+"""First byte after TOPIC_END of a batch frame: a msgpack array 16 header."""
+MAX_BATCH = 0xFFFF
+"""Most messages a batch frame can hold (the array 16 count)."""
+_batch_head = struct.Struct(">BH").pack
+_split_batch = msgspec.msgpack.Decoder(list[msgspec.Raw]).decode
+
+
+def batch_frame(topic_head: bytes, envelopes: list[bytes]) -> bytes:
+    """The batch frame of encoded envelopes of one topic (``topic_head`` = topic bytes +
+    TOPIC_END); one envelope makes a plain message frame."""
+    if len(envelopes) == 1:
+        return topic_head + envelopes[0]
+    return topic_head + _batch_head(BATCH_MARK, len(envelopes)) + b"".join(envelopes)
+
+
+def is_batch_frame(frame: bytes) -> bool:
+    """True if ``frame`` (a message frame) is a batch frame."""
+    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    return end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK
+
+
+def unbatch_frame(frame: bytes) -> list[bytes]:
+    """The plain message frames in ``frame``: itself unless it is a batch frame, else one
+    frame per envelope, in order. Raises DecodeError for a batch that cannot be taken apart
+    (its envelopes are not judged here)."""
+    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
+        return [frame]
+    try:
+        parts = _split_batch(memoryview(frame)[end + 1:])
+    except Exception as exc:  # msgspec's errors on truncated or garbled input
+        raise DecodeError(f"malformed batch frame ({type(exc).__name__}: {exc})") from None
+    if not parts:
+        raise DecodeError("an empty batch frame: a batch carries at least one message")
+    head = frame[:end + 1]
+    return [head + bytes(part) for part in parts]
+
+
+def last_of_batch(frame: bytes) -> bytes:
+    """The newest plain message frame in ``frame`` (itself unless a batch frame); a batch
+    that cannot be taken apart is returned as it is (its receivers refuse it)."""
+    try:
+        return unbatch_frame(frame)[-1]
+    except DecodeError:
+        return frame
 
 
 def decode_frame(frame: bytes, max_bytes: int | None = None) -> Envelope:

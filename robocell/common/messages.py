@@ -144,11 +144,12 @@ TOPICS: tuple[TopicSpec, ...] = (
                                   "reason (receivers refuse them; the broker forwards without "
                                   "decoding)"),
         F("gaps", "int", "messages dropped between publishers and the broker"),
-        F("forwarded", "int", "messages the proxy forwarded (its own count, in C)",
-          optional=True),
+        F("forwarded", "int", "frames the proxy forwarded (its own count, in C; a batch "
+          "frame carries several messages of one topic)", optional=True),
         F("forwarded_bytes", "int", "bytes the proxy forwarded", optional=True),
-        F("checked", "int", "messages the check tap decoded and validated", optional=True),
-        F("unchecked", "int", "messages forwarded but not checked (over the tap's CPU "
+        F("checked", "int", "frames the check tap decoded and validated (every message in "
+                            "them)", optional=True),
+        F("unchecked", "int", "frames forwarded but not checked (over the tap's CPU "
                               "budget)", optional=True),
         F("subscriptions", "int", "subscription requests seen"),
         F("commands", "map[int]", "command traffic: requests, replies, errors by code"),
@@ -621,6 +622,8 @@ class WireDecoder:
     checks of :func:`validate` then say what is wrong)."""
 
     decode: Callable[[Any], Any]
+    decode_batch: Callable[[Any], list[Any]]
+    """the envelopes of a batch frame (what follows TOPIC_END) as a list of such structs."""
     optional: tuple[str, ...]
     """optional fields: absent ones are left out of the payload map."""
     python_check: Callable[[Any], bool] | None
@@ -641,6 +644,17 @@ class WireDecoder:
         except Exception:  # msgspec's errors, or an extension type refused
             return False
         return self.python_check is None or self.python_check(self.payload(env.payload))
+
+    def accepts_batch(self, data: Any) -> bool:
+        """True if ``data`` (what follows TOPIC_END in a batch frame) holds at least one
+        envelope and every one is a good envelope of this topic."""
+        try:
+            envs = self.decode_batch(data)
+        except Exception:  # msgspec's errors, or an extension type refused
+            return False
+        check = self.python_check
+        return bool(envs) and (check is None
+                               or all(check(self.payload(env.payload)) for env in envs))
 
 
 def _refuse_ext(code: int, data: memoryview) -> Any:
@@ -663,6 +677,7 @@ def _wire_decoder(spec: TopicSpec) -> WireDecoder:
     ], array_like=True)
     free = any(_FREE_VALUES.search(f.type) for f in spec.fields)
     return WireDecoder(msgspec.msgpack.Decoder(envelope, ext_hook=_refuse_ext).decode,
+                       msgspec.msgpack.Decoder(list[envelope], ext_hook=_refuse_ext).decode,
                        tuple(f.name for f in spec.fields if f.optional),
                        TOPIC_FAST_CHECKS[spec.topic] if free else None)
 

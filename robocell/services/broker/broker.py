@@ -84,6 +84,7 @@ from robocell.common.bus import (
 )
 from robocell.common.curve_keys import CurveKey
 from robocell.common.envelope import (
+    BATCH_MARK,
     MAX_SOURCE_CHARS,
     TOPIC_END,
     Envelope,
@@ -91,9 +92,11 @@ from robocell.common.envelope import (
     decode,
     decode_frame,
     encode,
+    last_of_batch,
     max_message_bytes,
     message_frame,
     subscription,
+    unbatch_frame,
 )
 from robocell.common.messages import (
     LATCHED_TOPICS,
@@ -197,6 +200,14 @@ def is_loopback(endpoint: str) -> bool:
     if parts.scheme in ("ipc", "inproc"):
         return True
     return (parts.hostname or "") in LOOPBACK_HOSTS or (parts.hostname or "").startswith("127.")
+
+
+def _messages_in(frame: bytes) -> int:
+    """How many messages a frame carries: the count of a batch frame, else 1."""
+    end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
+    if end > 0 and len(frame) > end + 3 and frame[end + 1] == BATCH_MARK:
+        return max(1, int.from_bytes(frame[end + 2:end + 4], "big"))
+    return 1
 
 
 class _Proxy:
@@ -507,8 +518,8 @@ class Broker:
         self._read_cache()
         for topic in matches:
             cached = self.cache.get(topic)
-            if cached is not None:
-                self.publisher.send_frame(cached, count=False)
+            if cached is not None:  # the newest message (of the newest batch frame)
+                self.publisher.send_frame(last_of_batch(cached), count=False)
 
     # -- statistics from the publishers' traffic reports -------------------------------------
 
@@ -519,12 +530,16 @@ class Broker:
             except zmq.Again:
                 return
             try:
-                env = validate(decode_frame(frame, self.max_bytes))
+                frames = unbatch_frame(frame)
             except MessageError:
                 continue  # the check tap counts and reports bad messages
-            if env.topic != TRAFFIC_TOPIC:
-                continue
-            self._add_report(env)
+            for one in frames:
+                try:
+                    env = validate(decode_frame(one, self.max_bytes))
+                except MessageError:
+                    continue
+                if env.topic == TRAFFIC_TOPIC:
+                    self._add_report(env)
 
     def _add_report(self, env: Envelope) -> None:
         """Keep the latest cumulative report of a publisher instance; add all up."""
@@ -593,7 +608,8 @@ class Broker:
                 return
 
     def _check_batch(self) -> int:
-        """Check up to BATCH queued messages; how many were read."""
+        """Check about BATCH queued messages (a batch frame counts as the messages it
+        carries: the budget is looked at in between); how many were read."""
         reader = self.check_reader
         read = 0
         while read < BATCH:
@@ -601,7 +617,7 @@ class Broker:
                 frame = reader.recv(ZMQ_NOBLOCK)
             except zmq.Again:
                 break
-            read += 1
+            read += _messages_in(frame)
             if frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
                 continue  # a subscription on its way upstream, copied by the proxy too
             if reader.rcvmore:  # a sender put several frames into one message
@@ -617,15 +633,30 @@ class Broker:
         return read
 
     def _inspect(self, frame: bytes) -> None:
-        """Decode and validate one message; refusals are counted and reported. A good
-        message takes one call of its topic's compiled decoder; anything else goes through
-        the explaining checks."""
-        self.checked += 1
+        """Decode and validate one message (each of a batch frame); refusals are counted
+        and reported. A good message takes one call of its topic's compiled decoder (a good
+        batch one too); anything else goes through the explaining checks."""
+        self.checked += 1  # in frames, as the proxy counts what it forwards
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         wire = self._wire.get(frame[:end]) if end > 0 else None
         if wire is not None and len(frame) - end - 1 <= self.max_bytes \
                 and wire.accepts(frame[end + 1:]):
             return
+        if end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK:
+            if wire is not None and wire.accepts_batch(memoryview(frame)[end + 1:]):
+                return
+            try:
+                parts = unbatch_frame(frame)
+            except MessageError as exc:
+                self._refused(exc.reason, self._name_of(frame), str(exc))
+                return
+            for part in parts:
+                self._explain(part)
+            return
+        self._explain(frame)
+
+    def _explain(self, frame: bytes) -> None:
+        """Decode and validate one plain message frame with the explaining checks."""
         try:
             validate(decode_frame(frame, self.max_bytes))
         except MessageError as exc:

@@ -380,7 +380,7 @@ def run_record(args: argparse.Namespace) -> int:
     import dataclasses
 
     from robocell.cli import CommandError
-    from robocell.common.envelope import split_frame
+    from robocell.common.envelope import MessageError, split_frame, unbatch_frame
     from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
 
     endpoints = _endpoints(args)
@@ -409,10 +409,15 @@ def run_record(args: argparse.Namespace) -> int:
             if not sub.sock.poll(100):
                 continue
             frame = sub.sock.recv()
-            env = sub.handle_frame(frame)
-            if env is not None:  # MCAP keeps the envelope; the topic is the channel's
-                recorder.write(env.topic, split_frame(frame)[1], time.time_ns(),
-                               int(env.wall_time * NS_PER_S), env.seq)
+            try:  # a batch frame is recorded as the messages it carries, one by one
+                frames = unbatch_frame(frame)
+            except MessageError:
+                frames = [frame]  # refused (and counted) by handle_frame
+            for one in frames:
+                env = sub.handle_frame(one)
+                if env is not None:  # MCAP keeps the envelope; the topic is the channel's
+                    recorder.write(env.topic, split_frame(one)[1], time.time_ns(),
+                                   int(env.wall_time * NS_PER_S), env.seq)
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,0 +1,224 @@
+"""Batch frames: a burst goes out in few frames, and nothing about the messages changes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import hypothesis.strategies as st
+import msgpack
+import pytest
+import zmq
+from bus_testlib import recv_topic, robocell_cmd, robocell_env, stop_process
+from hypothesis import given, settings
+
+from robocell.common.bus import (
+    COALESCE_MAX_MESSAGES,
+    Endpoints,
+    Publisher,
+    Subscriber,
+)
+from robocell.common.envelope import (
+    BATCH_MARK,
+    TOPIC_END,
+    DecodeError,
+    Envelope,
+    batch_frame,
+    decode,
+    decode_frame,
+    encode,
+    is_batch_frame,
+    last_of_batch,
+    unbatch_frame,
+)
+from robocell.services.broker.broker import Broker
+from robocell.services.broker.recording import read_messages
+
+STATUS = {"cycle_id": "c1", "stage": "executing"}
+BURST = 1000
+HEAD = b"cell.status" + TOPIC_END
+
+
+def linked(endpoints: Endpoints, source: str = "cell") -> Publisher:
+    pub = Publisher(source, endpoints)
+    assert pub.wait_linked(5)
+    return pub
+
+
+def raw_listener(endpoints: Endpoints, topic: bytes = HEAD) -> zmq.Socket:
+    """A plain SUB socket: sees the frames as they travel."""
+    sock = zmq.Context.instance().socket(zmq.SUB)
+    sock.linger = 0
+    sock.subscribe(topic)
+    sock.connect(endpoints.subscribe)
+    return sock
+
+
+def drain_frames(sock: zmq.Socket, quiet_s: float = 1.0) -> list[bytes]:
+    frames = []
+    while sock.poll(int(quiet_s * 1000)):
+        frames.append(sock.recv())
+    return frames
+
+
+def test_a_burst_travels_in_batch_frames_and_arrives_whole_and_in_order(
+        endpoints: Endpoints) -> None:
+    sub = Subscriber(["cell.status"], endpoints)
+    raw = raw_listener(endpoints)
+    pub = linked(endpoints)
+    try:
+        time.sleep(0.3)  # both subscriptions reach the broker
+        for i in range(BURST):
+            pub.publish("cell.status", {**STATUS, "detail": f"step {i}"})
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < BURST and time.monotonic() < deadline:
+            got += sub.recv_batch(0.5)
+        frames = drain_frames(raw)
+    finally:
+        pub.close()
+        sub.close()
+        raw.close()
+    assert [e.payload["detail"] for e in got] == [f"step {i}" for i in range(BURST)]
+    assert [e.seq for e in got] == list(range(BURST))
+    assert sub.stats.gaps == 0 and not sub.stats.rejected
+    # The burst went out in batch frames: far fewer frames than messages, each decodable
+    # into the same envelopes the subscriber accepted.
+    assert any(is_batch_frame(f) for f in frames)
+    assert len(frames) < BURST / 4
+    carried = [decode_frame(one).seq for f in frames for one in unbatch_frame(f)]
+    assert carried == list(range(BURST))
+    assert max(len(unbatch_frame(f)) for f in frames) <= COALESCE_MAX_MESSAGES
+    assert pub.traffic()["cell.status"]["messages"] == BURST
+
+
+def test_a_message_after_a_pause_goes_alone_and_a_bursts_tail_is_sent_without_more_traffic(
+        endpoints: Endpoints) -> None:
+    raw = raw_listener(endpoints)
+    pub = linked(endpoints)
+    try:
+        time.sleep(0.3)
+        pub.publish("cell.status", STATUS)
+        first = drain_frames(raw, 0.5)
+        # a short burst, then nothing: the flusher thread sends what was gathered
+        for i in range(5):
+            pub.publish("cell.status", {**STATUS, "detail": str(i)})
+        tail = drain_frames(raw, 1.0)
+    finally:
+        pub.close()
+        raw.close()
+    assert len(first) == 1 and not is_batch_frame(first[0])
+    assert [decode_frame(one).payload.get("detail") for f in tail for one in unbatch_frame(f)] \
+        == [str(i) for i in range(5)]
+
+
+def test_a_late_joiner_gets_only_the_newest_message_of_a_latched_burst(
+        endpoints: Endpoints) -> None:
+    pub = linked(endpoints)
+    try:
+        for i in range(200):
+            pub.publish("cell.status", {**STATUS, "detail": str(i)})
+        time.sleep(0.5)  # the flusher sent the tail; the cache holds the newest frame
+        late = Subscriber(["cell.status"], endpoints)
+        try:
+            env = recv_topic(late, "cell.status", timeout=5)
+            assert env is not None and env.payload["detail"] == "199" and env.seq == 199
+            assert late.recv(0.5) is None  # nothing older follows
+        finally:
+            late.close()
+    finally:
+        pub.close()
+
+
+def test_batch_frames_with_bad_envelopes_are_judged_envelope_by_envelope(
+        broker: Broker) -> None:
+    endpoints = broker.endpoints
+    sub = Subscriber(["cell.status"], endpoints)
+    sock = zmq.Context.instance().socket(zmq.XPUB)
+    sock.linger = 500
+    sock.connect(endpoints.publish)
+    try:
+        assert sock.poll(5000)
+        sock.recv()  # the broker's subscription: the link is up
+        time.sleep(0.3)
+        good = [encode(Envelope.now("cell.status", "rogue", i, STATUS)) for i in range(3)]
+        invalid = msgpack.packb([1, "cell.status", "rogue", 9, 1.0, 1.0, {"cycle_id": 42}])
+        sock.send(batch_frame(HEAD, [good[0], invalid, good[1], good[2]]))
+        sock.send(HEAD + bytes([BATCH_MARK, 0, 5]) + os.urandom(20))  # garbage after the head
+        sock.send(HEAD + bytes([BATCH_MARK, 0, 0]))  # an empty batch
+        got = []
+        deadline = time.monotonic() + 5
+        while len(got) < 3 and time.monotonic() < deadline:
+            got += sub.recv_batch(0.5)
+        deadline = time.monotonic() + 5
+        while sum(broker.rejected.values()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        sock.close()
+        sub.close()
+    assert [e.seq for e in got] == [0, 1, 2]
+    assert sub.stats.rejected == {"invalid": 1, "decode": 2}
+    assert broker.rejected == {"invalid": 1, "decode": 2}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_taking_a_batch_apart_raises_only_decode_errors(data: bytes) -> None:
+    frame = HEAD + bytes([BATCH_MARK]) + data
+    try:
+        parts = unbatch_frame(frame)
+    except DecodeError:
+        return
+    assert parts and all(p.startswith(HEAD) for p in parts)
+
+
+def test_batch_helpers_round_trip() -> None:
+    envs = [encode(Envelope.now("cell.status", "cell", i, STATUS)) for i in range(4)]
+    frame = batch_frame(HEAD, envs)
+    assert is_batch_frame(frame)
+    assert unbatch_frame(frame) == [HEAD + e for e in envs]
+    assert last_of_batch(frame) == HEAD + envs[-1]
+    single = batch_frame(HEAD, envs[:1])
+    assert not is_batch_frame(single) and unbatch_frame(single) == [single]
+    assert decode(envs[2]).seq == 2
+
+
+def test_a_recorded_burst_is_stored_message_by_message(broker_process, bus_base: str,
+                                                       tmp_path: Path) -> None:
+    _, endpoints = broker_process
+    recording = tmp_path / "burst.mcap"
+    recorder = subprocess.Popen(
+        robocell_cmd("bus", "record", str(recording), "cell.status", "--count", "300"),
+        env=robocell_env(bus_base), stderr=subprocess.PIPE, text=True)
+    pub = linked(endpoints)
+    try:
+        assert "recording" in recorder.stderr.readline()
+        time.sleep(0.5)
+        for i in range(300):
+            pub.publish("cell.status", {**STATUS, "detail": str(i)})
+        assert recorder.wait(15) == 0
+    finally:
+        pub.close()
+        stop_process(recorder)
+    recorded = [decode(m.data) for m in read_messages(recording)]
+    assert [e.payload["detail"] for e in recorded] == [str(i) for i in range(300)]
+
+
+@pytest.mark.parametrize("count", [1, 2, COALESCE_MAX_MESSAGES])
+def test_a_closed_publisher_sends_what_it_gathered(endpoints: Endpoints, count: int) -> None:
+    sub = Subscriber(["cell.status"], endpoints)
+    pub = linked(endpoints)
+    time.sleep(0.3)
+    for i in range(count):
+        pub.publish("cell.status", {**STATUS, "detail": str(i)})
+    pub.close()
+    try:
+        got = []
+        deadline = time.monotonic() + 5
+        while len(got) < count and time.monotonic() < deadline:
+            got += sub.recv_batch(0.5)
+    finally:
+        sub.close()
+    assert [e.payload["detail"] for e in got] == [str(i) for i in range(count)]
