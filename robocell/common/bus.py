@@ -26,11 +26,12 @@ Lower-level pieces for tools and single-threaded code: :class:`Publisher`,
 :class:`Liveness`.
 
 Pub/sub: a message is one frame, topic + zero byte + msgpack envelope (see
-:mod:`robocell.common.envelope`). Publishers stamp and encode with a constant prefix per
-(source, topic) and one struct call, count what they send per topic and report it on
-``bus.traffic``; receivers decode and check each envelope in one C call generated from
-:mod:`robocell.common.messages` (msgspec), falling back to the explaining checks for
-anything unusual.
+:mod:`robocell.common.envelope`); a burst on one topic (messages under COALESCE_GAP_S apart)
+travels in batch frames of up to COALESCE_MAX_MESSAGES envelopes. Publishers stamp and
+encode with a constant prefix per (source, topic) and one struct call, count what they send
+per topic and report it on ``bus.traffic``; receivers decode and check each envelope (each
+batch) in one C call generated from :mod:`robocell.common.messages` (msgspec), falling back
+to the explaining checks for anything unusual.
 
 Endpoints (see :class:`Endpoints`): ``$ROBOCELL_BUS`` is a base address, default
 ``tcp://127.0.0.1:7600``; from it port +0 is the broker's subscribe side (XPUB), +1 its
