@@ -156,9 +156,9 @@ messages for this long without asking again: each refusal costs pyzmq an excepti
 microseconds, more than sending; the queue of PUB_HWM messages cannot drain in this time."""
 TRAFFIC_TOPIC = "bus.traffic"
 TRAFFIC_REPORT_PERIOD_S = 1.0
-COALESCE_GAP_S = 50e-6
+COALESCE_GAP_S = 200e-6
 """A message published on a topic less than this long after the previous one on that topic
-(a rate above 20,000 a second) waits to go out in one batch frame with those that follow it
+(a rate above 5,000 a second) waits to go out in one batch frame with those that follow it
 (see robocell.common.envelope). At any robot rate (1 kHz: 1 ms apart) nothing waits."""
 COALESCE_WINDOW_S = 0.002
 """The longest a message waits in a batch: then the batch is sent, by the next publish or
