@@ -944,23 +944,24 @@ class Subscriber:
             for field_name in optional:
                 if payload[field_name] is UNSET:
                     del payload[field_name]
-            if python_check is not None and not python_check(payload):
-                return self._handle_slow(frame)
             payloads.append(payload)
+        if python_check is not None and not all(map(python_check, payloads)):
+            return self._handle_slow(frame)
         accepted = self._backlog
         queued = len(accepted)
-        stats = self.stats
+        append, sequence, received = accepted.append, self._sequence, 0
         for env, payload in zip(envs, payloads, strict=True):
             source, seq, wall = env.source, env.seq, env.wall_time
             stream = streams.get(source)
             if stream is not None and seq == stream[0] + 1:
                 stream[0] = seq
                 stream[1] = wall
-            elif not self._sequence(name, source, seq, wall, streams, stream):
+            elif not sequence(name, source, seq, wall, streams, stream):
                 continue
-            stats.received += 1
-            accepted.append(Envelope(name, source, seq, wall, env.mono_time, payload,
-                                     SCHEMA_VERSION, size))
+            received += 1
+            append(Envelope(name, source, seq, wall, env.mono_time, payload, SCHEMA_VERSION,
+                            size))
+        self.stats.received += received
         # the oldest queued message goes back first (the queue is empty but for callers of
         # handle_frame that leave it be)
         return accepted.popleft() if len(accepted) > queued else None
