@@ -592,17 +592,16 @@ class Publisher:
             self._sock.close()
 
 
-class _TrafficReporter:
-    """One daemon thread per process that asks every open Publisher, once a second, to
-    report its traffic (so that a publisher that went quiet is still counted in full)."""
+class _PublisherThread:
+    """A daemon thread of this process that works on every open Publisher."""
+
+    thread_name = "robocell-bus"
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self._publishers: weakref.WeakSet[Publisher] = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="robocell-bus-traffic",
-                                        daemon=True)
-        self._thread.start()
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
 
     def add(self, publisher: Publisher) -> None:
         with self._lock:
@@ -611,47 +610,51 @@ class _TrafficReporter:
     def discard(self, publisher: Publisher) -> None:
         with self._lock:
             self._publishers.discard(publisher)
+
+    def _each(self, what: str, act: Callable[[Publisher], Any]) -> list[Publisher]:
+        """``act`` on every open publisher (a failure is reported, the rest go on); the
+        publishers acted on."""
+        with self._lock:
+            publishers = list(self._publishers)
+        for publisher in publishers:
+            try:
+                act(publisher)
+            except Exception as exc:  # a closed socket in a race with close(): go on
+                print(f"bus {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return publishers
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class _TrafficReporter(_PublisherThread):
+    """Asks every open Publisher, once a second, to report its traffic (so that a
+    publisher that went quiet is still counted in full)."""
+
+    thread_name = "robocell-bus-traffic"
 
     def _run(self) -> None:
         while True:
             time.sleep(TRAFFIC_REPORT_PERIOD_S)
-            with self._lock:
-                publishers = list(self._publishers)
-            for publisher in publishers:
-                try:
-                    publisher.report_traffic()
-                except Exception as exc:  # a closed socket in a race with close(): go on
-                    print(f"bus traffic report failed: {type(exc).__name__}: {exc}",
-                          file=sys.stderr)
+            self._each("traffic report", Publisher.report_traffic)
 
 
-class _Flusher:
-    """One daemon thread per process that sends the batches publishers gather: every
-    COALESCE_WINDOW_S it flushes every publisher, for as long as any gathers a batch; then it
-    is idle (blocked on its event), which is always the case below 1 / COALESCE_GAP_S
-    messages a second per topic. A publisher that starts a batch wakes it only when idle
-    (an Event costs more than the rest of a publish). No batch is missed: the thread marks
-    itself idle before its last look for batches, a publisher looks at the mark after
-    adding to its batch (both under the GIL, in that order)."""
+class _Flusher(_PublisherThread):
+    """Sends the batches publishers gather: every COALESCE_WINDOW_S it flushes every
+    publisher, for as long as any gathers a batch; then it is idle (blocked on its event),
+    which is always the case below 1 / COALESCE_GAP_S messages a second per topic. A
+    publisher that starts a batch wakes it only when idle (an Event costs more than the rest
+    of a publish). No batch is missed: the thread marks itself idle before its last look for
+    batches, a publisher looks at the mark after adding to its batch (both under the GIL, in
+    that order)."""
+
+    thread_name = "robocell-bus-flush"
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
-        self._publishers: weakref.WeakSet[Publisher] = weakref.WeakSet()
-        self._lock = threading.Lock()
+        super().__init__()
         self._event = threading.Event()
         self.wake = self._event.set
         self.idle = True
-        self._thread = threading.Thread(target=self._run, name="robocell-bus-flush",
-                                        daemon=True)
-        self._thread.start()
-
-    def add(self, publisher: Publisher) -> None:
-        with self._lock:
-            self._publishers.add(publisher)
-
-    def discard(self, publisher: Publisher) -> None:
-        with self._lock:
-            self._publishers.discard(publisher)
 
     def _run(self) -> None:
         while True:
@@ -660,43 +663,33 @@ class _Flusher:
             self.idle = False
             while True:
                 time.sleep(COALESCE_WINDOW_S)
-                with self._lock:
-                    publishers = list(self._publishers)
-                for publisher in publishers:
-                    try:
-                        publisher.flush()
-                    except Exception as exc:  # a closed socket in a race with close()
-                        print(f"bus batch flush failed: {type(exc).__name__}: {exc}",
-                              file=sys.stderr)
+                publishers = self._each("batch flush", Publisher.flush)
                 self.idle = True
                 if not any(publisher._pending for publisher in publishers):
                     break
                 self.idle = False
 
 
-_flushers: _Flusher | None = None
+_threads: dict[type, _PublisherThread] = {}
+_threads_lock = threading.Lock()
 
 
-def _flusher() -> _Flusher:
-    """The process's flusher thread (started again in a forked child)."""
-    global _flushers
-    with _reporter_lock:
-        if _flushers is None or _flushers.pid != os.getpid():
-            _flushers = _Flusher()
-        return _flushers
-
-
-_reporter: _TrafficReporter | None = None
-_reporter_lock = threading.Lock()
+def _per_process(kind: type[_PublisherThread]) -> Any:
+    """The process's thread of ``kind``, started on first use (again in a forked child)."""
+    with _threads_lock:
+        thread = _threads.get(kind)
+        if thread is None or thread.pid != os.getpid():
+            thread = _threads[kind] = kind()
+            thread._thread.start()
+        return thread
 
 
 def _traffic_reporter() -> _TrafficReporter:
-    """The process's reporter thread (started again in a forked child)."""
-    global _reporter
-    with _reporter_lock:
-        if _reporter is None or _reporter.pid != os.getpid():
-            _reporter = _TrafficReporter()
-        return _reporter
+    return _per_process(_TrafficReporter)
+
+
+def _flusher() -> _Flusher:
+    return _per_process(_Flusher)
 
 
 # --- subscribing -----------------------------------------------------------------------------

@@ -61,10 +61,14 @@ def raw_publisher(endpoints: Endpoints) -> zmq.Socket:
     return sock
 
 
-def wait_until(condition, timeout: float = 5.0) -> None:
+def wait_until(condition, timeout: float = 5.0) -> bool:
+    """Wait for ``condition``; whether it came true."""
     deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def test_bad_messages_are_refused_and_counted_by_receiver_and_broker_while_good_ones_flow(
@@ -95,9 +99,12 @@ def test_bad_messages_are_refused_and_counted_by_receiver_and_broker_while_good_
         assert sub.stats.gaps == 0
         wait_until(lambda: sum(broker.rejected.values()) >= sum(TAP_REFUSALS.values()))
         assert broker.rejected == TAP_REFUSALS
-        # A trickle like this is checked in full (the count is made with each bus.stats).
-        wait_until(lambda: broker.checked >= 7 * N_ROUNDS + N_ROUNDS and broker.unchecked == 0)
-        assert broker.unchecked == 0
+        # A trickle like this is checked in full (the count is made with each bus.stats; in
+        # frames: the good messages, published in a quick loop, may travel in batch frames).
+        # (the broker's own messages keep coming: the frame just forwarded when a count is
+        # made may be on its way to the tap, so one count of zero is what shows it)
+        assert wait_until(lambda: broker.checked >= 7 * N_ROUNDS + 1
+                          and broker.unchecked == 0)
         # Per-topic statistics come from the publishers' own reports: the rogue never
         # reports, the good publisher does (within a second).
         wait_until(lambda: "cell.status" in broker.topics)
