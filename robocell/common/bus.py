@@ -165,9 +165,10 @@ COALESCE_WINDOW_S = 0.002
 by the process's flusher thread."""
 COALESCE_MAX_MESSAGES = 64
 """A batch is sent as soon as it holds this many messages."""
-COALESCE_MESSAGE_BYTES = 4096
-"""Larger messages always go alone (a batch saves per-message costs, not per-byte ones);
-a batch is thus at most 256 KiB."""
+COALESCE_MESSAGE_BYTES = 512
+"""Larger messages always go alone (a batch saves per-message costs, not per-byte ones), so
+a batch frame is at most 32 KiB: the high-water marks, counted in frames, still bound memory
+(PUB_HWM x 32 KiB = 320 MB at the very worst)."""
 
 _encode_payload = msgspec.msgpack.Encoder().encode
 """payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's)."""
