@@ -44,8 +44,9 @@ MOVE_SCALE = 1 << 12
 
 STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
 (ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES,
- ST_CORRAL_CUTS, ST_CORRAL_TOKEN, ST_CORRAL_DEAD, ST_CORRAL_SEARCHES) = range(11)
-N_STATS = 11
+ ST_CORRAL_CUTS, ST_CORRAL_TOKEN, ST_CORRAL_DEAD, ST_CORRAL_SEARCHES, ST_CORRAL_CHILD,
+ ST_CORRAL_CHECKS) = range(13)
+N_STATS = 13
 EMPTY_SLOT = -1
 NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
@@ -349,6 +350,25 @@ def _open_node(n_nodes: int, parent: int, child: np.ndarray, child_player: int,
 
 
 @njit(cache=True)
+def _push_touches_corral(target: int, origin: int, neighbours: np.ndarray,
+                         occupied: np.ndarray, mark: np.ndarray, stamp: int,
+                         child_mark: np.ndarray, child_stamp: int) -> bool:
+    """Can the push of the box on ``origin`` to ``target`` have made or changed a corral?
+    True when the box went into a corral (``target`` was outside the player's region
+    ``mark == stamp``) or when a free square next to ``target`` lies outside the child's region
+    (``child_mark == child_stamp``): squares cut off by the push, or a corral the box now
+    fences. Otherwise the child's corrals are the parent's, minus any the push opened.
+    ``occupied`` shows the parent position."""
+    if mark[target] != stamp:
+        return True
+    for d in range(4):
+        t = neighbours[target, d]
+        if t >= 0 and mark[t] == stamp and t != origin and child_mark[t] != child_stamp:
+            return True
+    return False
+
+
+@njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
@@ -379,6 +399,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     With corrals on, every corral of an expanded position that holds a box off goal gets a
     corral deadlock search (its boxes and barrier alone, see ``corrals``), cached in
     ``cache_keys``/``cache_dead``; a dead corral closes the position without expanding it.
+    A child whose push closed a corral or went into one gets the same check for the corrals
+    at the pushed box when it is generated, so most dead children never enter the table.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -399,6 +421,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     scratch = matching_scratch(nb)
     masks = np.zeros(nb, dtype=np.int64)
     corral_label = np.zeros(n_squares, dtype=np.int32)
+    child_label = np.zeros(n_squares, dtype=np.int32)
     box_seen = np.full(n_squares, -1, dtype=np.int64)
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     region_mark = np.zeros(n_squares, dtype=np.int64)
@@ -551,6 +574,26 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     else:
                         stats[ST_DUPLICATES] += 1
                     continue
+                if use_corrals and _push_touches_corral(target, b, neighbours, occupied, mark,
+                                                        stamp, child_mark, child_stamp):
+                    # The push closed a corral or changed one: if some corral of the child is
+                    # dead, the child never enters the table or the open list.
+                    occupied[b] = False
+                    occupied[target] = True
+                    pi_corral(neighbours, occupied, child_mark, child_stamp, is_goal,
+                              child_label, box_seen, stats[ST_CORRAL_TOKEN], queue)
+                    stats[ST_CORRAL_TOKEN] += n_squares
+                    stats[ST_CORRAL_CHECKS] += 1
+                    child_dead, searches = dead_corral(
+                        child_player, neighbours, occupied, child_mark, child_stamp,
+                        child_label, dead, is_goal, zobrist_box, zobrist_player, cache_keys,
+                        cache_dead, work, queue, fixed, frames, target)
+                    occupied[target] = False
+                    occupied[b] = True
+                    stats[ST_CORRAL_SEARCHES] += searches
+                    if child_dead:
+                        stats[ST_CORRAL_CHILD] += 1
+                        continue
                 reachable_sides(child, child_player, neighbours, region_with_box, masks)
                 # A box frozen on a goal keeps that goal: the others must match the rest.
                 occupied[b] = False
@@ -610,6 +653,8 @@ class SolveResult:
     corral_cuts: int = 0
     corral_deadlocks: int = 0  # positions closed by a corral deadlock search
     corral_searches: int = 0
+    corral_child_deadlocks: int = 0  # children dropped by a corral deadlock search
+    corral_child_checks: int = 0     # children whose corrals were checked when generated
 
     @property
     def solved(self) -> bool:
@@ -718,6 +763,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     result.corral_cuts = int(stats[ST_CORRAL_CUTS])
     result.corral_deadlocks = int(stats[ST_CORRAL_DEAD])
     result.corral_searches = int(stats[ST_CORRAL_SEARCHES])
+    result.corral_child_deadlocks = int(stats[ST_CORRAL_CHILD])
+    result.corral_child_checks = int(stats[ST_CORRAL_CHECKS])
     if status == STATUS_SOLVED:
         pushes = []
         node = int(stats[ST_GOAL])

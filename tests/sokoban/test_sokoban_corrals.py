@@ -67,8 +67,11 @@ FAST_TIMEOUT_S = 30.0
 
 def test_corral_deadlocks_let_the_fast_mode_solve_xsokoban_5(xsokoban):
     """XSokoban 5 (12 boxes): without corral deadlock search the fast mode wandered through
-    1.7 million positions in 60 s; with it the level falls within seconds."""
+    1.7 million positions in 60 s; with it the level falls within seconds. Most dead corrals
+    are caught when the push that closes them is generated, so they never enter the table."""
     level = load_levels(xsokoban)[4]
     result = solve(build_board(level), weight=100, timeout=FAST_TIMEOUT_S)
-    assert result.solved and result.corral_deadlocks > 0
+    assert result.solved and result.corral_child_deadlocks > 0
+    assert result.corral_child_deadlocks > result.corral_deadlocks
+    assert result.corral_child_checks < result.generated
     assert replay(level, result.lurd).solved
