@@ -5,7 +5,8 @@ Usage (from the checkout root):
 Prints one row per level: status, pushes, expanded, generated, stored (states put in the
 transposition table), deadlocks cut at generation, positions closed by a dead corral when
 expanded, children dropped by a dead corral when generated, children so checked, corral
-searches and seconds, then the totals. Used to compare pruning changes by node counts.
+searches, children dropped by a learned deadlock pattern, patterns learned and seconds, then
+the totals. Used to compare pruning changes by node counts.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ COLLECTIONS = {
     "boxoban-hard": "boxoban-hard-000.txt",
 }
 FIELDS = ("expanded", "generated", "stored", "deadlocks", "corral_deadlocks",
-          "corral_child_deadlocks", "corral_child_checks", "corral_searches")
+          "corral_child_deadlocks", "corral_child_checks", "corral_searches", "pattern_cuts",
+          "patterns")
 
 
 def main(argv: list[str] | None = None) -> int:

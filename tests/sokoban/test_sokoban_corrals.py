@@ -34,10 +34,10 @@ def _position_has_dead_corral(board: Board, boxes: np.ndarray, player: int,
               np.full(n, -1, dtype=np.int64), 0, queue)
     if (label == NO_CORRAL).all():
         return False
-    dead, _ = dead_corral(player, board.neighbours, occupied, mark, 1, label, board.dead,
-                          board.is_goal, board.zobrist_box, board.zobrist_player, *cache,
-                          corral_work(n, board.n_boxes), queue, np.zeros(n, dtype=np.bool_),
-                          np.zeros((n + 1, 3), dtype=np.int64))
+    dead, _, _ = dead_corral(player, board.neighbours, occupied, mark, 1, label, board.dead,
+                             board.is_goal, board.zobrist_box, board.zobrist_player, *cache,
+                             corral_work(n, board.n_boxes), queue, np.zeros(n, dtype=np.bool_),
+                             np.zeros((n + 1, 3), dtype=np.int64))
     return bool(dead)
 
 
