@@ -329,11 +329,13 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
                 dead: np.ndarray, is_goal: np.ndarray, zobrist_box: np.ndarray,
                 zobrist_player: np.ndarray, cache_keys: np.ndarray, cache_dead: np.ndarray,
                 work: tuple, queue: np.ndarray, fixed: np.ndarray,
-                frames: np.ndarray) -> tuple[bool, int]:
+                frames: np.ndarray, near: int = -1) -> tuple[bool, int, int]:
     """Is some corral of this position (labelled by ``pi_corral``) dead? Each corral with a box
     off goal and at most CORRAL_MAX_BOXES boxes inside and on its barrier gets a corral
     deadlock search, looked up first in the cache keyed by its boxes and the player's region
-    among them. Returns (dead, searches run)."""
+    among them. With ``near`` >= 0 only the corrals on that square or next to it are checked
+    (the ones a push to ``near`` made or changed). Returns (dead, searches run, boxes of the
+    dead corral when a search run now proved it dead, else 0: they are in ``work[0]``)."""
     sub_boxes, sub_occupied, sub_mark, sub_child_mark, counter = work[:5]
     st_boxes, st_player, st_hash, st_table = work[5:]
     n_corrals = 0
@@ -342,6 +344,15 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
             n_corrals = corral_label[s] + 1
     searches = 0
     for c in range(n_corrals):
+        if near >= 0 and corral_label[near] != c:
+            touches = False
+            for d in range(4):
+                t = neighbours[near, d]
+                if t >= 0 and corral_label[t] == c:
+                    touches = True
+                    break
+            if not touches:
+                continue
         n_sub = corral_boxes(c, neighbours, occupied, corral_label, reach_mark, stamp,
                              sub_boxes)
         if n_sub > CORRAL_MAX_BOXES:
@@ -370,9 +381,11 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
                 zobrist_player, sub_occupied, sub_mark, sub_child_mark, counter[0], queue,
                 fixed, frames, st_boxes, st_player, st_hash, st_table)
             corral_cache_store(cache_keys, cache_dead, key, outcome == CORRAL_DEAD)
+            if outcome == CORRAL_DEAD:
+                return True, searches, n_sub
         if outcome == CORRAL_DEAD:
-            return True, searches
-    return False, searches
+            return True, searches, 0
+    return False, searches, 0
 
 
 def corral_cache(bits: int = CORRAL_CACHE_BITS) -> tuple[np.ndarray, np.ndarray]:

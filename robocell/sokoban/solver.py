@@ -28,6 +28,12 @@ from robocell.sokoban.bounds import (
 )
 from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
+from robocell.sokoban.patterns import (
+    PC_PATTERNS,
+    learn_dead_corral,
+    pattern_match,
+    pattern_table,
+)
 from robocell.sokoban.rooms import (
     MACRO_SHIFT,
     NO_MACRO,
@@ -44,8 +50,9 @@ MOVE_SCALE = 1 << 12
 
 STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
 (ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES,
- ST_CORRAL_CUTS, ST_CORRAL_TOKEN, ST_CORRAL_DEAD, ST_CORRAL_SEARCHES) = range(11)
-N_STATS = 11
+ ST_CORRAL_CUTS, ST_CORRAL_TOKEN, ST_CORRAL_DEAD, ST_CORRAL_SEARCHES, ST_CORRAL_CHILD,
+ ST_CORRAL_CHECKS, ST_PATTERN_CUTS) = range(14)
+N_STATS = 14
 EMPTY_SLOT = -1
 NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
@@ -349,6 +356,25 @@ def _open_node(n_nodes: int, parent: int, child: np.ndarray, child_player: int,
 
 
 @njit(cache=True)
+def _push_touches_corral(target: int, origin: int, neighbours: np.ndarray,
+                         occupied: np.ndarray, mark: np.ndarray, stamp: int,
+                         child_mark: np.ndarray, child_stamp: int) -> bool:
+    """Can the push of the box on ``origin`` to ``target`` have made or changed a corral?
+    True when the box went into a corral (``target`` was outside the player's region
+    ``mark == stamp``) or when a free square next to ``target`` lies outside the child's region
+    (``child_mark == child_stamp``): squares cut off by the push, or a corral the box now
+    fences. Otherwise the child's corrals are the parent's, minus any the push opened.
+    ``occupied`` shows the parent position."""
+    if mark[target] != stamp:
+        return True
+    for d in range(4):
+        t = neighbours[target, d]
+        if t >= 0 and mark[t] == stamp and t != origin and child_mark[t] != child_stamp:
+            return True
+    return False
+
+
+@njit(cache=True)
 def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  region_with_box: np.ndarray, push_cost: np.ndarray, zobrist_box: np.ndarray,
                  zobrist_player: np.ndarray, node_boxes: np.ndarray, node_player: np.ndarray,
@@ -362,7 +388,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_order: np.ndarray, room_size: np.ndarray,
                  room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
-                 cache_keys: np.ndarray, cache_dead: np.ndarray, stats: np.ndarray) -> int:
+                 cache_keys: np.ndarray, cache_dead: np.ndarray, patterns: tuple,
+                 stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
@@ -379,6 +406,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     With corrals on, every corral of an expanded position that holds a box off goal gets a
     corral deadlock search (its boxes and barrier alone, see ``corrals``), cached in
     ``cache_keys``/``cache_dead``; a dead corral closes the position without expanding it.
+    A child whose push closed a corral or went into one gets the same check for the corrals
+    at the pushed box when it is generated, so most dead children never enter the table.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -399,6 +428,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     scratch = matching_scratch(nb)
     masks = np.zeros(nb, dtype=np.int64)
     corral_label = np.zeros(n_squares, dtype=np.int32)
+    child_label = np.zeros(n_squares, dtype=np.int32)
     box_seen = np.full(n_squares, -1, dtype=np.int64)
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     region_mark = np.zeros(n_squares, dtype=np.int64)
@@ -442,11 +472,13 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             stats[ST_CORRAL_TOKEN] += n_squares
             if corral != NO_CORRAL:
                 stats[ST_CORRAL_CUTS] += 1
-            is_dead, searches = dead_corral(
+            is_dead, searches, learned = dead_corral(
                 player, neighbours, occupied, mark, stamp, corral_label, dead, is_goal,
                 zobrist_box, zobrist_player, cache_keys, cache_dead, work, queue, fixed,
                 frames)
             stats[ST_CORRAL_SEARCHES] += searches
+            if learned > 0:
+                learn_dead_corral(patterns, work, learned, player, neighbours, queue)
             if is_dead:
                 stats[ST_CORRAL_DEAD] += 1
                 for k in range(nb):
@@ -551,6 +583,32 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     else:
                         stats[ST_DUPLICATES] += 1
                     continue
+                if use_corrals and pattern_match(patterns, target, b, occupied, child_player):
+                    stats[ST_PATTERN_CUTS] += 1
+                    continue
+                if use_corrals and _push_touches_corral(target, b, neighbours, occupied, mark,
+                                                        stamp, child_mark, child_stamp):
+                    # The push closed a corral or changed one: if some corral of the child is
+                    # dead, the child never enters the table or the open list.
+                    occupied[b] = False
+                    occupied[target] = True
+                    pi_corral(neighbours, occupied, child_mark, child_stamp, is_goal,
+                              child_label, box_seen, stats[ST_CORRAL_TOKEN], queue)
+                    stats[ST_CORRAL_TOKEN] += n_squares
+                    stats[ST_CORRAL_CHECKS] += 1
+                    child_dead, searches, learned = dead_corral(
+                        child_player, neighbours, occupied, child_mark, child_stamp,
+                        child_label, dead, is_goal, zobrist_box, zobrist_player, cache_keys,
+                        cache_dead, work, queue, fixed, frames, target)
+                    occupied[target] = False
+                    occupied[b] = True
+                    stats[ST_CORRAL_SEARCHES] += searches
+                    if learned > 0:
+                        learn_dead_corral(patterns, work, learned, child_player, neighbours,
+                                          queue)
+                    if child_dead:
+                        stats[ST_CORRAL_CHILD] += 1
+                        continue
                 reachable_sides(child, child_player, neighbours, region_with_box, masks)
                 # A box frozen on a goal keeps that goal: the others must match the rest.
                 occupied[b] = False
@@ -610,6 +668,10 @@ class SolveResult:
     corral_cuts: int = 0
     corral_deadlocks: int = 0  # positions closed by a corral deadlock search
     corral_searches: int = 0
+    corral_child_deadlocks: int = 0  # children dropped by a corral deadlock search
+    corral_child_checks: int = 0     # children whose corrals were checked when generated
+    pattern_cuts: int = 0            # children dropped by a learned deadlock pattern
+    patterns: int = 0                # deadlock patterns learned
 
     @property
     def solved(self) -> bool:
@@ -660,11 +722,14 @@ class _Arena:
 
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
-          corrals: bool = True, macros: bool | None = None) -> SolveResult:
+          corrals: bool = True, macros: bool | None = None,
+          patterns: tuple | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
-    it gives up optimality, so it is refused with weight 1."""
+    it gives up optimality, so it is refused with weight 1. ``patterns`` is the deadlock
+    pattern table (``patterns.pattern_table``) to learn into and match from; default: a new
+    empty one."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -680,6 +745,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
     cache_keys, cache_dead = corral_cache()
+    if patterns is None:
+        patterns = pattern_table(board.n_squares)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
                   board.region_with_box, board.push_cost, board.zobrist_box,
                   board.zobrist_player, arena.boxes, arena.player, arena.hash, arena.g,
@@ -709,7 +776,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
                               region_penalty, CHUNK_EXPANSIONS, cache_keys, cache_dead,
-                              stats)
+                              patterns, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
@@ -718,6 +785,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     result.corral_cuts = int(stats[ST_CORRAL_CUTS])
     result.corral_deadlocks = int(stats[ST_CORRAL_DEAD])
     result.corral_searches = int(stats[ST_CORRAL_SEARCHES])
+    result.corral_child_deadlocks = int(stats[ST_CORRAL_CHILD])
+    result.corral_child_checks = int(stats[ST_CORRAL_CHECKS])
+    result.pattern_cuts = int(stats[ST_PATTERN_CUTS])
+    result.patterns = int(patterns[-1][PC_PATTERNS])
     if status == STATUS_SOLVED:
         pushes = []
         node = int(stats[ST_GOAL])

@@ -34,10 +34,10 @@ def _position_has_dead_corral(board: Board, boxes: np.ndarray, player: int,
               np.full(n, -1, dtype=np.int64), 0, queue)
     if (label == NO_CORRAL).all():
         return False
-    dead, _ = dead_corral(player, board.neighbours, occupied, mark, 1, label, board.dead,
-                          board.is_goal, board.zobrist_box, board.zobrist_player, *cache,
-                          corral_work(n, board.n_boxes), queue, np.zeros(n, dtype=np.bool_),
-                          np.zeros((n + 1, 3), dtype=np.int64))
+    dead, _, _ = dead_corral(player, board.neighbours, occupied, mark, 1, label, board.dead,
+                             board.is_goal, board.zobrist_box, board.zobrist_player, *cache,
+                             corral_work(n, board.n_boxes), queue, np.zeros(n, dtype=np.bool_),
+                             np.zeros((n + 1, 3), dtype=np.int64))
     return bool(dead)
 
 
@@ -67,8 +67,11 @@ FAST_TIMEOUT_S = 30.0
 
 def test_corral_deadlocks_let_the_fast_mode_solve_xsokoban_5(xsokoban):
     """XSokoban 5 (12 boxes): without corral deadlock search the fast mode wandered through
-    1.7 million positions in 60 s; with it the level falls within seconds."""
+    1.7 million positions in 60 s; with it the level falls within seconds. Most dead corrals
+    are caught when the push that closes them is generated, so they never enter the table."""
     level = load_levels(xsokoban)[4]
     result = solve(build_board(level), weight=100, timeout=FAST_TIMEOUT_S)
-    assert result.solved and result.corral_deadlocks > 0
+    assert result.solved and result.corral_child_deadlocks > 0
+    assert result.corral_child_deadlocks > result.corral_deadlocks
+    assert result.corral_child_checks < result.generated
     assert replay(level, result.lurd).solved
