@@ -59,6 +59,7 @@ your own thread); command handlers run on a small worker pool.
 
 from __future__ import annotations
 
+import abc
 import collections
 import itertools
 import os
@@ -593,8 +594,9 @@ class Publisher:
             self._sock.close()
 
 
-class _PublisherThread:
-    """A daemon thread of this process that works on every open Publisher."""
+class _PublisherThread(abc.ABC):
+    """A daemon thread of this process that works on every open Publisher; a kind of it
+    says what the thread does (``_run``)."""
 
     thread_name = "robocell-bus"
 
@@ -624,8 +626,9 @@ class _PublisherThread:
                 print(f"bus {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return publishers
 
+    @abc.abstractmethod
     def _run(self) -> None:
-        raise NotImplementedError
+        """The thread's loop (never returns)."""
 
 
 class _TrafficReporter(_PublisherThread):

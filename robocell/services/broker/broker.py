@@ -642,9 +642,6 @@ class Broker:
         self.checked += 1  # in frames, as the proxy counts what it forwards
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         wire = self._wire.get(frame[:end]) if end > 0 else None
-        if wire is not None and len(frame) - end - 1 <= self.max_bytes \
-                and wire.accepts(frame[end + 1:]):
-            return
         if end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK:
             if wire is not None and wire.accepts_batch(memoryview(frame)[end + 1:]):
                 return
@@ -653,8 +650,11 @@ class Broker:
             except MessageError as exc:
                 self._refused(exc.reason, self._name_of(frame), str(exc))
                 return
-            for part in parts:
+            for part in parts:  # something in it is wrong: explain envelope by envelope
                 self._explain(part)
+            return
+        if wire is not None and len(frame) - end - 1 <= self.max_bytes \
+                and wire.accepts(frame[end + 1:]):
             return
         self._explain(frame)
 
