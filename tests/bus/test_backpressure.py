@@ -57,18 +57,19 @@ def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
         assert fast.stats.received > 0
         # whatever a subscriber missed is accounted for as a gap, nothing vanishes silently
         assert fast.stats.received + fast.stats.gaps == last_seq(fast) + 1 - first_seq(fast)
-        # the publisher's queue to the broker never overflowed (the broker's inbound queue
-        # is deep): its own report, added up by the broker, says so
+        # every message the publisher sent is accounted for by its own report, added up by
+        # the broker: taken by ZeroMQ, or dropped at its queue to the broker (rarely one,
+        # when a starved broker lets the queue fill: the queue is as deep as the burst)
         deadline = time.monotonic() + 5
 
         def reported() -> int:
             stats = broker.topics.get("cell.status")
-            return stats.messages if stats else 0
+            return stats.messages + stats.gaps if stats else 0
 
         while reported() < N_MESSAGES and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert broker.topics["cell.status"].messages == N_MESSAGES
-        assert broker.topics["cell.status"].gaps == 0
+        assert reported() == N_MESSAGES
+        assert broker.topics["cell.status"].gaps == pub.traffic()["cell.status"]["dropped"]
         # The slow subscriber reads its queue now: many messages were dropped for it, and
         # every one of them is counted as a gap.
         while slow.recv(0.5) is not None:
