@@ -41,6 +41,7 @@ latency = the subscriber's ``time.monotonic()`` at receipt minus the envelope's
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing as mp
 import os
 import socket
@@ -48,6 +49,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -141,10 +143,12 @@ def raw_subscriber(endpoint: str, topic: str, ready: mp.Event, out: mp.Queue,
 
 
 def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Queue,
-                   latency: bool) -> None:
+                   latency: bool, start: Any) -> None:
+    """``start.value``: the publisher's monotonic time when the measured messages began
+    (infinite until then): earlier ones (the warm-up, the latched value of an earlier run
+    replayed by the broker) are not counted. One clock for all processes of the host."""
     sub = Subscriber([topic], endpoints)
     topic_bytes = len(subscription(topic))  # topic and the zero byte before the envelope
-    started = time.monotonic()
     ready.set()
     cpu_start = time.process_time()
     count, nbytes, last, lat = 0, 0, 0.0, []
@@ -153,11 +157,9 @@ def bus_subscriber(endpoints: Endpoints, topic: str, ready: mp.Event, out: mp.Qu
         if not batch:
             break
         now = time.monotonic()
+        started = start.value
         for env in batch:
             if env.mono_time < started:
-                continue  # the latched value of an earlier run, replayed by the broker
-            if (env.payload.get("cycle_id") == "warmup"
-                    or env.payload.get("scan_id") == "warmup"):
                 continue
             if latency:
                 lat.append(now - env.mono_time)
@@ -179,6 +181,7 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
 
     ctx = mp.get_context("fork")
     ready, out = ctx.Event(), ctx.Queue()
+    start = ctx.Value("d", math.inf)  # (bus path) when the measured messages begin
     latency = rate_hz > 0
     raw = path.startswith("raw")
     if raw:
@@ -192,7 +195,8 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
     else:
         pub = Publisher("bench", endpoints)
         assert pub.wait_linked(5), "broker not reachable"
-        proc = ctx.Process(target=bus_subscriber, args=(endpoints, topic, ready, out, latency))
+        proc = ctx.Process(target=bus_subscriber,
+                           args=(endpoints, topic, ready, out, latency, start))
     proc.start()
     ready.wait(10)
     topic_frame = subscription(topic)  # topic and the zero byte
@@ -211,6 +215,7 @@ def measure(path: str, topic: str, payload: dict, n: int, rate_hz: float,
     broker_cpu_start = process_cpu(broker_pid) if not raw else 0.0
     pub_cpu_start = time.process_time()
     started = time.monotonic()
+    start.value = started
     if rate_hz <= 0:
         if raw:  # the fastest pyzmq send, as the bus's: the Cython method itself, plain
             # int flags (raw-api: zmq.Socket.send, the public wrapper, for comparison)

@@ -91,7 +91,8 @@ from robocell.common.envelope import (
     DecodeError,
     Envelope,
     MessageError,
-    batch_frame,
+    array_header,
+    batch_prefix,
     decode,
     decode_frame,
     encode,
@@ -172,7 +173,10 @@ a batch frame is at most 32 KiB: the high-water marks, counted in frames, still 
 (PUB_HWM x 32 KiB = 320 MB at the very worst)."""
 
 _encode_payload = msgspec.msgpack.Encoder().encode
-"""payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's)."""
+"""payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's; a
+float always as float 64)."""
+_seq_head = struct.Struct(">BQ").pack
+"""(UINT64, seq) -> a sequence number as msgpack uint 64."""
 
 
 # --- tuning ---------------------------------------------------------------------------------
@@ -265,22 +269,33 @@ class _PublishRoute:
     """One declared topic of one publisher: the constant head of its frames, its payload
     check, and what was sent on it (counted here, reported on ``bus.traffic``)."""
 
-    __slots__ = ("topic", "prefix", "head", "topic_head", "check", "latched", "seq", "last",
-                 "messages", "bytes", "dropped", "counted")
+    __slots__ = ("topic", "prefix", "head", "topic_head", "batch_head", "overhead", "check",
+                 "latched", "seq", "last", "last_wall", "last_data", "messages", "bytes",
+                 "dropped", "counted")
 
     def __init__(self, topic: str, source: str) -> None:
         self.topic = topic
         topic_bytes = topic.encode()
         # the envelope up to the sequence number, which never changes for this (source,
         # topic): msgpack array header, version, topic, source.
-        self.prefix = ENVELOPE_HEAD + msgpack.packb(topic) + msgpack.packb(source)
-        self.head = struct.Struct(f">{len(self.prefix)}s{STAMPS_FORMAT}").pack
-        """(prefix, UINT64, seq, FLOAT64, wall, FLOAT64, mono) -> the envelope up to the
-        payload: seq as msgpack uint 64, the stamps as msgpack float 64, in one call."""
         self.topic_head = topic_bytes + TOPIC_END
         """what a frame of this topic starts with, before the envelope (or the batch)."""
+        self.prefix = (self.topic_head + ENVELOPE_HEAD + msgpack.packb(topic)
+                       + msgpack.packb(source))
+        self.head = struct.Struct(f">{len(self.prefix)}s{STAMPS_FORMAT}").pack
+        """(prefix, UINT64, seq, FLOAT64, wall, FLOAT64, mono) -> the frame up to the
+        payload: seq as msgpack uint 64, the stamps as msgpack float 64, in one call."""
+        self.overhead = len(self.prefix) - len(self.topic_head) + struct.calcsize(
+            f">{STAMPS_FORMAT}")
+        """bytes of an envelope of this topic that are not its payload."""
+        self.batch_head = self.topic_head + batch_prefix(topic, source)
+        """what a batch frame of this topic and source starts with (see envelope)."""
         self.last = -1.0
         """monotonic time of the latest message published on it."""
+        self.last_wall = 0.0
+        self.last_data: bytes | None = None
+        """wall time and encoded payload of the latest message (of a latched topic only;
+        its sequence number is ``seq - 1``), sent again to a broker that comes back."""
         self.check = TOPIC_FAST_CHECKS[topic]
         self.latched = topic in LATCHED_TOPICS
         self.seq = 0
@@ -326,13 +341,18 @@ class Publisher:
         self._routes: dict[str, _PublishRoute] = {}
         self._pack = _encode_payload
         self._limit = max_message_bytes() if max_bytes is None else max_bytes
-        self._latched: dict[str, bytes] = {}  # topic -> its latest envelope
+        self._latched: dict[str, bytes | _PublishRoute] = {}
+        """topic -> its latest envelope: as sent (send_frame), or kept by its route"""
         self._linked = False
         self._full_until = 0.0  # mono time until which the queue is taken to be full
         self._seen: list[bytes] = []  # subscriptions for on_subscription
         self._closed = False
-        self._pending: list[bytes] = []  # envelopes of the batch being gathered (one topic)
+        # the batch being gathered (one topic, consecutive sequence numbers), by column
+        self._pending: list[bytes] = []  # encoded payloads
+        self._walls: list[float] = []
+        self._monos: list[float] = []
         self._pending_route: _PublishRoute | None = None
+        self._pending_seq = 0  # sequence number of its first message
         self._pending_since = 0.0  # mono time of its first message
         self._reported = -1  # messages sent (bus.traffic excluded) at the last report
         self.sent = 0
@@ -397,7 +417,8 @@ class Publisher:
                 if self._linked:  # the broker came back: give it our latched state again
                     self._flush()
                     for topic, data in self._latched.items():
-                        self._send_frame(topic.encode() + TOPIC_END + data)
+                        self._send_frame(topic.encode() + TOPIC_END + data
+                                         if type(data) is bytes else self._latest(data))
                 self._linked = True
 
     def _route(self, topic: str) -> _PublishRoute:
@@ -441,27 +462,25 @@ class Publisher:
             route = self._route(topic)
         if self.check and not route.check(payload):
             validate_payload(topic, payload)  # raises, saying what is wrong
+        try:
+            data = self._pack(payload)
+        except (TypeError, ValueError, OverflowError):
+            self._explain(route, payload)  # raises the explanatory DecodeError
+            raise
+        size = len(data) + route.overhead
+        if size > self._limit:
+            self._explain(route, payload)  # raises the explanatory OversizeError
         with self._lock:
             seq = route.seq
-            wall, mono = _wall_clock(), _mono_clock()
-            try:
-                body = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
-                                  MSGPACK_FLOAT64, mono) + self._pack(payload)
-            except (TypeError, ValueError, OverflowError, struct.error):
-                encode(Envelope(topic, self.source, seq, wall, mono, payload),
-                       self.max_bytes)  # raises the explanatory DecodeError
-                raise
-            size = len(body)
-            if size > self._limit:
-                encode(Envelope(topic, self.source, seq, wall, mono, payload),
-                       self.max_bytes)  # raises the explanatory OversizeError
             route.seq = seq + 1
+            wall, mono = _wall_clock(), _mono_clock()
             if not self._linked:
                 self._drain_subscriptions()
                 if not self._linked:
                     self.sent_before_link += 1
             if route.latched:
-                self._latched[topic] = body
+                self._latched[topic] = route
+                route.last_wall, route.last_data = wall, data
             burst = mono - route.last < COALESCE_GAP_S and size <= COALESCE_MESSAGE_BYTES
             route.last = mono
             pending = self._pending
@@ -470,15 +489,19 @@ class Publisher:
                 self._flush()
                 pending = self._pending
             if burst:
-                pending.append(body)
+                pending.append(data)
+                self._walls.append(wall)
+                self._monos.append(mono)
                 if len(pending) == 1:
                     self._pending_route, self._pending_since = route, mono
+                    self._pending_seq = seq
                     if self._flusher.idle:  # (read after the append: see _Flusher)
                         self._flusher.wake()
                 elif len(pending) >= COALESCE_MAX_MESSAGES:
                     self._flush()
             elif mono >= self._full_until:
-                frame = route.topic_head + body
+                frame = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
+                                   MSGPACK_FLOAT64, mono) + data
                 try:
                     self._send(self._sock, frame, ZMQ_NOBLOCK, size < COPY_THRESHOLD)
                     route.messages += 1
@@ -491,6 +514,17 @@ class Publisher:
             self.sent += route.counted
         return seq
 
+    def _explain(self, route: _PublishRoute, payload: dict[str, Any]) -> None:
+        """Raise the explanatory error of a payload that cannot be sent (encode says why)."""
+        encode(Envelope(route.topic, self.source, route.seq, 0.0, 0.0, payload),
+               self.max_bytes)
+
+    @staticmethod
+    def _latest(route: _PublishRoute) -> bytes:
+        """The frame of the latest message published on ``route`` (a latched topic)."""
+        return route.head(route.prefix, MSGPACK_UINT64, route.seq - 1, MSGPACK_FLOAT64,
+                          route.last_wall, MSGPACK_FLOAT64, route.last) + route.last_data
+
     def flush(self) -> None:
         """Send the batch being gathered, if any (the flusher thread calls this)."""
         with self._lock:
@@ -499,14 +533,23 @@ class Publisher:
 
     def _flush(self) -> None:
         """Send the pending batch (lock held); counted and dropped as one message is."""
-        route, bodies = self._pending_route, self._pending
-        self._pending = []
+        route, bodies, walls, monos = (self._pending_route, self._pending, self._walls,
+                                       self._monos)
+        self._pending, self._walls, self._monos = [], [], []
         if route is None or not bodies:
             return
         n = len(bodies)
         mono = _mono_clock()
         if mono >= self._full_until:
-            frame = batch_frame(route.topic_head, bodies)
+            if n == 1:
+                frame = route.head(route.prefix, MSGPACK_UINT64, self._pending_seq,
+                                   MSGPACK_FLOAT64, walls[0], MSGPACK_FLOAT64,
+                                   monos[0]) + bodies[0]
+            else:  # the batch frame, by column (see robocell.common.envelope)
+                parts = [route.batch_head, _seq_head(MSGPACK_UINT64, self._pending_seq),
+                         _encode_payload(walls), _encode_payload(monos), array_header(n)]
+                parts += bodies
+                frame = b"".join(parts)
             try:
                 self._send(self._sock, frame, ZMQ_NOBLOCK, len(frame) < COPY_THRESHOLD)
                 route.messages += n
@@ -928,36 +971,42 @@ class Subscriber:
         rest queued. Anything unusual: the slow path, envelope by envelope."""
         name, wire, _, streams = route
         try:
-            envs = wire.decode_batch(memoryview(frame)[end + 1:])
+            batch = wire.decode_batch(memoryview(frame)[end + 1:])
         except Exception:
             return self._handle_slow(frame)
-        if not envs:
-            return self._handle_slow(frame)  # refused there: an empty batch
-        size = (len(frame) - end - 1) // len(envs)  # a share of the frame each
-        optional, python_check = wire.optional, wire.python_check
-        payloads = []
-        for env in envs:
-            payload = _payload_map(env.payload)
-            for field_name in optional:
+        count = wire.batch_count(batch)
+        if not count:
+            return self._handle_slow(frame)  # refused there: columns of unequal length
+        payloads = list(map(_payload_map, batch.payloads))
+        for field_name in wire.optional:
+            for payload in payloads:
                 if payload[field_name] is UNSET:
                     del payload[field_name]
-            payloads.append(payload)
+        python_check = wire.python_check
         if python_check is not None and not all(map(python_check, payloads)):
             return self._handle_slow(frame)
+        size = (len(frame) - end - 1) // count  # a share of the frame each
+        source, first, walls = batch.source, batch.seq, batch.walls
         accepted = self._backlog
         queued = len(accepted)
-        append, sequence, received = accepted.append, self._sequence, 0
-        for env, payload in zip(envs, payloads, strict=True):
-            source, seq, wall = env.source, env.seq, env.wall_time
-            stream = streams.get(source)
-            if stream is not None and seq == stream[0] + 1:
-                stream[0] = seq
-                stream[1] = wall
-            elif not sequence(name, source, seq, wall, streams, stream):
-                continue
-            received += 1
-            append(Envelope(name, source, seq, wall, env.mono_time, payload, SCHEMA_VERSION,
-                            size))
+        stream = streams.get(source)
+        if stream is not None and first == stream[0] + 1:  # the usual case: the next ones
+            stream[0] = first + count - 1
+            stream[1] = walls[-1]
+            accepted.extend(map(Envelope, itertools.repeat(name, count),
+                                itertools.repeat(source, count), range(first, first + count),
+                                walls, batch.monos, payloads,
+                                itertools.repeat(SCHEMA_VERSION, count),
+                                itertools.repeat(size, count)))
+            received = count
+        else:
+            received = 0
+            for seq, wall, mono, payload in zip(range(first, first + count), walls,
+                                                batch.monos, payloads, strict=True):
+                if self._sequence(name, source, seq, wall, streams, streams.get(source)):
+                    received += 1
+                    accepted.append(Envelope(name, source, seq, wall, mono, payload,
+                                             SCHEMA_VERSION, size))
         self.stats.received += received
         # the oldest queued message goes back first (the queue is empty but for callers of
         # handle_frame that leave it be)

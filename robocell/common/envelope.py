@@ -28,15 +28,22 @@ The envelope is a msgpack array, in this order::
 Publishers may write ``seq`` and the time stamps in msgpack's fixed-width forms (uint 64,
 float 64); any valid msgpack encoding of the same values is the same envelope.
 
-A **batch frame** carries several messages of one topic from one publisher, in order::
+A **batch frame** carries several consecutive messages of one topic from one publisher,
+stored by column::
 
-    topic + TOPIC_END + msgpack array 16 header (BATCH_MARK, count) + envelope + envelope ...
+    topic + TOPIC_END + msgpack array 16 header of 7 (BATCH_HEAD) +
+        [schema_version, topic, source, first_seq, [wall_time...], [mono_time...], [payload...]]
 
-(an envelope is a msgpack array of 7 fields, whose first byte is never BATCH_MARK). A publisher
-sends one only while it publishes faster than COALESCE_GAP_S apart (see
-:class:`robocell.common.bus.Publisher`): every hop then moves one frame for many messages.
-Subscription filtering works unchanged (the topic leads). Receivers take a batch apart
-(:func:`unbatch_frame`) and judge each envelope on its own; recordings keep single envelopes.
+Message ``i`` of the batch is the envelope ``[schema_version, topic, source, first_seq + i,
+wall_time[i], mono_time[i], payload[i]]``: what every message of a burst repeats (version,
+topic, source) is written once, and the sequence numbers, consecutive by construction, are
+written as the first one. (An envelope is a msgpack fixarray, whose first byte is never
+BATCH_MARK.) A publisher sends one only while it publishes faster than COALESCE_GAP_S apart
+(see :class:`robocell.common.bus.Publisher`): every hop then moves one frame for many
+messages, and a receiver decodes, checks and sequence-checks the batch as a whole.
+Subscription filtering works unchanged (the topic leads). A batch that is not wholly good is
+taken apart (:func:`unbatch_frame`, which gives each message's frame exactly as it would
+travel alone) and each envelope is judged on its own; recordings keep single envelopes.
 
 This module knows nothing about topics; :func:`decode` checks the envelope only, and
 :func:`robocell.common.messages.validate` checks a payload against its declaration.
@@ -288,18 +295,60 @@ def split_frame(frame: bytes) -> tuple[str, bytes]:
 
 BATCH_MARK = 0xDC
 """First byte after TOPIC_END of a batch frame: a msgpack array 16 header."""
-MAX_BATCH = 0xFFFF
-"""Most messages a batch frame can hold (the array 16 count)."""
-_batch_head = struct.Struct(">BH").pack
-_split_batch = msgspec.msgpack.Decoder(list[msgspec.Raw]).decode
+N_BATCH_FIELDS = 7
+BATCH_HEAD = bytes([BATCH_MARK, 0, N_BATCH_FIELDS])
+"""What follows TOPIC_END in every batch frame: the array 16 header of its 7 fields."""
+ENVELOPE_ARRAY = bytes([0x90 + N_ENVELOPE_FIELDS])
+"""The msgpack fixarray header of an envelope."""
+_RawEnvelope = tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw, int, msgspec.Raw, msgspec.Raw,
+                     msgspec.Raw]
+_RawBatch = tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw, int, list[msgspec.Raw],
+                  list[msgspec.Raw], list[msgspec.Raw]]
+_split_envelope = msgspec.msgpack.Decoder(_RawEnvelope).decode
+_split_batch = msgspec.msgpack.Decoder(_RawBatch).decode
+_u16 = struct.Struct(">H").pack
+_u32 = struct.Struct(">I").pack
+
+
+def array_header(count: int) -> bytes:
+    """The msgpack header of an array of ``count`` items."""
+    if count < 16:
+        return bytes([0x90 + count])
+    if count < 0x10000:
+        return b"\xdc" + _u16(count)
+    return b"\xdd" + _u32(count)
+
+
+def batch_prefix(topic: str, source: str) -> bytes:
+    """What every batch frame of (``topic``, ``source``) carries after TOPIC_END before the
+    first sequence number: the batch header, the schema version, the topic, the source."""
+    return (BATCH_HEAD + msgpack.packb(SCHEMA_VERSION) + msgpack.packb(topic)
+            + msgpack.packb(source))
 
 
 def batch_frame(topic_head: bytes, envelopes: list[bytes]) -> bytes:
     """The batch frame of encoded envelopes of one topic (``topic_head`` = topic bytes +
-    TOPIC_END); one envelope makes a plain message frame."""
+    TOPIC_END): they must share version, topic and source and have consecutive sequence
+    numbers (ValueError otherwise). One envelope makes a plain message frame."""
     if len(envelopes) == 1:
         return topic_head + envelopes[0]
-    return topic_head + _batch_head(BATCH_MARK, len(envelopes)) + b"".join(envelopes)
+    try:
+        parts = [_split_envelope(envelope) for envelope in envelopes]
+    except Exception as exc:  # msgspec's errors
+        raise ValueError(f"not an envelope ({type(exc).__name__}: {exc})") from None
+    version, topic, source, first, *_ = parts[0]
+    for i, (v, t, s, seq, *_) in enumerate(parts):
+        if (bytes(v), bytes(t), bytes(s)) != (bytes(version), bytes(topic), bytes(source)):
+            raise ValueError(f"envelope {i} is of another version, topic or source")
+        if seq != first + i:
+            raise ValueError(f"envelope {i} has sequence number {seq}, not {first + i}: a "
+                             "batch holds consecutive messages")
+    head = array_header(len(parts))
+    return b"".join([topic_head, BATCH_HEAD, bytes(version), bytes(topic), bytes(source),
+                     msgpack.packb(first),
+                     head, *(bytes(p[4]) for p in parts),
+                     head, *(bytes(p[5]) for p in parts),
+                     head, *(bytes(p[6]) for p in parts)])
 
 
 def is_batch_frame(frame: bytes) -> bool:
@@ -310,19 +359,28 @@ def is_batch_frame(frame: bytes) -> bool:
 
 def unbatch_frame(frame: bytes) -> list[bytes]:
     """The plain message frames in ``frame``: itself unless it is a batch frame, else one
-    frame per envelope, in order. Raises DecodeError for a batch that cannot be taken apart
+    frame per message, in order, each exactly as it would travel alone (the sequence number
+    written in its shortest form). Raises DecodeError for a batch that cannot be taken apart
     (its envelopes are not judged here)."""
     end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
     if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
         return [frame]
     try:
-        parts = _split_batch(memoryview(frame)[end + 1:])
+        version, topic, source, first, walls, monos, payloads = _split_batch(
+            memoryview(frame)[end + 1:])
     except Exception as exc:  # msgspec's errors on truncated or garbled input
         raise DecodeError(f"malformed batch frame ({type(exc).__name__}: {exc})") from None
-    if not parts:
+    count = len(payloads)
+    if not count:
         raise DecodeError("an empty batch frame: a batch carries at least one message")
-    head = frame[:end + 1]
-    return [head + bytes(part) for part in parts]
+    if len(walls) != count or len(monos) != count:
+        raise DecodeError(f"malformed batch frame: {len(walls)} wall times, {len(monos)} "
+                          f"monotonic times and {count} payloads; one of each per message")
+    if first < 0:
+        raise DecodeError(f"malformed batch frame: first sequence number {first} < 0")
+    head = frame[:end + 1] + ENVELOPE_ARRAY + bytes(version) + bytes(topic) + bytes(source)
+    return [b"".join((head, msgpack.packb(first + i), bytes(walls[i]), bytes(monos[i]),
+                      bytes(payloads[i]))) for i in range(count)]
 
 
 def last_of_batch(frame: bytes) -> bytes:

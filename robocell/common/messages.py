@@ -622,8 +622,11 @@ class WireDecoder:
     checks of :func:`validate` then say what is wrong)."""
 
     decode: Callable[[Any], Any]
-    decode_batch: Callable[[Any], list[Any]]
-    """the envelopes of a batch frame (what follows TOPIC_END) as a list of such structs."""
+    decode_batch: Callable[[Any], Any]
+    """the batch of a batch frame (what follows TOPIC_END; see robocell.common.envelope) as
+    a struct of ``version, topic, source, seq`` (the first one), ``walls``, ``monos`` and
+    ``payloads`` (payload structs); the three lists are not empty, :meth:`batch_count`
+    checks that they are equally long."""
     optional: tuple[str, ...]
     """optional fields: absent ones are left out of the payload map."""
     python_check: Callable[[Any], bool] | None
@@ -645,16 +648,23 @@ class WireDecoder:
             return False
         return self.python_check is None or self.python_check(self.payload(env.payload))
 
-    def accepts_batch(self, data: Any) -> bool:
-        """True if ``data`` (what follows TOPIC_END in a batch frame) holds at least one
-        envelope and every one is a good envelope of this topic."""
+    @staticmethod
+    def batch_count(batch: Any) -> int:
+        """How many messages a decoded batch holds; 0 if its columns disagree."""
+        count = len(batch.payloads)
+        return count if len(batch.walls) == count and len(batch.monos) == count else 0
+
+    def accepts_batch(self, data: Any) -> int:
+        """How many messages ``data`` (what follows TOPIC_END in a batch frame) holds if it
+        is a good batch of this topic (at least one message, every envelope good); else 0."""
         try:
-            envs = self.decode_batch(data)
+            batch = self.decode_batch(data)
         except Exception:  # msgspec's errors, or an extension type refused
-            return False
+            return 0
         check = self.python_check
-        return bool(envs) and (check is None
-                               or all(check(self.payload(env.payload)) for env in envs))
+        if check is not None and not all(check(self.payload(p)) for p in batch.payloads):
+            return 0
+        return self.batch_count(batch)
 
 
 def _refuse_ext(code: int, data: memoryview) -> Any:
@@ -675,9 +685,19 @@ def _wire_decoder(spec: TopicSpec) -> WireDecoder:
         ("mono_time", float),
         ("payload", payload),
     ], array_like=True)
+    non_empty = msgspec.Meta(min_length=1)
+    batch = msgspec.defstruct(f"{spec.type_name}Batch", [
+        ("version", Literal[SCHEMA_VERSION]),
+        ("topic", Literal[spec.topic]),
+        ("source", Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_SOURCE_CHARS)]),
+        ("seq", Annotated[int, msgspec.Meta(ge=0)]),
+        ("walls", Annotated[list[float], non_empty]),
+        ("monos", Annotated[list[float], non_empty]),
+        ("payloads", Annotated[list[payload], non_empty]),
+    ], array_like=True)
     free = any(_FREE_VALUES.search(f.type) for f in spec.fields)
     return WireDecoder(msgspec.msgpack.Decoder(envelope, ext_hook=_refuse_ext).decode,
-                       msgspec.msgpack.Decoder(list[envelope], ext_hook=_refuse_ext).decode,
+                       msgspec.msgpack.Decoder(batch, ext_hook=_refuse_ext).decode,
                        tuple(f.name for f in spec.fields if f.optional),
                        TOPIC_FAST_CHECKS[spec.topic] if free else None)
 

@@ -143,8 +143,8 @@ def test_batch_frames_with_bad_envelopes_are_judged_envelope_by_envelope(
         assert sock.poll(5000)
         sock.recv()  # the broker's subscription: the link is up
         time.sleep(0.3)
-        good = [encode(Envelope.now("cell.status", "rogue", i, STATUS)) for i in range(3)]
-        invalid = msgpack.packb([1, "cell.status", "rogue", 9, 1.0, 1.0, {"cycle_id": 42}])
+        good = [encode(Envelope.now("cell.status", "rogue", i, STATUS)) for i in (0, 2, 3)]
+        invalid = msgpack.packb([1, "cell.status", "rogue", 1, 1.0, 1.0, {"cycle_id": 42}])
         sock.send(batch_frame(HEAD, [good[0], invalid, good[1], good[2]]))
         sock.send(HEAD + bytes([BATCH_MARK, 0, 5]) + os.urandom(20))  # garbage after the head
         sock.send(HEAD + bytes([BATCH_MARK, 0, 0]))  # an empty batch
@@ -159,7 +159,7 @@ def test_batch_frames_with_bad_envelopes_are_judged_envelope_by_envelope(
     finally:
         sock.close()
         sub.close()
-    assert [e.seq for e in got] == [0, 1, 2]
+    assert [e.seq for e in got] == [0, 2, 3]
     assert sub.stats.rejected == {"invalid": 1, "decode": 2}
     assert broker.rejected == {"invalid": 1, "decode": 2}
 
@@ -173,6 +173,44 @@ def test_taking_a_batch_apart_raises_only_decode_errors(data: bytes) -> None:
     except DecodeError:
         return
     assert parts and all(p.startswith(HEAD) for p in parts)
+
+
+def test_a_batch_writes_what_its_messages_share_once_and_is_refused_if_its_columns_disagree(
+        broker: Broker) -> None:
+    envs = [encode(Envelope.now("cell.status", "cell", i, STATUS)) for i in range(10)]
+    frame = batch_frame(HEAD, envs)
+    # version, topic and source once, one sequence number: 19 bytes less a message here
+    assert len(frame) <= sum(len(HEAD + e) for e in envs) - 10 * 19
+    with pytest.raises(ValueError, match="consecutive"):
+        batch_frame(HEAD, [envs[0], envs[2]])
+    with pytest.raises(ValueError, match="another version, topic or source"):
+        batch_frame(HEAD, [envs[0], encode(Envelope.now("cell.status", "other", 1, STATUS))])
+    walls = [1.0] * 3
+    short = HEAD + bytes([BATCH_MARK, 0, 7]) + b"".join(msgpack.packb(v) for v in (
+        1, "cell.status", "cell", 0, walls, walls[:2], [STATUS] * 3))
+    with pytest.raises(DecodeError, match="2 monotonic times and 3 payloads"):
+        unbatch_frame(short)
+    sub = Subscriber(["cell.status"], broker.endpoints)
+    sock = zmq.Context.instance().socket(zmq.XPUB)
+    sock.linger = 500
+    sock.connect(broker.endpoints.publish)
+    try:
+        assert sock.poll(5000)
+        sock.recv()
+        time.sleep(0.3)
+        sock.send(short)
+        sock.send(frame)
+        sock.send(frame)  # the same batch again: ten repeats, none delivered twice
+        got = []
+        deadline = time.monotonic() + 5
+        while (len(got) < 10 or sub.stats.duplicates < 10) and time.monotonic() < deadline:
+            got += sub.recv_batch(0.2)
+    finally:
+        sock.close()
+        sub.close()
+    assert [e.seq for e in got] == list(range(10))
+    assert [e.payload for e in got] == [STATUS] * 10
+    assert sub.stats.rejected == {"decode": 1} and sub.stats.duplicates == 10
 
 
 def test_batch_helpers_round_trip() -> None:
