@@ -27,7 +27,7 @@ Lower-level pieces for tools and single-threaded code: :class:`Publisher`,
 
 Pub/sub: a message is one frame, topic + zero byte + msgpack envelope (see
 :mod:`robocell.common.envelope`); a burst on one topic (messages under COALESCE_GAP_S apart)
-travels in batch frames of up to COALESCE_MAX_MESSAGES envelopes. Publishers stamp and
+travels in batch frames of up to COALESCE_FRAME_BYTES. Publishers stamp and
 encode with a constant prefix per (source, topic) and one struct call, count what they send
 per topic and report it on ``bus.traffic``; receivers decode and check each envelope (each
 batch) in one C call generated from :mod:`robocell.common.messages` (msgspec), falling back
@@ -165,12 +165,13 @@ COALESCE_GAP_S = 200e-6
 COALESCE_WINDOW_S = 0.002
 """The longest a message waits in a batch: then the batch is sent, by the next publish or
 by the process's flusher thread."""
-COALESCE_MAX_MESSAGES = 64
-"""A batch is sent as soon as it holds this many messages."""
+COALESCE_FRAME_BYTES = 32 * 1024
+"""A batch is sent as soon as its messages hold this many bytes (about 300 small state
+messages): large enough that a hop's cost per frame is small beside its cost per byte,
+small enough that the high-water marks, counted in frames, still bound memory (PUB_HWM x
+33 KiB = 330 MB at the very worst)."""
 COALESCE_MESSAGE_BYTES = 512
-"""Larger messages always go alone (a batch saves per-message costs, not per-byte ones), so
-a batch frame is at most 32 KiB: the high-water marks, counted in frames, still bound memory
-(PUB_HWM x 32 KiB = 320 MB at the very worst)."""
+"""Larger messages always go alone (a batch saves per-message costs, not per-byte ones)."""
 
 _encode_payload = msgspec.msgpack.Encoder().encode
 """payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's; a
@@ -354,6 +355,7 @@ class Publisher:
         self._pending_route: _PublishRoute | None = None
         self._pending_seq = 0  # sequence number of its first message
         self._pending_since = 0.0  # mono time of its first message
+        self._pending_bytes = 0  # what its messages would be alone
         self._reported = -1  # messages sent (bus.traffic excluded) at the last report
         self.sent = 0
         """Messages published and replayed through this publisher (whether ZeroMQ took them
@@ -494,11 +496,13 @@ class Publisher:
                 self._monos.append(mono)
                 if len(pending) == 1:
                     self._pending_route, self._pending_since = route, mono
-                    self._pending_seq = seq
+                    self._pending_seq, self._pending_bytes = seq, size
                     if self._flusher.idle:  # (read after the append: see _Flusher)
                         self._flusher.wake()
-                elif len(pending) >= COALESCE_MAX_MESSAGES:
-                    self._flush()
+                else:
+                    self._pending_bytes += size
+                    if self._pending_bytes >= COALESCE_FRAME_BYTES:
+                        self._flush()
             elif mono >= self._full_until:
                 frame = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
                                    MSGPACK_FLOAT64, mono) + data

@@ -151,7 +151,7 @@ def test_bus_stats_report_rates_and_publishers(endpoints: Endpoints) -> None:
         assert topic["kind"] == "event" and topic["type"] == "ActuatorProgress"
         assert env.payload["messages"] >= 30
         # The proxy counts frames (libzmq's own count): the 30 messages went out at once, so
-        # in batch frames of up to COALESCE_MAX_MESSAGES, and a trickle like this one is
+        # in batch frames of up to COALESCE_FRAME_BYTES, and a trickle like this one is
         # checked in full.
         assert env.payload["forwarded"] >= 1
         assert env.payload["unchecked"] == 0 and env.payload["checked"] >= 1
