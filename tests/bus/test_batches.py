@@ -263,3 +263,24 @@ def test_a_closed_publisher_sends_what_it_gathered(endpoints: Endpoints, count: 
     finally:
         sub.close()
     assert [e.payload["detail"] for e in got] == [str(i) for i in range(count)]
+
+
+def test_a_batch_decodes_to_payload_maps_without_absent_fields_and_with_bytes_kept() -> None:
+    face = {"scan_id": "s1", "pose": 2, "face": "F", "size": 3, "jpeg": b"\xff\xd8 tiny",
+            "grid": [[10.0, 20.0]] * 9, "colors": [[200, 30, 40]] * 9,
+            "confidence": [0.97] * 9, "ok": True}
+    envs = [encode(Envelope.now("vision.face", "vision", i, face)) for i in range(3)]
+    envs += [encode(Envelope.now("vision.face", "vision", 3, {**face, "jpeg": b""}))]
+    statuses = [encode(Envelope.now("cell.status", "cell", i, payload)) for i, payload in
+                enumerate([STATUS, {**STATUS, "detail": "d"}, STATUS])]
+    for head, batch, payloads in (
+            (b"vision.face" + TOPIC_END, envs, [face] * 3 + [{**face, "jpeg": b""}]),
+            (HEAD, statuses, [STATUS, {**STATUS, "detail": "d"}, STATUS])):
+        sub = Subscriber([head[:-1].decode()], Endpoints.from_base("tcp://127.0.0.1:1"))
+        try:
+            first = sub.handle_frame(batch_frame(head, batch))
+            got = [first] + [sub.recv(0) for _ in payloads[1:]]  # the rest, queued
+        finally:
+            sub.close()
+        assert [e.payload for e in got] == payloads
+        assert all(type(e.payload.get("jpeg", b"")) is bytes for e in got)
