@@ -272,7 +272,7 @@ class _PublishRoute:
     check, and what was sent on it (counted here, reported on ``bus.traffic``)."""
 
     __slots__ = ("topic", "prefix", "head", "topic_head", "batch_head", "overhead", "check",
-                 "latched", "seq", "last", "last_wall", "last_data", "messages", "bytes",
+                 "latched", "seq", "last", "last_stamps", "last_data", "messages", "bytes",
                  "dropped", "counted")
 
     def __init__(self, topic: str, source: str) -> None:
@@ -294,10 +294,10 @@ class _PublishRoute:
         """what a batch frame of this topic and source starts with (see envelope)."""
         self.last = -1.0
         """monotonic time of the latest message published on it."""
-        self.last_wall = 0.0
+        self.last_stamps = (0, 0.0, 0.0)
         self.last_data: bytes | None = None
-        """wall time and encoded payload of the latest message (of a latched topic only;
-        its sequence number is ``seq - 1``), sent again to a broker that comes back."""
+        """(seq, wall, mono) and encoded payload of the latest message (of a latched topic
+        only), sent again to a broker that comes back."""
         self.check = TOPIC_FAST_CHECKS[topic]
         self.latched = topic in LATCHED_TOPICS
         self.seq = 0
@@ -358,6 +358,7 @@ class Publisher:
         self._pending_seq = 0  # sequence number of its first message
         self._pending_since = 0.0  # mono time of its first message
         self._pending_bytes = 0  # what its messages would be alone
+        self._wall_offset = 0.0  # wall minus monotonic time at its first message
         self._reported = -1  # messages sent (bus.traffic excluded) at the last report
         self.sent = 0
         """Messages published and replayed through this publisher (whether ZeroMQ took them
@@ -478,46 +479,55 @@ class Publisher:
         try:
             seq = route.seq
             route.seq = seq + 1
-            wall, mono = _wall_clock(), _mono_clock()
+            mono = _mono_clock()
+            burst = mono - route.last < COALESCE_GAP_S and size <= COALESCE_MESSAGE_BYTES
+            route.last = mono
+            pending = self._pending
+            if pending:
+                if (burst and self._pending_route is route
+                        and mono - self._pending_since < COALESCE_WINDOW_S):
+                    # It joins the batch: the hot path of a burst. The wall time follows
+                    # the monotonic clock from the batch's first message (at most
+                    # COALESCE_WINDOW_S earlier); its latched copy is kept by _flush.
+                    pending.append(data)
+                    self._walls.append(mono + self._wall_offset)
+                    self._monos.append(mono)
+                    self._pending_bytes += size
+                    if self._pending_bytes >= COALESCE_FRAME_BYTES:
+                        self._flush()
+                    self.sent += route.counted
+                    return seq
+                self._flush()
+            wall = _wall_clock()
             if not self._linked:
                 self._drain_subscriptions()
                 if not self._linked:
                     self.sent_before_link += 1
-            if route.latched:
-                self._latched[topic] = route
-                route.last_wall, route.last_data = wall, data
-            burst = mono - route.last < COALESCE_GAP_S and size <= COALESCE_MESSAGE_BYTES
-            route.last = mono
-            pending = self._pending
-            if pending and (not burst or self._pending_route is not route
-                            or mono - self._pending_since >= COALESCE_WINDOW_S):
-                self._flush()
-                pending = self._pending
-            if burst:
+            if burst:  # the first of a batch
                 pending.append(data)
                 self._walls.append(wall)
                 self._monos.append(mono)
-                if len(pending) == 1:
-                    self._pending_route, self._pending_since = route, mono
-                    self._pending_seq, self._pending_bytes = seq, size
-                    if self._flusher.idle:  # (read after the append: see _Flusher)
-                        self._flusher.wake()
-                else:
-                    self._pending_bytes += size
-                    if self._pending_bytes >= COALESCE_FRAME_BYTES:
-                        self._flush()
-            elif mono >= self._full_until:
-                frame = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
-                                   MSGPACK_FLOAT64, mono) + data
-                try:
-                    self._send(self._sock, frame, ZMQ_NOBLOCK, size < COPY_THRESHOLD)
-                    route.messages += 1
-                    route.bytes += len(frame)
-                except self._again:  # the queue to the broker is full
-                    route.dropped += 1
-                    self._full_until = mono + QUEUE_FULL_BACKOFF_S
+                self._pending_route, self._pending_since = route, mono
+                self._pending_seq, self._pending_bytes = seq, size
+                self._wall_offset = wall - mono
+                if self._flusher.idle:  # (read after the append: see _Flusher)
+                    self._flusher.wake()
             else:
-                route.dropped += 1
+                if route.latched:
+                    self._latched[topic] = route
+                    route.last_stamps, route.last_data = (seq, wall, mono), data
+                if mono >= self._full_until:
+                    frame = route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64,
+                                       wall, MSGPACK_FLOAT64, mono) + data
+                    try:
+                        self._send(self._sock, frame, ZMQ_NOBLOCK, size < COPY_THRESHOLD)
+                        route.messages += 1
+                        route.bytes += len(frame)
+                    except self._again:  # the queue to the broker is full
+                        route.dropped += 1
+                        self._full_until = mono + QUEUE_FULL_BACKOFF_S
+                else:
+                    route.dropped += 1
             self.sent += route.counted
         finally:
             self._release()
@@ -531,8 +541,9 @@ class Publisher:
     @staticmethod
     def _latest(route: _PublishRoute) -> bytes:
         """The frame of the latest message published on ``route`` (a latched topic)."""
-        return route.head(route.prefix, MSGPACK_UINT64, route.seq - 1, MSGPACK_FLOAT64,
-                          route.last_wall, MSGPACK_FLOAT64, route.last) + route.last_data
+        seq, wall, mono = route.last_stamps
+        return route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
+                          MSGPACK_FLOAT64, mono) + route.last_data
 
     def flush(self) -> None:
         """Send the batch being gathered, if any (the flusher thread calls this)."""
@@ -548,6 +559,10 @@ class Publisher:
         if route is None or not bodies:
             return
         n = len(bodies)
+        if route.latched:  # its newest message, to send again to a broker that comes back
+            self._latched[route.topic] = route
+            route.last_stamps = (self._pending_seq + n - 1, walls[-1], monos[-1])
+            route.last_data = bodies[-1]
         mono = _mono_clock()
         if mono >= self._full_until:
             if n == 1:

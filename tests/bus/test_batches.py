@@ -71,8 +71,10 @@ def test_a_burst_travels_in_batch_frames_and_arrives_whole_and_in_order(
     pub = linked(endpoints)
     try:
         time.sleep(0.3)  # both subscriptions reach the broker
+        before = time.time()
         for i in range(BURST):
             pub.publish("cell.status", {**STATUS, "detail": f"step {i}"})
+        after = time.time()
         got = []
         deadline = time.monotonic() + 10
         while len(got) < BURST and time.monotonic() < deadline:
@@ -85,6 +87,11 @@ def test_a_burst_travels_in_batch_frames_and_arrives_whole_and_in_order(
     assert [e.payload["detail"] for e in got] == [f"step {i}" for i in range(BURST)]
     assert [e.seq for e in got] == list(range(BURST))
     assert sub.stats.gaps == 0 and not sub.stats.rejected
+    # wall times inside a batch follow the monotonic clock from its first message
+    walls, monos = [e.wall_time for e in got], [e.mono_time for e in got]
+    assert before <= walls[0] and walls[-1] <= after + 0.001  # (a clock slewed by NTP)
+    offsets = [w - m for w, m in zip(walls, monos, strict=True)]
+    assert monos == sorted(monos) and max(offsets) - min(offsets) < 0.001
     # The burst went out in batch frames: far fewer frames than messages, each decodable
     # into the same envelopes the subscriber accepted.
     assert any(is_batch_frame(f) for f in frames)

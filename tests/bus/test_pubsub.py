@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import zmq
 from bus_testlib import recv_topic
 
@@ -160,7 +161,9 @@ def test_bus_stats_report_rates_and_publishers(endpoints: Endpoints) -> None:
         sub.close()
 
 
-def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str) -> None:
+@pytest.mark.parametrize("count", [1, 500])  # 500: the newest one left in a batch frame
+def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str,
+                                                                  count: int) -> None:
     endpoints = Endpoints.from_base(bus_base)
 
     def start() -> tuple[Broker, threading.Thread]:
@@ -180,7 +183,8 @@ def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str)
     broker, thread = start()
     pub = linked_publisher(endpoints)
     try:
-        pub.publish("cell.status", STATUS)
+        for i in range(count):
+            pub.publish("cell.status", {**STATUS, "detail": str(i)})
         time.sleep(0.2)
         broker.stop()
         thread.join(5)
@@ -192,7 +196,8 @@ def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str)
             while env is None and time.monotonic() < deadline:
                 pub.check_link()  # the publisher notices the new broker (Node: every beat)
                 env = recv_topic(sub, "cell.status", timeout=0.2)
-            assert env is not None and env.payload == STATUS
+            assert env is not None and env.payload == {**STATUS, "detail": str(count - 1)}
+            assert env.seq == count - 1 and env.source == pub.source
         finally:
             sub.close()
     finally:
