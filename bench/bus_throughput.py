@@ -44,7 +44,6 @@ import argparse
 import math
 import multiprocessing as mp
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -70,6 +69,7 @@ from robocell.common.envelope import (  # noqa: E402
     encode_frame,
     subscription,
 )
+from robocell.common.ports import free_port_block  # noqa: E402
 
 SMALL_TOPIC = "cell.status"
 SMALL_PAYLOAD = {"cycle_id": "cycle-000123", "stage": "executing",
@@ -87,24 +87,6 @@ MB = 1e6
 WARMUP = b"warmup"  # the raw path's warm-up frame ends so; the bus's are real messages
 
 
-def free_port_block(n: int = 4) -> int:
-    for _ in range(100):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        try:
-            held = []
-            for offset in range(n):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError("no free ports")
 
 
 # --- subscriber processes ------------------------------------------------------------------
@@ -293,7 +275,7 @@ def main() -> None:
     repeats = args.repeats or (3 if args.quick else 5)
     load = os.getloadavg()[0]
 
-    base = f"tcp://127.0.0.1:{free_port_block()}"
+    base = f"tcp://127.0.0.1:{free_port_block(4)}"
     endpoints = Endpoints.from_base(base)
     broker = start_broker(base, *(("--no-check",) if args.broker_no_check else ()))
     brokers = {path: (broker, endpoints) for path in PATHS}

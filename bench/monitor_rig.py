@@ -5,7 +5,6 @@ thumbnails, cube state, plan, progress, twin, cycle results)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from robocell.common.bus import Endpoints, Node
 from robocell.common.cube import apply_to_facelets, format_moves, invert_moves, solved
 from robocell.common.messages import FACES
 from robocell.common.notation import parse_moves
+from robocell.common.ports import free_port_block
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -31,24 +31,6 @@ CAMERA_RGB = {"U": (226, 228, 220), "R": (176, 32, 48), "F": (18, 150, 84), "D":
               "L": (238, 96, 28), "B": (24, 74, 172)}
 
 
-def free_port_block(count: int) -> int:
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        socks = []
-        try:
-            for offset in range(count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no block of free loopback ports")
 
 
 @dataclass

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from robocell.common.bus import Endpoints, Subscriber
+from robocell.common.ports import free_port_block
 
 REPO = Path(__file__).resolve().parents[2]
 N_PORTS = 4  # subscribe, publish, command, tap
@@ -18,25 +18,7 @@ BROKER_START_TIMEOUT_S = 10.0
 
 def free_base_port() -> int:
     """A port P such that P..P+3 are free on 127.0.0.1 right now."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + N_PORTS > 65535:
-            continue
-        held = []
-        try:
-            for offset in range(N_PORTS):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError("no 4 consecutive free ports on 127.0.0.1")
+    return free_port_block(N_PORTS)
 
 
 def robocell_env(bus_base: str) -> dict[str, str]:

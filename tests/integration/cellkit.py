@@ -3,30 +3,11 @@
 from __future__ import annotations
 
 import os
-import random
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from robocell.cell.launcher import Launcher
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports."""
-    for _ in range(200):
-        base = random.randrange(20000, 60000 - count)
-        if all(port_free(base + i) for i in range(count)):
-            return base
-    raise RuntimeError("no free block of loopback ports")
+from robocell.common.ports import free_port_block
 
 
 def cell_env(profile: str, speed: float) -> dict[str, str]:

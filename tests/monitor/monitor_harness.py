@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robocell.common.bus import Endpoints
+from robocell.common.ports import free_port_block
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -28,27 +28,6 @@ BUS_PORTS = 4  # subscribe, publish, command, tap
 T = TypeVar("T")
 
 
-def free_port_block(count: int) -> int:
-    """A base port such that base .. base+count-1 are free on loopback now."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
-        socks = []
-        try:
-            for offset in range(count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no block of free loopback ports found")
 
 
 def process_env(bus: str) -> dict[str, str]:

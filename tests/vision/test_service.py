@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import queue
-import socket
 import threading
 import time
 
@@ -13,6 +12,7 @@ import pytest
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.cube import random_facelets
+from robocell.common.ports import free_port_block
 from robocell.services.broker.broker import Broker
 from robocell.services.vision.resolve import same_cube
 from robocell.services.vision.scan import SCRIPTED_POSES
@@ -24,23 +24,8 @@ WAIT_S = 30.0
 
 
 def free_base() -> str:
-    """A loopback base port with the next three ports free too."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port > 60000:
-            continue
-        taken = False
-        for offset in range(4):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port + offset))
-                except OSError:
-                    taken = True
-        if not taken:
-            return f"tcp://127.0.0.1:{port}"
-    raise RuntimeError("no free loopback ports")
+    """A loopback base address with the next three ports free too."""
+    return f"tcp://127.0.0.1:{free_port_block(4)}"
 
 
 @pytest.fixture()
