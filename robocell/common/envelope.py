@@ -357,14 +357,10 @@ def is_batch_frame(frame: bytes) -> bool:
     return end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK
 
 
-def unbatch_frame(frame: bytes) -> list[bytes]:
-    """The plain message frames in ``frame``: itself unless it is a batch frame, else one
-    frame per message, in order, each exactly as it would travel alone (the sequence number
-    written in its shortest form). Raises DecodeError for a batch that cannot be taken apart
-    (its envelopes are not judged here)."""
-    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
-    if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
-        return [frame]
+def _batch_parts(frame: bytes, end: int) -> tuple[bytes, int, list, list, list]:
+    """(the head every message frame of the batch starts with, the first sequence number,
+    and the raw wall times, monotonic times and payloads) of the batch frame ``frame``
+    whose topic ends at ``end``; DecodeError if it cannot be taken apart."""
     try:
         version, topic, source, first, walls, monos, payloads = _split_batch(
             memoryview(frame)[end + 1:])
@@ -379,17 +375,35 @@ def unbatch_frame(frame: bytes) -> list[bytes]:
     if first < 0:
         raise DecodeError(f"malformed batch frame: first sequence number {first} < 0")
     head = frame[:end + 1] + ENVELOPE_ARRAY + bytes(version) + bytes(topic) + bytes(source)
+    return head, first, walls, monos, payloads
+
+
+def unbatch_frame(frame: bytes) -> list[bytes]:
+    """The plain message frames in ``frame``: itself unless it is a batch frame, else one
+    frame per message, in order, each exactly as it would travel alone (the sequence number
+    written in its shortest form). Raises DecodeError for a batch that cannot be taken apart
+    (its envelopes are not judged here)."""
+    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
+        return [frame]
+    head, first, walls, monos, payloads = _batch_parts(frame, end)
     return [b"".join((head, msgpack.packb(first + i), bytes(walls[i]), bytes(monos[i]),
-                      bytes(payloads[i]))) for i in range(count)]
+                      bytes(payloads[i]))) for i in range(len(payloads))]
 
 
 def last_of_batch(frame: bytes) -> bytes:
     """The newest plain message frame in ``frame`` (itself unless a batch frame); a batch
     that cannot be taken apart is returned as it is (its receivers refuse it)."""
+    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
+        return frame
     try:
-        return unbatch_frame(frame)[-1]
+        head, first, walls, monos, payloads = _batch_parts(frame, end)
     except DecodeError:
         return frame
+    last = len(payloads) - 1
+    return b"".join((head, msgpack.packb(first + last), bytes(walls[last]),
+                     bytes(monos[last]), bytes(payloads[last])))
 
 
 def decode_frame(frame: bytes, max_bytes: int | None = None) -> Envelope:
