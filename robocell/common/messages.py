@@ -554,21 +554,29 @@ def compile_fast_check(fields: tuple[F, ...]) -> Callable[[Any], bool]:
     env: dict[str, Any] = {"_MISSING": _MISSING}
     required = sum(1 for f in fields if not f.optional)
     lines = ["def fast_check(p):", "    if type(p) is not dict:", "        return False",
-             "    n = 0"]
+             f"    n = {required}"]
     for slot, f in enumerate(fields):
-        lines.append(f"    v = p.get({f.name!r}, _MISSING)")
         test = _field_test(f.type, slot, env)
         if f.optional:
-            lines += ["    if v is not _MISSING:", f"        if {test}:",
-                      "            return False", "        n += 1"]
-        else:
-            lines += ["    if v is _MISSING or " + test + ":", "        return False"]
-    lines.append(f"    return len(p) == n + {required}")
+            lines += [f"    v = p.get({f.name!r}, _MISSING)", "    if v is not _MISSING:",
+                      f"        if {test}:", "            return False", "        n += 1"]
+        elif _accepts_none(f.type):  # a missing field must be told from a None
+            lines += [f"    v = p.get({f.name!r}, _MISSING)",
+                      "    if v is _MISSING or " + test + ":", "        return False"]
+        else:  # a missing field reads as None, which its type test refuses
+            lines += [f"    v = p.get({f.name!r})", f"    if {test}:", "        return False"]
+    lines.append("    return len(p) == n")
     exec("\n".join(lines), env)  # noqa: S102 -- source built above from the declaration
     return env["fast_check"]
 
 
 _MISSING = object()
+
+
+def _accepts_none(text: str) -> bool:
+    """True if None fits the type expression ``text`` (``T?``, or ``any``)."""
+    text = text.strip()
+    return text.endswith("?") or text == "any"
 
 
 def _fields_validator(owner: str, fields: tuple[F, ...]) -> _FieldsValidator:
