@@ -10,16 +10,19 @@ from hypothesis import strategies as st
 from robocell.common.bus import Endpoints, Subscriber
 from robocell.common.envelope import (
     SCHEMA_VERSION,
+    TOPIC_END,
     DecodeError,
     Envelope,
     MessageError,
     OversizeError,
     SchemaVersionError,
+    batch_frame,
     decode,
     encode,
     encode_frame,
     max_message_bytes,
     message_frame,
+    unbatch_frame,
 )
 from robocell.common.messages import (
     _TOPIC_VALIDATORS,
@@ -341,3 +344,70 @@ def test_receiver_fast_path_and_slow_path_give_the_same_envelope() -> None:
         assert big is not None and big.payload == face and type(big.payload["jpeg"]) is bytes
     finally:
         sub.close()
+
+
+# --- a batch frame is judged as its messages would be, one by one -------------------------
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
+    """A batch frame of one topic and source (its messages near-valid), maybe corrupted,
+    and the plain frames of its messages (empty if the corruption left none)."""
+    spec = draw(st.sampled_from([s for s in TOPICS if s.topic != "cmd.request"]))
+    head = spec.topic.encode() + TOPIC_END
+    first = draw(st.integers(0, 2**40))
+    envelopes = []
+    for i in range(draw(st.integers(2, 6))):
+        _, payload = draw(near_valid_payloads().filter(lambda case: case[0] == spec.topic)) \
+            if draw(st.booleans()) else (None, draw(values_payload(spec)))
+        envelopes.append(msgpack.packb([1, spec.topic, "fuzz", first + i,
+                                        draw(st.floats(0, 2e9)), draw(st.floats(0, 1e6)),
+                                        payload]))
+    frame = batch_frame(head, envelopes)
+    if draw(st.integers(0, 3)) == 0:  # a byte changed somewhere after the topic
+        at = draw(st.integers(len(head), len(frame) - 1))
+        frame = frame[:at] + bytes([draw(st.integers(0, 255))]) + frame[at + 1:]
+    try:
+        singles = unbatch_frame(frame)
+    except DecodeError:
+        singles = []
+    return frame, singles
+
+
+def values_payload(spec: object) -> st.SearchStrategy:
+    """A payload of good values for every field of ``spec`` (optional ones maybe left out)."""
+    return st.fixed_dictionaries({f.name: values_of(f.type) for f in spec.fields
+                                  if not f.optional},
+                                 optional={f.name: values_of(f.type) for f in spec.fields
+                                           if f.optional})
+
+
+def received(frames: list[bytes]) -> tuple[list[tuple], dict[str, int]]:
+    """What a fresh subscriber to every topic accepts of ``frames`` (all it queues), and
+    what it refuses."""
+    sub = Subscriber([spec.topic for spec in TOPICS], Endpoints.from_base("tcp://127.0.0.1:1"))
+    try:
+        got = []
+        for frame in frames:
+            env = sub.handle_frame(frame)
+            while env is not None:
+                got.append((env.topic, env.source, env.seq, env.wall_time, env.mono_time,
+                            env.payload))
+                env = sub.recv(0)  # the rest of a batch, queued (the socket has none)
+        return got, dict(sub.stats.rejected)
+    finally:
+        sub.close()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_a_batch_frame_is_accepted_and_refused_as_its_messages_alone_would_be(
+        case: tuple[bytes, list[bytes]]) -> None:
+    frame, singles = case
+    as_batch, refused_as_batch = received([frame])
+    if not singles:  # it cannot be taken apart: refused whole, nothing accepted
+        assert as_batch == [] and refused_as_batch == {"decode": 1}
+        return
+    alone, refused_alone = received(singles)
+    assert len(as_batch) == len(alone) and all(map(same_value, as_batch, alone))
+    assert refused_as_batch == refused_alone
