@@ -272,8 +272,8 @@ class _PublishRoute:
     check, and what was sent on it (counted here, reported on ``bus.traffic``)."""
 
     __slots__ = ("topic", "prefix", "head", "topic_head", "batch_head", "overhead", "check",
-                 "latched", "seq", "last", "last_stamps", "last_data", "messages", "bytes",
-                 "dropped", "counted")
+                 "latched", "seq", "unsent", "last", "last_stamps", "last_data", "messages",
+                 "bytes", "dropped", "counted")
 
     def __init__(self, topic: str, source: str) -> None:
         self.topic = topic
@@ -301,6 +301,8 @@ class _PublishRoute:
         self.check = TOPIC_FAST_CHECKS[topic]
         self.latched = topic in LATCHED_TOPICS
         self.seq = 0
+        self.unsent = 0
+        """sequence numbers used up by Publisher.envelope (made, not sent)"""
         self.messages = self.bytes = self.dropped = 0
         self.counted = int(topic != TRAFFIC_TOPIC)
         """1 when a message on it counts in ``Publisher.sent`` (the publisher's own traffic
@@ -360,9 +362,7 @@ class Publisher:
         self._pending_bytes = 0  # what its messages would be alone
         self._wall_offset = 0.0  # wall minus monotonic time at its first message
         self._reported = -1  # messages sent (bus.traffic excluded) at the last report
-        self.sent = 0
-        """Messages published and replayed through this publisher (whether ZeroMQ took them
-        or they were dropped), its own ``bus.traffic`` reports excluded."""
+        self._replayed = 0  # frames sent as they were (send_frame)
         self.sent_before_link = 0
         self._sock = _context().socket(zmq.XPUB)
         self._send = zmq.backend.Socket.send  # pyzmq's own, without its Python wrapper
@@ -443,6 +443,7 @@ class Publisher:
         with self._lock:
             seq = route.seq
             route.seq = seq + 1
+            route.unsent += 1
         return Envelope.now(topic, self.source, seq, payload)
 
     def publish(self, topic: str, payload: dict[str, Any]) -> int:
@@ -495,7 +496,6 @@ class Publisher:
                     self._pending_bytes += size
                     if self._pending_bytes >= COALESCE_FRAME_BYTES:
                         self._flush()
-                    self.sent += route.counted
                     return seq
                 self._flush()
             wall = _wall_clock()
@@ -528,7 +528,6 @@ class Publisher:
                         self._full_until = mono + QUEUE_FULL_BACKOFF_S
                 else:
                     route.dropped += 1
-            self.sent += route.counted
         finally:
             self._release()
         return seq
@@ -544,6 +543,14 @@ class Publisher:
         seq, wall, mono = route.last_stamps
         return route.head(route.prefix, MSGPACK_UINT64, seq, MSGPACK_FLOAT64, wall,
                           MSGPACK_FLOAT64, mono) + route.last_data
+
+    @property
+    def sent(self) -> int:
+        """Messages published and replayed through this publisher (whether ZeroMQ took them
+        or they were dropped), its own ``bus.traffic`` reports excluded: counted by the
+        routes' sequence numbers, not on the hot path."""
+        return self._replayed + sum(route.seq - route.unsent
+                                    for route in list(self._routes.values()) if route.counted)
 
     def flush(self) -> None:
         """Send the batch being gathered, if any (the flusher thread calls this)."""
@@ -606,7 +613,7 @@ class Publisher:
                     route.bytes += len(frame)
             elif route is not None:
                 route.dropped += 1
-            self.sent += 1
+            self._replayed += 1
 
     def _send_frame(self, frame: bytes) -> bool:
         try:
