@@ -83,6 +83,7 @@ import msgspec
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
     BATCH_MARK,
+    MAX_SEQ,
     MAX_SOURCE_CHARS,
     MAX_TOPIC_CHARS,
     N_ENVELOPE_FIELDS,
@@ -1006,8 +1007,9 @@ class Subscriber:
         except Exception:
             return self._handle_slow(frame)
         count = wire.batch_count(batch)
-        if not count:
-            return self._handle_slow(frame)  # refused there: columns of unequal length
+        if not count or batch.seq + count - 1 > MAX_SEQ:
+            return self._handle_slow(frame)  # refused there: columns of unequal length,
+            # or sequence numbers past the largest
         payloads = _payload_maps(batch.payloads)
         python_check = wire.python_check
         if python_check is not None and not all(map(python_check, payloads)):

@@ -70,6 +70,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 MAX_MESSAGE_BYTES_ENV = "ROBOCELL_BUS_MAX_BYTES"
 """Environment variable that overrides the size limit (in bytes) for every process."""
 
+MAX_SEQ = 2**64 - 1
+"""The largest sequence number (msgpack's largest unsigned integer)."""
 MAX_TOPIC_CHARS = 128
 MAX_SOURCE_CHARS = 64
 N_ENVELOPE_FIELDS = 7
@@ -372,8 +374,9 @@ def _batch_parts(frame: bytes, end: int) -> tuple[bytes, int, list, list, list]:
     if len(walls) != count or len(monos) != count:
         raise DecodeError(f"malformed batch frame: {len(walls)} wall times, {len(monos)} "
                           f"monotonic times and {count} payloads; one of each per message")
-    if first < 0:
-        raise DecodeError(f"malformed batch frame: first sequence number {first} < 0")
+    if not 0 <= first <= MAX_SEQ - count + 1:
+        raise DecodeError(f"malformed batch frame: sequence numbers {first} to "
+                          f"{first + count - 1} are not all between 0 and {MAX_SEQ}")
     head = frame[:end + 1] + ENVELOPE_ARRAY + bytes(version) + bytes(topic) + bytes(source)
     return head, first, walls, monos, payloads
 

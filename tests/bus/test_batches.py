@@ -199,6 +199,10 @@ def test_a_batch_writes_what_its_messages_share_once_and_is_refused_if_its_colum
         1, "cell.status", "cell", 0, walls, walls[:2], [STATUS] * 3))
     with pytest.raises(DecodeError, match="2 monotonic times and 3 payloads"):
         unbatch_frame(short)
+    past_the_end = HEAD + bytes([BATCH_MARK, 0, 7]) + b"".join(msgpack.packb(v) for v in (
+        1, "cell.status", "cell", 2**64 - 1, walls[:2], walls[:2], [STATUS] * 2))
+    with pytest.raises(DecodeError, match="not all between 0 and"):
+        unbatch_frame(past_the_end)
     sub = Subscriber(["cell.status"], broker.endpoints)
     sock = zmq.Context.instance().socket(zmq.XPUB)
     sock.linger = 500
@@ -208,6 +212,7 @@ def test_a_batch_writes_what_its_messages_share_once_and_is_refused_if_its_colum
         sock.recv()
         time.sleep(0.3)
         sock.send(short)
+        sock.send(past_the_end)
         sock.send(frame)
         sock.send(frame)  # the same batch again: ten repeats, none delivered twice
         got = []
@@ -219,7 +224,7 @@ def test_a_batch_writes_what_its_messages_share_once_and_is_refused_if_its_colum
         sub.close()
     assert [e.seq for e in got] == list(range(10))
     assert [e.payload for e in got] == [STATUS] * 10
-    assert sub.stats.rejected == {"decode": 1} and sub.stats.duplicates == 10
+    assert sub.stats.rejected == {"decode": 2} and sub.stats.duplicates == 10
 
 
 def test_batch_helpers_round_trip() -> None:
