@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric", choices=(METRIC_PUSHES, METRIC_MOVES), default=METRIC_PUSHES)
     parser.add_argument("--packing", action="store_true",
                         help="fast modes: the packing-order penalty (solve(packing=True))")
+    parser.add_argument("--plain", action="store_true",
+                        help="fast modes without goal-room macros, tunnel runs and penalties")
     args = parser.parse_args(argv)
     wanted: list[int] = []
     for part in args.levels.split(","):
@@ -60,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     solved = 0
     for n in wanted:
         result = solve(build_board(levels[n]), metric=args.metric, weight=args.weight,
-                       timeout=args.timeout, packing=args.packing)
+                       timeout=args.timeout, packing=args.packing,
+                       macros=False if args.plain else None)
         ok = result.solved and replay(levels[n], result.lurd).solved
         solved += ok
         status = "solved" if ok else ("WRONG" if result.solved else result.status)
