@@ -38,6 +38,8 @@ REFERENCES = {
 }
 NODE_LIMIT = 24_000_000
 PLAIN_SUFFIX = "p"
+PACKING_SUFFIX = "o"
+STAGE_FLAGS = PLAIN_SUFFIX + PACKING_SUFFIX
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
@@ -96,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="portfolio per level, e.g. 1:10,100:25,3:25 = optimal A* for 10 s, "
                              "then greedy (weight 100, goal-room macros) for 25 s, then weight 3 "
                              "for 25 s; the first verified solution counts (overrides --timeout); "
-                             "a weight ending in p runs without macros or fast-mode penalties")
+                             "a weight ending in p runs without macros or fast-mode penalties, "
+                             "one ending in o with the packing-order penalty")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
     try:
-        args.stages = [(int(w.rstrip(PLAIN_SUFFIX)), float(t), w.endswith(PLAIN_SUFFIX))
+        args.stages = [(int(w.rstrip(STAGE_FLAGS)), float(t), w[len(w.rstrip(STAGE_FLAGS)):])
                        for w, t in (part.split(":") for part in args.schedule.split(",") if part)]
     except ValueError:
         parser.error(f"--schedule wants weight:seconds,... not {args.schedule!r}")
@@ -132,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         board = build_board(level)
         if args.stages:
             spent = 0.0
-            for weight, seconds, plain in args.stages:
+            for weight, seconds, flags in args.stages:
                 result = solve(board, metric=args.metric, timeout=seconds, weight=weight,
-                               max_nodes=NODE_LIMIT, macros=False if plain else None)
+                               max_nodes=NODE_LIMIT,
+                               macros=False if PLAIN_SUFFIX in flags else None,
+                               packing=PACKING_SUFFIX in flags)
                 spent += result.seconds
                 if result.solved and replay(level, result.lurd).solved:
                     break

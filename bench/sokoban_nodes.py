@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weight", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--metric", choices=(METRIC_PUSHES, METRIC_MOVES), default=METRIC_PUSHES)
+    parser.add_argument("--packing", action="store_true",
+                        help="fast modes: the packing-order penalty (solve(packing=True))")
+    parser.add_argument("--plain", action="store_true",
+                        help="fast modes without goal-room macros, tunnel runs and penalties")
     args = parser.parse_args(argv)
     wanted: list[int] = []
     for part in args.levels.split(","):
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"no level {missing[0]} in {path} (it has 1-{max(levels)})")
     solve(build_board(levels[wanted[0]]), metric=args.metric, weight=args.weight, timeout=0.5)
-    print(f"# {name}, weight {args.weight}, metric {args.metric}, timeout {args.timeout:g} s")
+    print(f"# {name}, weight {args.weight}{', packing order' if args.packing else ''}, "
+          f"metric {args.metric}, timeout {args.timeout:g} s")
     print(f"{'level':>5} {'status':>9} {'pushes':>6} "
           + " ".join(f"{f[:12]:>12}" for f in FIELDS) + f" {'seconds':>8}")
     totals = dict.fromkeys(FIELDS, 0)
@@ -57,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     solved = 0
     for n in wanted:
         result = solve(build_board(levels[n]), metric=args.metric, weight=args.weight,
-                       timeout=args.timeout)
+                       timeout=args.timeout, packing=args.packing,
+                       macros=False if args.plain else None)
         ok = result.solved and replay(levels[n], result.lurd).solved
         solved += ok
         status = "solved" if ok else ("WRONG" if result.solved else result.status)

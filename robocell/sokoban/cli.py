@@ -44,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="weighted A* (f = g + 2h) with goal-room macros and tunnel runs: "
                    "quicker on big levels, not proven optimal (--weight 100: greedy)")
     p.add_argument("--weight", type=int, help="weight of the bound in f = g + w*h (1 = optimal)")
+    p.add_argument("--packing", action="store_true",
+                   help="fast modes: penalise boxes on goals filled out of the packing order "
+                   "(found by pulling boxes out of the solved position)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 
@@ -148,7 +151,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     weight = args.weight if args.weight is not None else (FAST_WEIGHT if args.fast else 1)
     if weight < 1:
         raise CommandError("--weight must be 1 (optimal) or more")
-    result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight)
+    if args.packing and weight == 1:
+        raise CommandError("--packing needs a fast mode: add --fast or --weight W (W > 1)")
+    result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight,
+                   packing=args.packing)
     if result.solved and not replay(level, result.lurd).solved:
         raise CommandError("internal error: the solution found does not replay; please report")
     if args.json:

@@ -28,6 +28,7 @@ from robocell.sokoban.bounds import (
 )
 from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
+from robocell.sokoban.packing import packing_depth
 from robocell.sokoban.patterns import (
     PC_PATTERNS,
     learn_dead_corral,
@@ -324,7 +325,8 @@ def _store_child(node: int, child: np.ndarray, child_player: int, child_key: np.
     if lb >= INFEASIBLE:
         stats[ST_DEADLOCKS] += 1
         return n_nodes, heap_size
-    h = lb * h_scale + extra_h
+    # The penalties never apply to a solved position: h == 0 is the goal test.
+    h = lb * h_scale + extra_h if lb > 0 else 0
     heap_size = _open_node(n_nodes, node, child, child_player, child_key, child_g, h,
                            push_code, node_boxes, node_player, node_hash, node_g, node_h,
                            node_parent, node_push, node_closed, table, heap_f, heap_g,
@@ -624,11 +626,13 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     stats[ST_DEADLOCKS] += 1
                     continue
                 h = lb * h_scale
-                if order_penalty > 0:
+                # No penalty on a solved position (all boxes on goals): h == 0 is the goal
+                # test, and a free area cut off by the last box must not hide the solution.
+                if order_penalty > 0 and lb > 0:
                     h += order_penalty * _misordered_goals(child, b, target, occupied,
                                                            goal_squares, goal_area, goal_depth,
                                                            deepest_empty)
-                if region_penalty > 0:
+                if region_penalty > 0 and lb > 0:
                     occupied[b] = False
                     occupied[target] = True
                     region_stamp += 1
@@ -723,13 +727,15 @@ class _Arena:
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
           corrals: bool = True, macros: bool | None = None,
-          patterns: tuple | None = None) -> SolveResult:
+          patterns: tuple | None = None, packing: bool = False) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
     it gives up optimality, so it is refused with weight 1. ``patterns`` is the deadlock
     pattern table (``patterns.pattern_table``) to learn into and match from; default: a new
-    empty one."""
+    empty one. ``packing`` (fast modes only) takes the goal order of the misordered-goal
+    penalty from the packing order (``packing.packing_depth``) instead of each goal's depth in
+    its goal area, and applies that penalty on levels with goal rooms too."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -740,7 +746,11 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     if macros and (weight == 1 or exact):
         raise ValueError("goal-room macros need the fast push mode (weight > 1, pushes)")
     rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
-    order_penalty = GOAL_ORDER_PENALTY * h_scale if weight > 1 and rooms.n_rooms == 0 else 0
+    if packing and weight == 1:
+        raise ValueError("the packing-order penalty needs a fast mode (weight > 1)")
+    goal_depth = packing_depth(board) if packing else board.goal_depth
+    order_penalty = (GOAL_ORDER_PENALTY * h_scale
+                     if weight > 1 and (rooms.n_rooms == 0 or packing) else 0)
     region_penalty = REGION_PENALTY if macros else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
     stats = np.zeros(N_STATS, dtype=np.int64)
@@ -771,7 +781,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               arena.push, arena.closed, arena.table, arena.heap_f,
                               arena.heap_g, arena.heap_node, exact, corrals and not exact,
                               weight, h_scale, board.goal_squares, board.goal_area,
-                              board.goal_depth, order_penalty, rooms.room_of,
+                              goal_depth, order_penalty, rooms.room_of,
                               rooms.entrance_room, rooms.entrance_slot, rooms.order,
                               rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,

@@ -60,3 +60,12 @@ def test_generate_writes_levels_with_lengths(microban, tmp_path):
 def test_missing_level_is_a_user_error(microban, capsys):
     assert main(["sokoban", "solve", str(microban), "--level", "999"]) == 2
     assert "has levels 1..155" in capsys.readouterr().err
+
+
+def test_solve_greedy_with_packing_order(xsokoban, capsys):
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--weight", "100",
+                 "--packing", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--packing"]) == 2
+    assert "--packing needs a fast mode" in capsys.readouterr().err

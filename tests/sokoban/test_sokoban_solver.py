@@ -136,3 +136,21 @@ def test_boxoban_hard_levels_solve_optimally(boxoban_hard):
     for level in load_levels(boxoban_hard)[:20]:
         result = solve(build_board(level), timeout=30)
         assert result.solved and result.optimal and replay(level, result.lurd).solved
+
+
+def test_fast_mode_sees_the_goal_when_the_last_push_cuts_off_a_free_square():
+    # Filling the goal leaves the square behind it a free area of its own: the fast modes'
+    # free-area penalty must not keep the solved position from counting as solved.
+    (level,) = parse_levels("#######\n#@ $. #\n#######")
+    for weight in (2, 100):
+        result = solve(build_board(level), weight=weight, timeout=10)
+        assert result.solved and result.pushes == 1 and replay(level, result.lurd).solved
+
+
+def test_fast_mode_solves_xsokoban_7_quickly(xsokoban):
+    # Before the solved-position fix the greedy search ran past this level's solution for
+    # over a million expansions (its last goal leaves a free pocket behind it).
+    level = load_level(xsokoban, 7)
+    result = solve(build_board(level), weight=100, timeout=30)
+    assert result.solved and replay(level, result.lurd).solved
+    assert result.expanded < 100_000

@@ -1,0 +1,123 @@
+"""Packing order: the order in which a level's goals can be filled, by pulling boxes out.
+
+Retrograde analysis over the whole board: start with every goal full, and repeatedly take
+out the box whose goal is easiest to empty - a lone box on that goal (the other full goals
+are walls) that can be pulled, in the fewest pulls, to a square off the goals with the player
+then able to walk back to the start area. Pulling is the exact reverse of pushing, so the
+reverse of that removal order is an order in which boxes can be pushed onto the goals one
+after the other without a filled goal ever blocking a later one (as far as the lone-box
+view sees). When no box comes out alone, the shallowest goal is taken out (the order is a
+guide for the fast modes, never a pruning rule, so a poor order costs time, not solutions).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board
+
+NOT_A_GOAL = -1
+MAX_PULL_STATES = 20_000
+"""Bound on the (box square, player region) states of one pull-out search."""
+
+
+def _region(board: Board, start: int, blocked: set[int]) -> set[int]:
+    seen = {start}
+    stack = [start]
+    while stack:
+        s = stack.pop()
+        for d in range(N_DIRS):
+            t = int(board.neighbours[s, d])
+            if t != NO_SQUARE and t not in blocked and t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return seen
+
+
+def _home_square(board: Board) -> int:
+    """A square of the start area: the player's start, or the nearest square off the goals."""
+    start = board.start_player
+    if not board.is_goal[start]:
+        return start
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        if not board.is_goal[s]:
+            return s
+        for d in range(N_DIRS):
+            t = int(board.neighbours[s, d])
+            if t != NO_SQUARE and t not in seen:
+                seen.add(t)
+                queue.append(t)
+    return start
+
+
+def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int) -> int | None:
+    """Fewest pulls that take a lone box from ``goal`` to a square off the goals with the
+    player's region then holding ``home`` (``walls``: the other full goals); None if none."""
+    starts = []
+    seen: set[tuple[int, int]] = set()
+    for d in range(N_DIRS):
+        p = int(board.neighbours[goal, d])
+        if p == NO_SQUARE or p in walls:
+            continue
+        region = _region(board, p, walls | {goal})
+        key = (goal, min(region))
+        if key not in seen:
+            seen.add(key)
+            starts.append((goal, region, 0))
+    queue = deque(starts)
+    while queue and len(seen) < MAX_PULL_STATES:
+        box, region, pulls = queue.popleft()
+        for d in range(N_DIRS):
+            stand = int(board.neighbours[box, d])
+            if stand == NO_SQUARE or stand not in region:
+                continue
+            back = int(board.neighbours[stand, d])
+            if back == NO_SQUARE or back in walls:
+                continue
+            blocked = walls | {stand}
+            new_region = _region(board, back, blocked)
+            key = (stand, min(new_region))
+            if key in seen:
+                continue
+            seen.add(key)
+            if not board.is_goal[stand] and home in new_region:
+                return pulls + 1
+            queue.append((stand, new_region, pulls + 1))
+    return None
+
+
+def packing_order(board: Board) -> list[int]:
+    """Goal squares in the order they should be filled (first = deepest)."""
+    home = _home_square(board)
+    full = set(int(g) for g in board.goal_squares)
+    removed: list[int] = []
+    while full:
+        best: tuple[int, int, int] | None = None
+        for goal in sorted(full):
+            pulls = pulls_to_leave(board, goal, full - {goal}, home)
+            if pulls is not None:
+                rank = (pulls, int(board.goal_depth[goal]), goal)
+                if best is None or rank < best:
+                    best = rank
+        if best is None:
+            goal = min(full, key=lambda g: (int(board.goal_depth[g]), g))
+        else:
+            goal = best[2]
+        removed.append(goal)
+        full.remove(goal)
+    return removed[::-1]
+
+
+def packing_depth(board: Board) -> np.ndarray:
+    """int32[n]: for a goal, how early it is filled (n_goals for the first goal of the order,
+    1 for the last), NOT_A_GOAL elsewhere - larger is deeper, as ``Board.goal_depth``."""
+    depth = np.full(board.n_squares, NOT_A_GOAL, dtype=np.int32)
+    order = packing_order(board)
+    for k, goal in enumerate(order):
+        depth[goal] = len(order) - k
+    return depth

@@ -1,0 +1,101 @@
+"""Packing order: every goal can be filled by a lone box once the goals before it are full."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+from robocell.sokoban.board import N_DIRS, NO_SQUARE, build_board
+from robocell.sokoban.level import load_levels, parse_levels
+from robocell.sokoban.lurd import replay
+from robocell.sokoban.packing import NOT_A_GOAL, packing_depth, packing_order
+from robocell.sokoban.solver import solve
+
+CORRIDOR = """\
+#########
+#@ $ $..#
+#       #
+#########
+"""
+
+
+def _fillable(board, goal: int, walls: set[int]) -> bool:
+    """Forward check, independent of the pull search: can a lone box on some square off the
+    goals be pushed onto ``goal`` (``walls``: goals already full), the player starting on any
+    free square next to it?"""
+    seen: set[tuple[int, int]] = set()
+    queue = deque()
+    for s in range(board.n_squares):
+        if board.is_goal[s] or s in walls:
+            continue
+        for d in range(N_DIRS):
+            p = int(board.neighbours[s, d])
+            if p != NO_SQUARE and p not in walls and (s, p) not in seen:
+                seen.add((s, p))
+                queue.append((s, p))
+    while queue:
+        box, player = queue.popleft()
+        if box == goal:
+            return True
+        # The player walks round the box to every square of its region.
+        region = {player}
+        stack = [player]
+        while stack:
+            q = stack.pop()
+            for d in range(N_DIRS):
+                t = int(board.neighbours[q, d])
+                if t != NO_SQUARE and t != box and t not in walls and t not in region:
+                    region.add(t)
+                    stack.append(t)
+        for d in range(N_DIRS):
+            behind = int(board.neighbours[box, d ^ 1])
+            target = int(board.neighbours[box, d])
+            if behind in region and target != NO_SQUARE and target not in walls:
+                if (target, box) not in seen:
+                    seen.add((target, box))
+                    queue.append((target, box))
+    return False
+
+
+def test_corridor_fills_the_far_goal_first():
+    (level,) = parse_levels(CORRIDOR)
+    board = build_board(level)
+    far, near = board.square(1, 7), board.square(1, 6)
+    assert packing_order(board) == [far, near]
+    depth = packing_depth(board)
+    assert depth[far] > depth[near] > 0
+    assert depth[board.square(1, 1)] == NOT_A_GOAL
+
+
+def test_xsokoban_7_order_is_fillable_step_by_step(xsokoban):
+    board = build_board(load_levels(xsokoban)[6])
+    order = packing_order(board)
+    assert sorted(order) == sorted(int(g) for g in board.goal_squares)
+    for k, goal in enumerate(order):
+        assert _fillable(board, goal, set(order[:k])), f"step {k}: {board.name(goal)}"
+    # The goal right at the left entrance (row 8, column 9) is among the last ones filled,
+    # the bottom-right corner among the first.
+    assert order.index(board.square(7, 8)) >= len(order) - 4
+    assert order.index(board.square(9, 10)) < 3
+
+
+@pytest.mark.parametrize("index", range(1, 31))
+def test_microban_orders_are_fillable(microban, index):
+    board = build_board(load_levels(microban)[index - 1])
+    order = packing_order(board)
+    for k, goal in enumerate(order):
+        assert _fillable(board, goal, set(order[:k])), f"step {k}: {board.name(goal)}"
+
+
+def test_packing_needs_a_fast_mode():
+    (level,) = parse_levels(CORRIDOR)
+    with pytest.raises(ValueError, match="fast mode"):
+        solve(build_board(level), weight=1, packing=True)
+
+
+def test_packing_mode_solution_replays(microban):
+    level = load_levels(microban)[9]
+    result = solve(build_board(level), weight=100, packing=True, timeout=20)
+    assert result.solved and not result.optimal
+    assert replay(level, result.lurd).solved
