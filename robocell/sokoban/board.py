@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,21 @@ class Board:
         r, c = self.square_rc[player]
         grid[r][c] = "+" if self.is_goal[player] else "@"
         return "\n".join("".join(row).rstrip() for row in grid)
+
+
+def floor_region(board: Board, start: int, blocked: Collection[int]) -> set[int]:
+    """The squares the player reaches from ``start`` without entering ``blocked`` (boxes,
+    cut squares); an ordinary walk for the set-up code, not for the search."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        s = stack.pop()
+        for d in range(N_DIRS):
+            t = int(board.neighbours[s, d])
+            if t != NO_SQUARE and t not in blocked and t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return seen
 
 
 def build_board(level: Level) -> Board:

@@ -16,24 +16,11 @@ from collections import deque
 
 import numpy as np
 
-from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board
+from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board, floor_region
 
 NOT_A_GOAL = -1
 MAX_PULL_STATES = 20_000
 """Bound on the (box square, player region) states of one pull-out search."""
-
-
-def _region(board: Board, start: int, blocked: set[int]) -> set[int]:
-    seen = {start}
-    stack = [start]
-    while stack:
-        s = stack.pop()
-        for d in range(N_DIRS):
-            t = int(board.neighbours[s, d])
-            if t != NO_SQUARE and t not in blocked and t not in seen:
-                seen.add(t)
-                stack.append(t)
-    return seen
 
 
 def _home_square(board: Board) -> int:
@@ -64,7 +51,7 @@ def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int) -> int |
         p = int(board.neighbours[goal, d])
         if p == NO_SQUARE or p in walls:
             continue
-        region = _region(board, p, walls | {goal})
+        region = floor_region(board, p, walls | {goal})
         key = (goal, min(region))
         if key not in seen:
             seen.add(key)
@@ -80,7 +67,7 @@ def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int) -> int |
             if back == NO_SQUARE or back in walls:
                 continue
             blocked = walls | {stand}
-            new_region = _region(board, back, blocked)
+            new_region = floor_region(board, back, blocked)
             key = (stand, min(new_region))
             if key in seen:
                 continue

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board
+from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board, floor_region
 
 NO_ROOM = -1
 NO_MACRO = -1
@@ -63,19 +63,6 @@ def no_rooms(n_squares: int) -> GoalRooms:
                      np.zeros((1, 1), np.int32), np.zeros(1, np.int32))
 
 
-def _component(board: Board, start: int, removed: tuple[int, ...]) -> set[int]:
-    seen = {start}
-    stack = [start]
-    while stack:
-        s = stack.pop()
-        for d in range(N_DIRS):
-            t = int(board.neighbours[s, d])
-            if t != NO_SQUARE and t not in removed and t not in seen:
-                seen.add(t)
-                stack.append(t)
-    return seen
-
-
 def _candidate_rooms(board: Board) -> list[tuple[tuple[int, ...], frozenset[int]]]:
     """(entrance squares, room squares) for every cut of one square, or of two neighbouring
     squares, whose far side is a goal room."""
@@ -99,7 +86,7 @@ def _candidate_rooms(board: Board) -> list[tuple[tuple[int, ...], frozenset[int]
                 t = int(board.neighbours[e, d])
                 if t == NO_SQUARE or t in done or t in cut:
                     continue
-                comp = _component(board, t, cut)
+                comp = floor_region(board, t, cut)
                 done |= comp
                 if (len(comp) > MAX_ROOM_SQUARES or player in comp or comp & boxes
                         or not comp & goals or len(comp) + len(cut) >= board.n_squares):
