@@ -972,12 +972,12 @@ class Subscriber:
         size = len(frame) - end - 1
         if wire is None or size > self._limit:
             return self._handle_slow(frame)
+        if size and frame[end + 1] == BATCH_MARK:
+            return self._handle_batch(frame, end, route)
         try:  # decoded and checked against the declaration in C (a large frame unsliced)
             env = wire.decode(frame[end + 1:] if size < COPY_THRESHOLD
                               else memoryview(frame)[end + 1:])
-        except Exception:  # msgspec's errors, or an extension type refused; or a batch
-            if size and frame[end + 1] == BATCH_MARK:
-                return self._handle_batch(frame, end, route)
+        except Exception:  # msgspec's errors, or an extension type refused
             return self._handle_slow(frame)
         payload = _payload_map(env.payload)
         for optional in wire.optional:
