@@ -39,7 +39,8 @@ REFERENCES = {
 NODE_LIMIT = 24_000_000
 PLAIN_SUFFIX = "p"
 PACKING_SUFFIX = "o"
-STAGE_FLAGS = PLAIN_SUFFIX + PACKING_SUFFIX
+FEATURES_SUFFIX = "f"
+STAGE_FLAGS = PLAIN_SUFFIX + PACKING_SUFFIX + FEATURES_SUFFIX
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                              "then greedy (weight 100, goal-room macros) for 25 s, then weight 3 "
                              "for 25 s; the first verified solution counts (overrides --timeout); "
                              "a weight ending in p runs without macros or fast-mode penalties, "
-                             "one ending in o with the packing-order penalty")
+                             "one ending in o with the packing-order penalty, one ending in f "
+                             "runs the feature search (2f:30)")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
     try:
@@ -139,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = solve(board, metric=args.metric, timeout=seconds, weight=weight,
                                max_nodes=NODE_LIMIT,
                                macros=False if PLAIN_SUFFIX in flags else None,
-                               packing=PACKING_SUFFIX in flags)
+                               packing=PACKING_SUFFIX in flags,
+                               features=FEATURES_SUFFIX in flags)
                 spent += result.seconds
                 if result.solved and replay(level, result.lurd).solved:
                     break

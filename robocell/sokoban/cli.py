@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--packing", action="store_true",
                    help="fast modes: penalise boxes on goals filled out of the packing order "
                    "(found by pulling boxes out of the solved position)")
+    p.add_argument("--features", action="store_true",
+                   help="fast feature search: visit cells of positions with equal packing and "
+                   "connectivity in turn (implies --packing; not proven optimal)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 
@@ -151,10 +154,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
     weight = args.weight if args.weight is not None else (FAST_WEIGHT if args.fast else 1)
     if weight < 1:
         raise CommandError("--weight must be 1 (optimal) or more")
-    if args.packing and weight == 1:
-        raise CommandError("--packing needs a fast mode: add --fast or --weight W (W > 1)")
+    if args.features and args.weight is None:
+        weight = FAST_WEIGHT
+    if (args.packing or args.features) and weight == 1:
+        raise CommandError("--packing and --features need a fast mode: leave out --weight 1")
+    if args.features and args.metric != "pushes":
+        raise CommandError("--features searches in the push metric: leave out --metric moves")
     result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight,
-                   packing=args.packing)
+                   packing=args.packing, features=args.features)
     if result.solved and not replay(level, result.lurd).solved:
         raise CommandError("internal error: the solution found does not replay; please report")
     if args.json:

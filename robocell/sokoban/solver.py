@@ -28,6 +28,19 @@ from robocell.sokoban.bounds import (
 )
 from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
+from robocell.sokoban.features import (
+    FS_ACTIVE,
+    FS_GOAL,
+    FS_HEAP_EVERY,
+    FS_TURN,
+    N_NODE_ARRAYS,
+    FeatureSpace,
+    doorways,
+    feature_space,
+    file_node,
+    next_node,
+    unadvised_pushes,
+)
 from robocell.sokoban.packing import packing_depth
 from robocell.sokoban.patterns import (
     PC_PATTERNS,
@@ -61,6 +74,9 @@ INITIAL_CAPACITY = 1 << 15
 DEFAULT_MAX_NODES = 40_000_000
 FAST_WEIGHT = 2
 """Weight of the bound in the fast (non-optimal) mode: f = g + FAST_WEIGHT*h."""
+FEATURE_HEAP_EVERY = 2
+"""Feature search: every this many expansions the best position by f = g + weight*h is taken
+instead of the next cell's (0: cells only)."""
 MAX_TUNNEL_RUN = 1 << 10
 TUNNEL_FLAG = 1 << 30
 """Push code of a tunnel run: TUNNEL_FLAG | run << MACRO_SHIFT | (square*4 + direction)."""
@@ -297,6 +313,69 @@ def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupie
 
 
 @njit(cache=True)
+def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
+                   node_h: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
+                   is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
+                   goal_depth: np.ndarray, deepest_empty: np.ndarray, region_mark: np.ndarray,
+                   region_stamp: int, queue: np.ndarray, fs: FeatureSpace) -> int:
+    """Feature search: compute the features of the new nodes ``first..end-1`` (children of
+    ``parent``, or the start node when ``parent == first``), let the advisors pick their
+    pushes, and file every node in its cell. ``occupied`` must be all False; returns the
+    region stamp. A solved child is reported in the counters (FS_GOAL)."""
+    packed = fs.packed
+    regions = fs.regions
+    blocked = fs.blocked
+    nb = node_boxes.shape[1]
+    best_pack = -1
+    best_area = -1
+    best_door = -1
+    best_h = -1
+    for c in range(first, end):
+        on_goal = 0
+        in_doorways = 0
+        for k in range(nb):
+            b = node_boxes[c, k]
+            occupied[b] = True
+            if is_goal[b]:
+                on_goal += 1
+            elif fs.doorway[b]:
+                in_doorways += 1
+        blocked[c] = in_doorways
+        region_stamp += 1
+        regions[c] = count_regions(neighbours, occupied, region_mark, region_stamp, queue)
+        packed[c] = on_goal - _misordered_goals(node_boxes[c], -1, -1, occupied, goal_squares,
+                                                goal_area, goal_depth, deepest_empty)
+        for k in range(nb):
+            occupied[node_boxes[c, k]] = False
+        if node_h[c] == 0:
+            fs.counters[FS_GOAL] = c + 1
+        if parent == first:
+            continue
+        # The packing advisor: the push that packs most; the connectivity advisor: the push
+        # that joins most areas; the bound advisor: the push that lowers the bound most.
+        if packed[c] > packed[parent] and (
+                best_pack < 0 or packed[c] > packed[best_pack]
+                or (packed[c] == packed[best_pack] and node_h[c] < node_h[best_pack])):
+            best_pack = c
+        if regions[c] < regions[parent] and (
+                best_area < 0 or regions[c] < regions[best_area]
+                or (regions[c] == regions[best_area] and node_h[c] < node_h[best_area])):
+            best_area = c
+        if blocked[c] < blocked[parent] and (
+                best_door < 0 or blocked[c] < blocked[best_door]
+                or (blocked[c] == blocked[best_door] and node_h[c] < node_h[best_door])):
+            best_door = c
+        if node_h[c] < node_h[parent] and (best_h < 0 or node_h[c] < node_h[best_h]):
+            best_h = c
+    base = 0 if parent == first else unadvised_pushes(parent, fs)
+    for c in range(first, end):
+        advised = (parent == first or c == best_pack or c == best_area or c == best_door
+                   or c == best_h)
+        file_node(c, base if advised else base + 1, node_h[c], fs)
+    return region_stamp
+
+
+@njit(cache=True)
 def _store_child(node: int, child: np.ndarray, child_player: int, child_key: np.uint64,
                  child_g: int, push_code: int, neighbours: np.ndarray,
                  region_with_box: np.ndarray, push_cost: np.ndarray, masks: np.ndarray,
@@ -391,7 +470,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  cache_keys: np.ndarray, cache_dead: np.ndarray, patterns: tuple,
-                 stats: np.ndarray) -> int:
+                 fess: bool, fs: FeatureSpace, stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
@@ -443,23 +522,44 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     status = STATUS_RUNNING
     expanded = 0
     while expanded < budget:
-        if heap_size == 0:
-            status = STATUS_NO_SOLUTION
-            break
         if n_nodes + 4 * nb + 1 >= capacity or heap_size + 4 * nb + 1 >= heap_capacity:
             status = STATUS_FULL
             break
-        heap_size = heap_pop(heap_f, heap_g, heap_node, heap_size)
-        node = heap_node[heap_size]
-        g = heap_g[heap_size]
-        if node_closed[node] or g != node_g[node]:
-            continue
+        node = -1
+        if fess:
+            counters = fs.counters
+            if counters[FS_ACTIVE] == 0:
+                region_stamp = _file_children(0, 0, 1, node_boxes, node_h, occupied,
+                                              neighbours, is_goal, goal_squares, goal_area,
+                                              goal_depth, deepest_empty, region_mark,
+                                              region_stamp, queue, fs)
+            every = counters[FS_HEAP_EVERY]
+            counters[FS_TURN] += 1
+            if every == 0 or counters[FS_TURN] % every != 0 or heap_size == 0:
+                node = next_node(fs)
+                if node < 0 and (every == 0 or heap_size == 0):
+                    status = STATUS_NO_SOLUTION
+                    break
+        if node >= 0:
+            g = node_g[node]
+            if node_closed[node]:
+                continue
+        else:
+            if heap_size == 0:
+                status = STATUS_NO_SOLUTION
+                break
+            heap_size = heap_pop(heap_f, heap_g, heap_node, heap_size)
+            node = heap_node[heap_size]
+            g = heap_g[heap_size]
+            if node_closed[node] or g != node_g[node]:
+                continue
         if node_h[node] == 0:
             stats[ST_GOAL] = node
             status = STATUS_SOLVED
             break
         node_closed[node] = 1
         expanded += 1
+        first_child = n_nodes
         boxes = node_boxes[node]
         key = node_hash[node]
         player = node_player[node]
@@ -647,6 +747,19 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 n_nodes += 1
         for k in range(nb):
             occupied[boxes[k]] = False
+        if fess:
+            # Children go to the cells of their features (and stay on the heap only when
+            # the heap takes turns with the cells).
+            if fs.counters[FS_HEAP_EVERY] == 0:
+                heap_size = 0
+            region_stamp = _file_children(node, first_child, n_nodes, node_boxes, node_h,
+                                          occupied, neighbours, is_goal, goal_squares,
+                                          goal_area, goal_depth, deepest_empty, region_mark,
+                                          region_stamp, queue, fs)
+            if fs.counters[FS_GOAL] > 0:
+                stats[ST_GOAL] = fs.counters[FS_GOAL] - 1
+                status = STATUS_SOLVED
+                break
     stats[ST_NODES] = n_nodes
     stats[ST_HEAP] = heap_size
     stats[ST_EXPANDED] += expanded
@@ -685,8 +798,13 @@ class SolveResult:
 class _Arena:
     """The growable arrays of one search."""
 
-    def __init__(self, n_boxes: int, capacity: int) -> None:
+    def __init__(self, n_boxes: int, capacity: int, doorway: np.ndarray | None = None
+                 ) -> None:
         self.capacity = capacity
+        # The feature space's per-node arrays are as long as the node arrays when in use.
+        features = doorway is not None
+        self.fs = feature_space(n_boxes, capacity if features else 1, doorway)
+        self.features = features
         self.boxes = np.zeros((capacity, n_boxes), dtype=np.int16)
         self.player = np.zeros(capacity, dtype=np.int16)
         self.hash = np.zeros(capacity, dtype=np.uint64)
@@ -713,6 +831,10 @@ class _Arena:
             setattr(self, name, bigger(getattr(self, name), new, n_nodes))
         for name in ("heap_f", "heap_g", "heap_node"):
             setattr(self, name, bigger(getattr(self, name), 2 * new, heap_size))
+        if self.features:
+            self.fs = FeatureSpace(*(tuple(bigger(a, new, n_nodes)
+                                           for a in self.fs[:N_NODE_ARRAYS])
+                                     + self.fs[N_NODE_ARRAYS:]))
         self.table = np.full(4 * new, EMPTY_SLOT, dtype=np.int32)
         rebuild_table(self.table, self.hash, n_nodes)
         self.capacity = new
@@ -721,13 +843,15 @@ class _Arena:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.boxes, self.player, self.hash, self.g, self.h,
                                       self.parent, self.push, self.closed, self.table,
-                                      self.heap_f, self.heap_g, self.heap_node))
+                                      self.heap_f, self.heap_g, self.heap_node)
+                   + self.fs)
 
 
 def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = None,
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
           corrals: bool = True, macros: bool | None = None,
-          patterns: tuple | None = None, packing: bool = False) -> SolveResult:
+          patterns: tuple | None = None, packing: bool = False,
+          features: bool = False) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
@@ -735,7 +859,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     pattern table (``patterns.pattern_table``) to learn into and match from; default: a new
     empty one. ``packing`` (fast modes only) takes the goal order of the misordered-goal
     penalty from the packing order (``packing.packing_depth``) instead of each goal's depth in
-    its goal area, and applies that penalty on levels with goal rooms too."""
+    its goal area, and applies that penalty on levels with goal rooms too. ``features``
+    (fast push mode only) replaces the A* open list by the feature space (``features``):
+    cells of positions with the same packing and connectivity, visited in turn, and implies
+    ``packing``; ``weight`` then only matters for the macros' default."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -746,13 +873,18 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     if macros and (weight == 1 or exact):
         raise ValueError("goal-room macros need the fast push mode (weight > 1, pushes)")
     rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
+    if features and (weight == 1 or exact):
+        raise ValueError("the feature search is a fast push mode (weight > 1, pushes)")
+    packing = packing or features
     if packing and weight == 1:
         raise ValueError("the packing-order penalty needs a fast mode (weight > 1)")
     goal_depth = packing_depth(board) if packing else board.goal_depth
     order_penalty = (GOAL_ORDER_PENALTY * h_scale
                      if weight > 1 and (rooms.n_rooms == 0 or packing) else 0)
     region_penalty = REGION_PENALTY if macros else 0
-    arena = _Arena(board.n_boxes, INITIAL_CAPACITY)
+    arena = _Arena(board.n_boxes, INITIAL_CAPACITY,
+                   doorways(board.neighbours) if features else None)
+    arena.fs.counters[FS_HEAP_EVERY] = FEATURE_HEAP_EVERY
     stats = np.zeros(N_STATS, dtype=np.int64)
     cache_keys, cache_dead = corral_cache()
     if patterns is None:
@@ -786,7 +918,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
                               region_penalty, CHUNK_EXPANSIONS, cache_keys, cache_dead,
-                              patterns, stats)
+                              patterns, features, arena.fs, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])

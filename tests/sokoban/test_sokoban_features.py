@@ -1,0 +1,115 @@
+"""The feature space: cells visited in turn, each giving up its best node (pairing heaps)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robocell.sokoban.board import build_board
+from robocell.sokoban.features import (
+    FS_ACTIVE,
+    KEY_SHIFT,
+    MAX_BLOCKED,
+    MAX_KEY_H,
+    MAX_REGIONS,
+    cell_of,
+    doorways,
+    feature_space,
+    file_node,
+    next_node,
+    unadvised_pushes,
+)
+from robocell.sokoban.level import parse_levels
+from robocell.sokoban.solver import count_regions
+
+ROOMS = """\
+#########
+#  #    #
+# $   $ #
+#  ## $ #
+#.## #..#
+#@ ######
+####
+"""
+
+
+def _file(fs, node, packed, regions, unadvised, h, blocked=0):
+    fs.packed[node] = packed
+    fs.regions[node] = regions
+    fs.blocked[node] = blocked
+    file_node(node, unadvised, h, fs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 40)),
+                min_size=1, max_size=200), st.integers(0, 2**32 - 1))
+def test_one_cell_gives_up_its_nodes_in_key_order(entries, seed):
+    """Filed and taken in a random interleaving, a single cell always gives up the smallest
+    key it holds: the pairing heap is a correct priority queue."""
+    fs = feature_space(4, len(entries))
+    rng = random.Random(seed)
+    held: dict[int, int] = {}
+    order = list(range(len(entries)))
+    taken = 0
+    while order or held:
+        if order and (not held or rng.random() < 0.6):
+            node = order.pop(0)
+            _, unadvised, h = entries[node]
+            _file(fs, node, 2, 1, unadvised, h)
+            held[node] = (unadvised << KEY_SHIFT) | h
+        else:
+            node = next_node(fs)
+            assert node in held
+            assert held[node] == min(held.values())
+            assert unadvised_pushes(node, fs) == entries[node][1]
+            del held[node]
+            taken += 1
+    assert taken == len(entries)
+    assert next_node(fs) == -1
+
+
+def test_cells_take_turns():
+    """Each cell that holds nodes gives up one per round, in the order the cells first
+    appeared, whatever the keys in the other cells."""
+    fs = feature_space(3, 16)
+    # cell A (packed 0, 1 area): keys 0, 1, 2; cell B (packed 2, 1 area): keys 50, 60;
+    # cell C (packed 1, 3 areas): key 7
+    for node, (packed, regions, h) in enumerate([(0, 1, 0), (2, 1, 60), (0, 1, 2), (1, 3, 7),
+                                                 (0, 1, 1), (2, 1, 50)]):
+        _file(fs, node, packed, regions, 0, h)
+    assert fs.counters[FS_ACTIVE] == 3
+    assert [next_node(fs) for _ in range(7)] == [0, 5, 3, 4, 1, 2, -1]
+
+
+def test_cell_index_and_key_bounds():
+    assert cell_of(0, 1, 0) == MAX_BLOCKED
+    assert cell_of(2, 5, 3) == (2 * MAX_REGIONS + 5) * MAX_BLOCKED + 3
+    # many areas or blocked doorways share the last column
+    assert cell_of(1, 500, 99) == (2 * MAX_REGIONS - 1) * MAX_BLOCKED + MAX_BLOCKED - 1
+    fs = feature_space(2, 2)
+    _file(fs, 0, 0, 1, 3, 10**12)  # a huge bound is capped, the unadvised count survives
+    assert unadvised_pushes(0, fs) == 3
+    assert fs.key[0] & MAX_KEY_H == MAX_KEY_H
+    assert fs.key.dtype == np.int64
+
+
+def test_doorways_are_the_squares_that_split_the_floor():
+    """Checked against the definition: a square is a doorway exactly when taking it away
+    leaves more areas of floor than before."""
+    level = parse_levels(ROOMS)[0]
+    board = build_board(level)
+    door = doorways(board.neighbours)
+    free = np.zeros(board.n_squares, dtype=np.bool_)
+    mark = np.zeros(board.n_squares, dtype=np.int32)
+    queue = np.zeros(board.n_squares, dtype=np.int32)
+    base = count_regions(board.neighbours, free, mark, 1, queue)
+    for s in range(board.n_squares):
+        free[s] = True
+        split = count_regions(board.neighbours, free, mark, 2 + s, queue) > base
+        free[s] = False
+        assert door[s] == split, board.name(s)
+    # the corridor between the rooms is all doorway, the rooms' insides none
+    assert 3 <= door.sum() <= 8
