@@ -69,3 +69,13 @@ def test_solve_greedy_with_packing_order(xsokoban, capsys):
     assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
     assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--packing"]) == 2
     assert "--packing needs a fast mode" in capsys.readouterr().err
+
+
+def test_solve_with_the_feature_search(xsokoban, capsys):
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--features",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--features",
+                 "--metric", "moves"]) == 2
+    assert "push metric" in capsys.readouterr().err

@@ -142,8 +142,8 @@ def test_fast_mode_sees_the_goal_when_the_last_push_cuts_off_a_free_square():
     # Filling the goal leaves the square behind it a free area of its own: the fast modes'
     # free-area penalty must not keep the solved position from counting as solved.
     (level,) = parse_levels("#######\n#@ $. #\n#######")
-    for weight in (2, 100):
-        result = solve(build_board(level), weight=weight, timeout=10)
+    for weight, features in ((2, False), (100, False), (2, True)):
+        result = solve(build_board(level), weight=weight, timeout=10, features=features)
         assert result.solved and result.pushes == 1 and replay(level, result.lurd).solved
 
 
@@ -154,3 +154,30 @@ def test_fast_mode_solves_xsokoban_7_quickly(xsokoban):
     result = solve(build_board(level), weight=100, timeout=30)
     assert result.solved and replay(level, result.lurd).solved
     assert result.expanded < 100_000
+
+
+def test_feature_search_solves_a_level_weighted_a_star_does_not(xsokoban):
+    # XSokoban 60: weighted A* (2 or 3) and greedy search time out at 60 s on it; the feature
+    # search takes a few seconds.
+    level = load_level(xsokoban, 60)
+    result = solve(build_board(level), weight=2, features=True, timeout=120)
+    assert result.solved and not result.optimal and replay(level, result.lurd).solved
+    assert result.expanded < 1_000_000
+
+
+def test_feature_search_without_macros_solves_microban_153(microban):
+    # The goal room's macros cut off every solution of this level (the search with them runs
+    # out of positions), and the other modes time out; cells without macros do not.
+    level = load_level(microban, 153)
+    with_macros = solve(build_board(level), weight=2, features=True, timeout=60)
+    assert with_macros.status == "exhausted" and not with_macros.optimal
+    result = solve(build_board(level), weight=2, features=True, macros=False, timeout=120)
+    assert result.solved and replay(level, result.lurd).solved
+
+
+def test_feature_search_proves_an_unsolvable_level_unsolvable():
+    (level,) = parse_levels("######\n#$@ .#\n#  $.#\n######")   # a box in a corner
+    result = solve(build_board(level), weight=2, features=True, macros=False)
+    assert result.status == "no solution"
+    with pytest.raises(ValueError, match="fast push mode"):
+        solve(build_board(level), features=True)
