@@ -22,7 +22,7 @@ from robocell.common.paths import shared_data_dir
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import load_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.solver import METRIC_MOVES, METRIC_PUSHES, solve
+from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_MOVES, METRIC_PUSHES, solve
 
 COLLECTIONS = {
     "microban": "microban.txt",
@@ -41,6 +41,15 @@ PLAIN_SUFFIX = "p"
 PACKING_SUFFIX = "o"
 FEATURES_SUFFIX = "f"
 STAGE_FLAGS = PLAIN_SUFFIX + PACKING_SUFFIX + FEATURES_SUFFIX
+
+
+def _stage(part: str) -> tuple[int, float, str, int]:
+    """``W[flags][/E]:S`` -> (weight, seconds, flags, heap_every)."""
+    spec, seconds = part.split(":")
+    spec, _, every = spec.partition("/")
+    weight = spec.rstrip(STAGE_FLAGS)
+    return (int(weight), float(seconds), spec[len(weight):],
+            int(every) if every else FEATURE_HEAP_EVERY)
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
@@ -101,18 +110,18 @@ def main(argv: list[str] | None = None) -> int:
                              "for 25 s; the first verified solution counts (overrides --timeout); "
                              "a weight ending in p runs without macros or fast-mode penalties, "
                              "one ending in o with the packing-order penalty, one ending in f "
-                             "runs the feature search (2f:30)")
+                             "runs the feature search (2f:30), whose heap takes every E-th "
+                             "expansion with /E (2f/2:30; default 3)")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
     try:
-        args.stages = [(int(w.rstrip(STAGE_FLAGS)), float(t), w[len(w.rstrip(STAGE_FLAGS)):])
-                       for w, t in (part.split(":") for part in args.schedule.split(",") if part)]
+        args.stages = [_stage(part) for part in args.schedule.split(",") if part]
     except ValueError:
         parser.error(f"--schedule wants weight:seconds,... not {args.schedule!r}")
-    if any(w < 1 or t <= 0 for w, t, _ in args.stages):
+    if any(w < 1 or t <= 0 or every < 0 for w, t, _, every in args.stages):
         parser.error("--schedule: weights must be >= 1 and seconds > 0")
     if args.stages:
-        args.timeout = sum(t for _, t, _ in args.stages)
+        args.timeout = sum(t for _, t, _, _ in args.stages)
 
     name = args.collection
     path = Path(name) if name not in COLLECTIONS else shared_data_dir() / "sokoban" / COLLECTIONS[
@@ -137,12 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         board = build_board(level)
         if args.stages:
             spent = 0.0
-            for weight, seconds, flags in args.stages:
+            for weight, seconds, flags, every in args.stages:
                 result = solve(board, metric=args.metric, timeout=seconds, weight=weight,
                                max_nodes=NODE_LIMIT,
                                macros=False if PLAIN_SUFFIX in flags else None,
                                packing=PACKING_SUFFIX in flags,
-                               features=FEATURES_SUFFIX in flags)
+                               features=FEATURES_SUFFIX in flags, heap_every=every)
                 spent += result.seconds
                 if result.solved and replay(level, result.lurd).solved:
                     break

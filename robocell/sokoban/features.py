@@ -44,6 +44,7 @@ class FeatureSpace(NamedTuple):
     cell_root: np.ndarray  # int32[cell]: best node of the cell, -1 empty, NEVER unused
     active: np.ndarray     # int32[cell]: the cells that ever held a node, in order
     doorway: np.ndarray    # bool[square]: squares whose loss splits the floor
+    pack_depth: np.ndarray  # int32[square]: a goal's place in the packing order, deepest high
     counters: np.ndarray   # int64[N_COUNTERS]
 
 
@@ -51,16 +52,19 @@ N_NODE_ARRAYS = 6
 """The first six arrays are per node and grow with the node arrays."""
 
 
-def feature_space(n_boxes: int, capacity: int, doorway: np.ndarray | None = None
-                  ) -> FeatureSpace:
-    """An empty feature space for ``capacity`` nodes (``doorway``: see ``doorways``)."""
+def feature_space(n_boxes: int, capacity: int,
+                  board_features: tuple[np.ndarray, np.ndarray] | None = None) -> FeatureSpace:
+    """An empty feature space for ``capacity`` nodes; ``board_features`` are the board's
+    doorways (``doorways``) and packing depths (``packing.packing_depth``)."""
+    if board_features is None:
+        board_features = (np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int32))
     n_cells = (n_boxes + 1) * MAX_REGIONS * MAX_BLOCKED
     return FeatureSpace(
         np.zeros(capacity, dtype=np.int64), np.full(capacity, -1, dtype=np.int32),
         np.full(capacity, -1, dtype=np.int32), np.zeros(capacity, dtype=np.int16),
         np.zeros(capacity, dtype=np.int16), np.zeros(capacity, dtype=np.int16),
         np.full(n_cells, NEVER, dtype=np.int32), np.zeros(n_cells, dtype=np.int32),
-        doorway if doorway is not None else np.zeros(1, dtype=np.bool_),
+        board_features[0], board_features[1],
         np.zeros(N_COUNTERS, dtype=np.int64))
 
 

@@ -74,7 +74,7 @@ INITIAL_CAPACITY = 1 << 15
 DEFAULT_MAX_NODES = 40_000_000
 FAST_WEIGHT = 2
 """Weight of the bound in the fast (non-optimal) mode: f = g + FAST_WEIGHT*h."""
-FEATURE_HEAP_EVERY = 2
+FEATURE_HEAP_EVERY = 3
 """Feature search: every this many expansions the best position by f = g + weight*h is taken
 instead of the next cell's (0: cells only)."""
 MAX_TUNNEL_RUN = 1 << 10
@@ -316,7 +316,7 @@ def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupie
 def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
                    node_h: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
                    is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
-                   goal_depth: np.ndarray, deepest_empty: np.ndarray, region_mark: np.ndarray,
+                   deepest_empty: np.ndarray, region_mark: np.ndarray,
                    region_stamp: int, queue: np.ndarray, fs: FeatureSpace) -> int:
     """Feature search: compute the features of the new nodes ``first..end-1`` (children of
     ``parent``, or the start node when ``parent == first``), let the advisors pick their
@@ -344,7 +344,7 @@ def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
         region_stamp += 1
         regions[c] = count_regions(neighbours, occupied, region_mark, region_stamp, queue)
         packed[c] = on_goal - _misordered_goals(node_boxes[c], -1, -1, occupied, goal_squares,
-                                                goal_area, goal_depth, deepest_empty)
+                                                goal_area, fs.pack_depth, deepest_empty)
         for k in range(nb):
             occupied[node_boxes[c, k]] = False
         if node_h[c] == 0:
@@ -531,7 +531,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             if counters[FS_ACTIVE] == 0:
                 region_stamp = _file_children(0, 0, 1, node_boxes, node_h, occupied,
                                               neighbours, is_goal, goal_squares, goal_area,
-                                              goal_depth, deepest_empty, region_mark,
+                                              deepest_empty, region_mark,
                                               region_stamp, queue, fs)
             every = counters[FS_HEAP_EVERY]
             counters[FS_TURN] += 1
@@ -754,7 +754,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 heap_size = 0
             region_stamp = _file_children(node, first_child, n_nodes, node_boxes, node_h,
                                           occupied, neighbours, is_goal, goal_squares,
-                                          goal_area, goal_depth, deepest_empty, region_mark,
+                                          goal_area, deepest_empty, region_mark,
                                           region_stamp, queue, fs)
             if fs.counters[FS_GOAL] > 0:
                 stats[ST_GOAL] = fs.counters[FS_GOAL] - 1
@@ -798,12 +798,12 @@ class SolveResult:
 class _Arena:
     """The growable arrays of one search."""
 
-    def __init__(self, n_boxes: int, capacity: int, doorway: np.ndarray | None = None
-                 ) -> None:
+    def __init__(self, n_boxes: int, capacity: int,
+                 board_features: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.capacity = capacity
         # The feature space's per-node arrays are as long as the node arrays when in use.
-        features = doorway is not None
-        self.fs = feature_space(n_boxes, capacity if features else 1, doorway)
+        features = board_features is not None
+        self.fs = feature_space(n_boxes, capacity if features else 1, board_features)
         self.features = features
         self.boxes = np.zeros((capacity, n_boxes), dtype=np.int16)
         self.player = np.zeros(capacity, dtype=np.int16)
@@ -851,7 +851,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
           corrals: bool = True, macros: bool | None = None,
           patterns: tuple | None = None, packing: bool = False,
-          features: bool = False) -> SolveResult:
+          features: bool = False, heap_every: int = FEATURE_HEAP_EVERY) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
@@ -860,9 +860,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     empty one. ``packing`` (fast modes only) takes the goal order of the misordered-goal
     penalty from the packing order (``packing.packing_depth``) instead of each goal's depth in
     its goal area, and applies that penalty on levels with goal rooms too. ``features``
-    (fast push mode only) replaces the A* open list by the feature space (``features``):
-    cells of positions with the same packing and connectivity, visited in turn, and implies
-    ``packing``; ``weight`` then only matters for the macros' default."""
+    (fast push mode only) adds the feature space (``features``): cells of positions with the
+    same packing, connectivity and blocked doorways, visited in turn, taking turns with the
+    weighted A* heap: every ``heap_every``-th expansion comes from the heap (0: none)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -875,7 +875,6 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
     if features and (weight == 1 or exact):
         raise ValueError("the feature search is a fast push mode (weight > 1, pushes)")
-    packing = packing or features
     if packing and weight == 1:
         raise ValueError("the packing-order penalty needs a fast mode (weight > 1)")
     goal_depth = packing_depth(board) if packing else board.goal_depth
@@ -883,8 +882,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                      if weight > 1 and (rooms.n_rooms == 0 or packing) else 0)
     region_penalty = REGION_PENALTY if macros else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY,
-                   doorways(board.neighbours) if features else None)
-    arena.fs.counters[FS_HEAP_EVERY] = FEATURE_HEAP_EVERY
+                   (doorways(board.neighbours), packing_depth(board)) if features else None)
+    if heap_every < 0:
+        raise ValueError(f"heap_every must be 0 (cells only) or more, not {heap_every}")
+    arena.fs.counters[FS_HEAP_EVERY] = heap_every
     stats = np.zeros(N_STATS, dtype=np.int64)
     cache_keys, cache_dead = corral_cache()
     if patterns is None:
