@@ -156,8 +156,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise CommandError("--weight must be 1 (optimal) or more")
     if args.features and args.weight is None:
         weight = FAST_WEIGHT
-    if (args.packing or args.features) and weight == 1:
-        raise CommandError("--packing and --features need a fast mode: leave out --weight 1")
+    if args.features and weight == 1:
+        raise CommandError("--features is a fast mode: leave out --weight 1")
+    if args.packing and weight == 1:
+        raise CommandError("--packing needs a fast mode: add --fast or --weight W (W > 1)")
     if args.features and args.metric != "pushes":
         raise CommandError("--features searches in the push metric: leave out --metric moves")
     result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight,
