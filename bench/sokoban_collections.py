@@ -22,7 +22,8 @@ from robocell.common.paths import shared_data_dir
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import load_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_MOVES, METRIC_PUSHES, solve
+from robocell.sokoban.schedule import parse_schedule, solve_scheduled
+from robocell.sokoban.solver import METRIC_MOVES, METRIC_PUSHES, solve
 
 COLLECTIONS = {
     "microban": "microban.txt",
@@ -37,19 +38,6 @@ REFERENCES = {
                 "YASS 89/90, Rolling Stone 57/90",
 }
 NODE_LIMIT = 24_000_000
-PLAIN_SUFFIX = "p"
-PACKING_SUFFIX = "o"
-FEATURES_SUFFIX = "f"
-STAGE_FLAGS = PLAIN_SUFFIX + PACKING_SUFFIX + FEATURES_SUFFIX
-
-
-def _stage(part: str) -> tuple[int, float, str, int]:
-    """``W[flags][/E]:S`` -> (weight, seconds, flags, heap_every)."""
-    spec, seconds = part.split(":")
-    spec, _, every = spec.partition("/")
-    weight = spec.rstrip(STAGE_FLAGS)
-    return (int(weight), float(seconds), spec[len(weight):],
-            int(every) if every else FEATURE_HEAP_EVERY)
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,
@@ -105,23 +93,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="if optimal A* times out, spend --fallback-seconds on this weight")
     parser.add_argument("--fallback-seconds", type=float, default=0.0)
     parser.add_argument("--schedule", default="",
-                        help="portfolio per level, e.g. 1:10,100:25,3:25 = optimal A* for 10 s, "
-                             "then greedy (weight 100, goal-room macros) for 25 s, then weight 3 "
-                             "for 25 s; the first verified solution counts (overrides --timeout); "
-                             "a weight ending in p runs without macros or fast-mode penalties, "
-                             "one ending in o with the packing-order penalty, one ending in f "
-                             "runs the feature search (2f:30), whose heap takes every E-th "
-                             "expansion with /E (2f/2:30; default 3)")
+                        help="searches per level in turn, W[flags][/E]:SECONDS,... (see "
+                             "robocell.sokoban.schedule), e.g. 1:5,2fo:25,100fo/2:30 = optimal "
+                             "A* for 5 s, then the feature search (weight-2 heap, packing "
+                             "penalty) for 25 s, then the feature search with a greedy heap "
+                             "taking every 2nd expansion for 30 s; the first verified solution "
+                             "counts (overrides --timeout)")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
     try:
-        args.stages = [_stage(part) for part in args.schedule.split(",") if part]
-    except ValueError:
-        parser.error(f"--schedule wants weight:seconds,... not {args.schedule!r}")
-    if any(w < 1 or t <= 0 or every < 0 for w, t, _, every in args.stages):
-        parser.error("--schedule: weights must be >= 1 and seconds > 0")
+        args.stages = parse_schedule(args.schedule) if args.schedule else []
+    except ValueError as exc:
+        parser.error(f"--schedule: {exc}")
     if args.stages:
-        args.timeout = sum(t for _, t, _, _ in args.stages)
+        args.timeout = sum(stage.seconds for stage in args.stages)
 
     name = args.collection
     path = Path(name) if name not in COLLECTIONS else shared_data_dir() / "sokoban" / COLLECTIONS[
@@ -145,18 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for level in levels:
         board = build_board(level)
         if args.stages:
-            spent = 0.0
-            for weight, seconds, flags, every in args.stages:
-                result = solve(board, metric=args.metric, timeout=seconds, weight=weight,
-                               max_nodes=NODE_LIMIT,
-                               macros=False if PLAIN_SUFFIX in flags else None,
-                               packing=PACKING_SUFFIX in flags,
-                               features=FEATURES_SUFFIX in flags, heap_every=every)
-                spent += result.seconds
-                if result.solved and replay(level, result.lurd).solved:
-                    break
-                if result.status == "no solution" and weight == 1:
-                    break
+            result, spent = solve_scheduled(level, args.stages, args.metric)
         else:
             result = solve(board, metric=args.metric, timeout=args.timeout, weight=args.weight,
                            max_nodes=NODE_LIMIT)

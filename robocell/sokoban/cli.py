@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -41,15 +42,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", choices=("pushes", "moves"), default="pushes")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     p.add_argument("--fast", action="store_true",
-                   help="weighted A* (f = g + 2h) with goal-room macros and tunnel runs: "
-                   "quicker on big levels, not proven optimal (--weight 100: greedy)")
+                   help="solve as many levels as possible within --timeout: optimal A* for a "
+                   "moment, then the feature searches (the default schedule, see --schedule); "
+                   "with --weight, --packing or --features: that one weighted search "
+                   "(weight 2 unless given)")
     p.add_argument("--weight", type=int, help="weight of the bound in f = g + w*h (1 = optimal)")
     p.add_argument("--packing", action="store_true",
                    help="fast modes: penalise boxes on goals filled out of the packing order "
                    "(found by pulling boxes out of the solved position)")
     p.add_argument("--features", action="store_true",
                    help="fast feature search: visit cells of positions with equal packing and "
-                   "connectivity in turn (implies --packing; not proven optimal)")
+                   "connectivity in turn, taking turns with weighted A* (not proven "
+                   "optimal)")
+    p.add_argument("--schedule", metavar="STAGES",
+                   help="searches in turn, W[flags][/E]:SECONDS,..., e.g. 1:5,2fo:25,100fo/2:30 "
+                   "(optimal A* for 5 s, feature search with packing penalty for 25 s, then "
+                   "with a greedy heap taking every 2nd expansion for 30 s); flags: p plain, "
+                   "o packing penalty, f feature search; replaces --timeout")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 
@@ -147,10 +156,23 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def cmd_solve(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.sokoban.board import build_board
-    from robocell.sokoban.lurd import replay
+    from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
     from robocell.sokoban.solver import FAST_WEIGHT, solve
 
     level = _load(args.file, args.level)
+    single = args.weight is not None or args.packing or args.features
+    if args.schedule or (args.fast and not single):
+        if args.schedule and (args.fast or single):
+            raise CommandError("--schedule gives the searches itself: leave out --fast, "
+                               "--weight, --packing and --features")
+        try:
+            stages = (parse_schedule(args.schedule) if args.schedule
+                      else default_schedule(args.metric, args.timeout))
+            result, spent = solve_scheduled(level, stages, args.metric)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        result.seconds = spent
+        return _print_solve(args, level, result)
     weight = args.weight if args.weight is not None else (FAST_WEIGHT if args.fast else 1)
     if weight < 1:
         raise CommandError("--weight must be 1 (optimal) or more")
@@ -164,6 +186,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise CommandError("--features searches in the push metric: leave out --metric moves")
     result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight,
                    packing=args.packing, features=args.features)
+    return _print_solve(args, level, result)
+
+
+def _print_solve(args: argparse.Namespace, level: Any, result: Any) -> int:
+    from robocell.cli import CommandError
+    from robocell.sokoban.lurd import replay
+
     if result.solved and not replay(level, result.lurd).solved:
         raise CommandError("internal error: the solution found does not replay; please report")
     if args.json:

@@ -216,6 +216,17 @@ def test_sokoban_levels_are_solved_by_the_service(solver_bus):
     assert pushes["service_ms"] >= pushes["solve_ms"]
 
 
+def test_a_fast_sokoban_request_runs_the_schedule(solver_bus, shared_data):
+    # XSokoban 60 is out of optimal A*'s reach; the fast request's feature search solves it.
+    from robocell.sokoban.level import load_level
+    from robocell.sokoban.lurd import replay
+
+    level = load_level(shared_data / "sokoban" / "xsokoban-original-extra.txt", 60)
+    reply = solver_bus.call("solver", "sokoban", {"level": level.xsb(), "fast": True,
+                                                  "timeout_s": 60}, timeout=90.0)
+    assert reply["solved"] and not reply["optimal"] and replay(level, reply["lurd"]).solved
+
+
 def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):
     two_players = SMALL_LEVEL.replace("#   $ #", "#  @$ #")
     reply = solver_bus.request("solver", "sokoban", {"level": two_players}, timeout=10.0)

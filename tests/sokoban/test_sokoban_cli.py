@@ -79,3 +79,19 @@ def test_solve_with_the_feature_search(xsokoban, capsys):
     assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--features",
                  "--metric", "moves"]) == 2
     assert "push metric" in capsys.readouterr().err
+
+
+def test_solve_fast_runs_the_default_schedule_and_a_given_one(xsokoban, capsys):
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "60", "--fast",
+                 "--timeout", "60", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "solved" and not result["optimal"] and result["seconds"] > 0
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "1", "--schedule",
+                 "1:30,2fo:5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["optimal"]
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "1", "--schedule",
+                 "1f:5"]) == 2
+    assert "need a weight above 1" in capsys.readouterr().err
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "1", "--schedule", "1:5",
+                 "--weight", "3"]) == 2
+    assert "leave out --fast" in capsys.readouterr().err

@@ -87,7 +87,8 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
     from robocell.sokoban.board import build_board
     from robocell.sokoban.level import LevelError, parse_levels
     from robocell.sokoban.lurd import replay
-    from robocell.sokoban.solver import FAST_WEIGHT, solve
+    from robocell.sokoban.schedule import default_schedule, solve_scheduled
+    from robocell.sokoban.solver import solve
 
     try:
         levels = parse_levels(level_text)
@@ -95,8 +96,12 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
             raise LevelError(f"expected one level in the request, found {len(levels)}; send "
                              "the levels one at a time")
         level = levels[0]
-        board = build_board(level)
-        result = solve(board, metric=metric, timeout=timeout, weight=FAST_WEIGHT if fast else 1)
+        if fast:
+            # optimal A* for a moment, then the non-optimal searches (robocell.sokoban.schedule)
+            result, spent = solve_scheduled(level, default_schedule(metric, timeout), metric)
+            result.seconds = spent
+        else:
+            result = solve(build_board(level), metric=metric, timeout=timeout)
     except (LevelError, ValueError) as exc:
         return {"error": {"code": "invalid_level", "message": str(exc), "stickers": []}}
     if result.solved and not replay(level, result.lurd).solved:

@@ -1,0 +1,104 @@
+"""Solving schedules: a level is given to several searches in turn, each for its share of time.
+
+No single search mode solves the most levels: optimal A* proves small levels in a moment, the
+feature search with a weight-2 heap and the one with a greedy heap each solve levels the
+other misses. A schedule runs them one after the other until one returns a solution that
+replays (or optimal A* proves there is none).
+
+A schedule is written ``STAGE,STAGE,...`` with ``STAGE = W[flags][/E]:SECONDS``: the weight of
+the bound (1 = optimal A*), then any of ``p`` (plain: no goal-room macros, tunnel runs or
+fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), and for the
+feature search ``/E``, the heap's share (every E-th expansion; 0 = cells only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robocell.sokoban.board import build_board
+from robocell.sokoban.level import Level
+from robocell.sokoban.lurd import replay
+from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResult, solve
+
+PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG = "p", "o", "f"
+STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG
+DEFAULT_SCHEDULE = {"pushes": "1:5,2fo:25,100fo/2:30", "moves": "1:30,2:30"}
+"""The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
+XSokoban levels measured (docs/sokoban.md)."""
+NODE_LIMIT = 24_000_000
+"""Largest node arrays of one stage (about 3 GB with 50 boxes)."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    weight: int
+    seconds: float
+    plain: bool = False
+    packing: bool = False
+    features: bool = False
+    heap_every: int = FEATURE_HEAP_EVERY
+
+    def __str__(self) -> str:
+        flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
+                 + (PACKING_FLAG if self.packing else ""))
+        custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
+        every = f"/{self.heap_every}" if custom else ""
+        return f"{self.weight}{flags}{every}:{self.seconds:g}"
+
+
+def parse_schedule(text: str) -> list[Stage]:
+    """Stages of a schedule string; ValueError naming the stage that is wrong."""
+    stages = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        spec, colon, seconds = part.partition(":")
+        spec, slash, every = spec.partition("/")
+        weight = spec.rstrip(STAGE_FLAGS)
+        flags = spec[len(weight):]
+        try:
+            stage = Stage(int(weight), float(seconds), PLAIN_FLAG in flags,
+                          PACKING_FLAG in flags, FEATURES_FLAG in flags,
+                          int(every) if slash else FEATURE_HEAP_EVERY)
+        except ValueError:
+            stage = None
+        if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
+                or stage.heap_every < 0 or (slash and not stage.features)):
+            raise ValueError(
+                f"schedule stage {part!r}: write W[flags][/E]:SECONDS, e.g. 1:5 (optimal A* "
+                "for 5 s), 2fo:25 (feature search, packing penalty) or 100fo/2:30 (feature "
+                f"search whose greedy heap takes every 2nd expansion); flags are {STAGE_FLAGS}")
+        if stage.weight == 1 and (stage.packing or stage.features):
+            raise ValueError(f"schedule stage {part!r}: flags o and f need a weight above 1")
+        stages.append(stage)
+    if not stages:
+        raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")
+    return stages
+
+
+def default_schedule(metric: str, seconds: float) -> list[Stage]:
+    """The metric's default schedule with its stages scaled to ``seconds`` in all."""
+    stages = parse_schedule(DEFAULT_SCHEDULE[metric])
+    scale = seconds / sum(s.seconds for s in stages)
+    return [Stage(s.weight, s.seconds * scale, s.plain, s.packing, s.features, s.heap_every)
+            for s in stages]
+
+
+def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES
+                    ) -> tuple[SolveResult, float]:
+    """Run the stages in turn until one returns a solution that replays, or optimal A* proves
+    there is none; returns the last stage's result and the seconds spent in all."""
+    board = build_board(level)
+    spent = 0.0
+    result = None
+    for stage in stages:
+        result = solve(board, metric=metric, timeout=stage.seconds, weight=stage.weight,
+                       max_nodes=NODE_LIMIT, macros=False if stage.plain else None,
+                       packing=stage.packing, features=stage.features,
+                       heap_every=stage.heap_every)
+        spent += result.seconds
+        if result.solved and replay(level, result.lurd).solved:
+            break
+        if result.status == "no solution" and stage.weight == 1:
+            break
+    return result, spent
