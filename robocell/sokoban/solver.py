@@ -77,6 +77,8 @@ FAST_WEIGHT = 2
 FEATURE_HEAP_EVERY = 3
 """Feature search: every this many expansions the best position by f = g + weight*h is taken
 instead of the next cell's (0: cells only)."""
+ROOM_GOAL_DEPTH = 1 << 20
+"""Packing-feature depth of a goal-room goal (see ``feature_depth``)."""
 MAX_TUNNEL_RUN = 1 << 10
 TUNNEL_FLAG = 1 << 30
 """Push code of a tunnel run: TUNNEL_FLAG | run << MACRO_SHIFT | (square*4 + direction)."""
@@ -766,6 +768,16 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     return status
 
 
+def feature_depth(board: Board, rooms: GoalRooms) -> np.ndarray:
+    """The goal order of the feature search's packing feature: a box on a goal is packed
+    unless a deeper goal of its goal area (from the area's entrance) is empty; goals of a
+    goal room are filled by macros in the room's own order, so a box there is always packed
+    (its goals are given a depth nothing outside the room reaches)."""
+    depth = board.goal_depth.copy()
+    depth[(rooms.room_of != NO_ROOM) & board.is_goal] = ROOM_GOAL_DEPTH
+    return depth
+
+
 @dataclass
 class SolveResult:
     """Outcome of one solve: status, LURD solution and search statistics."""
@@ -789,6 +801,8 @@ class SolveResult:
     corral_child_checks: int = 0     # children whose corrals were checked when generated
     pattern_cuts: int = 0            # children dropped by a learned deadlock pattern
     patterns: int = 0                # deadlock patterns learned
+    cells: int = 0                   # feature search: cells that held a position
+    most_packed: int = 0             # feature search: most boxes packed in one position
 
     @property
     def solved(self) -> bool:
@@ -882,7 +896,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                      if weight > 1 and (rooms.n_rooms == 0 or packing) else 0)
     region_penalty = REGION_PENALTY if macros else 0
     arena = _Arena(board.n_boxes, INITIAL_CAPACITY,
-                   (doorways(board.neighbours), packing_depth(board)) if features else None)
+                   (doorways(board.neighbours), feature_depth(board, rooms)) if features
+                   else None)
     if heap_every < 0:
         raise ValueError(f"heap_every must be 0 (cells only) or more, not {heap_every}")
     arena.fs.counters[FS_HEAP_EVERY] = heap_every
@@ -932,6 +947,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     result.corral_child_checks = int(stats[ST_CORRAL_CHECKS])
     result.pattern_cuts = int(stats[ST_PATTERN_CUTS])
     result.patterns = int(patterns[-1][PC_PATTERNS])
+    if features:
+        result.cells = int(arena.fs.counters[FS_ACTIVE])
+        result.most_packed = int(arena.fs.packed[:int(stats[ST_NODES])].max())
     if status == STATUS_SOLVED:
         pushes = []
         node = int(stats[ST_GOAL])

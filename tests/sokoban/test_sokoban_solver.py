@@ -8,7 +8,14 @@ from robocell.sokoban.board import build_board
 from robocell.sokoban.graph import GraphTooLarge, build_graph
 from robocell.sokoban.level import Level, load_level, load_levels, parse_levels
 from robocell.sokoban.lurd import LURD_DELTAS, replay
-from robocell.sokoban.solver import METRIC_MOVES, METRIC_PUSHES, solve
+from robocell.sokoban.rooms import NO_ROOM, goal_rooms
+from robocell.sokoban.solver import (
+    METRIC_MOVES,
+    METRIC_PUSHES,
+    ROOM_GOAL_DEPTH,
+    feature_depth,
+    solve,
+)
 
 CROSS_CHECK_MAX_STATES = 300_000
 """Levels whose full push graph has at most this many states are checked against BFS."""
@@ -156,11 +163,12 @@ def test_fast_mode_solves_xsokoban_7_quickly(xsokoban):
     assert result.expanded < 100_000
 
 
-def test_feature_search_solves_a_level_weighted_a_star_does_not(xsokoban):
-    # XSokoban 60: weighted A* (2 or 3) and greedy search time out at 60 s on it; the feature
-    # search takes a few seconds.
-    level = load_level(xsokoban, 60)
-    result = solve(build_board(level), weight=2, features=True, timeout=120)
+@pytest.mark.parametrize("number", [8, 60])
+def test_feature_search_solves_a_level_weighted_a_star_does_not(xsokoban, number):
+    # XSokoban 8 and 60: weighted A* (2 or 3) and greedy search time out at 60 s on them; the
+    # feature search takes a few seconds.
+    level = load_level(xsokoban, number)
+    result = solve(build_board(level), weight=2, features=True, packing=True, timeout=120)
     assert result.solved and not result.optimal and replay(level, result.lurd).solved
     assert result.expanded < 1_000_000
 
@@ -181,3 +189,15 @@ def test_feature_search_proves_an_unsolvable_level_unsolvable():
     assert result.status == "no solution"
     with pytest.raises(ValueError, match="fast push mode"):
         solve(build_board(level), features=True)
+
+
+def test_packing_feature_counts_goal_room_boxes_as_packed(xsokoban):
+    # Boxes reach a goal room's goals only by its macros, in the room's own order: the
+    # packing feature must count them, whatever the depths of the room's goals.
+    board = build_board(load_level(xsokoban, 8))
+    rooms = goal_rooms(board)
+    depth = feature_depth(board, rooms)
+    in_room = (rooms.room_of != NO_ROOM) & board.is_goal
+    assert in_room.sum() == board.n_boxes  # level 8: all 18 goals are in one room
+    assert (depth[in_room] == ROOM_GOAL_DEPTH).all()
+    assert (depth[~in_room] == board.goal_depth[~in_room]).all()
