@@ -22,7 +22,7 @@ from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResu
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG = "p", "o", "f"
 STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG
-DEFAULT_SCHEDULE = {"pushes": "1:5,2fo:25,100fo/2:30", "moves": "1:30,2:30"}
+DEFAULT_SCHEDULE = {"pushes": "1:5,2fo/2:25,100fo/2:30", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md)."""
 NODE_LIMIT = 24_000_000
