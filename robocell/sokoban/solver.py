@@ -353,8 +353,8 @@ def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
             fs.counters[FS_GOAL] = c + 1
         if parent == first:
             continue
-        # The packing advisor: the push that packs most; the connectivity advisor: the push
-        # that joins most areas; the bound advisor: the push that lowers the bound most.
+        # The advisors, each for one push that improves on the parent: packing (packs most),
+        # connectivity (fewest areas), doorways (fewest blocked), bound (lowest h).
         if packed[c] > packed[parent] and (
                 best_pack < 0 or packed[c] > packed[best_pack]
                 or (packed[c] == packed[best_pack] and node_h[c] < node_h[best_pack])):
@@ -491,6 +491,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     ``cache_keys``/``cache_dead``; a dead corral closes the position without expanding it.
     A child whose push closed a corral or went into one gets the same check for the corrals
     at the pushed box when it is generated, so most dead children never enter the table.
+
+    With ``fess`` (the feature search, see ``features``) every new node is also filed in the
+    cell of its features (``_file_children``), and the positions to expand come from the cells
+    in turn, every ``heap_every``-th one (``fs.counters``) from the heap instead.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
