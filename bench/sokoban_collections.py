@@ -22,7 +22,7 @@ from robocell.common.paths import shared_data_dir
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import load_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.schedule import parse_schedule, solve_scheduled
+from robocell.sokoban.schedule import NODE_LIMIT, parse_schedule, solve_scheduled
 from robocell.sokoban.solver import METRIC_MOVES, METRIC_PUSHES, solve
 
 COLLECTIONS = {
@@ -37,7 +37,6 @@ REFERENCES = {
     "xsokoban": "reference (10 min per level): Festival, Sokolution, Takaken, Curry 90/90, "
                 "YASS 89/90, Rolling Stone 57/90",
 }
-NODE_LIMIT = 24_000_000
 
 
 def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float,

@@ -315,6 +315,19 @@ def _misordered_goals(child: np.ndarray, moved_from: int, moved_to: int, occupie
 
 
 @njit(cache=True)
+def _advise(value: int, parent_value: int, c: int, best: int, best_value: int,
+            node_h: np.ndarray) -> int:
+    """An advisor's pick after seeing child ``c``: ``c`` when its feature ``value`` (lower is
+    better) beats the parent's and the pick so far (ties: lower h), else the pick so far
+    (``best``, -1 for none, whose feature is ``best_value``)."""
+    if value >= parent_value:
+        return best
+    if best < 0 or value < best_value or (value == best_value and node_h[c] < node_h[best]):
+        return c
+    return best
+
+
+@njit(cache=True)
 def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
                    node_h: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
                    is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
@@ -354,21 +367,16 @@ def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
         if parent == first:
             continue
         # The advisors, each for one push that improves on the parent: packing (packs most),
-        # connectivity (fewest areas), doorways (fewest blocked), bound (lowest h).
-        if packed[c] > packed[parent] and (
-                best_pack < 0 or packed[c] > packed[best_pack]
-                or (packed[c] == packed[best_pack] and node_h[c] < node_h[best_pack])):
-            best_pack = c
-        if regions[c] < regions[parent] and (
-                best_area < 0 or regions[c] < regions[best_area]
-                or (regions[c] == regions[best_area] and node_h[c] < node_h[best_area])):
-            best_area = c
-        if blocked[c] < blocked[parent] and (
-                best_door < 0 or blocked[c] < blocked[best_door]
-                or (blocked[c] == blocked[best_door] and node_h[c] < node_h[best_door])):
-            best_door = c
-        if node_h[c] < node_h[parent] and (best_h < 0 or node_h[c] < node_h[best_h]):
-            best_h = c
+        # connectivity (fewest areas), doorways (fewest blocked), bound (lowest h); ties go
+        # to the lower h.
+        best_pack = _advise(-packed[c], -packed[parent], c, best_pack,
+                            -packed[best_pack] if best_pack >= 0 else 0, node_h)
+        best_area = _advise(regions[c], regions[parent], c, best_area,
+                            regions[best_area] if best_area >= 0 else 0, node_h)
+        best_door = _advise(blocked[c], blocked[parent], c, best_door,
+                            blocked[best_door] if best_door >= 0 else 0, node_h)
+        best_h = _advise(node_h[c], node_h[parent], c, best_h,
+                         node_h[best_h] if best_h >= 0 else 0, node_h)
     base = 0 if parent == first else unadvised_pushes(parent, fs)
     for c in range(first, end):
         advised = (parent == first or c == best_pack or c == best_area or c == best_door
