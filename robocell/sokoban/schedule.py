@@ -7,7 +7,8 @@ replays (or optimal A* proves there is none).
 
 A schedule is written ``STAGE,STAGE,...`` with ``STAGE = W[flags][/E]:SECONDS``: the weight of
 the bound (1 = optimal A*), then any of ``p`` (plain: no goal-room macros, tunnel runs or
-fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), and for the
+fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m`` (box
+moves: an arc pushes one box as far as it goes, see ``solver.box_reach``), and for the
 feature search ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 """
 
@@ -20,8 +21,8 @@ from robocell.sokoban.level import Level
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResult, solve
 
-PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG = "p", "o", "f"
-STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG
+PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG = "p", "o", "f", "m"
+STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG
 DEFAULT_SCHEDULE = {"pushes": "1:5,2fo/2:25,100fo/2:30", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md)."""
@@ -37,10 +38,12 @@ class Stage:
     packing: bool = False
     features: bool = False
     heap_every: int = FEATURE_HEAP_EVERY
+    box_moves: bool = False
 
     def __str__(self) -> str:
         flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
-                 + (PACKING_FLAG if self.packing else ""))
+                 + (PACKING_FLAG if self.packing else "")
+                 + (BOX_MOVES_FLAG if self.box_moves else ""))
         custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
         every = f"/{self.heap_every}" if custom else ""
         return f"{self.weight}{flags}{every}:{self.seconds:g}"
@@ -59,7 +62,7 @@ def parse_schedule(text: str) -> list[Stage]:
         try:
             stage = Stage(int(weight), float(seconds), PLAIN_FLAG in flags,
                           PACKING_FLAG in flags, FEATURES_FLAG in flags,
-                          int(every) if slash else FEATURE_HEAP_EVERY)
+                          int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags)
         except ValueError:
             stage = None
         if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
@@ -68,8 +71,8 @@ def parse_schedule(text: str) -> list[Stage]:
                 f"schedule stage {part!r}: write W[flags][/E]:SECONDS, e.g. 1:5 (optimal A* "
                 "for 5 s), 2fo:25 (feature search, packing penalty) or 100fo/2:30 (feature "
                 f"search whose greedy heap takes every 2nd expansion); flags are {STAGE_FLAGS}")
-        if stage.weight == 1 and (stage.packing or stage.features):
-            raise ValueError(f"schedule stage {part!r}: flags o and f need a weight above 1")
+        if stage.weight == 1 and (stage.packing or stage.features or stage.box_moves):
+            raise ValueError(f"schedule stage {part!r}: flags o, f and m need a weight above 1")
         stages.append(stage)
     if not stages:
         raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")
@@ -80,8 +83,8 @@ def default_schedule(metric: str, seconds: float) -> list[Stage]:
     """The metric's default schedule with its stages scaled to ``seconds`` in all."""
     stages = parse_schedule(DEFAULT_SCHEDULE[metric])
     scale = seconds / sum(s.seconds for s in stages)
-    return [Stage(s.weight, s.seconds * scale, s.plain, s.packing, s.features, s.heap_every)
-            for s in stages]
+    return [Stage(s.weight, s.seconds * scale, s.plain, s.packing, s.features, s.heap_every,
+                  s.box_moves) for s in stages]
 
 
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES
@@ -95,7 +98,7 @@ def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSH
         result = solve(board, metric=metric, timeout=stage.seconds, weight=stage.weight,
                        max_nodes=NODE_LIMIT, macros=False if stage.plain else None,
                        packing=stage.packing, features=stage.features,
-                       heap_every=stage.heap_every)
+                       heap_every=stage.heap_every, box_moves=stage.box_moves)
         spent += result.seconds
         if result.solved and replay(level, result.lurd).solved:
             break

@@ -82,6 +82,9 @@ ROOM_GOAL_DEPTH = 1 << 20
 MAX_TUNNEL_RUN = 1 << 10
 TUNNEL_FLAG = 1 << 30
 """Push code of a tunnel run: TUNNEL_FLAG | run << MACRO_SHIFT | (square*4 + direction)."""
+BOX_MOVE_FLAG = 1 << 29
+"""Push code of a box move: BOX_MOVE_FLAG | from square << MACRO_SHIFT | (the square the box
+ends on)*4 + direction of the last push."""
 REGION_PENALTY = 4
 """Fast push mode: pushes added to h per extra area of free squares (boxes cutting the board
 into pieces the player cannot walk between tend to block the rest of the solution)."""
@@ -115,6 +118,87 @@ def region_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: 
                 queue[tail] = t
                 tail += 1
     return smallest
+
+
+@njit(cache=True)
+def box_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
+              stamp: int, dead: np.ndarray, room_of: np.ndarray, corral: int,
+              corral_label: np.ndarray, seen: np.ndarray, seen_stamp: int,
+              fill: np.ndarray, fill_stamp: int, queue: np.ndarray, states: np.ndarray,
+              out_target: np.ndarray, out_dir: np.ndarray, out_run: np.ndarray
+              ) -> tuple[int, int, int]:
+    """Every place the box on ``b`` can be pushed to with the other boxes left where they
+    are (a box move): breadth-first over (box square, direction of the last push), the player
+    starting in the region stamped ``stamp`` in ``mark``. Writes each reached state once, with
+    its fewest pushes, to ``out_target``/``out_dir``/``out_run`` and returns (how many, then
+    the new ``seen`` and ``fill`` stamps). A box is never pushed onto a dead square or into a
+    goal room; with a PI-corral (``corral`` != NO_CORRAL) the first push must stay in it."""
+    seen_stamp += 1
+    head = 0
+    tail = 0
+    for d in range(4):
+        behind = neighbours[b, d ^ 1]
+        target = neighbours[b, d]
+        if (behind < 0 or mark[behind] != stamp or target < 0 or occupied[target]
+                or dead[target] or room_of[target] != NO_ROOM):
+            continue
+        if corral != NO_CORRAL and corral_label[target] != corral:
+            continue
+        seen[target * 4 + d] = seen_stamp
+        states[tail, 0] = target
+        states[tail, 1] = d
+        states[tail, 2] = 1
+        tail += 1
+    occupied[b] = False
+    while head < tail:
+        s = states[head, 0]
+        d = states[head, 1]
+        run = states[head, 2]
+        out_target[head] = s
+        out_dir[head] = d
+        out_run[head] = run
+        head += 1
+        # The sides of s the player could push from: free squares next to the box.
+        wanted = 0
+        for k in range(4):
+            t = neighbours[s, k]
+            if t >= 0 and not occupied[t]:
+                wanted += 1
+        occupied[s] = True
+        fill_stamp += 1
+        start = neighbours[s, d ^ 1]
+        fill[start] = fill_stamp
+        queue[0] = start
+        qh = 0
+        qt = 1
+        found = 0
+        while qh < qt and found < wanted:
+            q = queue[qh]
+            qh += 1
+            for k in range(4):
+                if neighbours[q, k] == s:
+                    found += 1
+            for k in range(4):
+                t = neighbours[q, k]
+                if t >= 0 and fill[t] != fill_stamp and not occupied[t]:
+                    fill[t] = fill_stamp
+                    queue[qt] = t
+                    qt += 1
+        occupied[s] = False
+        for d2 in range(4):
+            behind = neighbours[s, d2 ^ 1]
+            target = neighbours[s, d2]
+            if (behind < 0 or fill[behind] != fill_stamp or target < 0 or occupied[target]
+                    or dead[target] or room_of[target] != NO_ROOM
+                    or seen[target * 4 + d2] == seen_stamp):
+                continue
+            seen[target * 4 + d2] = seen_stamp
+            states[tail, 0] = target
+            states[tail, 1] = d2
+            states[tail, 2] = run + 1
+            tail += 1
+    occupied[b] = True
+    return tail, seen_stamp, fill_stamp
 
 
 @njit("int64(int32[::1], uint64, int64, int16[::1], uint64[::1], int16[::1], int16[:, ::1])",
@@ -480,7 +564,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  cache_keys: np.ndarray, cache_dead: np.ndarray, patterns: tuple,
-                 fess: bool, fs: FeatureSpace, stats: np.ndarray) -> int:
+                 fess: bool, fs: FeatureSpace, box_moves: bool, stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
@@ -503,6 +587,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     With ``fess`` (the feature search, see ``features``) every new node is also filed in the
     cell of its features (``_file_children``), and the positions to expand come from the cells
     in turn, every ``heap_every``-th one (``fs.counters``) from the heap instead.
+
+    With ``box_moves`` (fast push mode) an arc is a box move: one box pushed, by as many
+    pushes as it takes, to any place it can reach with the others left where they are
+    (``box_reach``); the player's side after the last push tells the places apart.
 
     STATUS_FULL means the node arrays need room for one more expansion (nothing is lost:
     grow them, rebuild the table, call again). Weight 1 gives optimal solutions.
@@ -529,6 +617,15 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     region_mark = np.zeros(n_squares, dtype=np.int64)
     region_stamp = 0
     work = corral_work(n_squares, nb)
+    seen = np.zeros(4 * n_squares, dtype=np.int32)
+    fill = np.zeros(n_squares, dtype=np.int32)
+    states = np.zeros((4 * n_squares, 3), dtype=np.int32)
+    cand_target = np.zeros(4 * n_squares, dtype=np.int32)
+    cand_dir = np.zeros(4 * n_squares, dtype=np.int32)
+    cand_run = np.zeros(4 * n_squares, dtype=np.int32)
+    seen_stamp = 0
+    fill_stamp = 0
+    max_children = 4 * nb * (n_squares if box_moves else 1) + nb + 1
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
     stamp = 0
@@ -536,7 +633,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     status = STATUS_RUNNING
     expanded = 0
     while expanded < budget:
-        if n_nodes + 4 * nb + 1 >= capacity or heap_size + 4 * nb + 1 >= heap_capacity:
+        if n_nodes + max_children >= capacity or heap_size + max_children >= heap_capacity:
             status = STATUS_FULL
             break
         node = -1
@@ -636,18 +733,42 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                         push_cost, masks, scratch, node_boxes, node_player, node_hash, node_g,
                         node_h, node_parent, node_push, node_closed, table, heap_f, heap_g,
                         heap_node, weight, h_scale, extra_h, n_nodes, heap_size, stats)
-            for d in range(N_DIRS):
+            if box_moves:
+                n_cand, seen_stamp, fill_stamp = box_reach(
+                    b, neighbours, occupied, mark, stamp, dead, room_of, corral, corral_label,
+                    seen, seen_stamp, fill, fill_stamp, queue, states, cand_target, cand_dir,
+                    cand_run)
+            else:
+                n_cand = N_DIRS
+                for d in range(N_DIRS):
+                    cand_target[d] = neighbours[b, d]
+                    cand_dir[d] = d
+                    cand_run[d] = 0
+            for c in range(n_cand):
+                d = cand_dir[c]
                 behind = neighbours[b, d ^ 1]
-                if behind < 0 or mark[behind] != stamp:
-                    continue
-                target = neighbours[b, d]
-                if target < 0 or occupied[target] or dead[target] or room_of[target] != NO_ROOM:
-                    continue
-                if corral != NO_CORRAL and corral_label[target] != corral:
-                    continue
-                pusher = b
-                run = 1
-                if tunnels:
+                if cand_run[c] > 0:
+                    # A box move: cand_run[c] pushes, the last one in direction d.
+                    target = cand_target[c]
+                    pusher = neighbours[target, d ^ 1]
+                    run = cand_run[c]
+                    if run == 1:
+                        code = b * N_DIRS + d
+                    else:
+                        code = BOX_MOVE_FLAG | (b << MACRO_SHIFT) | (target * N_DIRS + d)
+                else:
+                    if behind < 0 or mark[behind] != stamp:
+                        continue
+                    target = neighbours[b, d]
+                    if (target < 0 or occupied[target] or dead[target]
+                            or room_of[target] != NO_ROOM):
+                        continue
+                    if corral != NO_CORRAL and corral_label[target] != corral:
+                        continue
+                    pusher = b
+                    run = 1
+                    code = -1
+                if code < 0 and tunnels:
                     # A box pushed along a one-wide tunnel (walls on both sides of the box
                     # and of the player) keeps going while the square ahead is free.
                     side = 2 if d < 2 else 0
@@ -684,9 +805,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 child_key = (key ^ zobrist_box[b] ^ zobrist_box[target]
                              ^ zobrist_player[player] ^ zobrist_player[child_player])
                 child_g = g + cost
-                code = b * N_DIRS + d
-                if run > 1:
-                    code |= TUNNEL_FLAG | (run << MACRO_SHIFT)
+                if code < 0:
+                    code = b * N_DIRS + d
+                    if run > 1:
+                        code |= TUNNEL_FLAG | (run << MACRO_SHIFT)
                 found = table_find(table, child_key, child_player, child, node_hash,
                                    node_player, node_boxes)
                 if found != EMPTY_SLOT:
@@ -877,7 +999,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           weight: int = 1, max_nodes: int = DEFAULT_MAX_NODES,
           corrals: bool = True, macros: bool | None = None,
           patterns: tuple | None = None, packing: bool = False,
-          features: bool = False, heap_every: int = FEATURE_HEAP_EVERY) -> SolveResult:
+          features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
+          box_moves: bool = False) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
@@ -888,7 +1011,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     its goal area, and applies that penalty on levels with goal rooms too. ``features``
     (fast push mode only) adds the feature space (``features``): cells of positions with the
     same packing, connectivity and blocked doorways, visited in turn, taking turns with the
-    weighted A* heap: every ``heap_every``-th expansion comes from the heap (0: none)."""
+    weighted A* heap: every ``heap_every``-th expansion comes from the heap (0: none).
+    ``box_moves`` (fast push mode only) makes every arc a box move: one box pushed to any
+    place it can reach (``box_reach``), which takes far fewer expansions on big levels."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -901,6 +1026,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
     if features and (weight == 1 or exact):
         raise ValueError("the feature search is a fast push mode (weight > 1, pushes)")
+    if box_moves and (weight == 1 or exact):
+        raise ValueError("box moves are a fast push mode (weight > 1, pushes)")
     if packing and weight == 1:
         raise ValueError("the packing-order penalty needs a fast mode (weight > 1)")
     goal_depth = packing_depth(board) if packing else board.goal_depth
@@ -926,6 +1053,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     result = SolveResult(status="running", metric=metric, lower_bound=int(min(lb, INFEASIBLE)))
     status = STATUS_NO_SOLUTION if lb >= INFEASIBLE else STATUS_RUNNING
     timed_out = False
+    # A box move expansion stores tens of children: smaller chunks keep to the deadline.
+    chunk = CHUNK_EXPANSIONS // 10 if box_moves else CHUNK_EXPANSIONS
     while status == STATUS_RUNNING or status == STATUS_FULL:
         if timeout is not None and time.monotonic() - started > timeout:
             timed_out = True
@@ -945,8 +1074,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.entrance_room, rooms.entrance_slot, rooms.order,
                               rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
-                              region_penalty, CHUNK_EXPANSIONS, cache_keys, cache_dead,
-                              patterns, features, arena.fs, stats)
+                              region_penalty, chunk, cache_keys, cache_dead,
+                              patterns, features, arena.fs, box_moves, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
@@ -969,7 +1098,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
             pushes.append(int(arena.push[node]))
             node = int(arena.parent[node])
         pushes.reverse()
-        result.lurd = pushes_to_lurd(board, expand_macros(pushes, rooms, board.neighbours))
+        pushes = expand_box_moves(board, expand_macros(pushes, rooms, board.neighbours))
+        result.lurd = pushes_to_lurd(board, pushes)
         result.pushes = sum(1 for ch in result.lurd if ch.isupper())
         result.moves = len(result.lurd)
         result.status = "solved"
@@ -1014,7 +1144,9 @@ def expand_macros(pushes: list[int], rooms: GoalRooms, neighbours: np.ndarray) -
     """Push codes with every tunnel run and goal-room macro arc replaced by its pushes."""
     out = []
     for code in pushes:
-        if code & TUNNEL_FLAG:
+        if code & BOX_MOVE_FLAG:
+            out.append(code)  # expanded by expand_box_moves, which follows the boxes
+        elif code & TUNNEL_FLAG:
             run = (code & ~TUNNEL_FLAG) >> MACRO_SHIFT
             box, d = divmod(code & ((1 << MACRO_SHIFT) - 1), N_DIRS)
             for _ in range(run):
@@ -1025,6 +1157,73 @@ def expand_macros(pushes: list[int], rooms: GoalRooms, neighbours: np.ndarray) -
         else:
             out.append(code)
     return out
+
+
+def expand_box_moves(board: Board, pushes: list[int]) -> list[int]:
+    """Push codes with every box move (BOX_MOVE_FLAG) replaced by a fewest-push sequence
+    that carries its box to the same square with the player on the same side."""
+    boxes = set(int(b) for b in board.start_boxes)
+    player = int(board.start_player)
+    out: list[int] = []
+    nbr = board.neighbours
+    for code in pushes:
+        if code & BOX_MOVE_FLAG:
+            start = (code & ~BOX_MOVE_FLAG) >> MACRO_SHIFT
+            boxes.remove(start)
+            path = _box_path(board, boxes, player, start,
+                             divmod(code & ((1 << MACRO_SHIFT) - 1), N_DIRS))
+            out.extend(path)
+            box, d = divmod(path[-1], N_DIRS)
+            boxes.add(int(nbr[box, d]))
+        else:
+            box, d = divmod(code, N_DIRS)
+            out.append(code)
+            boxes.remove(box)
+            boxes.add(int(nbr[box, d]))
+        player = box
+    return out
+
+
+def _box_path(board: Board, others: set[int], player: int, start: int,
+              goal: tuple[int, int]) -> list[int]:
+    """Fewest pushes carrying the box on ``start`` to ``goal`` = (square, last direction)."""
+    nbr = board.neighbours
+    came: dict[tuple[int, int], tuple[int, int] | None] = {}
+    frontier: deque[tuple[int, int]] = deque()
+    box, at, prev = start, player, None
+    while True:
+        reach = _reachable(nbr, at, others | {box})
+        for d in range(N_DIRS):
+            behind, target = int(nbr[box, d ^ 1]), int(nbr[box, d])
+            if (behind in reach and target != NO_SQUARE and target not in others
+                    and (target, d) not in came):
+                came[(target, d)] = prev
+                frontier.append((target, d))
+        if goal in came:
+            break
+        if not frontier:
+            raise ValueError(f"box move from {board.name(start)} cannot be replayed")
+        prev = frontier.popleft()
+        box, at = prev[0], int(nbr[prev[0], prev[1] ^ 1])
+    path = []
+    state: tuple[int, int] | None = goal
+    while state is not None:
+        path.append(int(nbr[state[0], state[1] ^ 1]) * N_DIRS + state[1])
+        state = came[state]
+    return path[::-1]
+
+
+def _reachable(neighbours: np.ndarray, start: int, blocked: set[int]) -> set[int]:
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        for d in range(N_DIRS):
+            t = int(neighbours[s, d])
+            if t != NO_SQUARE and t not in seen and t not in blocked:
+                seen.add(t)
+                queue.append(t)
+    return seen
 
 
 def pushes_to_lurd(board: Board, pushes: list[int]) -> str:

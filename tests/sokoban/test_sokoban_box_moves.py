@@ -1,0 +1,121 @@
+"""Box moves: one box pushed to every place it can reach, against a search over single pushes."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import pytest
+
+from robocell.sokoban.board import N_DIRS, build_board
+from robocell.sokoban.corrals import NO_CORRAL
+from robocell.sokoban.level import load_level, load_levels, parse_levels
+from robocell.sokoban.lurd import replay
+from robocell.sokoban.rooms import MACRO_SHIFT, NO_ROOM
+from robocell.sokoban.schedule import Stage, parse_schedule
+from robocell.sokoban.solver import (
+    BOX_MOVE_FLAG,
+    box_reach,
+    expand_box_moves,
+    region_scan,
+    solve,
+)
+
+
+def _walk(board, start, blocked):
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        for t in board.neighbours[s]:
+            t = int(t)
+            if t >= 0 and t not in seen and t not in blocked:
+                seen.add(t)
+                queue.append(t)
+    return seen
+
+
+def _reference(board, boxes, player, b):
+    """Fewest pushes to each (square, last direction) of box b, by breadth-first search over
+    (box square, exact player square) with one push per step."""
+    others = set(boxes) - {b}
+    best = {}
+    frontier = deque([(b, player, 0)])
+    done = {(b, player)}
+    while frontier:
+        box, at, pushes = frontier.popleft()
+        reach = _walk(board, at, others | {box})
+        for d in range(N_DIRS):
+            behind, target = int(board.neighbours[box, d ^ 1]), int(board.neighbours[box, d])
+            if behind not in reach or target < 0 or target in others or board.dead[target]:
+                continue
+            best.setdefault((target, d), pushes + 1)
+            if (target, box) not in done:
+                done.add((target, box))
+                frontier.append((target, box, pushes + 1))
+    return best
+
+
+def _box_reach(board, boxes, player, b):
+    n = board.n_squares
+    occupied = np.zeros(n, np.bool_)
+    occupied[list(boxes)] = True
+    mark = np.zeros(n, np.int32)
+    region_scan(player, board.neighbours, occupied, mark, 1, np.zeros(n, np.int32),
+                np.zeros(n, np.int32))
+    out = [np.zeros(4 * n, np.int32) for _ in range(3)]
+    count, _, _ = box_reach(b, board.neighbours, occupied, mark, 1, board.dead,
+                            np.full(n, NO_ROOM, np.int32), NO_CORRAL, np.zeros(n, np.int32),
+                            np.zeros(4 * n, np.int32), 0, np.zeros(n, np.int32), 0,
+                            np.zeros(n, np.int32), np.zeros((4 * n, 3), np.int32), *out)
+    assert occupied.sum() == len(boxes)   # the box is put back
+    return {(int(out[0][k]), int(out[1][k])): int(out[2][k]) for k in range(count)}
+
+
+def test_box_reach_finds_every_place_with_its_fewest_pushes(microban):
+    checked = 0
+    for level in load_levels(microban):
+        board = build_board(level)
+        boxes = [int(b) for b in board.start_boxes]
+        for b in boxes:
+            want = _reference(board, boxes, board.start_player, b)
+            assert _box_reach(board, boxes, board.start_player, b) == want, (level.index, b)
+            checked += len(want)
+    assert checked > 1500
+
+
+def test_a_box_move_is_replayed_push_by_push():
+    (level,) = parse_levels("#######\n#     #\n# #$# #\n#  @ .#\n#######")
+    board = build_board(level)
+    box = int(board.start_boxes[0])
+    goal = int(board.goal_squares[0])
+    # The box goes up, round the pillar's side and down to the goal: last push to the right.
+    code = BOX_MOVE_FLAG | (box << MACRO_SHIFT) | (goal * N_DIRS + 3)
+    pushes = expand_box_moves(board, [code])
+    assert not any(p & BOX_MOVE_FLAG for p in pushes) and len(pushes) > 1
+    result = solve(board, weight=2, box_moves=True)
+    assert result.solved and replay(level, result.lurd).solved
+    assert result.pushes == len([c for c in result.lurd if c.isupper()])
+
+
+@pytest.mark.parametrize("number", [48, 58])
+def test_box_moves_solve_levels_single_pushes_do_not(xsokoban, number):
+    # XSokoban 48 and 58: every single-push schedule timed out at 60 s (bench/results); with
+    # box moves the feature search needs a few hundred expansions.
+    level = load_level(xsokoban, number)
+    result = solve(build_board(level), weight=2, features=True, packing=True,
+                   box_moves=True, heap_every=2, timeout=120)
+    assert result.solved and not result.optimal and replay(level, result.lurd).solved
+    assert result.expanded < 20_000
+
+
+def test_box_moves_are_a_fast_push_mode():
+    (level,) = parse_levels("######\n#$@ .#\n#  $.#\n######")
+    with pytest.raises(ValueError, match="fast push mode"):
+        solve(build_board(level), box_moves=True)
+    with pytest.raises(ValueError, match="fast push mode"):
+        solve(build_board(level), weight=2, metric="moves", box_moves=True)
+    assert parse_schedule("2fom/2:30") == [Stage(2, 30.0, packing=True, features=True,
+                                                 heap_every=2, box_moves=True)]
+    with pytest.raises(ValueError, match="above 1"):
+        parse_schedule("1m:5")
