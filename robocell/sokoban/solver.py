@@ -24,6 +24,7 @@ from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
     matching_scratch,
+    matching_update,
     reachable_sides,
 )
 from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
@@ -609,7 +610,10 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     queue = np.zeros(n_squares, dtype=np.int32)
     child = np.zeros(nb, dtype=np.int16)
     scratch = matching_scratch(nb)
+    base = matching_scratch(nb)
     masks = np.zeros(nb, dtype=np.int64)
+    base_masks = np.zeros(nb, dtype=np.int64)
+    rows = np.zeros(nb, dtype=np.int16)
     corral_label = np.zeros(n_squares, dtype=np.int32)
     child_label = np.zeros(n_squares, dtype=np.int32)
     box_seen = np.full(n_squares, -1, dtype=np.int64)
@@ -697,6 +701,13 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 for k in range(nb):
                     occupied[boxes[k]] = False
                 continue
+        # The parent's matching, which each child's bound updates (rows in the parent's order).
+        reachable_sides(boxes, player, neighbours, region_with_box, base_masks)
+        for k in range(nb):
+            if is_goal[boxes[k]] and is_frozen(boxes[k], neighbours, occupied, dead, fixed,
+                                               frames):
+                base_masks[k] = FROZEN_MASK
+        matching_lower_bound(boxes, base_masks, push_cost, base)
         for i in range(nb):
             b = boxes[i]
             if room_of[b] != NO_ROOM:
@@ -847,17 +858,20 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     if child_dead:
                         stats[ST_CORRAL_CHILD] += 1
                         continue
-                reachable_sides(child, child_player, neighbours, region_with_box, masks)
+                for k in range(nb):
+                    rows[k] = boxes[k]
+                rows[i] = target
+                reachable_sides(rows, child_player, neighbours, region_with_box, masks)
                 # A box frozen on a goal keeps that goal: the others must match the rest.
                 occupied[b] = False
                 occupied[target] = True
                 for k in range(nb):
-                    if is_goal[child[k]] and is_frozen(child[k], neighbours, occupied, dead,
-                                                       fixed, frames):
+                    if is_goal[rows[k]] and is_frozen(rows[k], neighbours, occupied, dead,
+                                                      fixed, frames):
                         masks[k] = FROZEN_MASK
                 occupied[target] = False
                 occupied[b] = True
-                lb = matching_lower_bound(child, masks, push_cost, scratch)
+                lb = matching_update(rows, masks, base_masks, i, push_cost, base, scratch)
                 if lb >= INFEASIBLE:
                     stats[ST_DEADLOCKS] += 1
                     continue

@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from robocell.sokoban.board import UNREACHABLE, build_board
-from robocell.sokoban.bounds import matching_lower_bound, matching_scratch, reachable_sides
+from robocell.sokoban.bounds import (
+    matching_lower_bound,
+    matching_scratch,
+    matching_update,
+    reachable_sides,
+)
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
-from robocell.sokoban.level import parse_levels
+from robocell.sokoban.level import load_levels, parse_levels
 from robocell.sokoban.solver import solve
 
 ROOM = """\
@@ -91,3 +96,30 @@ def test_bound_is_admissible_at_the_start(microban):
     for level in load_levels(microban)[:40]:
         result = solve(build_board(level), timeout=30)
         assert result.solved and result.lower_bound <= result.pushes
+
+
+def test_the_matching_updated_for_moved_boxes_equals_the_full_matching(xsokoban):
+    # Random positions of XSokoban 1-20: one box moved to a random live square and some side
+    # masks changed; the incremental update must give exactly the full matching's bound.
+    rng = np.random.default_rng(7)
+    compared = 0
+    for level in load_levels(xsokoban)[:20]:
+        board = build_board(level)
+        n = board.n_boxes
+        live = np.flatnonzero(~board.dead)
+        base, scratch, check = (matching_scratch(n) for _ in range(3))
+        for _ in range(60):
+            boxes = rng.choice(live, n, replace=False).astype(np.int16)
+            base_masks = rng.integers(0, 16, n).astype(np.int64)
+            matching_lower_bound(boxes, base_masks, board.push_cost, base)
+            moved = int(rng.integers(n))
+            free = np.setdiff1d(live, boxes)
+            boxes[moved] = free[rng.integers(len(free))]
+            masks = base_masks.copy()
+            for k in rng.choice(n, int(rng.integers(0, 3)), replace=False):
+                masks[k] = rng.integers(0, 16)
+            full = matching_lower_bound(boxes, masks, board.push_cost, check)
+            assert matching_update(boxes, masks, base_masks, moved, board.push_cost, base,
+                                   scratch) == full
+            compared += full < UNREACHABLE
+    assert compared > 150   # feasible ones (many random positions have no matching)
