@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--fast", action="store_true",
                    help="solve as many levels as possible within --timeout: optimal A* for a "
                    "moment, then the feature searches (the default schedule, see --schedule); "
-                   "with --weight, --packing or --features: that one weighted search "
+                   "with --weight, --packing, --features or --box-moves: that one search "
                    "(weight 2 unless given)")
     p.add_argument("--weight", type=int, help="weight of the bound in f = g + w*h (1 = optimal)")
     p.add_argument("--packing", action="store_true",
@@ -54,11 +54,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fast feature search: visit cells of positions with equal packing and "
                    "connectivity in turn, taking turns with weighted A* (not proven "
                    "optimal)")
+    p.add_argument("--box-moves", action="store_true",
+                   help="fast modes: every step pushes one box to any place it can reach with "
+                   "the others where they are (far fewer steps on big levels)")
     p.add_argument("--schedule", metavar="STAGES",
                    help="searches in turn, W[flags][/E]:SECONDS,..., e.g. 1:5,2fo:25,100fo/2:30 "
                    "(optimal A* for 5 s, feature search with packing penalty for 25 s, then "
                    "with a greedy heap taking every 2nd expansion for 30 s); flags: p plain, "
-                   "o packing penalty, f feature search; replaces --timeout")
+                   "o packing penalty, f feature search, m box moves; replaces --timeout")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 
@@ -160,11 +163,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from robocell.sokoban.solver import FAST_WEIGHT, solve
 
     level = _load(args.file, args.level)
-    single = args.weight is not None or args.packing or args.features
+    single = args.weight is not None or args.packing or args.features or args.box_moves
     if args.schedule or (args.fast and not single):
         if args.schedule and (args.fast or single):
             raise CommandError("--schedule gives the searches itself: leave out --fast, "
-                               "--weight, --packing and --features")
+                               "--weight, --packing, --features and --box-moves")
         try:
             stages = (parse_schedule(args.schedule) if args.schedule
                       else default_schedule(args.metric, args.timeout))
@@ -176,16 +179,17 @@ def cmd_solve(args: argparse.Namespace) -> int:
     weight = args.weight if args.weight is not None else (FAST_WEIGHT if args.fast else 1)
     if weight < 1:
         raise CommandError("--weight must be 1 (optimal) or more")
-    if args.features and args.weight is None:
+    if (args.features or args.box_moves) and args.weight is None:
         weight = FAST_WEIGHT
-    if args.features and weight == 1:
-        raise CommandError("--features is a fast mode: leave out --weight 1")
+    for flag, given in (("--features", args.features), ("--box-moves", args.box_moves)):
+        if given and weight == 1:
+            raise CommandError(f"{flag} is a fast mode: leave out --weight 1")
+        if given and args.metric != "pushes":
+            raise CommandError(f"{flag} searches in the push metric: leave out --metric moves")
     if args.packing and weight == 1:
         raise CommandError("--packing needs a fast mode: add --fast or --weight W (W > 1)")
-    if args.features and args.metric != "pushes":
-        raise CommandError("--features searches in the push metric: leave out --metric moves")
     result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight,
-                   packing=args.packing, features=args.features)
+                   packing=args.packing, features=args.features, box_moves=args.box_moves)
     return _print_solve(args, level, result)
 
 

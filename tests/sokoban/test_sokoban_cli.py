@@ -81,6 +81,17 @@ def test_solve_with_the_feature_search(xsokoban, capsys):
     assert "push metric" in capsys.readouterr().err
 
 
+def test_solve_with_box_moves(xsokoban, capsys):
+    # XSokoban 58: a few hundred expansions with box moves, none of the single-push modes.
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "58", "--box-moves",
+                 "--features", "--packing", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
+    assert main(["sokoban", "solve", str(xsokoban), "--level", "58", "--box-moves",
+                 "--weight", "1"]) == 2
+    assert "--box-moves is a fast mode" in capsys.readouterr().err
+
+
 def test_solve_fast_runs_the_default_schedule_and_a_given_one(xsokoban, capsys):
     assert main(["sokoban", "solve", str(xsokoban), "--level", "60", "--fast",
                  "--timeout", "60", "--json"]) == 0
