@@ -23,9 +23,11 @@ from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResu
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG = "p", "o", "f", "m"
 STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG
-DEFAULT_SCHEDULE = {"pushes": "1:5,2fo/2:25,100fo/2:30", "moves": "1:30,2:30"}
+DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:17,2fom/2:12,3:8,2fo/2:21", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
-XSokoban levels measured (docs/sokoban.md)."""
+XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
+with box moves on its cells alone, then taking turns with a weight-2 heap, weighted A*, and
+the feature search over single pushes."""
 NODE_LIMIT = 24_000_000
 """Largest node arrays of one stage (about 3 GB with 50 boxes)."""
 
