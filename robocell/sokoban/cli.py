@@ -58,9 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fast modes: every step pushes one box to any place it can reach with "
                    "the others where they are (far fewer steps on big levels)")
     p.add_argument("--schedule", metavar="STAGES",
-                   help="searches in turn, W[flags][/E]:SECONDS,..., e.g. 1:5,2fo:25,100fo/2:30 "
-                   "(optimal A* for 5 s, feature search with packing penalty for 25 s, then "
-                   "with a greedy heap taking every 2nd expansion for 30 s); flags: p plain, "
+                   help="searches in turn, W[flags][/E]:SECONDS,..., e.g. 1:5,2fom/0:25,2fo/2:30 "
+                   "(optimal A* for 5 s, feature search with box moves on its cells alone for "
+                   "25 s, then over single pushes with a weight-2 heap taking every 2nd "
+                   "expansion for 30 s); flags: p plain, "
                    "o packing penalty, f feature search, m box moves; replaces --timeout")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
