@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import DIR_CHARS, FROZEN_MASK, N_DIRS, NO_SQUARE, Board
+from robocell.sokoban.board import DIR_CHARS, FROZEN_MASK, N_DIRS, NO_SQUARE, Board, floor_region
 from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
@@ -752,7 +752,6 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             else:
                 n_cand = N_DIRS
                 for d in range(N_DIRS):
-                    cand_target[d] = neighbours[b, d]
                     cand_dir[d] = d
                     cand_run[d] = 0
             for c in range(n_cand):
@@ -1206,7 +1205,7 @@ def _box_path(board: Board, others: set[int], player: int, start: int,
     frontier: deque[tuple[int, int]] = deque()
     box, at, prev = start, player, None
     while True:
-        reach = _reachable(nbr, at, others | {box})
+        reach = floor_region(board, at, others | {box})
         for d in range(N_DIRS):
             behind, target = int(nbr[box, d ^ 1]), int(nbr[box, d])
             if (behind in reach and target != NO_SQUARE and target not in others
@@ -1225,19 +1224,6 @@ def _box_path(board: Board, others: set[int], player: int, start: int,
         path.append(int(nbr[state[0], state[1] ^ 1]) * N_DIRS + state[1])
         state = came[state]
     return path[::-1]
-
-
-def _reachable(neighbours: np.ndarray, start: int, blocked: set[int]) -> set[int]:
-    seen = {start}
-    queue = deque([start])
-    while queue:
-        s = queue.popleft()
-        for d in range(N_DIRS):
-            t = int(neighbours[s, d])
-            if t != NO_SQUARE and t not in seen and t not in blocked:
-                seen.add(t)
-                queue.append(t)
-    return seen
 
 
 def pushes_to_lurd(board: Board, pushes: list[int]) -> str:

@@ -7,7 +7,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from robocell.sokoban.board import N_DIRS, build_board
+from robocell.sokoban.board import N_DIRS, build_board, floor_region
 from robocell.sokoban.corrals import NO_CORRAL
 from robocell.sokoban.level import load_level, load_levels, parse_levels
 from robocell.sokoban.lurd import replay
@@ -22,19 +22,6 @@ from robocell.sokoban.solver import (
 )
 
 
-def _walk(board, start, blocked):
-    seen = {start}
-    queue = deque([start])
-    while queue:
-        s = queue.popleft()
-        for t in board.neighbours[s]:
-            t = int(t)
-            if t >= 0 and t not in seen and t not in blocked:
-                seen.add(t)
-                queue.append(t)
-    return seen
-
-
 def _reference(board, boxes, player, b):
     """Fewest pushes to each (square, last direction) of box b, by breadth-first search over
     (box square, exact player square) with one push per step."""
@@ -44,7 +31,7 @@ def _reference(board, boxes, player, b):
     done = {(b, player)}
     while frontier:
         box, at, pushes = frontier.popleft()
-        reach = _walk(board, at, others | {box})
+        reach = floor_region(board, at, others | {box})
         for d in range(N_DIRS):
             behind, target = int(board.neighbours[box, d ^ 1]), int(board.neighbours[box, d])
             if behind not in reach or target < 0 or target in others or board.dead[target]:
