@@ -88,3 +88,212 @@ def freeze_deadlock_after_push(target: int, neighbours: np.ndarray, occupied: np
             if is_frozen(s, neighbours, occupied, dead, fixed, stack):
                 return True
     return False
+
+
+FROZEN_CACHE_SLOTS = 4096
+"""Frozen-goal sets whose reach masks are kept (direct-mapped by the set's hash)."""
+MAX_MASK_GOALS = 63
+"""Levels with more goals skip the frozen-goal check (a goal set is one int64 bit mask)."""
+
+
+def frozen_cache(n_squares: int) -> tuple[np.ndarray, np.ndarray]:
+    """An empty cache for ``frozen_goals_dead``: keys, and the reach masks of each key."""
+    return (np.zeros(FROZEN_CACHE_SLOTS, dtype=np.uint64),
+            np.zeros((FROZEN_CACHE_SLOTS, n_squares), dtype=np.int64))
+
+
+@njit(cache=True)
+def goal_reach_masks(neighbours: np.ndarray, goal_squares: np.ndarray, wall: np.ndarray,
+                     out: np.ndarray, queue: np.ndarray, label: np.ndarray,
+                     seen: np.ndarray) -> None:
+    """out[s]: bit j set when a lone box on square s can be pushed onto goal j with the
+    squares marked in ``wall`` blocked, the player starting on some side of it: per goal, a
+    backward search pulling the box away, over (box square, player's region) states.
+    ``label`` (int16[n, n]) and ``seen`` (int32[4n]) are scratch."""
+    n = neighbours.shape[0]
+    # label[b, q]: the region of square q with a lone box on b (-1 on b and on walls).
+    for b in range(n):
+        for q in range(n):
+            label[b, q] = -1
+        if wall[b]:
+            continue
+        k = 0
+        for q0 in range(n):
+            if q0 == b or wall[q0] or label[b, q0] >= 0:
+                continue
+            label[b, q0] = k
+            queue[0] = q0
+            top = 1
+            while top > 0:
+                top -= 1
+                q = queue[top]
+                for d in range(4):
+                    t = neighbours[q, d]
+                    if t >= 0 and t != b and not wall[t] and label[b, t] < 0:
+                        label[b, t] = k
+                        queue[top] = t
+                        top += 1
+            k += 1
+    out[:] = 0
+    for j in range(goal_squares.shape[0]):
+        g = goal_squares[j]
+        if wall[g]:
+            continue
+        bit = np.int64(1) << j
+        out[g] |= bit
+        seen[:] = 0
+        tail = 0
+        # A state is (box square, side d of it that lies in the player's region): 4*s + d.
+        for d in range(4):
+            p = neighbours[g, d]
+            if p < 0 or wall[p]:
+                continue
+            first = d
+            for e in range(d):
+                q = neighbours[g, e]
+                if q >= 0 and not wall[q] and label[g, q] == label[g, p]:
+                    first = e
+                    break
+            if seen[4 * g + first] == 0:
+                seen[4 * g + first] = 1
+                queue[tail] = 4 * g + first
+                tail += 1
+        head = 0
+        while head < tail:
+            state = queue[head]
+            head += 1
+            s = state // 4
+            region = label[s, neighbours[s, state % 4]]
+            for d in range(4):
+                # Pull the box towards the player: the player on side d steps one further.
+                p = neighbours[s, d]
+                if p < 0 or wall[p] or label[s, p] != region:
+                    continue
+                p2 = neighbours[p, d]
+                if p2 < 0 or wall[p2]:
+                    continue
+                # The box is now on p, the player on p2 (side d of p).
+                first = d
+                for e in range(4):
+                    q = neighbours[p, e]
+                    if q >= 0 and not wall[q] and label[p, q] == label[p, p2]:
+                        first = e
+                        break
+                if seen[4 * p + first] != 0:
+                    continue
+                seen[4 * p + first] = 1
+                out[p] |= bit
+                queue[tail] = 4 * p + first
+                tail += 1
+
+
+@njit(cache=True)
+def frozen_goals_dead(boxes: np.ndarray, frozen: np.ndarray, key: np.uint64,
+                      neighbours: np.ndarray, goal_squares: np.ndarray,
+                      cache_keys: np.ndarray, cache_reach: np.ndarray, wall: np.ndarray,
+                      queue: np.ndarray, label: np.ndarray, seen: np.ndarray,
+                      box_goals: np.ndarray, owner: np.ndarray, came_from: np.ndarray) -> bool:
+    """True when the boxes frozen on goals (``frozen[k]``) leave the other boxes no way to
+    fill the other goals: with the frozen boxes as walls, some set of boxes can reach too few
+    of the free goals between them (no perfect matching of boxes to goals they can reach,
+    each alone with the player on any side of it).
+
+    The reach of every goal depends only on the frozen set, so it is computed once per set
+    (``key``: the Zobrist hash of the frozen squares) and kept in ``cache_keys``/
+    ``cache_reach``. ``wall`` must be all False on entry and is restored."""
+    n_goals = goal_squares.shape[0]
+    slot = np.int64(key & np.uint64(cache_keys.shape[0] - 1))
+    reach = cache_reach[slot]
+    if cache_keys[slot] != key:
+        for k in range(boxes.shape[0]):
+            if frozen[k]:
+                wall[boxes[k]] = True
+        goal_reach_masks(neighbours, goal_squares, wall, reach, queue, label, seen)
+        for k in range(boxes.shape[0]):
+            wall[boxes[k]] = False
+        cache_keys[slot] = key
+    # The free goals, and for every box that can still move, the free goals it can reach.
+    taken = np.int64(0)
+    for k in range(boxes.shape[0]):
+        if frozen[k]:
+            for j in range(n_goals):
+                if goal_squares[j] == boxes[k]:
+                    taken |= np.int64(1) << j
+    n = 0
+    for k in range(boxes.shape[0]):
+        if not frozen[k]:
+            m = reach[boxes[k]] & ~taken
+            if m == 0:
+                return True
+            box_goals[n] = m
+            n += 1
+    # A perfect matching, one augmenting path per box (breadth-first over boxes).
+    owner[:n_goals] = -1
+    for start in range(n):
+        visited = np.int64(0)
+        queue[0] = start
+        head = 0
+        tail = 1
+        end_goal = -1
+        while head < tail and end_goal < 0:
+            u = queue[head]
+            head += 1
+            m = box_goals[u] & ~visited
+            while m != 0:
+                j = 0
+                while (m >> j) & 1 == 0:
+                    j += 1
+                m &= ~(np.int64(1) << j)
+                visited |= np.int64(1) << j
+                came_from[j] = u
+                if owner[j] < 0:
+                    end_goal = j
+                    break
+                queue[tail] = owner[j]
+                tail += 1
+        if end_goal < 0:
+            return True
+        # Flip the path: each goal on it goes to the box that reached it.
+        j = end_goal
+        while True:
+            u = came_from[j]
+            previous = -1
+            for jj in range(n_goals):
+                if owner[jj] == u:
+                    previous = jj
+                    break
+            owner[j] = u
+            if u == start:
+                break
+            j = previous
+    return False
+
+
+def frozen_goals_dead_position(neighbours: np.ndarray, goal_squares: np.ndarray,
+                               dead: np.ndarray, is_goal: np.ndarray, zobrist_box: np.ndarray,
+                               boxes: np.ndarray) -> bool:
+    """``frozen_goals_dead`` for one position, with its own scratch and cache (set-up code
+    and tests; the search keeps one cache for the whole run)."""
+    n = neighbours.shape[0]
+    nb = boxes.shape[0]
+    occupied = np.zeros(n, dtype=np.bool_)
+    occupied[boxes] = True
+    fixed = np.zeros(n, dtype=np.bool_)
+    frames = np.zeros((n + 1, 3), dtype=np.int64)
+    frozen = np.zeros(nb, dtype=np.bool_)
+    key = np.uint64(0)
+    for k in range(nb):
+        s = int(boxes[k])
+        if is_goal[s] and is_frozen(s, neighbours, occupied, dead, fixed, frames):
+            frozen[k] = True
+            key ^= zobrist_box[s]
+    if key == 0 or goal_squares.shape[0] > MAX_MASK_GOALS:
+        return False
+    cache_keys, cache_reach = frozen_cache(n)
+    n_goals = goal_squares.shape[0]
+    return bool(frozen_goals_dead(
+        boxes.astype(np.int16), frozen, key, neighbours, goal_squares, cache_keys,
+        cache_reach, np.zeros(n, dtype=np.bool_), np.zeros(4 * n, dtype=np.int32),
+        np.zeros((n, n), dtype=np.int16), np.zeros(4 * n, dtype=np.int32),
+        np.zeros(nb, dtype=np.int64), np.zeros(n_goals, dtype=np.int32),
+        np.zeros(n_goals, dtype=np.int32)))

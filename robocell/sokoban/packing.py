@@ -2,12 +2,15 @@
 
 Retrograde analysis over the whole board: start with every goal full, and repeatedly take
 out the box whose goal is easiest to empty - a lone box on that goal (the other full goals
-are walls) that can be pulled, in the fewest pulls, to a square off the goals with the player
-then able to walk back to the start area. Pulling is the exact reverse of pushing, so the
-reverse of that removal order is an order in which boxes can be pushed onto the goals one
-after the other without a filled goal ever blocking a later one (as far as the lone-box
-view sees). When no box comes out alone, the shallowest goal is taken out (the order is a
-guide for the fast modes, never a pruning rule, so a poor order costs time, not solutions).
+are walls) that can be pulled, in the fewest pulls, to a square off the goals that a box from
+the start can reach, with the player then able to walk back to the start area. (A square no
+box can be pushed to - the far end of a dead-end corridor behind the goals - is no way out:
+a box pulled there could never have come in that way.) Pulling is the exact reverse of
+pushing, so the reverse of that removal order is an order in which boxes can be pushed onto
+the goals one after the other without a filled goal ever blocking a later one (as far as
+the lone-box view sees). When no box comes out alone, the shallowest goal is taken out (the
+order is a guide for the fast modes, never a pruning rule, so a poor order costs time, not
+solutions).
 """
 
 from __future__ import annotations
@@ -42,9 +45,38 @@ def _home_square(board: Board) -> int:
     return start
 
 
-def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int) -> int | None:
+def box_reachable(board: Board) -> np.ndarray:
+    """bool[n]: the squares some start box can be pushed to, alone on the board (the other
+    boxes taken away): a breadth-first search over (box square, player's region) states."""
+    label = board.region_with_box
+    reach = np.zeros(board.n_squares, dtype=np.bool_)
+    seen: set[tuple[int, int]] = set()
+    queue: deque[tuple[int, int]] = deque()
+    for b in board.start_boxes:
+        state = (int(b), int(label[b, board.start_player]))
+        if state not in seen:
+            seen.add(state)
+            queue.append(state)
+    while queue:
+        box, region = queue.popleft()
+        reach[box] = True
+        for d in range(N_DIRS):
+            behind = int(board.neighbours[box, d ^ 1])
+            target = int(board.neighbours[box, d])
+            if behind == NO_SQUARE or target == NO_SQUARE or label[box, behind] != region:
+                continue
+            state = (target, int(label[target, box]))
+            if state not in seen:
+                seen.add(state)
+                queue.append(state)
+    return reach
+
+
+def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int,
+                   way_out: np.ndarray | None = None) -> int | None:
     """Fewest pulls that take a lone box from ``goal`` to a square off the goals with the
-    player's region then holding ``home`` (``walls``: the other full goals); None if none."""
+    player's region then holding ``home`` (``walls``: the other full goals); None if none.
+    ``way_out`` (bool per square; default all): the squares the box may end on."""
     starts = []
     seen: set[tuple[int, int]] = set()
     for d in range(N_DIRS):
@@ -72,7 +104,8 @@ def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int) -> int |
             if key in seen:
                 continue
             seen.add(key)
-            if not board.is_goal[stand] and home in new_region:
+            if (not board.is_goal[stand] and home in new_region
+                    and (way_out is None or way_out[stand])):
                 return pulls + 1
             queue.append((stand, new_region, pulls + 1))
     return None
@@ -81,12 +114,13 @@ def pulls_to_leave(board: Board, goal: int, walls: set[int], home: int) -> int |
 def packing_order(board: Board) -> list[int]:
     """Goal squares in the order they should be filled (first = deepest)."""
     home = _home_square(board)
+    way_out = box_reachable(board)
     full = set(int(g) for g in board.goal_squares)
     removed: list[int] = []
     while full:
         best: tuple[int, int, int] | None = None
         for goal in sorted(full):
-            pulls = pulls_to_leave(board, goal, full - {goal}, home)
+            pulls = pulls_to_leave(board, goal, full - {goal}, home, way_out)
             if pulls is not None:
                 rank = (pulls, int(board.goal_depth[goal]), goal)
                 if best is None or rank < best:

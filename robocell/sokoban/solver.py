@@ -28,7 +28,13 @@ from robocell.sokoban.bounds import (
     reachable_sides,
 )
 from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
-from robocell.sokoban.deadlocks import freeze_deadlock_after_push, is_frozen
+from robocell.sokoban.deadlocks import (
+    MAX_MASK_GOALS,
+    freeze_deadlock_after_push,
+    frozen_cache,
+    frozen_goals_dead,
+    is_frozen,
+)
 from robocell.sokoban.features import (
     FS_ACTIVE,
     FS_GOAL,
@@ -66,8 +72,8 @@ MOVE_SCALE = 1 << 12
 STATUS_RUNNING, STATUS_SOLVED, STATUS_NO_SOLUTION, STATUS_FULL = 0, 1, 2, 3
 (ST_NODES, ST_HEAP, ST_EXPANDED, ST_GENERATED, ST_GOAL, ST_DEADLOCKS, ST_DUPLICATES,
  ST_CORRAL_CUTS, ST_CORRAL_TOKEN, ST_CORRAL_DEAD, ST_CORRAL_SEARCHES, ST_CORRAL_CHILD,
- ST_CORRAL_CHECKS, ST_PATTERN_CUTS) = range(14)
-N_STATS = 14
+ ST_CORRAL_CHECKS, ST_PATTERN_CUTS, ST_FROZEN_GOALS) = range(15)
+N_STATS = 15
 EMPTY_SLOT = -1
 NO_PUSH = -1
 CHUNK_EXPANSIONS = 20_000
@@ -565,7 +571,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_outside: np.ndarray, room_final: np.ndarray, room_pushes: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  cache_keys: np.ndarray, cache_dead: np.ndarray, patterns: tuple,
-                 fess: bool, fs: FeatureSpace, box_moves: bool, stats: np.ndarray) -> int:
+                 fess: bool, fs: FeatureSpace, box_moves: bool, frozen_keys: np.ndarray,
+                 frozen_reach: np.ndarray, stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
@@ -627,6 +634,15 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     cand_target = np.zeros(4 * n_squares, dtype=np.int32)
     cand_dir = np.zeros(4 * n_squares, dtype=np.int32)
     cand_run = np.zeros(4 * n_squares, dtype=np.int32)
+    wall = np.zeros(n_squares, dtype=np.bool_)
+    frozen_queue = np.zeros(4 * n_squares, dtype=np.int32)
+    frozen_seen = np.zeros(4 * n_squares, dtype=np.int32)
+    frozen_label = np.zeros((n_squares, n_squares) if frozen_keys.shape[0] > 0 else (1, 1),
+                            dtype=np.int16)
+    frozen_row = np.zeros(nb, dtype=np.bool_)
+    box_goals = np.zeros(nb, dtype=np.int64)
+    owner = np.zeros(goal_squares.shape[0], dtype=np.int32)
+    came_from = np.zeros(goal_squares.shape[0], dtype=np.int32)
     seen_stamp = 0
     fill_stamp = 0
     max_children = 4 * nb * (n_squares if box_moves else 1) + nb + 1
@@ -864,12 +880,23 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 # A box frozen on a goal keeps that goal: the others must match the rest.
                 occupied[b] = False
                 occupied[target] = True
+                frozen_key = np.uint64(0)
                 for k in range(nb):
+                    frozen_row[k] = False
                     if is_goal[rows[k]] and is_frozen(rows[k], neighbours, occupied, dead,
                                                       fixed, frames):
                         masks[k] = FROZEN_MASK
+                        frozen_row[k] = True
+                        frozen_key ^= zobrist_box[rows[k]]
                 occupied[target] = False
                 occupied[b] = True
+                if (frozen_key != 0 and frozen_keys.shape[0] > 0
+                        and frozen_goals_dead(rows, frozen_row, frozen_key, neighbours,
+                                              goal_squares, frozen_keys, frozen_reach, wall,
+                                              frozen_queue, frozen_label, frozen_seen, box_goals,
+                                              owner, came_from)):
+                    stats[ST_FROZEN_GOALS] += 1
+                    continue
                 lb = matching_update(rows, masks, base_masks, i, push_cost, base, scratch)
                 if lb >= INFEASIBLE:
                     stats[ST_DEADLOCKS] += 1
@@ -947,6 +974,7 @@ class SolveResult:
     corral_child_deadlocks: int = 0  # children dropped by a corral deadlock search
     corral_child_checks: int = 0     # children whose corrals were checked when generated
     pattern_cuts: int = 0            # children dropped by a learned deadlock pattern
+    frozen_goal_cuts: int = 0        # children whose frozen goals leave goals unfillable
     patterns: int = 0                # deadlock patterns learned
     cells: int = 0                   # feature search: cells that held a position
     most_packed: int = 0             # feature search: most boxes packed in one position
@@ -1013,7 +1041,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           corrals: bool = True, macros: bool | None = None,
           patterns: tuple | None = None, packing: bool = False,
           features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
-          box_moves: bool = False) -> SolveResult:
+          box_moves: bool = False, frozen_goals: bool = True) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
@@ -1055,6 +1083,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     arena.fs.counters[FS_HEAP_EVERY] = heap_every
     stats = np.zeros(N_STATS, dtype=np.int64)
     cache_keys, cache_dead = corral_cache()
+    if frozen_goals and board.goal_squares.shape[0] <= MAX_MASK_GOALS:
+        frozen_keys, frozen_reach = frozen_cache(board.n_squares)
+    else:
+        frozen_keys, frozen_reach = np.zeros(0, dtype=np.uint64), np.zeros((0, 1), np.int64)
     if patterns is None:
         patterns = pattern_table(board.n_squares)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
@@ -1088,7 +1120,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.size, rooms.outside,
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
                               region_penalty, chunk, cache_keys, cache_dead,
-                              patterns, features, arena.fs, box_moves, stats)
+                              patterns, features, arena.fs, box_moves, frozen_keys,
+                              frozen_reach, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
@@ -1100,6 +1133,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     result.corral_child_deadlocks = int(stats[ST_CORRAL_CHILD])
     result.corral_child_checks = int(stats[ST_CORRAL_CHECKS])
     result.pattern_cuts = int(stats[ST_PATTERN_CUTS])
+    result.frozen_goal_cuts = int(stats[ST_FROZEN_GOALS])
     result.patterns = int(patterns[-1][PC_PATTERNS])
     if features:
         result.cells = int(arena.fs.counters[FS_ACTIVE])
