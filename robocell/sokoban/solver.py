@@ -423,11 +423,13 @@ def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
                    node_h: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
                    is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
                    deepest_empty: np.ndarray, region_mark: np.ndarray,
-                   region_stamp: int, queue: np.ndarray, fs: FeatureSpace) -> int:
+                   region_stamp: int, queue: np.ndarray, fs: FeatureSpace,
+                   regions_known: bool) -> int:
     """Feature search: compute the features of the new nodes ``first..end-1`` (children of
     ``parent``, or the start node when ``parent == first``), let the advisors pick their
     pushes, and file every node in its cell. ``occupied`` must be all False; returns the
-    region stamp. A solved child is reported in the counters (FS_GOAL)."""
+    region stamp. A solved child is reported in the counters (FS_GOAL). With
+    ``regions_known`` the areas were counted when the children were made (``fs.regions``)."""
     packed = fs.packed
     regions = fs.regions
     blocked = fs.blocked
@@ -447,8 +449,9 @@ def _file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
             elif fs.doorway[b]:
                 in_doorways += 1
         blocked[c] = in_doorways
-        region_stamp += 1
-        regions[c] = count_regions(neighbours, occupied, region_mark, region_stamp, queue)
+        if not regions_known:
+            region_stamp += 1
+            regions[c] = count_regions(neighbours, occupied, region_mark, region_stamp, queue)
         packed[c] = on_goal - _misordered_goals(node_boxes[c], -1, -1, occupied, goal_squares,
                                                 goal_area, fs.pack_depth, deepest_empty)
         for k in range(nb):
@@ -663,7 +666,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 region_stamp = _file_children(0, 0, 1, node_boxes, node_h, occupied,
                                               neighbours, is_goal, goal_squares, goal_area,
                                               deepest_empty, region_mark,
-                                              region_stamp, queue, fs)
+                                              region_stamp, queue, fs, False)
             every = counters[FS_HEAP_EVERY]
             counters[FS_TURN] += 1
             if every == 0 or counters[FS_TURN] % every != 0 or heap_size == 0:
@@ -744,10 +747,14 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     child_player = region_scan(room_final[e, k], neighbours, occupied,
                                                child_mark, child_stamp, child_walk, queue)
                     extra_h = 0
-                    if region_penalty > 0:
+                    if region_penalty > 0 or fess:
                         region_stamp += 1
-                        extra_h = region_penalty * (count_regions(
-                            neighbours, occupied, region_mark, region_stamp, queue) - 1)
+                        n_regions = count_regions(neighbours, occupied, region_mark,
+                                                  region_stamp, queue)
+                        extra_h = region_penalty * (n_regions - 1)
+                        if fess:
+                            # The connectivity feature of the node about to be stored.
+                            fs.regions[n_nodes] = n_regions
                     occupied[goal_sq] = False
                     occupied[b] = True
                     stats[ST_GENERATED] += 1
@@ -908,14 +915,18 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                     h += order_penalty * _misordered_goals(child, b, target, occupied,
                                                            goal_squares, goal_area, goal_depth,
                                                            deepest_empty)
-                if region_penalty > 0 and lb > 0:
+                if (region_penalty > 0 and lb > 0) or fess:
                     occupied[b] = False
                     occupied[target] = True
                     region_stamp += 1
-                    h += region_penalty * (count_regions(neighbours, occupied, region_mark,
-                                                         region_stamp, queue) - 1)
+                    n_regions = count_regions(neighbours, occupied, region_mark, region_stamp,
+                                              queue)
                     occupied[target] = False
                     occupied[b] = True
+                    if region_penalty > 0 and lb > 0:
+                        h += region_penalty * (n_regions - 1)
+                    if fess:
+                        fs.regions[n_nodes] = n_regions
                 heap_size = _open_node(n_nodes, node, child, child_player, child_key,
                                        child_g, h, code, node_boxes, node_player, node_hash,
                                        node_g, node_h, node_parent, node_push, node_closed,
@@ -931,7 +942,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
             region_stamp = _file_children(node, first_child, n_nodes, node_boxes, node_h,
                                           occupied, neighbours, is_goal, goal_squares,
                                           goal_area, deepest_empty, region_mark,
-                                          region_stamp, queue, fs)
+                                          region_stamp, queue, fs, True)
             if fs.counters[FS_GOAL] > 0:
                 stats[ST_GOAL] = fs.counters[FS_GOAL] - 1
                 status = STATUS_SOLVED
