@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(optimal A* for 5 s, feature search with box moves on its cells alone for "
                    "25 s, then over single pushes with a weight-2 heap taking every 2nd "
                    "expansion for 30 s); flags: p plain, "
-                   "o packing penalty, f feature search, m box moves; replaces --timeout")
+                   "o packing penalty, f feature search, m box moves, c deep corral "
+                   "deadlock search; replaces --timeout")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 

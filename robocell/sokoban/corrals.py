@@ -117,6 +117,10 @@ a power of two (its probe table has 4x as many slots)."""
 CORRAL_MAX_BOXES = 8
 """Corrals with more boxes (inside and on the barrier) are not searched: their sub-problem
 rarely runs dry within the state limit."""
+CORRAL_DEEP_NODES = 4096
+CORRAL_DEEP_MAX_BOXES = 12
+"""The limits of the deep corral search (``solve(deep_corrals=True)``, schedule flag ``c``):
+slower per expansion, it proves dead corrals the default limits give up on."""
 CORRAL_CACHE_BITS = 20
 EMPTY_KEY = np.uint64(0)
 
@@ -311,16 +315,20 @@ def corral_deadlock_search(sub_boxes: np.ndarray, n_sub: int, player: int,
 
 
 @njit(cache=True)
-def corral_work(n_squares: int, n_boxes: int) -> tuple:
+def corral_work(n_squares: int, n_boxes: int, nodes: int = CORRAL_SEARCH_NODES,
+                max_boxes: int = CORRAL_MAX_BOXES) -> tuple:
     """Scratch of ``dead_corral``: sub box list, occupancy, two stamp arrays, the stamp
-    counter, and the state arrays and probe table of one corral deadlock search."""
+    counter and the box limit (``max_boxes``), and the state arrays and probe table of one
+    corral deadlock search (``nodes`` states, a power of two)."""
+    counter = np.zeros(2, dtype=np.int64)
+    counter[1] = max_boxes
     return (np.zeros(n_boxes, dtype=np.int16), np.zeros(n_squares, dtype=np.bool_),
             np.zeros(n_squares, dtype=np.int64), np.zeros(n_squares, dtype=np.int64),
-            np.zeros(1, dtype=np.int64),
-            np.zeros((CORRAL_SEARCH_NODES, n_boxes), dtype=np.int16),
-            np.zeros(CORRAL_SEARCH_NODES, dtype=np.int16),
-            np.zeros(CORRAL_SEARCH_NODES, dtype=np.uint64),
-            np.zeros(4 * CORRAL_SEARCH_NODES, dtype=np.int32))
+            counter,
+            np.zeros((nodes, n_boxes), dtype=np.int16),
+            np.zeros(nodes, dtype=np.int16),
+            np.zeros(nodes, dtype=np.uint64),
+            np.zeros(4 * nodes, dtype=np.int32))
 
 
 @njit(cache=True)
@@ -331,9 +339,9 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
                 work: tuple, queue: np.ndarray, fixed: np.ndarray,
                 frames: np.ndarray, near: int = -1) -> tuple[bool, int, int]:
     """Is some corral of this position (labelled by ``pi_corral``) dead? Each corral with a box
-    off goal and at most CORRAL_MAX_BOXES boxes inside and on its barrier gets a corral
-    deadlock search, looked up first in the cache keyed by its boxes and the player's region
-    among them. With ``near`` >= 0 only the corrals on that square or next to it are checked
+    off goal and at most ``work``'s box limit (``corral_work``) inside and on its barrier gets
+    a corral deadlock search, looked up first in the cache keyed by its boxes and the player's
+    region among them. With ``near`` >= 0 only the corrals on that square or next to it are checked
     (the ones a push to ``near`` made or changed). Returns (dead, searches run, boxes of the
     dead corral when a search run now proved it dead, else 0: they are in ``work[0]``)."""
     sub_boxes, sub_occupied, sub_mark, sub_child_mark, counter = work[:5]
@@ -355,7 +363,7 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
                 continue
         n_sub = corral_boxes(c, neighbours, occupied, corral_label, reach_mark, stamp,
                              sub_boxes)
-        if n_sub > CORRAL_MAX_BOXES:
+        if n_sub > counter[1]:
             continue
         off_goal = False
         for k in range(n_sub):
@@ -364,7 +372,7 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
                 break
         if not off_goal:
             continue
-        counter[0] += 2 * CORRAL_SEARCH_NODES + 2
+        counter[0] += 2 * st_player.shape[0] + 2
         key = np.uint64(0)
         for k in range(n_sub):
             sub_occupied[sub_boxes[k]] = True

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.corrals import CORRAL_MAX_BOXES, CORRAL_SEARCH_NODES, _local_scan
+from robocell.sokoban.corrals import CORRAL_DEEP_MAX_BOXES, _local_scan
 
 MAX_PATTERNS = 1 << 16
 """Patterns kept per search; later ones are dropped (the table only ever prunes)."""
@@ -28,12 +28,12 @@ def pattern_table(n_squares: int, capacity: int = MAX_PATTERNS) -> tuple:
     """An empty pattern table for a board of ``n_squares``: box lists, box counts, region
     bitsets, and per square a linked list of the patterns holding a box there."""
     words = (n_squares + WORD_BITS - 1) // WORD_BITS
-    return (np.full((capacity, CORRAL_MAX_BOXES), -1, dtype=np.int16),
+    return (np.full((capacity, CORRAL_DEEP_MAX_BOXES), -1, dtype=np.int16),
             np.zeros(capacity, dtype=np.int8),
             np.zeros((capacity, words), dtype=np.uint64),
             np.full(n_squares, NO_ENTRY, dtype=np.int32),
-            np.zeros(capacity * CORRAL_MAX_BOXES, dtype=np.int32),
-            np.full(capacity * CORRAL_MAX_BOXES, NO_ENTRY, dtype=np.int32),
+            np.zeros(capacity * CORRAL_DEEP_MAX_BOXES, dtype=np.int32),
+            np.full(capacity * CORRAL_DEEP_MAX_BOXES, NO_ENTRY, dtype=np.int32),
             np.zeros(2, dtype=np.int64))
 
 
@@ -97,7 +97,7 @@ def learn_dead_corral(table: tuple, work: tuple, n_sub: int, player: int,
     ``corrals.dead_corral``'s scratch) with the player's region on the board holding only
     those boxes. Returns False when the table is full."""
     sub_boxes, sub_occupied, sub_mark, _, counter = work[:5]
-    counter[0] += 2 * CORRAL_SEARCH_NODES + 2  # a stamp no search has used
+    counter[0] += 2 * work[6].shape[0] + 2  # a stamp no search has used
     for k in range(n_sub):
         sub_occupied[sub_boxes[k]] = True
     _local_scan(player, neighbours, sub_occupied, sub_mark, counter[0], queue)

@@ -8,22 +8,23 @@ replays (or optimal A* proves there is none).
 A schedule is written ``STAGE,STAGE,...`` with ``STAGE = W[flags][/E]:SECONDS``: the weight of
 the bound (1 = optimal A*), then any of ``p`` (plain: no goal-room macros, tunnel runs or
 fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m`` (box
-moves: an arc pushes one box as far as it goes, see ``solver.box_reach``), and for the
-feature search ``/E``, the heap's share (every E-th expansion; 0 = cells only).
+moves: an arc pushes one box as far as it goes, see ``solver.box_reach``), ``c`` (deep
+corral deadlock search: larger limits, slower per expansion), and for the feature search
+``/E``, the heap's share (every E-th expansion; 0 = cells only).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import Level
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResult, solve
 
-PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG = "p", "o", "f", "m"
-STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG
-DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:17,2fom/2:12,3:8,2fo/2:21", "moves": "1:30,2:30"}
+PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG, DEEP_CORRALS_FLAG = "p", "o", "f", "m", "c"
+STAGE_FLAGS = PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG + DEEP_CORRALS_FLAG
+DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
 with box moves on its cells alone, then taking turns with a weight-2 heap, weighted A*, and
@@ -41,11 +42,13 @@ class Stage:
     features: bool = False
     heap_every: int = FEATURE_HEAP_EVERY
     box_moves: bool = False
+    deep_corrals: bool = False
 
     def __str__(self) -> str:
         flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
                  + (PACKING_FLAG if self.packing else "")
-                 + (BOX_MOVES_FLAG if self.box_moves else ""))
+                 + (BOX_MOVES_FLAG if self.box_moves else "")
+                 + (DEEP_CORRALS_FLAG if self.deep_corrals else ""))
         custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
         every = f"/{self.heap_every}" if custom else ""
         return f"{self.weight}{flags}{every}:{self.seconds:g}"
@@ -64,7 +67,8 @@ def parse_schedule(text: str) -> list[Stage]:
         try:
             stage = Stage(int(weight), float(seconds), PLAIN_FLAG in flags,
                           PACKING_FLAG in flags, FEATURES_FLAG in flags,
-                          int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags)
+                          int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags,
+                          DEEP_CORRALS_FLAG in flags)
         except ValueError:
             stage = None
         if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
@@ -85,8 +89,7 @@ def default_schedule(metric: str, seconds: float) -> list[Stage]:
     """The metric's default schedule with its stages scaled to ``seconds`` in all."""
     stages = parse_schedule(DEFAULT_SCHEDULE[metric])
     scale = seconds / sum(s.seconds for s in stages)
-    return [Stage(s.weight, s.seconds * scale, s.plain, s.packing, s.features, s.heap_every,
-                  s.box_moves) for s in stages]
+    return [replace(s, seconds=s.seconds * scale) for s in stages]
 
 
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES
@@ -100,7 +103,8 @@ def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSH
         result = solve(board, metric=metric, timeout=stage.seconds, weight=stage.weight,
                        max_nodes=NODE_LIMIT, macros=False if stage.plain else None,
                        packing=stage.packing, features=stage.features,
-                       heap_every=stage.heap_every, box_moves=stage.box_moves)
+                       heap_every=stage.heap_every, box_moves=stage.box_moves,
+                       deep_corrals=stage.deep_corrals)
         spent += result.seconds
         if result.solved and replay(level, result.lurd).solved:
             break

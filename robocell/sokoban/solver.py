@@ -27,7 +27,17 @@ from robocell.sokoban.bounds import (
     matching_update,
     reachable_sides,
 )
-from robocell.sokoban.corrals import NO_CORRAL, corral_cache, corral_work, dead_corral, pi_corral
+from robocell.sokoban.corrals import (
+    CORRAL_DEEP_MAX_BOXES,
+    CORRAL_DEEP_NODES,
+    CORRAL_MAX_BOXES,
+    CORRAL_SEARCH_NODES,
+    NO_CORRAL,
+    corral_cache,
+    corral_work,
+    dead_corral,
+    pi_corral,
+)
 from robocell.sokoban.deadlocks import (
     MAX_MASK_GOALS,
     freeze_deadlock_after_push,
@@ -575,7 +585,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  cache_keys: np.ndarray, cache_dead: np.ndarray, patterns: tuple,
                  fess: bool, fs: FeatureSpace, box_moves: bool, frozen_keys: np.ndarray,
-                 frozen_reach: np.ndarray, stats: np.ndarray) -> int:
+                 frozen_reach: np.ndarray, corral_nodes: int, corral_boxes: int,
+                 stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
     With ``order_penalty`` > 0 (fast mode only: it makes h inadmissible) each box on a goal
@@ -630,7 +641,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     deepest_empty = np.zeros(goal_squares.shape[0] + 1, dtype=np.int32)
     region_mark = np.zeros(n_squares, dtype=np.int64)
     region_stamp = 0
-    work = corral_work(n_squares, nb)
+    work = corral_work(n_squares, nb, corral_nodes, corral_boxes)
     seen = np.zeros(4 * n_squares, dtype=np.int32)
     fill = np.zeros(n_squares, dtype=np.int32)
     states = np.zeros((4 * n_squares, 3), dtype=np.int32)
@@ -1052,7 +1063,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           corrals: bool = True, macros: bool | None = None,
           patterns: tuple | None = None, packing: bool = False,
           features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
-          box_moves: bool = False, frozen_goals: bool = True) -> SolveResult:
+          box_moves: bool = False, frozen_goals: bool = True,
+          deep_corrals: bool = False) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
@@ -1065,7 +1077,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     same packing, connectivity and blocked doorways, visited in turn, taking turns with the
     weighted A* heap: every ``heap_every``-th expansion comes from the heap (0: none).
     ``box_moves`` (fast push mode only) makes every arc a box move: one box pushed to any
-    place it can reach (``box_reach``), which takes far fewer expansions on big levels."""
+    place it can reach (``box_reach``), which takes far fewer expansions on big levels.
+    ``frozen_goals`` (default on) drops positions whose boxes frozen on goals leave the other
+    goals unfillable (``deadlocks.frozen_goals_dead``). ``deep_corrals`` raises the corral
+    deadlock search's limits (CORRAL_DEEP_NODES states, CORRAL_DEEP_MAX_BOXES boxes)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -1094,6 +1109,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     arena.fs.counters[FS_HEAP_EVERY] = heap_every
     stats = np.zeros(N_STATS, dtype=np.int64)
     cache_keys, cache_dead = corral_cache()
+    corral_nodes, corral_boxes = ((CORRAL_DEEP_NODES, CORRAL_DEEP_MAX_BOXES) if deep_corrals
+                                  else (CORRAL_SEARCH_NODES, CORRAL_MAX_BOXES))
     if frozen_goals and board.goal_squares.shape[0] <= MAX_MASK_GOALS:
         frozen_keys, frozen_reach = frozen_cache(board.n_squares)
     else:
@@ -1132,7 +1149,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
                               region_penalty, chunk, cache_keys, cache_dead,
                               patterns, features, arena.fs, box_moves, frozen_keys,
-                              frozen_reach, stats)
+                              frozen_reach, corral_nodes, corral_boxes, stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])

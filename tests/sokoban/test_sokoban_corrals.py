@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from robocell.sokoban.board import Board, build_board
 from robocell.sokoban.corrals import (
+    CORRAL_DEEP_MAX_BOXES,
+    CORRAL_DEEP_NODES,
+    CORRAL_MAX_BOXES,
+    CORRAL_SEARCH_NODES,
     NO_CORRAL,
     corral_cache,
     corral_work,
@@ -22,7 +27,9 @@ LEVELS_CHECKED = 40
 
 
 def _position_has_dead_corral(board: Board, boxes: np.ndarray, player: int,
-                              cache: tuple[np.ndarray, np.ndarray]) -> bool:
+                              cache: tuple[np.ndarray, np.ndarray],
+                              limits: tuple[int, int] = (CORRAL_SEARCH_NODES, CORRAL_MAX_BOXES)
+                              ) -> bool:
     n = board.n_squares
     occupied = np.zeros(n, dtype=np.bool_)
     occupied[boxes] = True
@@ -36,14 +43,18 @@ def _position_has_dead_corral(board: Board, boxes: np.ndarray, player: int,
         return False
     dead, _, _ = dead_corral(player, board.neighbours, occupied, mark, 1, label, board.dead,
                              board.is_goal, board.zobrist_box, board.zobrist_player, *cache,
-                             corral_work(n, board.n_boxes), queue, np.zeros(n, dtype=np.bool_),
+                             corral_work(n, board.n_boxes, *limits), queue,
+                             np.zeros(n, dtype=np.bool_),
                              np.zeros((n + 1, 3), dtype=np.int64))
     return bool(dead)
 
 
-def test_corral_deadlocks_are_dead_in_the_exhaustive_graph(microban):
+@pytest.mark.parametrize("limits", [(CORRAL_SEARCH_NODES, CORRAL_MAX_BOXES),
+                                    (CORRAL_DEEP_NODES, CORRAL_DEEP_MAX_BOXES)])
+def test_corral_deadlocks_are_dead_in_the_exhaustive_graph(microban, limits):
     """Over every reachable position of small Microban levels: no live position is called
-    dead, and the search does find dead ones (else it would prove nothing)."""
+    dead, and the search does find dead ones (else it would prove nothing) - with the
+    default limits and the deep search's."""
     found_dead = 0
     for level in load_levels(microban)[:LEVELS_CHECKED]:
         board = build_board(level)
@@ -55,7 +66,7 @@ def test_corral_deadlocks_are_dead_in_the_exhaustive_graph(microban):
         live = graph.live
         for state in range(graph.n_states):
             if _position_has_dead_corral(board, graph.boxes[state], int(graph.player[state]),
-                                         cache):
+                                         cache, limits):
                 assert not live[state], (level.index, board.render(graph.boxes[state],
                                                                    int(graph.player[state])))
                 found_dead += 1
@@ -75,3 +86,13 @@ def test_corral_deadlocks_let_the_fast_mode_solve_xsokoban_5(xsokoban):
     assert result.corral_child_deadlocks > result.corral_deadlocks
     assert result.corral_child_checks < result.generated
     assert replay(level, result.lurd).solved
+
+
+def test_the_deep_corral_search_solves_xsokoban_24(xsokoban):
+    """XSokoban 24: the default schedule, with the default corral limits, leaves it unsolved at
+    60 s; with the deep limits (4 096 states, 12 boxes) this stage solves it in about 6 s."""
+    level = load_levels(xsokoban)[23]
+    result = solve(build_board(level), weight=2, features=True, packing=True, box_moves=True,
+                   heap_every=0, deep_corrals=True, timeout=90)
+    assert result.solved and replay(level, result.lurd).solved
+    assert result.corral_deadlocks + result.corral_child_deadlocks > 0

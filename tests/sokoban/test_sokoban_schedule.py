@@ -17,12 +17,14 @@ from robocell.sokoban.solver import FEATURE_HEAP_EVERY
 
 
 def test_schedule_strings_round_trip():
-    stages = parse_schedule("1:5, 2fo:25,100fo/2:30,100p:7.5,3f/0:1")
+    stages = parse_schedule("1:5, 2fo:25,100fo/2:30,100p:7.5,3f/0:1,2fomc/0:4")
     assert stages == [
         Stage(1, 5.0), Stage(2, 25.0, packing=True, features=True),
         Stage(100, 30.0, packing=True, features=True, heap_every=2),
-        Stage(100, 7.5, plain=True), Stage(3, 1.0, features=True, heap_every=0)]
-    assert ",".join(map(str, stages)) == "1:5,2fo:25,100fo/2:30,100p:7.5,3f/0:1"
+        Stage(100, 7.5, plain=True), Stage(3, 1.0, features=True, heap_every=0),
+        Stage(2, 4.0, packing=True, features=True, heap_every=0, box_moves=True,
+              deep_corrals=True)]
+    assert ",".join(map(str, stages)) == "1:5,2fo:25,100fo/2:30,100p:7.5,3f/0:1,2fomc/0:4"
     assert stages[1].heap_every == FEATURE_HEAP_EVERY
 
 
