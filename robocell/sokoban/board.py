@@ -150,17 +150,20 @@ def build_board(level: Level) -> Board:
 
 
 @njit(cache=True)
-def regions_with_box(neighbours: np.ndarray) -> np.ndarray:
-    """For every square b: the connected regions of the other squares when only b is blocked
-    (labels 0, 1, ...; -1 on b itself). The player can walk between two sides of a lone box
-    exactly when they carry the same label."""
+def label_regions(neighbours: np.ndarray, wall: np.ndarray, label: np.ndarray,
+                  stack: np.ndarray) -> None:
+    """For every square b: label[b, q] is the connected region of square q when b and the
+    squares marked in ``wall`` are blocked (labels 0, 1, ...; -1 on b and on the walls, and
+    the whole row -1 when b is a wall). ``stack`` (int32[n]) is scratch."""
     n = neighbours.shape[0]
-    label = np.full((n, n), -1, dtype=np.int8)
-    stack = np.empty(n, dtype=np.int32)
     for b in range(n):
+        for q in range(n):
+            label[b, q] = -1
+        if wall[b]:
+            continue
         k = 0
         for s0 in range(n):
-            if s0 == b or label[b, s0] >= 0:
+            if s0 == b or wall[s0] or label[b, s0] >= 0:
                 continue
             label[b, s0] = k
             top = 1
@@ -170,31 +173,46 @@ def regions_with_box(neighbours: np.ndarray) -> np.ndarray:
                 s = stack[top]
                 for d in range(4):
                     t = neighbours[s, d]
-                    if t >= 0 and t != b and label[b, t] < 0:
+                    if t >= 0 and t != b and not wall[t] and label[b, t] < 0:
                         label[b, t] = k
                         stack[top] = t
                         top += 1
             k += 1
+
+
+@njit(cache=True)
+def regions_with_box(neighbours: np.ndarray) -> np.ndarray:
+    """For every square b: the connected regions of the other squares when only b is blocked
+    (labels 0, 1, ...; -1 on b itself). The player can walk between two sides of a lone box
+    exactly when they carry the same label."""
+    n = neighbours.shape[0]
+    label = np.full((n, n), -1, dtype=np.int8)
+    label_regions(neighbours, np.zeros(n, dtype=np.bool_), label, np.empty(n, dtype=np.int32))
     return label
 
 
 @njit(cache=True)
-def side_push_costs(goal: int, neighbours: np.ndarray, region_with_box: np.ndarray) -> np.ndarray:
-    """Fewest pushes to bring a lone box to ``goal``: [square, side mask] -> pushes when the
-    player starts on one of the sides in the mask. Breadth-first search backwards over (box
-    square, player side) states; walking round the box to a side of the same region is free."""
+def side_distances(goal: int, neighbours: np.ndarray, label: np.ndarray, dist: np.ndarray,
+                   queue: np.ndarray) -> None:
+    """dist[square, side]: fewest pushes that bring a lone box from the square to ``goal``
+    when the player starts on that side of it (UNREACHABLE if none), with ``label`` from
+    ``label_regions`` (its walls are walls here too). Breadth-first search backwards over
+    (box square, player side) states; walking round the box to a side of the same region is
+    free. ``queue`` (int32[4n]) is scratch."""
     n = neighbours.shape[0]
-    dist = np.full((n, 4), UNREACHABLE, dtype=np.int32)
-    queue = np.empty(n * 4, dtype=np.int32)
+    for b in range(n):
+        for s in range(4):
+            dist[b, s] = UNREACHABLE
     tail = 0
     # Each state is queued once: reaching one side of a box also reaches every side in the
     # same region (walking round the box is free), so plain breadth-first order is exact.
     for s in range(4):
-        if neighbours[goal, s] >= 0 and dist[goal, s] == UNREACHABLE:
-            region = region_with_box[goal, neighbours[goal, s]]
+        p = neighbours[goal, s]
+        if p >= 0 and label[goal, p] >= 0 and dist[goal, s] == UNREACHABLE:
+            region = label[goal, p]
             for s2 in range(4):
                 q = neighbours[goal, s2]
-                if q >= 0 and region_with_box[goal, q] == region:
+                if q >= 0 and label[goal, q] == region:
                     dist[goal, s2] = 0
                     queue[tail] = goal * 4 + s2
                     tail += 1
@@ -207,15 +225,27 @@ def side_push_costs(goal: int, neighbours: np.ndarray, region_with_box: np.ndarr
         # Undo a push: the box came from prev (the square on the player's side) and the
         # player stood beyond prev on the same side.
         prev = neighbours[box, side]
-        if prev < 0 or neighbours[prev, side] < 0 or dist[prev, side] != UNREACHABLE:
+        if prev < 0 or dist[prev, side] != UNREACHABLE:
             continue
-        region = region_with_box[prev, neighbours[prev, side]]
+        beyond = neighbours[prev, side]
+        if beyond < 0 or label[prev, beyond] < 0:
+            continue
+        region = label[prev, beyond]
         for s2 in range(4):
             q = neighbours[prev, s2]
-            if q >= 0 and region_with_box[prev, q] == region and dist[prev, s2] == UNREACHABLE:
+            if q >= 0 and label[prev, q] == region and dist[prev, s2] == UNREACHABLE:
                 dist[prev, s2] = dist[box, side] + 1
                 queue[tail] = prev * 4 + s2
                 tail += 1
+
+
+@njit(cache=True)
+def side_push_costs(goal: int, neighbours: np.ndarray, region_with_box: np.ndarray) -> np.ndarray:
+    """Fewest pushes to bring a lone box to ``goal``: [square, side mask] -> pushes when the
+    player starts on one of the sides in the mask (``side_distances`` on the empty board)."""
+    n = neighbours.shape[0]
+    dist = np.empty((n, 4), dtype=np.int32)
+    side_distances(goal, neighbours, region_with_box, dist, np.empty(n * 4, dtype=np.int32))
     cost = np.full((n, N_SIDE_MASKS), UNREACHABLE, dtype=np.int32)
     for b in range(n):
         for mask in range(1, N_SIDE_MASKS):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robocell.sokoban.board import UNREACHABLE, label_regions, side_distances
+
 AXIS_VERTICAL = 0
 AXIS_HORIZONTAL = 1
 
@@ -105,93 +107,32 @@ def frozen_cache(n_squares: int) -> tuple[np.ndarray, np.ndarray]:
 @njit(cache=True)
 def goal_reach_masks(neighbours: np.ndarray, goal_squares: np.ndarray, wall: np.ndarray,
                      out: np.ndarray, queue: np.ndarray, label: np.ndarray,
-                     seen: np.ndarray) -> None:
+                     dist: np.ndarray) -> None:
     """out[s]: bit j set when a lone box on square s can be pushed onto goal j with the
-    squares marked in ``wall`` blocked, the player starting on some side of it: per goal, a
-    backward search pulling the box away, over (box square, player's region) states.
-    ``label`` (int16[n, n]) and ``seen`` (int32[4n]) are scratch."""
+    squares marked in ``wall`` blocked, the player starting on some side of it (per goal,
+    ``board.side_distances`` on the board with those walls). ``label`` (int16[n, n]),
+    ``dist`` (int32[n, 4]) and ``queue`` (int32[4n]) are scratch."""
     n = neighbours.shape[0]
-    # label[b, q]: the region of square q with a lone box on b (-1 on b and on walls).
-    for b in range(n):
-        for q in range(n):
-            label[b, q] = -1
-        if wall[b]:
-            continue
-        k = 0
-        for q0 in range(n):
-            if q0 == b or wall[q0] or label[b, q0] >= 0:
-                continue
-            label[b, q0] = k
-            queue[0] = q0
-            top = 1
-            while top > 0:
-                top -= 1
-                q = queue[top]
-                for d in range(4):
-                    t = neighbours[q, d]
-                    if t >= 0 and t != b and not wall[t] and label[b, t] < 0:
-                        label[b, t] = k
-                        queue[top] = t
-                        top += 1
-            k += 1
+    label_regions(neighbours, wall, label, queue)
     out[:] = 0
     for j in range(goal_squares.shape[0]):
         g = goal_squares[j]
         if wall[g]:
             continue
         bit = np.int64(1) << j
-        out[g] |= bit
-        seen[:] = 0
-        tail = 0
-        # A state is (box square, side d of it that lies in the player's region): 4*s + d.
-        for d in range(4):
-            p = neighbours[g, d]
-            if p < 0 or wall[p]:
-                continue
-            first = d
-            for e in range(d):
-                q = neighbours[g, e]
-                if q >= 0 and not wall[q] and label[g, q] == label[g, p]:
-                    first = e
-                    break
-            if seen[4 * g + first] == 0:
-                seen[4 * g + first] = 1
-                queue[tail] = 4 * g + first
-                tail += 1
-        head = 0
-        while head < tail:
-            state = queue[head]
-            head += 1
-            s = state // 4
-            region = label[s, neighbours[s, state % 4]]
+        side_distances(g, neighbours, label, dist, queue)
+        for s in range(n):
             for d in range(4):
-                # Pull the box towards the player: the player on side d steps one further.
-                p = neighbours[s, d]
-                if p < 0 or wall[p] or label[s, p] != region:
-                    continue
-                p2 = neighbours[p, d]
-                if p2 < 0 or wall[p2]:
-                    continue
-                # The box is now on p, the player on p2 (side d of p).
-                first = d
-                for e in range(4):
-                    q = neighbours[p, e]
-                    if q >= 0 and not wall[q] and label[p, q] == label[p, p2]:
-                        first = e
-                        break
-                if seen[4 * p + first] != 0:
-                    continue
-                seen[4 * p + first] = 1
-                out[p] |= bit
-                queue[tail] = 4 * p + first
-                tail += 1
+                if dist[s, d] != UNREACHABLE:
+                    out[s] |= bit
+                    break
 
 
 @njit(cache=True)
 def frozen_goals_dead(boxes: np.ndarray, frozen: np.ndarray, key: np.uint64,
                       neighbours: np.ndarray, goal_squares: np.ndarray,
                       cache_keys: np.ndarray, cache_reach: np.ndarray, wall: np.ndarray,
-                      queue: np.ndarray, label: np.ndarray, seen: np.ndarray,
+                      queue: np.ndarray, label: np.ndarray, dist: np.ndarray,
                       box_goals: np.ndarray, owner: np.ndarray, came_from: np.ndarray) -> bool:
     """True when the boxes frozen on goals (``frozen[k]``) leave the other boxes no way to
     fill the other goals: with the frozen boxes as walls, some set of boxes can reach too few
@@ -208,7 +149,7 @@ def frozen_goals_dead(boxes: np.ndarray, frozen: np.ndarray, key: np.uint64,
         for k in range(boxes.shape[0]):
             if frozen[k]:
                 wall[boxes[k]] = True
-        goal_reach_masks(neighbours, goal_squares, wall, reach, queue, label, seen)
+        goal_reach_masks(neighbours, goal_squares, wall, reach, queue, label, dist)
         for k in range(boxes.shape[0]):
             wall[boxes[k]] = False
         cache_keys[slot] = key
@@ -294,6 +235,6 @@ def frozen_goals_dead_position(neighbours: np.ndarray, goal_squares: np.ndarray,
     return bool(frozen_goals_dead(
         boxes.astype(np.int16), frozen, key, neighbours, goal_squares, cache_keys,
         cache_reach, np.zeros(n, dtype=np.bool_), np.zeros(4 * n, dtype=np.int32),
-        np.zeros((n, n), dtype=np.int16), np.zeros(4 * n, dtype=np.int32),
+        np.zeros((n, n), dtype=np.int16), np.zeros((n, 4), dtype=np.int32),
         np.zeros(nb, dtype=np.int64), np.zeros(n_goals, dtype=np.int32),
         np.zeros(n_goals, dtype=np.int32)))

@@ -650,7 +650,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     cand_run = np.zeros(4 * n_squares, dtype=np.int32)
     wall = np.zeros(n_squares, dtype=np.bool_)
     frozen_queue = np.zeros(4 * n_squares, dtype=np.int32)
-    frozen_seen = np.zeros(4 * n_squares, dtype=np.int32)
+    frozen_dist = np.zeros((n_squares, 4), dtype=np.int32)
     frozen_label = np.zeros((n_squares, n_squares) if frozen_keys.shape[0] > 0 else (1, 1),
                             dtype=np.int16)
     frozen_row = np.zeros(nb, dtype=np.bool_)
@@ -911,7 +911,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 if (frozen_key != 0 and frozen_keys.shape[0] > 0
                         and frozen_goals_dead(rows, frozen_row, frozen_key, neighbours,
                                               goal_squares, frozen_keys, frozen_reach, wall,
-                                              frozen_queue, frozen_label, frozen_seen, box_goals,
+                                              frozen_queue, frozen_label, frozen_dist, box_goals,
                                               owner, came_from)):
                     stats[ST_FROZEN_GOALS] += 1
                     continue
