@@ -138,18 +138,95 @@ def region_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: 
 
 
 @njit(cache=True)
+def block_scratch(n_squares: int) -> tuple:
+    """Scratch of ``edge_blocks``: discovery and low numbers per square, the block of every
+    (square, direction) edge, the DFS frames, the edge stack, and two running counters (time,
+    block id: they only grow, so numbers left by earlier calls never match new ones)."""
+    return (np.zeros(n_squares, dtype=np.int64), np.zeros(n_squares, dtype=np.int64),
+            np.zeros(4 * n_squares, dtype=np.int64), np.zeros((n_squares + 1, 3), dtype=np.int64),
+            np.zeros(4 * n_squares, dtype=np.int64), np.zeros(2, dtype=np.int64))
+
+
+@njit(cache=True)
+def edge_blocks(root: int, neighbours: np.ndarray, occupied: np.ndarray,
+                scratch: tuple) -> None:
+    """Label the edges of the free squares' graph around ``root`` with their biconnected
+    blocks (Tarjan's low-link numbering, on an explicit stack): scratch[2][4*s + d] is the
+    block of the edge from s in direction d. Two free neighbours of a square s are joined
+    by a walk that avoids s exactly when their edges to s share a block, so a box on s
+    leaves the player the sides whose edges share the player's block."""
+    disc, low, block, frames, edges, counters = scratch
+    base = counters[0]
+    t = base + 1
+    disc[root] = t
+    low[root] = t
+    top = 0
+    frames[0, 0] = root
+    frames[0, 1] = 0
+    frames[0, 2] = -1
+    n_edges = 0
+    while top >= 0:
+        v = frames[top, 0]
+        k = frames[top, 1]
+        if k < 4:
+            frames[top, 1] = k + 1
+            w = neighbours[v, k]
+            if w < 0 or occupied[w] or (frames[top, 2] >= 0 and k == (frames[top, 2] ^ 1)):
+                continue
+            if disc[w] <= base:
+                edges[n_edges] = v * 4 + k
+                n_edges += 1
+                t += 1
+                disc[w] = t
+                low[w] = t
+                top += 1
+                frames[top, 0] = w
+                frames[top, 1] = 0
+                frames[top, 2] = k
+            elif disc[w] < disc[v]:
+                edges[n_edges] = v * 4 + k
+                n_edges += 1
+                if disc[w] < low[v]:
+                    low[v] = disc[w]
+        else:
+            top -= 1
+            if top < 0:
+                break
+            u = frames[top, 0]
+            if low[v] < low[u]:
+                low[u] = low[v]
+            if low[v] >= disc[u]:
+                # u separates v's subtree: the edges stacked since u -> v form one block.
+                counters[1] += 1
+                last = u * 4 + frames[top + 1, 2]
+                while True:
+                    n_edges -= 1
+                    e = edges[n_edges]
+                    x = e // 4
+                    d = e % 4
+                    block[e] = counters[1]
+                    block[neighbours[x, d] * 4 + (d ^ 1)] = counters[1]
+                    if e == last:
+                        break
+    counters[0] = t
+
+
+@njit(cache=True)
 def box_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
               stamp: int, dead: np.ndarray, room_of: np.ndarray, corral: int,
               corral_label: np.ndarray, seen: np.ndarray, seen_stamp: int,
-              fill: np.ndarray, fill_stamp: int, queue: np.ndarray, states: np.ndarray,
+              blocks: tuple, states: np.ndarray,
               out_target: np.ndarray, out_dir: np.ndarray, out_run: np.ndarray
-              ) -> tuple[int, int, int]:
+              ) -> tuple[int, int]:
     """Every place the box on ``b`` can be pushed to with the other boxes left where they
     are (a box move): breadth-first over (box square, direction of the last push), the player
     starting in the region stamped ``stamp`` in ``mark``. Writes each reached state once, with
-    its fewest pushes, to ``out_target``/``out_dir``/``out_run`` and returns (how many, then
-    the new ``seen`` and ``fill`` stamps). A box is never pushed onto a dead square or into a
-    goal room; with a PI-corral (``corral`` != NO_CORRAL) the first push must stay in it."""
+    its fewest pushes, to ``out_target``/``out_dir``/``out_run`` and returns (how many, the
+    new ``seen`` stamp). A box is never pushed onto a dead square or into a goal room; with a
+    PI-corral (``corral`` != NO_CORRAL) the first push must stay in it. After a push the
+    player stands next to the box, and the sides it can walk to come from the biconnected
+    blocks of the free squares (``edge_blocks``, ``blocks`` its scratch), one labelling per
+    box instead of a flood fill per state."""
     seen_stamp += 1
     head = 0
     tail = 0
@@ -166,7 +243,11 @@ def box_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.nda
         states[tail, 1] = d
         states[tail, 2] = 1
         tail += 1
+    if tail == 0:
+        return 0, seen_stamp
     occupied[b] = False
+    edge_blocks(b, neighbours, occupied, blocks)
+    block = blocks[2]
     while head < tail:
         s = states[head, 0]
         d = states[head, 1]
@@ -175,37 +256,13 @@ def box_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.nda
         out_dir[head] = d
         out_run[head] = run
         head += 1
-        # The sides of s the player could push from: free squares next to the box.
-        wanted = 0
-        for k in range(4):
-            t = neighbours[s, k]
-            if t >= 0 and not occupied[t]:
-                wanted += 1
-        occupied[s] = True
-        fill_stamp += 1
-        start = neighbours[s, d ^ 1]
-        fill[start] = fill_stamp
-        queue[0] = start
-        qh = 0
-        qt = 1
-        found = 0
-        while qh < qt and found < wanted:
-            q = queue[qh]
-            qh += 1
-            for k in range(4):
-                if neighbours[q, k] == s:
-                    found += 1
-            for k in range(4):
-                t = neighbours[q, k]
-                if t >= 0 and fill[t] != fill_stamp and not occupied[t]:
-                    fill[t] = fill_stamp
-                    queue[qt] = t
-                    qt += 1
-        occupied[s] = False
+        # The player stands behind the box (on the square it came from).
+        player_block = block[s * 4 + (d ^ 1)]
         for d2 in range(4):
             behind = neighbours[s, d2 ^ 1]
             target = neighbours[s, d2]
-            if (behind < 0 or fill[behind] != fill_stamp or target < 0 or occupied[target]
+            if (behind < 0 or occupied[behind] or block[s * 4 + (d2 ^ 1)] != player_block
+                    or target < 0 or occupied[target]
                     or dead[target] or room_of[target] != NO_ROOM
                     or seen[target * 4 + d2] == seen_stamp):
                 continue
@@ -215,7 +272,7 @@ def box_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.nda
             states[tail, 2] = run + 1
             tail += 1
     occupied[b] = True
-    return tail, seen_stamp, fill_stamp
+    return tail, seen_stamp
 
 
 @njit("int64(int32[::1], uint64, int64, int16[::1], uint64[::1], int16[::1], int16[:, ::1])",
@@ -643,7 +700,7 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     region_stamp = 0
     work = corral_work(n_squares, nb, corral_nodes, corral_boxes)
     seen = np.zeros(4 * n_squares, dtype=np.int32)
-    fill = np.zeros(n_squares, dtype=np.int32)
+    blocks = block_scratch(n_squares)
     states = np.zeros((4 * n_squares, 3), dtype=np.int32)
     cand_target = np.zeros(4 * n_squares, dtype=np.int32)
     cand_dir = np.zeros(4 * n_squares, dtype=np.int32)
@@ -658,7 +715,6 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
     owner = np.zeros(goal_squares.shape[0], dtype=np.int32)
     came_from = np.zeros(goal_squares.shape[0], dtype=np.int32)
     seen_stamp = 0
-    fill_stamp = 0
     max_children = 4 * nb * (n_squares if box_moves else 1) + nb + 1
     n_nodes = stats[ST_NODES]
     heap_size = stats[ST_HEAP]
@@ -779,10 +835,9 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                         node_h, node_parent, node_push, node_closed, table, heap_f, heap_g,
                         heap_node, weight, h_scale, extra_h, n_nodes, heap_size, stats)
             if box_moves:
-                n_cand, seen_stamp, fill_stamp = box_reach(
+                n_cand, seen_stamp = box_reach(
                     b, neighbours, occupied, mark, stamp, dead, room_of, corral, corral_label,
-                    seen, seen_stamp, fill, fill_stamp, queue, states, cand_target, cand_dir,
-                    cand_run)
+                    seen, seen_stamp, blocks, states, cand_target, cand_dir, cand_run)
             else:
                 n_cand = N_DIRS
                 for d in range(N_DIRS):

@@ -15,6 +15,7 @@ from robocell.sokoban.rooms import MACRO_SHIFT, NO_ROOM
 from robocell.sokoban.schedule import Stage, parse_schedule
 from robocell.sokoban.solver import (
     BOX_MOVE_FLAG,
+    block_scratch,
     box_reach,
     expand_box_moves,
     region_scan,
@@ -43,6 +44,11 @@ def _reference(board, boxes, player, b):
     return best
 
 
+_BLOCKS: dict[int, tuple] = {}
+"""One block scratch per board size, kept across calls as the search keeps it (numbers
+left by earlier labellings must never be taken for new ones)."""
+
+
 def _box_reach(board, boxes, player, b):
     n = board.n_squares
     occupied = np.zeros(n, np.bool_)
@@ -51,10 +57,11 @@ def _box_reach(board, boxes, player, b):
     region_scan(player, board.neighbours, occupied, mark, 1, np.zeros(n, np.int32),
                 np.zeros(n, np.int32))
     out = [np.zeros(4 * n, np.int32) for _ in range(3)]
-    count, _, _ = box_reach(b, board.neighbours, occupied, mark, 1, board.dead,
-                            np.full(n, NO_ROOM, np.int32), NO_CORRAL, np.zeros(n, np.int32),
-                            np.zeros(4 * n, np.int32), 0, np.zeros(n, np.int32), 0,
-                            np.zeros(n, np.int32), np.zeros((4 * n, 3), np.int32), *out)
+    count, _ = box_reach(b, board.neighbours, occupied, mark, 1, board.dead,
+                         np.full(n, NO_ROOM, np.int32), NO_CORRAL, np.zeros(n, np.int32),
+                         np.zeros(4 * n, np.int32), 0,
+                         _BLOCKS.setdefault(n, block_scratch(n)),
+                         np.zeros((4 * n, 3), np.int32), *out)
     assert occupied.sum() == len(boxes)   # the box is put back
     return {(int(out[0][k]), int(out[1][k])): int(out[2][k]) for k in range(count)}
 
@@ -106,3 +113,24 @@ def test_box_moves_are_a_fast_push_mode():
                                                  heap_every=2, box_moves=True)]
     with pytest.raises(ValueError, match="above 1"):
         parse_schedule("1m:5")
+
+
+def test_box_reach_on_random_positions(microban, xsokoban):
+    """Positions the start does not show (boxes scattered over the live squares, the player
+    anywhere free), on Microban and on the first XSokoban levels (larger, with more rooms)."""
+    rng = np.random.default_rng(7)
+    checked = 0
+    levels = load_levels(microban)[::3] + load_levels(xsokoban)[:6]
+    for level in levels:
+        board = build_board(level)
+        live = [s for s in range(board.n_squares) if not board.dead[s]]
+        if len(live) <= board.n_boxes:
+            continue
+        boxes = [int(s) for s in rng.choice(live, board.n_boxes, replace=False)]
+        free = [s for s in range(board.n_squares) if s not in set(boxes)]
+        player = int(rng.choice(free))
+        for b in boxes[:6]:
+            want = _reference(board, boxes, player, b)
+            assert _box_reach(board, boxes, player, b) == want, (level.index, b)
+            checked += len(want)
+    assert checked > 1000
