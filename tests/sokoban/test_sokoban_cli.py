@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from robocell.cli import main
+
+
+def _solve_json(capsys, args: list[str]) -> dict:
+    """``robocell sokoban solve ARGS --json``: it must succeed; its printed result."""
+    assert main(["sokoban", "solve", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def test_parse_lists_every_level(microban, capsys):
@@ -21,9 +29,7 @@ def test_parse_reports_an_invalid_level(tmp_path, capsys):
 
 
 def test_solve_moves_prints_lurd_and_counts(microban, capsys):
-    assert main(["sokoban", "solve", str(microban), "--level", "1", "--metric", "moves",
-                 "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    result = _solve_json(capsys, [str(microban), "--level", "1", "--metric", "moves"])
     assert (result["moves"], result["pushes"], result["optimal"]) == (33, 8, True)
 
 
@@ -62,44 +68,26 @@ def test_missing_level_is_a_user_error(microban, capsys):
     assert "has levels 1..155" in capsys.readouterr().err
 
 
-def test_solve_greedy_with_packing_order(xsokoban, capsys):
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--weight", "100",
-                 "--packing", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--packing"]) == 2
-    assert "--packing needs a fast mode" in capsys.readouterr().err
-
-
-def test_solve_with_the_feature_search(xsokoban, capsys):
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--features",
-                 "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "7", "--features",
-                 "--metric", "moves"]) == 2
-    assert "push metric" in capsys.readouterr().err
-
-
-def test_solve_with_box_moves(xsokoban, capsys):
+@pytest.mark.parametrize("level, flags, refused, says", [
+    ("7", ["--weight", "100", "--packing"], ["--packing"], "--packing needs a fast mode"),
+    ("7", ["--features"], ["--features", "--metric", "moves"], "push metric"),
     # XSokoban 58: a few hundred expansions with box moves, none of the single-push modes.
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "58", "--box-moves",
-                 "--features", "--packing", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    ("58", ["--box-moves", "--features", "--packing"], ["--box-moves", "--weight", "1"],
+     "--box-moves is a fast mode"),
+])
+def test_fast_mode_options_solve_and_are_refused_where_they_do_not_apply(
+        xsokoban, capsys, level, flags, refused, says):
+    result = _solve_json(capsys, [str(xsokoban), "--level", level, *flags])
     assert result["status"] == "solved" and not result["optimal"] and result["pushes"] > 0
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "58", "--box-moves",
-                 "--weight", "1"]) == 2
-    assert "--box-moves is a fast mode" in capsys.readouterr().err
+    assert main(["sokoban", "solve", str(xsokoban), "--level", level, *refused]) == 2
+    assert says in capsys.readouterr().err
 
 
 def test_solve_fast_runs_the_default_schedule_and_a_given_one(xsokoban, capsys):
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "60", "--fast",
-                 "--timeout", "60", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    result = _solve_json(capsys, [str(xsokoban), "--level", "60", "--fast", "--timeout", "60"])
     assert result["status"] == "solved" and not result["optimal"] and result["seconds"] > 0
-    assert main(["sokoban", "solve", str(xsokoban), "--level", "1", "--schedule",
-                 "1:30,2fo:5", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["optimal"]
+    assert _solve_json(capsys, [str(xsokoban), "--level", "1", "--schedule", "1:30,2fo:5"])[
+        "optimal"]
     assert main(["sokoban", "solve", str(xsokoban), "--level", "1", "--schedule",
                  "1f:5"]) == 2
     assert "need a weight above 1" in capsys.readouterr().err
