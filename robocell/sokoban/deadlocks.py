@@ -98,10 +98,12 @@ MAX_MASK_GOALS = 63
 """Levels with more goals skip the frozen-goal check (a goal set is one int64 bit mask)."""
 
 
-def frozen_cache(n_squares: int) -> tuple[np.ndarray, np.ndarray]:
-    """An empty cache for ``frozen_goals_dead``: keys, and the reach masks of each key."""
+def frozen_cache(n_squares: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An empty cache for ``frozen_goals_dead``: keys, and per key the reach masks and the
+    mask of the goals its frozen boxes hold."""
     return (np.zeros(FROZEN_CACHE_SLOTS, dtype=np.uint64),
-            np.zeros((FROZEN_CACHE_SLOTS, n_squares), dtype=np.int64))
+            np.zeros((FROZEN_CACHE_SLOTS, n_squares), dtype=np.int64),
+            np.zeros(FROZEN_CACHE_SLOTS, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -131,7 +133,8 @@ def goal_reach_masks(neighbours: np.ndarray, goal_squares: np.ndarray, wall: np.
 @njit(cache=True)
 def frozen_goals_dead(boxes: np.ndarray, frozen: np.ndarray, key: np.uint64,
                       neighbours: np.ndarray, goal_squares: np.ndarray,
-                      cache_keys: np.ndarray, cache_reach: np.ndarray, wall: np.ndarray,
+                      cache_keys: np.ndarray, cache_reach: np.ndarray,
+                      cache_taken: np.ndarray, wall: np.ndarray,
                       queue: np.ndarray, label: np.ndarray, dist: np.ndarray,
                       box_goals: np.ndarray, owner: np.ndarray, came_from: np.ndarray) -> bool:
     """True when the boxes frozen on goals (``frozen[k]``) leave the other boxes no way to
@@ -141,7 +144,7 @@ def frozen_goals_dead(boxes: np.ndarray, frozen: np.ndarray, key: np.uint64,
 
     The reach of every goal depends only on the frozen set, so it is computed once per set
     (``key``: the Zobrist hash of the frozen squares) and kept in ``cache_keys``/
-    ``cache_reach``. ``wall`` must be all False on entry and is restored."""
+    ``cache_reach``/``cache_taken``. ``wall`` must be all False on entry and is restored."""
     n_goals = goal_squares.shape[0]
     slot = np.int64(key & np.uint64(cache_keys.shape[0] - 1))
     reach = cache_reach[slot]
@@ -150,16 +153,16 @@ def frozen_goals_dead(boxes: np.ndarray, frozen: np.ndarray, key: np.uint64,
             if frozen[k]:
                 wall[boxes[k]] = True
         goal_reach_masks(neighbours, goal_squares, wall, reach, queue, label, dist)
+        taken = np.int64(0)
+        for j in range(n_goals):
+            if wall[goal_squares[j]]:
+                taken |= np.int64(1) << j
         for k in range(boxes.shape[0]):
             wall[boxes[k]] = False
         cache_keys[slot] = key
-    # The free goals, and for every box that can still move, the free goals it can reach.
-    taken = np.int64(0)
-    for k in range(boxes.shape[0]):
-        if frozen[k]:
-            for j in range(n_goals):
-                if goal_squares[j] == boxes[k]:
-                    taken |= np.int64(1) << j
+        cache_taken[slot] = taken
+    # For every box that can still move, the free goals it can reach.
+    taken = cache_taken[slot]
     n = 0
     for k in range(boxes.shape[0]):
         if not frozen[k]:
@@ -230,11 +233,10 @@ def frozen_goals_dead_position(neighbours: np.ndarray, goal_squares: np.ndarray,
             key ^= zobrist_box[s]
     if key == 0 or goal_squares.shape[0] > MAX_MASK_GOALS:
         return False
-    cache_keys, cache_reach = frozen_cache(n)
     n_goals = goal_squares.shape[0]
     return bool(frozen_goals_dead(
-        boxes.astype(np.int16), frozen, key, neighbours, goal_squares, cache_keys,
-        cache_reach, np.zeros(n, dtype=np.bool_), np.zeros(4 * n, dtype=np.int32),
+        boxes.astype(np.int16), frozen, key, neighbours, goal_squares, *frozen_cache(n),
+        np.zeros(n, dtype=np.bool_), np.zeros(4 * n, dtype=np.int32),
         np.zeros((n, n), dtype=np.int16), np.zeros((n, 4), dtype=np.int32),
         np.zeros(nb, dtype=np.int64), np.zeros(n_goals, dtype=np.int32),
         np.zeros(n_goals, dtype=np.int32)))

@@ -642,7 +642,8 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                  room_first: np.ndarray, tunnels: bool, region_penalty: int, budget: int,
                  cache_keys: np.ndarray, cache_dead: np.ndarray, patterns: tuple,
                  fess: bool, fs: FeatureSpace, box_moves: bool, frozen_keys: np.ndarray,
-                 frozen_reach: np.ndarray, corral_nodes: int, corral_boxes: int,
+                 frozen_reach: np.ndarray, frozen_taken: np.ndarray, corral_nodes: int,
+                 corral_boxes: int,
                  stats: np.ndarray) -> int:
     """Run A* (f = g + weight*h) for at most ``budget`` expansions; returns a status.
 
@@ -965,9 +966,9 @@ def search_chunk(neighbours: np.ndarray, is_goal: np.ndarray, dead: np.ndarray,
                 occupied[b] = True
                 if (frozen_key != 0 and frozen_keys.shape[0] > 0
                         and frozen_goals_dead(rows, frozen_row, frozen_key, neighbours,
-                                              goal_squares, frozen_keys, frozen_reach, wall,
-                                              frozen_queue, frozen_label, frozen_dist, box_goals,
-                                              owner, came_from)):
+                                              goal_squares, frozen_keys, frozen_reach,
+                                              frozen_taken, wall, frozen_queue, frozen_label,
+                                              frozen_dist, box_goals, owner, came_from)):
                     stats[ST_FROZEN_GOALS] += 1
                     continue
                 lb = matching_update(rows, masks, base_masks, i, push_cost, base, scratch)
@@ -1167,9 +1168,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     corral_nodes, corral_boxes = ((CORRAL_DEEP_NODES, CORRAL_DEEP_MAX_BOXES) if deep_corrals
                                   else (CORRAL_SEARCH_NODES, CORRAL_MAX_BOXES))
     if frozen_goals and board.goal_squares.shape[0] <= MAX_MASK_GOALS:
-        frozen_keys, frozen_reach = frozen_cache(board.n_squares)
+        frozen_keys, frozen_reach, frozen_taken = frozen_cache(board.n_squares)
     else:
-        frozen_keys, frozen_reach = np.zeros(0, dtype=np.uint64), np.zeros((0, 1), np.int64)
+        frozen_keys, frozen_reach, frozen_taken = (
+            np.zeros(0, dtype=np.uint64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
     if patterns is None:
         patterns = pattern_table(board.n_squares)
     lb = add_root(board.start_boxes, board.start_player, exact, board.neighbours,
@@ -1204,7 +1206,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                               rooms.final_player, rooms.n_pushes, rooms.first, macros,
                               region_penalty, chunk, cache_keys, cache_dead,
                               patterns, features, arena.fs, box_moves, frozen_keys,
-                              frozen_reach, corral_nodes, corral_boxes, stats)
+                              frozen_reach, frozen_taken, corral_nodes, corral_boxes,
+                              stats)
     result.seconds = time.monotonic() - started
     result.expanded = int(stats[ST_EXPANDED])
     result.generated = int(stats[ST_GENERATED])
