@@ -111,6 +111,7 @@ from robocell.common.messages import (
     TOPIC_WIRE_DECODERS,
     UNSET,
     WireDecoder,
+    command_spec,
     topic_spec,
     validate,
     validate_args,
@@ -132,8 +133,15 @@ SUB_PORT_OFFSET, PUB_PORT_OFFSET, CMD_PORT_OFFSET, TAP_PORT_OFFSET = 0, 1, 2, 3
 
 REQUEST = b"\x01"
 REPLY = b"\x02"
-HELLO = b"\x03"  # service -> broker: "I serve commands" (+ command names, msgpack list)
+HELLO = b"\x03"
+"""service instance -> broker, every heartbeat: "I serve commands" (+ a msgpack map: commands,
+retry_safe, period_s, pid, host). It registers the instance, again after a broker restart."""
+BYE = b"\x04"
+"""service instance -> broker when it stops: route nothing more to it."""
 SERVICE_ID_PREFIX = b"s:"
+"""Routing ids of service instances: ``s:<service>#<instance token>``."""
+INSTANCE_MARK = b"#"
+"""Between the service name and the instance token in a service routing id."""
 CLIENT_ID_PREFIX = b"c:"
 
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
@@ -1256,6 +1264,54 @@ def reply_payload(request_id: str, *, result: Any = None, error: str | None = No
             "error": error, "message": message}
 
 
+class _RequestHead(msgspec.Struct):
+    id: str
+    service: str
+    command: str
+    timeout_ms: float
+    args: msgspec.Raw
+
+
+class _ReplyHead(msgspec.Struct):
+    id: str
+
+
+def _head_decoder(payload: type) -> Callable[[Any], Any]:
+    envelope = msgspec.defstruct(f"{payload.__name__}Envelope", [
+        ("version", int), ("topic", str), ("source", str), ("seq", int), ("wall_time", float),
+        ("mono_time", float), ("payload", payload)], array_like=True)
+    return msgspec.msgpack.Decoder(envelope).decode
+
+
+_decode_request_head = _head_decoder(_RequestHead)
+_decode_reply_head = _head_decoder(_ReplyHead)
+
+
+def peek_request(data: bytes) -> _RequestHead | None:
+    """The routing facts of an encoded ``cmd.request`` (id, service, command, timeout_ms;
+    the arguments left undecoded), or None when ``data`` is not one. For the broker, which
+    routes a request without judging its arguments (the service does); never raises."""
+    try:
+        env = _decode_request_head(data)
+    except Exception:  # msgspec's errors, RecursionError on hostile nesting
+        return None
+    if env.version != SCHEMA_VERSION or env.topic != "cmd.request":
+        return None
+    return env.payload
+
+
+def peek_reply_id(data: bytes) -> str | None:
+    """The request id an encoded ``cmd.reply`` answers (the result left undecoded), or None
+    when ``data`` is not one; never raises."""
+    try:
+        env = _decode_reply_head(data)
+    except Exception:  # msgspec's errors, RecursionError on hostile nesting
+        return None
+    if env.version != SCHEMA_VERSION or env.topic != "cmd.reply":
+        return None
+    return env.payload.id
+
+
 class CommandClient:
     """Sends commands to named services through the broker; for one thread at a time
     (:class:`Node` keeps one per calling thread)."""
@@ -1356,6 +1412,7 @@ class CommandContext:
 class _Command:
     handler: Handler
     concurrency: int
+    retry_safe: bool = False
     running: int = 0
 
 
@@ -1386,8 +1443,10 @@ class Node:
         self.liveness = Liveness()
         self.started = time.monotonic()
         self._callbacks: dict[str, list[tuple[bool, Callback]]] = collections.defaultdict(list)
-        self._commands: dict[str, _Command] = {"ping": _Command(self._ping, 1_000_000)}
-        self._pending: collections.OrderedDict[str, _Pending] = collections.OrderedDict()
+        self._commands: dict[str, _Command] = {"ping": _Command(self._ping, 1_000_000, True)}
+        self._pending: collections.OrderedDict[bytes, _Pending] = collections.OrderedDict()
+        """the dedup cache: (caller, request id) -> running or answered request; two callers
+        may pick the same id, a caller's retry carries its own again."""
         self._diag_last: dict[tuple[str, str], float] = {}
         self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
         self._gaps_reported = 0
@@ -1402,7 +1461,10 @@ class Node:
         self.subscriber = Subscriber((), self.endpoints, check=check,
                                      on_reject=self._report_rejection)
         self._server = ctx.socket(zmq.DEALER)
-        self._server.routing_id = SERVICE_ID_PREFIX + name.encode()
+        # one routing id per instance: several instances of a service may serve at once
+        self.instance = secrets.token_hex(4)
+        self._server.routing_id = (SERVICE_ID_PREFIX + name.encode() + INSTANCE_MARK
+                                   + self.instance.encode())
         self._server.linger = LINGER_MS
         self.endpoints.secure(self._server)
         self._server.connect(self.endpoints.command)
@@ -1442,6 +1504,7 @@ class Node:
         self._wake(b"stop")
         self._thread.join(timeout=5)
         self._thread = None
+        _send_nowait(self._server, [BYE])  # the I/O thread is gone: this thread owns it
         self._pool.shutdown(wait=False, cancel_futures=True)
         for sock in (self._server, self._inbox, self._outbox):
             sock.close()
@@ -1497,12 +1560,18 @@ class Node:
 
     # -- commands ----------------------------------------------------------------------------
 
-    def serve(self, command: str, handler: Handler, concurrency: int = 1) -> None:
+    def serve(self, command: str, handler: Handler, concurrency: int = 1,
+              retry_safe: bool | None = None) -> None:
         """Answer ``command`` with ``handler(args, ctx)`` (its return value is the result;
         raise CommandFailed/Busy for an explicit error). More than ``concurrency``
-        simultaneous requests are answered ``busy``. Arguments are validated first."""
+        simultaneous requests are answered ``busy``. Arguments are validated first.
+        ``retry_safe`` (default: the command's declaration in messages.py) lets the broker
+        hand a request that was in flight on a dead instance to another instance."""
+        if retry_safe is None:
+            spec = command_spec(self.name, command)
+            retry_safe = spec is not None and spec.retry_safe
         with self._lock:
-            self._commands[command] = _Command(handler, concurrency)
+            self._commands[command] = _Command(handler, concurrency, retry_safe)
         self._wake(b"hello")
 
     def call(self, service: str, command: str, args: dict[str, Any] | None = None,
@@ -1537,6 +1606,7 @@ class Node:
             now = time.monotonic()
             if now >= next_beat:
                 self._beat()
+                self._hello()  # registers this instance again after a broker restart
                 next_beat = now + self.heartbeat_period
             ready = dict(poller.poll(max(0, int((next_beat - now) * 1000)) + 1))
             if self._inbox in ready:
@@ -1570,7 +1640,7 @@ class Node:
                 command = self._commands.get(frames[1].decode())
                 if command is not None:
                     command.running -= 1
-                self._deliver(frames[2].decode(), frames[3])
+                self._deliver(frames[2], frames[3])
             elif kind == b"beat":
                 self._beat()
             elif kind == b"hello":
@@ -1591,9 +1661,14 @@ class Node:
                                level="error")
 
     def _hello(self) -> None:
-        import msgpack
-
-        _send_nowait(self._server, [HELLO, msgpack.packb(sorted(self._commands))])
+        """Tell the broker this instance serves commands (every heartbeat: the broker drops
+        an instance that stays silent for STALE_AFTER_BEATS periods)."""
+        with self._lock:
+            commands = sorted(self._commands)
+            retry_safe = sorted(n for n, c in self._commands.items() if c.retry_safe)
+        _send_nowait(self._server, [HELLO, msgpack.packb({
+            "commands": commands, "retry_safe": retry_safe, "period_s": self.heartbeat_period,
+            "pid": os.getpid(), "host": socketlib.gethostname()})])
 
     def _beat(self) -> None:
         if self.publisher is None:
@@ -1667,8 +1742,9 @@ class Node:
             return
         p = env.payload
         request_id, command = p["id"], p["command"]
+        key = client + b"\x00" + request_id.encode()
         self._expire_pending()
-        pending = self._pending.get(request_id)
+        pending = self._pending.get(key)
         if pending is not None:  # a retry: never execute twice
             if pending.reply is not None:
                 _send_nowait(self._server, [REPLY, client, pending.reply])
@@ -1691,16 +1767,17 @@ class Node:
         if error is None and spec is not None and spec.running >= spec.concurrency:
             error = ("busy", f"{self.name}.{command} is already running "
                      f"({spec.running} of {spec.concurrency} allowed); retry later")
-        self._pending[request_id] = _Pending([client])
+        self._pending[key] = _Pending([client])
         if error is not None:
-            self._finish(request_id, reply_payload(request_id, error=error[0], message=error[1]))
+            self._finish(key, reply_payload(request_id, error=error[0], message=error[1]))
             return
         assert spec is not None
         spec.running += 1
         ctx = CommandContext(request_id, command, env.source, deadline)
-        self._pool.submit(self._run, spec, p["args"], ctx)
+        self._pool.submit(self._run, spec, p["args"], ctx, key)
 
-    def _run(self, spec: _Command, args: dict[str, Any], ctx: CommandContext) -> None:
+    def _run(self, spec: _Command, args: dict[str, Any], ctx: CommandContext,
+             key: bytes) -> None:
         try:
             result = spec.handler(args, ctx)
             payload = reply_payload(ctx.request_id, result=result)
@@ -1711,24 +1788,25 @@ class Node:
             payload = reply_payload(ctx.request_id, error="failed",
                                     message=f"{self.name}.{ctx.command} raised "
                                             f"{type(exc).__name__}: {exc}")
-        self._finish(ctx.request_id, payload, command=ctx.command)
+        self._finish(key, payload, command=ctx.command)
 
-    def _finish(self, request_id: str, payload: dict[str, Any], command: str | None = None
+    def _finish(self, key: bytes, payload: dict[str, Any], command: str | None = None
                 ) -> None:
-        """Send the reply to every waiter and cache it; ``command`` is set when called from
-        a worker, which hands over to the I/O thread (owner of the sockets and the cache)."""
+        """Send the reply to the request ``key`` (caller + id) to every waiter and cache it;
+        ``command`` is set when called from a worker, which hands over to the I/O thread
+        (owner of the sockets and the cache)."""
         try:
             data = encode(Envelope.now("cmd.reply", self.name, 0, payload))
         except MessageError as exc:
             data = encode(Envelope.now("cmd.reply", self.name, 0, reply_payload(
-                request_id, error="failed", message=f"the result cannot be sent: {exc}")))
+                payload["id"], error="failed", message=f"the result cannot be sent: {exc}")))
         if command is not None:
-            self._wake(b"done", command.encode(), request_id.encode(), data)
+            self._wake(b"done", command.encode(), key, data)
             return
-        self._deliver(request_id, data)
+        self._deliver(key, data)
 
-    def _deliver(self, request_id: str, data: bytes) -> None:
-        pending = self._pending.get(request_id)
+    def _deliver(self, key: bytes, data: bytes) -> None:
+        pending = self._pending.get(key)
         if pending is None:
             return
         pending.reply = data

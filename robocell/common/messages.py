@@ -107,6 +107,10 @@ class CommandSpec:
     args: tuple[F, ...]
     result: tuple[F, ...] = ()
     doc: str = ""
+    retry_safe: bool = False
+    """Running it twice does no harm (a pure computation or a read): a request in flight
+    on an instance that dies is sent to another instance of the service instead of being
+    answered ``unavailable``."""
 
 
 HEALTH = F("health", "map", "free-form health details (queue depth, drops, last error, ...)")
@@ -153,7 +157,11 @@ TOPICS: tuple[TopicSpec, ...] = (
                               "budget)", optional=True),
         F("subscriptions", "int", "subscription requests seen"),
         F("commands", "map[int]", "command traffic: requests, replies, errors by code"),
-        F("services", "list[str]", "services connected to the command channel"),
+        F("services", "list[str]", "services connected to the command channel (at least one "
+          "live instance)"),
+        F("instances", "map[list[map]]", "per service, its live instances on the command "
+          "channel: id, pid, host, outstanding (requests in flight), answered, commands",
+          optional=True),
     ), "The broker's own statistics, published every period."),
     TopicSpec("bus.traffic", "PublisherTraffic", EVENT, ANY_SERVICE, (
         F("instance", "str", "this publisher (source name and a random id: a restarted "
@@ -283,7 +291,8 @@ TOPICS: tuple[TopicSpec, ...] = (
 
 COMMON_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("*", "ping", (), (F("service", "str"), F("state", "str")),
-                "Answered by every command server: name and lifecycle state."),
+                "Answered by every command server: name and lifecycle state.",
+                retry_safe=True),
 )
 
 COMMANDS: tuple[CommandSpec, ...] = (
@@ -295,14 +304,15 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("scan_id", "str", "the cube state this answers", optional=True),
         F("budget_ms", "float", "3x3 search budget (default: the robot profile's)",
           optional=True),
-    ), (), "Plan a solution; the result has the fields of solver.plan."),
+    ), (), "Plan a solution; the result has the fields of solver.plan.", retry_safe=True),
     CommandSpec("solver", "sokoban", (
         F("level", "str", "one Sokoban level in XSB text"),
         F("metric", "enum(pushes,moves)", "what the solution minimises (default pushes)",
           optional=True),
         F("timeout_s", "float", "search budget in seconds (default 10)", optional=True),
         F("fast", "bool", "non-optimal fast mode for large levels", optional=True),
-    ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics."),
+    ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics.",
+        retry_safe=True),
     CommandSpec("actuator", "execute", (
         F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
     ), (), "Start executing a plan; progress and result on actuator.* topics."),
@@ -312,7 +322,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("actuator", "pause", ()),
     CommandSpec("actuator", "resume", ()),
     CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once."),
-    CommandSpec("actuator", "status", (), (), "Firmware info, link counters, job running."),
+    CommandSpec("actuator", "status", (), (), "Firmware info, link counters, job running.",
+                retry_safe=True),
     CommandSpec("firmware-sim", "scramble", (
         F("moves", "int", "number of random face turns", optional=True),
         F("seed", "int", "random seed", optional=True),

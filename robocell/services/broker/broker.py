@@ -34,7 +34,9 @@ Patterns (ZeroMQ guide names):
   there unless a recorder subscribes.
 - **Broker-routed request/reply** -- one ROUTER for services and clients (see
   :mod:`robocell.common.bus` for the frames); a second, CURVE-protected ROUTER for remote
-  clients whose key allows commands.
+  clients whose key allows commands. Several instances of a service may register under one
+  name; requests go to the least loaded live one, and the broker never blocks on a peer
+  (see :mod:`robocell.services.broker.routing`).
 
 Backpressure: every socket has a deliberate high-water mark. ZeroMQ's XPUB drops for a
 subscriber that is too slow instead of blocking the proxy; those drops show up as sequence
@@ -63,24 +65,17 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import msgpack
 import zmq
 import zmq.utils.z85
 
 from robocell.common.bus import (
-    CLIENT_ID_PREFIX,
     DIAGNOSTIC_MIN_INTERVAL_S,
-    HELLO,
     MAX_TOPIC_BYTES,
-    REPLY,
-    REQUEST,
-    SERVICE_ID_PREFIX,
     SUB_HWM,
     TRAFFIC_TOPIC,
     ZMQ_NOBLOCK,
     Endpoints,
     Publisher,
-    reply_payload,
 )
 from robocell.common.curve_keys import CurveKey
 from robocell.common.envelope import (
@@ -89,9 +84,7 @@ from robocell.common.envelope import (
     TOPIC_END,
     Envelope,
     MessageError,
-    decode,
     decode_frame,
-    encode,
     last_of_batch,
     max_message_bytes,
     message_frame,
@@ -104,6 +97,7 @@ from robocell.common.messages import (
     TOPIC_WIRE_DECODERS,
     validate,
 )
+from robocell.services.broker.routing import LOCAL_ID, REMOTE_ID, CommandRouter, Instance
 
 BROKER_SOURCE = "broker"
 INBOUND_HWM = 100_000
@@ -143,7 +137,6 @@ HEARTBEAT_PERIOD_S = 1.0
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN_READ = "robocell-read"
 ZAP_DOMAIN_COMMAND = "robocell-command"
-LOCAL_ID, REMOTE_ID = b"L", b"R"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsubscribe)
 SUBSCRIPTION_MARKS = (b"\x00", SUBSCRIBE_MARK)
@@ -284,7 +277,6 @@ class Broker:
         """Messages forwarded but not checked (the check tap was over its budget)."""
         self.cache: dict[str, bytes] = {}
         """latched topic -> its newest frame, as last read out of its CONFLATE socket."""
-        self.services: dict[str, list[str]] = {}
         self._instances: collections.OrderedDict[str, _Instance] = collections.OrderedDict()
         self._retired: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
         """topic -> [messages, bytes, dropped] of instances folded away (MAX_INSTANCES)."""
@@ -369,6 +361,9 @@ class Broker:
             bind(tap_out, self.endpoints.tap)
             self._proxies.append(_Proxy(ctx, f"{name}-tap", tap_in, tap_out))
         self.remote_router = None
+        self.routing = CommandRouter(self.router, None, self.commands,
+                                     self._tap_command if self.command_tap is not None
+                                     else None)
         if self.remote is not None:
             self._zap = ctx.socket(zmq.REP)
             self._zap.bind(ZAP_ENDPOINT)
@@ -388,6 +383,7 @@ class Broker:
             self.remote_router = self._router(None)
             self._curve_server(self.remote_router, ZAP_DOMAIN_COMMAND)
             bind(self.remote_router, remote.command)
+            self.routing.remote = self.remote_router
 
     def _router(self, endpoint: str | None) -> zmq.Socket:
         router = self.ctx.socket(zmq.ROUTER)
@@ -459,6 +455,7 @@ class Broker:
                     next_stats = now + self.stats_period
                 if now - self._cache_read >= CACHE_REFRESH_S:
                     self._read_cache()
+                    self.routing.sweep(now)
                 if self.check_reader is not None and now >= next_check:
                     self._read_checks()
                     self._subscribe_checks(self._within_budget())
@@ -472,9 +469,9 @@ class Broker:
                     elif sock is self.traffic_reader:
                         self._read_traffic()
                     elif sock is self.router:
-                        self._on_command(self.router, LOCAL_ID)
+                        self.routing.read(self.router, LOCAL_ID)
                     elif sock is self.remote_router:
-                        self._on_command(self.remote_router, REMOTE_ID)
+                        self.routing.read(self.remote_router, REMOTE_ID)
         finally:
             self.close()
 
@@ -694,91 +691,25 @@ class Broker:
             payload["peer"] = source[:MAX_SOURCE_CHARS]
         self._publish_own("diagnostics", payload)
 
-    # -- command routing -------------------------------------------------------------------------
-
-    def _on_command(self, router: zmq.Socket, origin: bytes) -> None:
-        for _ in range(BATCH):
-            try:
-                frames = router.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-            sender = frames[0].bytes
-            kind = frames[1].bytes if len(frames) > 1 else b""
-            if kind == REQUEST and len(frames) == 4:
-                if origin == REMOTE_ID and not frames[1].get("User-Id").startswith("command:"):
-                    self._refuse(router, sender, frames[3].bytes, "forbidden",
-                                 "this key may only watch the bus; ask the cell's operator to "
-                                 "allow it with role 'command'")
-                    continue
-                self._route_request(router, origin, sender, frames[2].bytes, frames[3].bytes)
-            elif kind == REPLY and len(frames) == 4 and origin == LOCAL_ID:
-                self._route_reply(frames[2].bytes, frames[3].bytes)
-            elif kind == HELLO and len(frames) == 3 and origin == LOCAL_ID \
-                    and sender.startswith(SERVICE_ID_PREFIX):
-                try:
-                    names = msgpack.unpackb(frames[2].bytes)
-                except Exception:
-                    names = []
-                self.services[sender[len(SERVICE_ID_PREFIX):].decode(errors="replace")] = names
-            else:
-                self.commands["malformed"] += 1
-
-    def _route_request(self, router: zmq.Socket, origin: bytes, sender: bytes, service: bytes,
-                       data: bytes) -> None:
-        self.commands["requests"] += 1
-        if self.command_tap is not None:
-            self.command_tap.send(message_frame("cmd.request", data))
-        try:
-            self.router.send_multipart([SERVICE_ID_PREFIX + service, REQUEST, origin + sender,
-                                        data])
-        except zmq.ZMQError as exc:
-            if exc.errno != zmq.EHOSTUNREACH:
-                raise
-            name = service.decode(errors="replace")
-            self.services.pop(name, None)  # it has gone, if it was ever here
-            known = ", ".join(sorted(self.services)) or "none"
-            self._refuse(router, sender, data, "unavailable",
-                         f"no service named {name!r} is connected to the broker (services "
-                         f"seen: {known}); start it or check its name")
-
-    def _route_reply(self, client: bytes, data: bytes) -> None:
-        self.commands["replies"] += 1
-        if self.command_tap is not None:
-            self.command_tap.send(message_frame("cmd.reply", data))
-        router = self.router if client[:1] == LOCAL_ID else self.remote_router
-        if router is None:
-            self.commands["unroutable_replies"] += 1
-            return
-        try:
-            router.send_multipart([client[1:], REPLY, data])
-        except zmq.ZMQError as exc:
-            if exc.errno != zmq.EHOSTUNREACH:
-                raise
-            self.commands["unroutable_replies"] += 1  # the caller left before the answer
-
-    def _refuse(self, router: zmq.Socket, sender: bytes, data: bytes, code: str,
-                message: str) -> None:
-        """Answer a request on behalf of the broker with an explicit error."""
-        self.commands[code] += 1
-        try:
-            request = validate(decode(data, self.max_bytes))
-            request_id = request.payload["id"]
-        except MessageError:
-            self.commands["malformed"] += 1
-            return  # without a request id the caller cannot match a reply
-        reply = self._envelope("cmd.reply", reply_payload(request_id, error=code,
-                                                          message=message))
-        try:
-            router.send_multipart([sender, REPLY, encode(reply)])
-        except zmq.ZMQError:
-            self.commands["unroutable_replies"] += 1
-        if not sender.startswith(CLIENT_ID_PREFIX):
-            self.commands["odd_client_ids"] += 1
-
     # -- the broker's own messages ---------------------------------------------------------------
 
-    def _envelope(self, topic: str, payload: dict[str, Any]) -> Envelope:
-        return self.publisher.envelope(topic, payload)
+    def services_alive(self) -> list[str]:
+        """Services with at least one live instance on the command channel."""
+        return self.routing.services_alive()
+
+    @property
+    def instances(self) -> dict[str, dict[bytes, Instance]]:
+        """service -> routing id -> its live instance on the command channel."""
+        return self.routing.instances
+
+    def stats_instances(self) -> dict[str, list[dict[str, Any]]]:
+        """Per service, its live instances as ``bus.stats`` lists them."""
+        return self.routing.describe()
+
+    def _tap_command(self, topic: str, data: bytes) -> None:
+        """Copy a request or reply to the capture tap (a PUB: never blocks)."""
+        assert self.command_tap is not None
+        self.command_tap.send(message_frame(topic, data), ZMQ_NOBLOCK)
 
     def _publish_own(self, topic: str, payload: dict[str, Any]) -> None:
         """Publish into the proxy like any publisher (the tap counts and caches it)."""
@@ -831,5 +762,6 @@ class Broker:
             "forwarded": forwarded, "forwarded_bytes": forwarded_bytes,
             "checked": self.checked, "unchecked": self.unchecked,
             "subscriptions": self.subscriptions, "commands": dict(self.commands),
-            "services": sorted(self.services),
+            "services": self.routing.services_alive(),
+            "instances": self.routing.describe(),
         })

@@ -1,0 +1,402 @@
+"""Broker-routed request/reply: the service instances, least-outstanding routing, the requests
+in flight, and the answers the broker gives on behalf of a service that cannot.
+
+Pattern: a simplified **Majordomo** (ZeroMQ guide) over one ROUTER. Each service *instance*
+connects a DEALER whose routing id is ``s:<service>#<instance token>`` and says HELLO every
+heartbeat (commands, which of them are safe to retry, its period, pid and host); several
+instances may register under one service name, on this host or others. A request for a
+service goes to its live instance with the fewest requests in flight; the broker remembers
+each request in flight by (caller, request id) until its reply passes back.
+
+The broker never blocks and never goes silent on a caller's behalf:
+
+- an instance whose queue is full (ZeroMQ's high-water mark, or MAX_OUTSTANDING requests in
+  flight) is passed over; when every instance is, the caller is answered ``busy``;
+- a service with no live instance is answered ``unavailable`` at once;
+- an instance that says BYE, disconnects, or stays silent for STALE_AFTER_BEATS heartbeat
+  periods (stopped, hung, killed) is dropped; each request it held is sent to another
+  instance when its command is declared safe to retry (``retry_safe`` in messages.py) and
+  time remains, and is otherwise answered ``unavailable``, saying it may or may not have run;
+- a caller's retry of a request in flight goes to the instance that holds it (whose dedup
+  cache answers it), and a retry of one already answered goes where the answer came from,
+  so no retry runs a command twice.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import zmq
+
+from robocell.common.bus import (
+    BYE,
+    CLIENT_ID_PREFIX,
+    HELLO,
+    INSTANCE_MARK,
+    REPLY,
+    REQUEST,
+    SERVICE_ID_PREFIX,
+    STALE_AFTER_BEATS,
+    ZMQ_NOBLOCK,
+    peek_reply_id,
+    peek_request,
+    reply_payload,
+)
+from robocell.common.envelope import Envelope, MessageError, encode
+
+LOCAL_ID, REMOTE_ID = b"L", b"R"
+"""First byte of a caller's key: which ROUTER it came in on (local, or remote with CURVE)."""
+BATCH = 500
+"""Messages taken from one ROUTER before the broker looks at its other sockets."""
+MAX_OUTSTANDING = 10_000
+"""Requests in flight on one instance beyond which it is passed over (its callers are
+answered ``busy`` when every instance is): a stopped instance costs the broker at most this
+many remembered requests until it is dropped."""
+MAX_INSTANCES = 1_000
+"""Instances registered at once; HELLOs beyond are ignored and counted (a rogue local peer
+must not grow the broker's tables)."""
+ANSWERED_CAPACITY = 20_000
+"""Answered requests remembered (where the answer came from), so a late retry is answered
+from there and not run again elsewhere."""
+EXPIRY_GRACE_S = 1.0
+"""A request in flight is forgotten this long after its caller's deadline."""
+MIN_HELLO_PERIOD_S = 0.05
+MAX_HELLO_PERIOD_S = 60.0
+HELLO_LIMITS = {"max_str_len": 256, "max_bin_len": 0, "max_array_len": 4096,
+                "max_map_len": 16, "max_ext_len": 0}
+"""msgpack limits for decoding a HELLO (a list of command names and a few facts)."""
+
+
+@dataclass(slots=True, eq=False)
+class Instance:
+    """One registered instance of a service, as its HELLOs describe it."""
+
+    routing_id: bytes
+    service: str
+    token: str
+    commands: list[str] = field(default_factory=list)
+    retry_safe: frozenset[str] = frozenset()
+    period_s: float = 1.0
+    pid: int = 0
+    host: str = ""
+    last_seen: float = 0.0
+    outstanding: dict[bytes, InFlight] = field(default_factory=dict)
+    answered: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.service}#{self.token} (pid {self.pid} on {self.host or '?'})"
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.token, "pid": self.pid, "host": self.host,
+                "outstanding": len(self.outstanding), "answered": self.answered,
+                "commands": list(self.commands)}
+
+
+@dataclass(slots=True, eq=False)
+class InFlight:
+    """A request forwarded to an instance and not answered yet."""
+
+    key: bytes
+    client: bytes
+    """the ROUTER's mark (LOCAL_ID or REMOTE_ID) + the caller's routing id"""
+    service: str
+    request_id: str
+    command: str
+    data: bytes
+    deadline: float
+    instance: Instance
+
+
+class CommandRouter:
+    """The command channel of one broker: reads its ROUTERs, routes, answers for services.
+    ``counts`` is the broker's command counter (``bus.stats.commands``); ``tap`` gets every
+    request and reply that passes (topic, envelope bytes) for recorders."""
+
+    def __init__(self, local: zmq.Socket, remote: zmq.Socket | None,
+                 counts: collections.Counter[str],
+                 tap: Callable[[str, bytes], None] | None = None) -> None:
+        self.local = local
+        self.remote = remote
+        self.counts = counts
+        self.tap = tap
+        self.instances: dict[str, dict[bytes, Instance]] = {}
+        """service -> routing id -> instance (live ones only)."""
+        self._by_id: dict[bytes, Instance] = {}
+        self.in_flight: dict[bytes, InFlight] = {}
+        """(caller + NUL + request id) -> the request in flight."""
+        self._deadlines: list[tuple[float, bytes]] = []
+        self._answered: collections.OrderedDict[bytes, Instance | bytes] = (
+            collections.OrderedDict())
+        """(caller + NUL + request id) -> the instance that answered, or the broker's own
+        answer (encoded)."""
+
+    # -- what the broker reports ---------------------------------------------------------
+
+    def services_alive(self) -> list[str]:
+        """Services with at least one live instance."""
+        return sorted(name for name, found in self.instances.items() if found)
+
+    def describe(self) -> dict[str, list[dict[str, Any]]]:
+        """Per service, its live instances (``bus.stats.instances``)."""
+        return {name: [inst.describe() for inst in found.values()]
+                for name, found in sorted(self.instances.items()) if found}
+
+    # -- reading the ROUTERs ---------------------------------------------------------------
+
+    def read(self, router: zmq.Socket, origin: bytes) -> None:
+        """Handle up to BATCH messages queued on ``router`` (LOCAL_ID or REMOTE_ID)."""
+        for _ in range(BATCH):
+            try:
+                frames = router.recv_multipart(ZMQ_NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            self._handle(router, origin, frames)
+
+    def _handle(self, router: zmq.Socket, origin: bytes, frames: list[Any]) -> None:
+        sender = frames[0].bytes
+        kind = frames[1].bytes if len(frames) > 1 else b""
+        service_peer = origin == LOCAL_ID and sender.startswith(SERVICE_ID_PREFIX)
+        if kind == REQUEST and len(frames) == 4:
+            if origin == REMOTE_ID and not frames[1].get("User-Id").startswith("command:"):
+                self.counts["requests"] += 1
+                self._refuse_data(origin + sender, frames[3].bytes, "forbidden",
+                                  "this key may only watch the bus; ask the cell's operator "
+                                  "to allow it with role 'command'")
+                return
+            self.request(origin + sender, frames[2].bytes, frames[3].bytes)
+        elif kind == REPLY and len(frames) == 4 and service_peer:
+            self.reply(sender, frames[2].bytes, frames[3].bytes)
+        elif kind == HELLO and len(frames) == 3 and service_peer:
+            self.hello(sender, frames[2].bytes)
+        elif kind == BYE and len(frames) == 2 and service_peer:
+            instance = self._by_id.get(sender)
+            if instance is not None:
+                self.drop(instance, "stopped")
+        else:
+            self.counts["malformed"] += 1
+
+    # -- requests --------------------------------------------------------------------------
+
+    def request(self, client: bytes, service: bytes, data: bytes) -> None:
+        """A caller's request: to the instance that holds it already (a retry), or answered
+        again (a retry of an answered one), or to the least loaded live instance."""
+        self.counts["requests"] += 1
+        if self.tap is not None:
+            self.tap("cmd.request", data)
+        head = peek_request(data)
+        if head is None:
+            self.counts["malformed"] += 1  # without a request id no reply can be matched
+            return
+        key = client + b"\x00" + head.id.encode()
+        flight = self.in_flight.get(key)
+        if flight is not None:  # a retry while it runs: its instance's dedup cache has it
+            self.counts["retries"] += 1
+            self._forward(flight.instance, client, data)
+            return
+        answered = self._answered.get(key)
+        if type(answered) is bytes:  # the broker answered it: the same answer again
+            self._send_reply(client, answered)
+            return
+        if answered is not None and answered.routing_id in self._by_id:
+            self.counts["retries"] += 1
+            self._forward(answered, client, data)  # answered from its dedup cache
+            return
+        name = service.decode("utf-8", "replace")
+        deadline = time.monotonic() + max(0.0, head.timeout_ms) / 1000.0
+        self._dispatch(key, client, name, head.id, head.command, data, deadline)
+
+    def _dispatch(self, key: bytes, client: bytes, service: str, request_id: str,
+                  command: str, data: bytes, deadline: float) -> None:
+        """Send to the live instance of ``service`` with the fewest requests in flight whose
+        queue takes it; else answer busy (every queue full) or unavailable (none live)."""
+        found = self.instances.get(service)
+        candidates = sorted(found.values(), key=lambda i: len(i.outstanding)) if found else []
+        full = 0
+        for instance in candidates:
+            if len(instance.outstanding) >= MAX_OUTSTANDING:
+                full += 1
+                continue
+            try:
+                self.local.send_multipart([instance.routing_id, REQUEST, client, data],
+                                          ZMQ_NOBLOCK)
+            except zmq.Again:  # its queue is at the high-water mark: stopped or slow
+                full += 1
+                continue
+            except zmq.ZMQError as exc:
+                if exc.errno != zmq.EHOSTUNREACH:
+                    raise
+                self.drop(instance, "disconnected")
+                continue
+            flight = InFlight(key, client, service, request_id, command, data, deadline,
+                              instance)
+            instance.outstanding[key] = flight
+            self.in_flight[key] = flight
+            heapq.heappush(self._deadlines, (deadline, key))
+            return
+        if full:
+            self._refuse(client, key, request_id, "busy",
+                         f"every instance of service {service!r} ({full}) has a full queue "
+                         "(stopped or overloaded); retry later, or start another instance")
+        else:
+            known = ", ".join(self.services_alive()) or "none"
+            self._refuse(client, key, request_id, "unavailable",
+                         f"no instance of a service named {service!r} is connected to the "
+                         f"broker (services connected: {known}); start it or check its name")
+
+    def _forward(self, instance: Instance, client: bytes, data: bytes) -> None:
+        """Send a retry to the instance that holds (or answered) it; a full queue drops it
+        (the caller retries again, or its deadline ends the call)."""
+        try:
+            self.local.send_multipart([instance.routing_id, REQUEST, client, data],
+                                      ZMQ_NOBLOCK)
+        except zmq.ZMQError:  # zmq.Again (full), EHOSTUNREACH (gone: the sweep drops it)
+            self.counts["retries_dropped"] += 1
+
+    # -- replies ---------------------------------------------------------------------------
+
+    def reply(self, sender: bytes, client: bytes, data: bytes) -> None:
+        """A service's reply: forget the request in flight, pass the reply to its caller."""
+        self.counts["replies"] += 1
+        if self.tap is not None:
+            self.tap("cmd.reply", data)
+        instance = self._by_id.get(sender)
+        if instance is not None:
+            instance.last_seen = time.monotonic()
+        request_id = peek_reply_id(data)
+        if request_id is None:
+            self.counts["malformed"] += 1
+            return
+        key = client + b"\x00" + request_id.encode()
+        flight = self.in_flight.get(key)
+        if flight is not None and flight.instance is instance:
+            del self.in_flight[key]
+            instance.outstanding.pop(key, None)
+            instance.answered += 1
+            self._remember(key, instance)
+        self._send_reply(client, data)
+
+    def _send_reply(self, client: bytes, data: bytes) -> None:
+        router = self.local if client[:1] == LOCAL_ID else self.remote
+        if router is None:
+            self.counts["unroutable_replies"] += 1
+            return
+        try:
+            router.send_multipart([client[1:], REPLY, data], ZMQ_NOBLOCK)
+        except zmq.ZMQError:  # the caller left (EHOSTUNREACH), or reads nothing (Again)
+            self.counts["unroutable_replies"] += 1
+
+    def _refuse(self, client: bytes, key: bytes, request_id: str, code: str,
+                message: str) -> None:
+        """Answer a request on behalf of the broker with an explicit error (and answer a
+        retry of it the same way)."""
+        self.counts[code] += 1
+        data = encode(Envelope.now("cmd.reply", "broker", 0,
+                                   reply_payload(request_id, error=code, message=message)))
+        self._remember(key, data)
+        self._send_reply(client, data)
+
+    def _refuse_data(self, client: bytes, data: bytes, code: str, message: str) -> None:
+        """Refuse an encoded request (its id read without judging the rest)."""
+        head = peek_request(data)
+        if head is None:
+            self.counts["malformed"] += 1
+            return
+        try:
+            self._refuse(client, client + b"\x00" + head.id.encode(), head.id, code, message)
+        except MessageError:  # an id too long to answer: nothing can be matched
+            self.counts["malformed"] += 1
+        if not client[1:].startswith(CLIENT_ID_PREFIX):
+            self.counts["odd_client_ids"] += 1
+
+    def _remember(self, key: bytes, answer: Instance | bytes) -> None:
+        self._answered[key] = answer
+        self._answered.move_to_end(key)
+        while len(self._answered) > ANSWERED_CAPACITY:
+            self._answered.popitem(last=False)
+
+    # -- instances -------------------------------------------------------------------------
+
+    def hello(self, sender: bytes, data: bytes) -> None:
+        """Register or refresh an instance from its HELLO."""
+        try:
+            info = msgpack.unpackb(data, **HELLO_LIMITS)
+        except Exception:  # msgpack raises many types on garbage input
+            info = None
+        if type(info) is list:  # commands only
+            info = {"commands": info}
+        commands = info.get("commands") if type(info) is dict else None
+        if type(commands) is not list or not all(type(c) is str for c in commands):
+            self.counts["malformed"] += 1
+            return
+        instance = self._by_id.get(sender)
+        if instance is None:
+            if len(self._by_id) >= MAX_INSTANCES:
+                self.counts["instances_refused"] += 1
+                return
+            name, _, token = sender[len(SERVICE_ID_PREFIX):].partition(INSTANCE_MARK)
+            instance = Instance(sender, name.decode("utf-8", "replace"),
+                                token.decode("utf-8", "replace"))
+            self.instances.setdefault(instance.service, {})[sender] = instance
+            self._by_id[sender] = instance
+            self.counts["instances_joined"] += 1
+        instance.commands = commands
+        retry_safe = info.get("retry_safe")
+        if type(retry_safe) is list:
+            instance.retry_safe = frozenset(c for c in retry_safe if type(c) is str)
+        period = info.get("period_s")
+        if type(period) in (int, float):
+            instance.period_s = min(max(float(period), MIN_HELLO_PERIOD_S), MAX_HELLO_PERIOD_S)
+        if type(info.get("pid")) is int:
+            instance.pid = info["pid"]
+        if type(info.get("host")) is str:
+            instance.host = info["host"]
+        instance.last_seen = time.monotonic()
+
+    def drop(self, instance: Instance, why: str) -> None:
+        """Forget ``instance``; each request it held goes to another instance (a command
+        safe to retry, with time left) or is answered unavailable."""
+        if self._by_id.pop(instance.routing_id, None) is None:
+            return
+        found = self.instances.get(instance.service)
+        if found is not None:
+            found.pop(instance.routing_id, None)
+            if not found:
+                del self.instances[instance.service]
+        self.counts["instances_dropped"] += 1
+        now = time.monotonic()
+        held, instance.outstanding = instance.outstanding, {}
+        for key, flight in held.items():
+            self.in_flight.pop(key, None)
+            if flight.command in instance.retry_safe and flight.deadline > now:
+                self.counts["rerouted"] += 1
+                self._dispatch(key, flight.client, flight.service, flight.request_id,
+                               flight.command, flight.data, flight.deadline)
+                continue
+            self._refuse(flight.client, key, flight.request_id, "unavailable",
+                         f"instance {instance.label} {why} while it held this request, "
+                         f"which may or may not have run ({flight.service}.{flight.command} "
+                         "is not declared safe to retry); check the cell's state before "
+                         "sending it again")
+
+    def sweep(self, now: float) -> None:
+        """Drop instances silent for STALE_AFTER_BEATS periods; forget requests whose
+        callers have given up."""
+        for instance in list(self._by_id.values()):
+            silent = now - instance.last_seen
+            if silent > STALE_AFTER_BEATS * instance.period_s:
+                self.drop(instance, f"stopped answering (silent for {silent:.1f} s)")
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][0] + EXPIRY_GRACE_S < now:
+            deadline, key = heapq.heappop(deadlines)
+            flight = self.in_flight.get(key)
+            if flight is not None and flight.deadline == deadline:
+                del self.in_flight[key]
+                flight.instance.outstanding.pop(key, None)
+                self.counts["expired"] += 1
