@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Any
 
 from robocell.cli import CommandError
 
@@ -94,12 +95,34 @@ def cmd_health(args: argparse.Namespace) -> int:
                         print(f"{args.service}: {env.payload['state']} "
                               f"{env.payload['health']}", file=sys.stderr)
                         return 1
+                    if env.payload["commands"]:
+                        return _commands_route(args.service, sub.endpoints,
+                                               env.payload["state"],
+                                               max(0.5, deadline - time.monotonic()))
                     print(f"{args.service}: {env.payload['state']}")
                     return 0
     finally:
         sub.close()
     print(f"{args.service}: no heartbeat within {args.wait:g} s", file=sys.stderr)
     return 1
+
+
+def _commands_route(service: str, endpoints: Any, state: str, timeout: float) -> int:
+    """A service that serves commands is healthy only if they reach it through the broker:
+    a ``ping`` answered, and how many instances answer to its name."""
+    from robocell.common.bus import CommandClient
+
+    client = CommandClient("health", endpoints)
+    try:
+        reply = client.request(service, "ping", timeout=timeout)
+    finally:
+        client.close()
+    if not reply.ok:
+        print(f"{service}: its heartbeat is current ({state}) but its commands do not reach "
+              f"it: {reply.error}: {reply.message}", file=sys.stderr)
+        return 1
+    print(f"{service}: {state}")
+    return 0
 
 
 def cmd_cell(args: argparse.Namespace) -> int:

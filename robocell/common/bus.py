@@ -138,6 +138,8 @@ HELLO = b"\x03"
 retry_safe, period_s, pid, host). It registers the instance, again after a broker restart."""
 BYE = b"\x04"
 """service instance -> broker when it stops: route nothing more to it."""
+WELCOME = b"\x05"
+"""broker -> service instance, in answer to its first HELLO: requests now reach it."""
 SERVICE_ID_PREFIX = b"s:"
 """Routing ids of service instances: ``s:<service>#<instance token>``."""
 INSTANCE_MARK = b"#"
@@ -1454,6 +1456,8 @@ class Node:
         self._clients = threading.local()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.registered = threading.Event()
+        """set when the broker has registered this instance (its commands route to it)"""
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{name}-cmd")
         ctx = _context()
         self.publisher = (Publisher(name, self.endpoints, check=check)
@@ -1491,7 +1495,10 @@ class Node:
                                             daemon=True)
             self._thread.start()
             if self.publisher is not None and wait_linked > 0:
+                deadline = time.monotonic() + wait_linked
                 self.publisher.wait_linked(wait_linked)
+                # a service is ready only once its commands reach it
+                self.registered.wait(max(0.0, deadline - time.monotonic()))
         return self
 
     def stop(self) -> None:
@@ -1730,6 +1737,9 @@ class Node:
         return {"service": self.name, "state": self.state}
 
     def _on_request(self, frames: list[bytes]) -> None:
+        if frames == [WELCOME]:
+            self.registered.set()
+            return
         if len(frames) != 3 or frames[0] != REQUEST:
             return
         _, client, data = frames

@@ -363,7 +363,7 @@ class Broker:
         self.remote_router = None
         self.routing = CommandRouter(self.router, None, self.commands,
                                      self._tap_command if self.command_tap is not None
-                                     else None)
+                                     else None, self._bad_command)
         if self.remote is not None:
             self._zap = ctx.socket(zmq.REP)
             self._zap.bind(ZAP_ENDPOINT)
@@ -705,6 +705,20 @@ class Broker:
     def stats_instances(self) -> dict[str, list[dict[str, Any]]]:
         """Per service, its live instances as ``bus.stats`` lists them."""
         return self.routing.describe()
+
+    def _bad_command(self, what: str) -> None:
+        """Report a malformed message on the command channel on ``diagnostics``, at most
+        once a second, with the count so far."""
+        key = ("bad_request", "cmd.request")
+        self._diag_count[key] += 1
+        now = time.monotonic()
+        if now - self._diag_last.get(key, -DIAGNOSTIC_MIN_INTERVAL_S) < DIAGNOSTIC_MIN_INTERVAL_S:
+            return
+        self._diag_last[key] = now
+        self._publish_own("diagnostics", {
+            "service": BROKER_SOURCE, "level": "warning", "code": "bad_request",
+            "message": f"the broker refused {what}; fix the sender",
+            "topic": "cmd.request", "count": self._diag_count[key]})
 
     def _tap_command(self, topic: str, data: bytes) -> None:
         """Copy a request or reply to the capture tap (a PUB: never blocks)."""

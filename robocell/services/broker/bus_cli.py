@@ -255,8 +255,9 @@ def run_list(args: argparse.Namespace) -> int:
         print(json.dumps({"topics": topics, "services": {
             name: {"state": p.state, "stale": p.stale, "commands": p.commands,
                    "health": p.health, "pid": p.pid, "host": p.host}
-            for name, p in peers.items()}, "rejected": stats["rejected"],
-            "commands": stats["commands"]}, indent=2, default=str))
+            for name, p in peers.items()}, "instances": stats.get("instances", {}),
+            "rejected": stats["rejected"], "commands": stats["commands"]}, indent=2,
+            default=str))
         return 0
     print(f"{'TOPIC':<22} {'TYPE':<18} {'KIND':<8} {'RATE/Hz':>8} {'KB/s':>9} "
           f"{'MESSAGES':>9} {'GAPS':>5}  PUBLISHERS")
@@ -265,12 +266,20 @@ def run_list(args: argparse.Namespace) -> int:
               f"{t['bytes_per_s'] / 1024:>9.1f} {t['messages']:>9} {t['gaps']:>5}  "
               f"{', '.join(t['publishers']) or '-'}")
     print()
-    print(f"{'SERVICE':<16} {'STATE':<9} {'ALIVE':<6} {'DROPPED':>7}  COMMANDS")
+    instances = stats.get("instances", {})
+    print(f"{'SERVICE':<16} {'STATE':<9} {'ALIVE':<6} {'DROPPED':>7} {'INSTANCES':>9}  COMMANDS")
     for name, p in sorted(peers.items()):
         dropped = p.health.get("bus", {}).get("dropped", 0) if isinstance(
             p.health.get("bus"), dict) else 0
-        print(f"{name:<16} {p.state:<9} {'no' if p.stale else 'yes':<6} {dropped:>7}  "
-              f"{', '.join(c for c in p.commands if c != 'ping') or '-'}")
+        serving = len(instances.get(name, ())) if p.commands else "-"
+        print(f"{name:<16} {p.state:<9} {'no' if p.stale else 'yes':<6} {dropped:>7} "
+              f"{serving:>9}  {', '.join(c for c in p.commands if c != 'ping') or '-'}")
+    if instances:
+        print(f"\n{'INSTANCE':<24} {'PID':>7} {'HOST':<16} {'IN FLIGHT':>9} {'ANSWERED':>9}")
+        for name, found in sorted(instances.items()):
+            for inst in found:
+                print(f"{name + '#' + inst['id']:<24} {inst['pid']:>7} {inst['host']:<16} "
+                      f"{inst['outstanding']:>9} {inst['answered']:>9}")
     rejected = stats["rejected"]
     if rejected:
         print(f"\nrejected by the broker: "

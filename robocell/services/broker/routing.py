@@ -43,6 +43,7 @@ from robocell.common.bus import (
     REQUEST,
     SERVICE_ID_PREFIX,
     STALE_AFTER_BEATS,
+    WELCOME,
     ZMQ_NOBLOCK,
     peek_reply_id,
     peek_request,
@@ -117,15 +118,18 @@ class InFlight:
 class CommandRouter:
     """The command channel of one broker: reads its ROUTERs, routes, answers for services.
     ``counts`` is the broker's command counter (``bus.stats.commands``); ``tap`` gets every
-    request and reply that passes (topic, envelope bytes) for recorders."""
+    request and reply that passes (topic, envelope bytes) for recorders; ``report`` is told
+    of every malformed message (what is wrong), for the broker's diagnostics."""
 
     def __init__(self, local: zmq.Socket, remote: zmq.Socket | None,
                  counts: collections.Counter[str],
-                 tap: Callable[[str, bytes], None] | None = None) -> None:
+                 tap: Callable[[str, bytes], None] | None = None,
+                 report: Callable[[str], None] | None = None) -> None:
         self.local = local
         self.remote = remote
         self.counts = counts
         self.tap = tap
+        self.report = report
         self.instances: dict[str, dict[bytes, Instance]] = {}
         """service -> routing id -> instance (live ones only)."""
         self._by_id: dict[bytes, Instance] = {}
@@ -180,7 +184,13 @@ class CommandRouter:
             if instance is not None:
                 self.drop(instance, "stopped")
         else:
-            self.counts["malformed"] += 1
+            self._malformed(f"a message of {len(frames)} frame(s) of kind {kind[:8]!r} from "
+                            f"{sender[:40]!r}, which is no request, reply, HELLO or BYE")
+
+    def _malformed(self, what: str) -> None:
+        self.counts["malformed"] += 1
+        if self.report is not None:
+            self.report(what)
 
     # -- requests --------------------------------------------------------------------------
 
@@ -191,8 +201,9 @@ class CommandRouter:
         if self.tap is not None:
             self.tap("cmd.request", data)
         head = peek_request(data)
-        if head is None:
-            self.counts["malformed"] += 1  # without a request id no reply can be matched
+        if head is None:  # without a request id no reply can be matched
+            self._malformed(f"a request from {client[1:41]!r} that is no cmd.request "
+                            f"envelope ({len(data)} bytes); not routed, not answered")
             return
         key = client + b"\x00" + head.id.encode()
         flight = self.in_flight.get(key)
@@ -271,7 +282,8 @@ class CommandRouter:
             instance.last_seen = time.monotonic()
         request_id = peek_reply_id(data)
         if request_id is None:
-            self.counts["malformed"] += 1
+            self._malformed(f"a reply from {sender[:40]!r} that is no cmd.reply envelope "
+                            f"({len(data)} bytes); not passed on")
             return
         key = client + b"\x00" + request_id.encode()
         flight = self.in_flight.get(key)
@@ -306,12 +318,13 @@ class CommandRouter:
         """Refuse an encoded request (its id read without judging the rest)."""
         head = peek_request(data)
         if head is None:
-            self.counts["malformed"] += 1
+            self._malformed(f"a request from {client[1:41]!r} that is no cmd.request "
+                            f"envelope ({len(data)} bytes); not answered")
             return
         try:
             self._refuse(client, client + b"\x00" + head.id.encode(), head.id, code, message)
         except MessageError:  # an id too long to answer: nothing can be matched
-            self.counts["malformed"] += 1
+            self._malformed("a request whose id is too long to answer")
         if not client[1:].startswith(CLIENT_ID_PREFIX):
             self.counts["odd_client_ids"] += 1
 
@@ -333,7 +346,7 @@ class CommandRouter:
             info = {"commands": info}
         commands = info.get("commands") if type(info) is dict else None
         if type(commands) is not list or not all(type(c) is str for c in commands):
-            self.counts["malformed"] += 1
+            self._malformed(f"a HELLO from {sender[:40]!r} without a list of command names")
             return
         instance = self._by_id.get(sender)
         if instance is None:
@@ -346,6 +359,10 @@ class CommandRouter:
             self.instances.setdefault(instance.service, {})[sender] = instance
             self._by_id[sender] = instance
             self.counts["instances_joined"] += 1
+            try:
+                self.local.send_multipart([sender, WELCOME], ZMQ_NOBLOCK)
+            except zmq.ZMQError:  # gone or full: it is registered all the same
+                pass
         instance.commands = commands
         retry_safe = info.get("retry_safe")
         if type(retry_safe) is list:

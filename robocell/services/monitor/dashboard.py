@@ -270,6 +270,8 @@ class Dashboard:
 
     def _services_view(self, now: float) -> list[dict[str, Any]]:
         services = []
+        stats = self._latest.by_topic.get("bus.stats")
+        instances = stats.payload.get("instances", {}) if stats is not None else {}
         for name, status in sorted(self.liveness.peers(now).items()):
             beat = self._latest.heartbeats[name].payload
             age = now - status.last_seen
@@ -277,7 +279,10 @@ class Dashboard:
                 "service": name, "state": status.state, "stale": status.stale,
                 "age_s": round(age, 2), "period_s": status.period_s, "pid": status.pid,
                 "host": status.host, "uptime_s": round(beat["uptime_s"] + age, 1),
-                "commands": status.commands, "health": jsonable(status.health)})
+                "commands": status.commands, "health": jsonable(status.health),
+                "instances": [{"id": i["id"], "pid": i["pid"], "host": i["host"],
+                               "outstanding": i["outstanding"]}
+                              for i in instances.get(name, ())]})
         return services
 
     def _monitor_view(self) -> dict[str, Any]:

@@ -190,7 +190,10 @@
       const state = s.stale ? "stale" : s.state;
       const row = el("tr", { "data-service": s.service, "data-stale": String(s.stale),
                              "data-state": s.state, class: s.stale ? "stale" : "" },
-        el("td", { title: `pid ${s.pid} on ${s.host}, up ${Math.round(s.uptime_s)} s, commands: ${s.commands.join(", ")}` }, el("b", {}, s.service)),
+        el("td", { title: `pid ${s.pid} on ${s.host}, up ${Math.round(s.uptime_s)} s, commands: ${s.commands.join(", ")}` +
+                          ((s.instances || []).length ? `\ninstances: ${s.instances.map((i) => `pid ${i.pid} on ${i.host} (${i.outstanding} in flight)`).join("; ")}` : "") },
+          el("b", {}, s.service),
+          (s.instances || []).length > 1 ? el("span", { class: "instances", "data-instances": String(s.instances.length) }, ` ×${s.instances.length}`) : ""),
         el("td", {}, el("span", { class: `state state-${state}` }, s.stale ? `STALE (was ${s.state})` : s.state)),
         el("td", { class: "health" }, healthSummary(s.health)),
         el("td", {}, ago(s.age_s)));
