@@ -82,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0 if args.command is None else 2
+    from robocell.common.config import ConfigError
+
     try:
         return int(func(args) or 0)
-    except CommandError as exc:
+    except (CommandError, ConfigError) as exc:  # ConfigError: a port variable, from anywhere
         print(f"robocell {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

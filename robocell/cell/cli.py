@@ -36,18 +36,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = subparsers.add_parser("cycle", help="run one solve cycle on a running cell")
-    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS)")
+    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
+                   "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
     p.add_argument("--timeout", type=float, default=600.0, help="give up after S seconds")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_cycle)
 
     p = subparsers.add_parser("cell", help="run the cycle coordinator service")
-    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS)")
+    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
+                   "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
     p.set_defaults(func=cmd_cell)
 
     p = subparsers.add_parser("health", help="exit 0 when SERVICE's heartbeat is current")
     p.add_argument("service", metavar="SERVICE")
-    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS)")
+    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
+                   "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
     p.add_argument("--wait", type=float, default=3.5, help="seconds to listen (default 3.5)")
     p.set_defaults(func=cmd_health)
 

@@ -6,12 +6,19 @@ launcher waits until each service's heartbeat says it is alive before starting t
 that depend on it. It ends when asked (Ctrl-C / `stop()`: every child gets SIGTERM, then
 SIGKILL after a grace period) or when a child dies (the others are stopped and the exit
 status is non-zero, naming the service).
+
+Another cell may already run on the same host. The launcher reads the ports from the one
+configuration (:mod:`robocell.common.config`) and refuses, before starting anything, when
+one of them is taken (:class:`PortsInUse`); and it counts a service as started only on a
+heartbeat from the very process it started (its pid on this host), so another cell's
+services on the same bus are never taken for its own.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from robocell.cell.compose import LocalService, load_services
+from robocell.common import config
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
@@ -31,6 +39,42 @@ READY_TIMEOUT_S = 180.0
 
 class LaunchError(RuntimeError):
     """A service did not start or died; the message names it and what to look at."""
+
+
+class PortsInUse(LaunchError):
+    """A port the cell needs is taken (another cell, or another program): nothing started."""
+
+
+@dataclass(frozen=True)
+class CellPort:
+    """One port the cell listens on, and the variable that moves it."""
+
+    port: int
+    variable: str
+    what: str
+    span: range | None = None
+    """For the bus: every port of the block (the variable names its first)."""
+
+
+def port_taken(port: int, host: str = config.LOOPBACK) -> bool:
+    """Whether binding ``host:port`` fails, as the service's own bind would. SO_REUSEADDR,
+    as ZeroMQ and aiohttp set it, so that connections of a cell that just ended (TIME_WAIT)
+    do not count: only a socket bound or listening there does."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_bus_base_near(base: int) -> int | None:
+    """A base port after ``base`` (in steps of 10) whose whole bus block is free, to suggest."""
+    for candidate in range(base + 10, min(base + 500, 65535 - config.BUS_PORT_COUNT), 10):
+        if not any(port_taken(p) for p in range(candidate, candidate + config.BUS_PORT_COUNT)):
+            return candidate
+    return None
 
 
 @dataclass
@@ -47,9 +91,12 @@ class Launcher:
     def __init__(self, profile: str = "sim", env: dict[str, str] | None = None,
                  out: TextIO | None = None, only: set[str] | None = None,
                  quiet: set[str] | None = None) -> None:
-        self.env = dict(os.environ if env is None else env)
+        # every port variable set to the value the commands read, so that the compose
+        # file's interpolation agrees with them (ConfigError names a malformed one)
+        self.env = config.settled(os.environ if env is None else env)
         self.services = [s for s in load_services(profile, self.env)
                          if only is None or s.name in only]
+        self.ready_timeout_s = READY_TIMEOUT_S
         self.out = out or sys.stdout
         self.quiet = quiet or set()
         self.children: dict[str, Child] = {}
@@ -82,20 +129,64 @@ class Launcher:
         self.children[service.name] = child
         return child
 
-    def start(self, on_ready: Callable[[str], None] | None = None) -> None:
-        """Start every service, each once the services it depends on are alive."""
+    def ports(self) -> list[CellPort]:
+        """The loopback ports this launch will listen on, from the one configuration."""
+        names = {s.name for s in self.services}
+        ports: list[CellPort] = []
+        if "broker" in names:
+            span = config.bus_ports(self.env)
+            ports.append(CellPort(span.start, config.BUS_PORT_ENV, "the bus", span))
+        if "firmware-sim" in names:
+            ports.append(CellPort(config.sim_port(self.env), config.SIM_PORT_ENV,
+                                  "the firmware simulator"))
+        if "monitor" in names:
+            ports.append(CellPort(config.monitor_port(self.env), config.MONITOR_PORT_ENV,
+                                  "the dashboard"))
+        return ports
+
+    def check_ports(self) -> None:
+        """PortsInUse, naming each taken port, its variable and how to find who holds it,
+        unless every port the cell needs is free."""
+        problems: list[str] = []
+        for need in self.ports():
+            taken = [p for p in (need.span or [need.port]) if port_taken(p)]
+            if not taken:
+                continue
+            if need.span is not None:
+                other = free_bus_base_near(need.port)
+                problems.append(
+                    f"port {taken[0]} of {need.what} ({need.variable}={need.port}: ports "
+                    f"{need.span.start}-{need.span.stop - 1}) is in use; another cell there "
+                    f"shows with `{need.variable}={need.port} robocell bus list`; run this one "
+                    f"beside it with {need.variable}="
+                    f"{other if other is not None else 'ANOTHER_PORT'}")
+            else:
+                problems.append(
+                    f"port {need.port} of {need.what} ({need.variable}) is in use (`ss -ltnp "
+                    f"'sport = :{need.port}'` shows by whom); set {need.variable} to a free port")
+        if problems:
+            raise PortsInUse("nothing started: " + "\n  ".join(problems))
+
+    def start(self, on_ready: Callable[[str], None] | None = None,
+              check_ports: bool = True) -> None:
+        """Start every service, each once the services it depends on are alive. First, unless
+        ``check_ports`` is false, refuse (PortsInUse) if a port the cell needs is taken."""
         from robocell.common.bus import Endpoints, Liveness, Subscriber
 
-        bus = self.services[0].environment.get("ROBOCELL_BUS") or self.env.get("ROBOCELL_BUS")
+        if check_ports:
+            self.check_ports()
+        bus = self.services[0].environment.get("ROBOCELL_BUS") or config.bus_address(self.env)
+        here = socket.gethostname()
         liveness = Liveness()
         states: dict[str, str] = {}
+        others: dict[str, tuple[int, str]] = {}
         subscriber: Subscriber | None = None
         try:
             for service in self.services:
                 child = self.start_service(service)
                 if subscriber is None:
                     subscriber = Subscriber(["heartbeat"], Endpoints.resolve(bus))
-                deadline = time.monotonic() + READY_TIMEOUT_S
+                deadline = time.monotonic() + self.ready_timeout_s
                 while not (liveness.is_alive(service.bus_name)
                            and states.get(service.bus_name) in READY_STATES):
                     if child.process.poll() is not None:
@@ -104,22 +195,43 @@ class Launcher:
                             f"{service.name} exited with status {child.process.returncode} "
                             f"while starting; its last output:\n{tail}")
                     if time.monotonic() > deadline:
-                        heard = states.get(service.bus_name, "no heartbeat")
-                        raise LaunchError(f"{service.name} was not ready within "
-                                          f"{READY_TIMEOUT_S:.0f} s (last state: {heard}); "
-                                          f"see its [{service.name}] output")
+                        raise LaunchError(self._not_ready(service, states, others))
                     env = subscriber.recv(timeout=0.2)
-                    if env is not None and env.topic == "heartbeat":
-                        liveness.update(env)
-                        states[env.payload["service"]] = env.payload["state"]
+                    if env is None or env.topic != "heartbeat":
+                        continue
+                    p = env.payload
+                    if not self._ours(p["service"], p["pid"], p["host"], here):
+                        others[p["service"]] = (p["pid"], p["host"])
+                        continue
+                    liveness.update(env)
+                    states[p["service"]] = p["state"]
                 if on_ready:
                     on_ready(service.name)
         except BaseException:
+            self.quiet = {s.name for s in self.services}  # their shutdown noise hides why
             self.stop()
             raise
         finally:
             if subscriber is not None:
                 subscriber.close()
+
+    def _ours(self, bus_name: str, pid: int, host: str, here: str) -> bool:
+        """Whether a heartbeat of ``bus_name`` comes from the process this launcher started."""
+        return host == here and any(
+            c.service.bus_name == bus_name and c.process.pid == pid
+            for c in self.children.values())
+
+    def _not_ready(self, service: LocalService, states: dict[str, str],
+                   others: dict[str, tuple[int, str]]) -> str:
+        heard = states.get(service.bus_name, "no heartbeat")
+        message = (f"{service.name} was not ready within {self.ready_timeout_s:.0f} s (last "
+                   f"state: {heard}); see its [{service.name}] output")
+        if service.bus_name in others:
+            pid, host = others[service.bus_name]
+            message += (f". A {service.bus_name} of another cell (pid {pid} on {host}) "
+                        f"answers on this bus: this cell's ports are shared with it; set "
+                        f"{config.BUS_PORT_ENV} to a free port")
+        return message
 
     def dead(self) -> list[tuple[str, int]]:
         """Services that have exited, with their status."""

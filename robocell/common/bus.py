@@ -80,6 +80,7 @@ from urllib.parse import urlsplit
 import msgpack
 import msgspec
 
+from robocell.common.config import bus_address
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
     BATCH_MARK,
@@ -242,11 +243,13 @@ class Endpoints:
     @classmethod
     def resolve(cls, broker: str | None = None, curve_key: str | Path | None = None
                 ) -> Endpoints:
-        """Endpoints from arguments, else the environment, else the loopback default.
-        With a CURVE key the broker is remote: subscribe and command only."""
+        """Endpoints from arguments, else the environment (``$ROBOCELL_BUS``, else
+        ``$ROBOCELL_BUS_PORT`` on loopback: :func:`robocell.common.config.bus_address`), else
+        the loopback default. With a CURVE key the broker is remote: subscribe and command
+        only."""
         key_path = curve_key or os.environ.get(CURVE_KEY_ENV) or None
         curve = load_key(key_path, need_broker=True) if key_path else None
-        base = cls.from_base(broker or os.environ.get(BUS_ENV) or DEFAULT_BUS, curve)
+        base = cls.from_base(broker or bus_address(), curve)
         if broker or curve:
             return base
         env = os.environ

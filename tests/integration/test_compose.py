@@ -1,5 +1,7 @@
 """docker-compose.yml is valid Compose and the local launcher reads the same services."""
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -45,3 +47,37 @@ def test_interpolation_follows_compose_rules():
     env = {"SET": "x", "EMPTY": ""}
     assert interpolate("${SET:-d} ${EMPTY:-d} ${MISSING:-d} ${EMPTY-d} ${MISSING-d}", env) == (
         "x d d  d")
+
+
+def compose_config(profile: str, env: dict[str, str]) -> dict:
+    out = subprocess.run([compose_binary(), "-f", str(COMPOSE), "--profile", profile, "config",
+                          "--format", "json"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["services"]
+
+
+def published(service: dict) -> set[int]:
+    return {int(p["published"]) for p in service.get("ports", [])}
+
+
+def test_compose_publishes_the_ports_the_variables_name():
+    env = {"ROBOCELL_BUS_PORT": "7610", "ROBOCELL_BUS_PORT_LAST": "7613",
+           "ROBOCELL_SIM_PORT": "7710", "ROBOCELL_MONITOR_PORT": "8775"}
+    services = compose_config("sim", env)
+    assert published(services["broker"]) == {7610, 7611, 7612, 7613}
+    assert {int(p["target"]) for p in services["broker"]["ports"]} == {7610, 7611, 7612, 7613}
+    assert published(services["monitor"]) == {8775}
+    assert services["solver"]["environment"]["ROBOCELL_BUS"] == "tcp://broker:7610"
+    assert "tcp://0.0.0.0:7710" in services["firmware-sim"]["command"]
+    assert published(compose_config("sim", {})["broker"]) == {7600, 7601, 7602, 7603}
+
+
+def test_broker_refuses_a_bus_port_block_compose_would_publish_wrongly():
+    # compose cannot add: ROBOCELL_BUS_PORT=7500 alone would publish 7500-7603
+    env = {**os.environ, "ROBOCELL_BUS_PORT": "7500", "ROBOCELL_BUS_PORT_LAST": "7603"}
+    env.pop("ROBOCELL_BUS", None)
+    out = subprocess.run([sys.executable, "-m", "robocell", "broker"], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "ROBOCELL_BUS_PORT_LAST=7503" in out.stderr and "Traceback" not in out.stderr

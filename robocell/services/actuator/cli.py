@@ -19,9 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sim.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE", DEFAULT_PROFILE),
                      help="robot profile (motors and geometry); default %(default)s")
     where = sim.add_mutually_exclusive_group()
-    where.add_argument("--port", type=int,
-                       default=int(os.environ.get("ROBOCELL_FIRMWARE_PORT", "7001")),
-                       help="TCP port on 127.0.0.1 (0 = any free port); default %(default)s")
+    where.add_argument("--port", type=int, default=None,
+                       help="TCP port on 127.0.0.1 (0 = any free port); default "
+                            "$ROBOCELL_SIM_PORT or 7700")
     where.add_argument("--pty", metavar="LINK", nargs="?", const="",
                        help="serve on a pseudo-terminal instead; optional symlink path to it")
     where.add_argument("--listen", metavar="URL",
@@ -59,17 +59,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     act = subparsers.add_parser(
         "actuator", help="the actuator service: plans from the bus -> motor commands",
         description="Execute plans from the bus on the robot through its serial line "
-                    "(device path or pyserial URL such as socket://127.0.0.1:7001).")
+                    "(device path or pyserial URL such as socket://127.0.0.1:7700).")
     act.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE", DEFAULT_PROFILE))
-    act.add_argument("--serial", default=os.environ.get("ROBOCELL_SERIAL",
-                                                        "socket://127.0.0.1:7001"),
-                     help="device path or pyserial URL of the firmware; default %(default)s")
+    act.add_argument("--serial", default=None,
+                     help="device path or pyserial URL of the firmware; default "
+                          "$ROBOCELL_SERIAL, else the local simulator: "
+                          "socket://127.0.0.1:$ROBOCELL_SIM_PORT (7700)")
     act.add_argument("--auto", action="store_true",
                      help="execute every new plan published on solver.plan at once")
     act.set_defaults(func=run_actuator)
 
 
 def run_firmware_sim(args: argparse.Namespace) -> int:
+    from robocell.common import config
     from robocell.common.profile import ProfileError, load_profile
     from robocell.services.actuator.firmware_sim import FaultPlan, main_with_args
     from robocell.services.actuator.twin import Twin
@@ -103,7 +105,7 @@ def run_firmware_sim(args: argparse.Namespace) -> int:
     faults = FaultPlan(args.drop_rate, args.corrupt_rate, args.fault_seed,
                        tuple(args.disconnect_after), args.stall_after, args.stall_ms,
                        args.reset_after)
-    host, port = "127.0.0.1", args.port
+    host, port = "127.0.0.1", config.sim_port() if args.port is None else args.port
     if args.listen:
         from urllib.parse import urlsplit
 
@@ -125,6 +127,9 @@ def run_firmware_sim(args: argparse.Namespace) -> int:
 
 
 def run_actuator(args: argparse.Namespace) -> int:
+    from robocell.common import config
     from robocell.services.actuator.service import run_service
 
+    if args.serial is None:
+        args.serial = os.environ.get("ROBOCELL_SERIAL") or config.sim_serial_url()
     return run_service(args)

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     def remote_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--broker", metavar="tcp://HOST:PORT",
                        help="broker base address (default $ROBOCELL_BUS or "
-                            "tcp://127.0.0.1:7600)")
+                            "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)")
         p.add_argument("--curve-key", metavar="FILE",
                        help="client key file for a remote broker's CURVE endpoint "
                             "(default $ROBOCELL_BUS_CURVE_KEY)")

@@ -13,10 +13,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "broker", help="run the bus broker (pub/sub proxy, last-value cache, commands)",
         description="Run the bus broker. Endpoints come from --bus (a base address: port +0 "
                     "subscribe, +1 publish, +2 commands, +3 capture tap), else $ROBOCELL_BUS, "
-                    "else tcp://127.0.0.1:7600; each can be overridden by --sub/--pub/--cmd/"
-                    "--tap or $ROBOCELL_BUS_SUB/_PUB/_CMD/_TAP.")
+                    "else tcp://127.0.0.1:$ROBOCELL_BUS_PORT (7600); each can be overridden "
+                    "by --sub/--pub/--cmd/--tap or $ROBOCELL_BUS_SUB/_PUB/_CMD/_TAP.")
     p.add_argument("--bus", help="base address tcp://HOST:PORT (default $ROBOCELL_BUS or "
-                                 "tcp://127.0.0.1:7600)")
+                                 "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)")
     p.add_argument("--sub", help="subscribe endpoint (XPUB)")
     p.add_argument("--pub", help="publish endpoint (XSUB)")
     p.add_argument("--cmd", help="command endpoint (ROUTER)")
@@ -60,12 +60,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_broker(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
+    from robocell.common import config
     from robocell.common.bus import Endpoints
     from robocell.common.curve_keys import KeyFileError, load_key, parse_allow
     from robocell.services.broker.broker import Broker, RemoteAccess
 
     try:
         base = Endpoints.resolve(args.bus)
+        if base.subscribe.startswith("tcp://"):  # compose passes the last port: it cannot add
+            config.check_bus_block(int(base.subscribe.rsplit(":", 1)[1]))
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     endpoints = Endpoints(args.sub or base.subscribe, args.pub or base.publish,

@@ -6,6 +6,7 @@ import argparse
 import os
 
 DEFAULT_HTTP = "127.0.0.1:8765"
+"""Where the dashboard listens when $ROBOCELL_MONITOR_PORT is unset."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,14 +19,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "http://HOST:PORT/#token=TOKEN. Watch a remote cell with --broker and "
                     "--curve-key (its broker's CURVE endpoint).")
     p.add_argument("--broker", metavar="tcp://HOST:PORT",
-                   help="broker base address (default $ROBOCELL_BUS or tcp://127.0.0.1:7600); "
+                   help="broker base address (default $ROBOCELL_BUS or "
+                        "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600); "
                         "with --curve-key, the broker's remote (CURVE) address")
     p.add_argument("--curve-key", metavar="FILE",
                    help="client key file for a remote broker's CURVE endpoint "
                         "(default $ROBOCELL_BUS_CURVE_KEY); make one with `robocell keys "
                         "generate NAME --broker-pub broker.pub`")
-    p.add_argument("--http", default=DEFAULT_HTTP, metavar="HOST:PORT",
-                   help=f"where the dashboard listens (default {DEFAULT_HTTP})")
+    p.add_argument("--http", default=None, metavar="HOST:PORT",
+                   help="where the dashboard listens (default 127.0.0.1:$ROBOCELL_MONITOR_PORT, "
+                        f"{DEFAULT_HTTP})")
     p.add_argument("--token", default=None,
                    help="token that enables control (default $ROBOCELL_MONITOR_TOKEN; "
                         "without one the dashboard is read-only)")
@@ -44,11 +47,14 @@ def parse_http(text: str) -> tuple[str, int]:
 
 def run_monitor(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
+    from robocell.common import config
     from robocell.common.bus import Endpoints
     from robocell.common.curve_keys import KeyFileError
     from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
 
     try:
+        if args.http is None:
+            args.http = config.monitor_http()
         host, port = parse_http(args.http)
         endpoints = Endpoints.resolve(args.broker, args.curve_key)
         token = check_configured_token(args.token if args.token is not None

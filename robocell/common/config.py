@@ -1,0 +1,144 @@
+"""The cell's deployment configuration: where the bus, the firmware simulator and the monitor
+listen, read the same way by every command, by `robocell up` and by docker-compose.yml.
+
+| variable | default | what |
+| --- | --- | --- |
+| ``ROBOCELL_BUS_PORT`` | 7600 | the broker's base port; it uses this port and the next three |
+| ``ROBOCELL_BUS_PORT_LAST`` | base + 3 | compose only (it cannot add): the last bus port |
+| ``ROBOCELL_BUS`` | ``tcp://127.0.0.1:$ROBOCELL_BUS_PORT`` | the broker's base address |
+| ``ROBOCELL_SIM_PORT`` | 7700 | the firmware simulator's TCP port (the actuator's serial line) |
+| ``ROBOCELL_MONITOR_PORT`` | 8765 | the dashboard's HTTP port |
+
+``ROBOCELL_FIRMWARE_PORT``, the firmware simulator's old variable, is read as an alias of
+``ROBOCELL_SIM_PORT`` when that is unset. Every function takes the environment to read
+(default ``os.environ``) and raises :class:`ConfigError` naming the variable at fault.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+LOOPBACK = "127.0.0.1"
+BUS_ENV = "ROBOCELL_BUS"
+BUS_PORT_ENV = "ROBOCELL_BUS_PORT"
+BUS_PORT_LAST_ENV = "ROBOCELL_BUS_PORT_LAST"
+SIM_PORT_ENV = "ROBOCELL_SIM_PORT"
+FIRMWARE_PORT_ENV = "ROBOCELL_FIRMWARE_PORT"
+"""Old name of ROBOCELL_SIM_PORT, still read when ROBOCELL_SIM_PORT is unset."""
+MONITOR_PORT_ENV = "ROBOCELL_MONITOR_PORT"
+DEFAULT_BUS_PORT = 7600
+DEFAULT_SIM_PORT = 7700
+DEFAULT_MONITOR_PORT = 8765
+BUS_PORT_COUNT = 4
+"""The broker listens on the base port and the next three (subscribe, publish, command, tap)."""
+HIGHEST_PORT = 65535
+
+
+class ConfigError(ValueError):
+    """A configuration variable is malformed or contradicts another; the message says which
+    and what to set instead."""
+
+
+def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def _port(env: Mapping[str, str], name: str, highest: int = HIGHEST_PORT) -> int | None:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 0 < int(text) <= highest:
+        raise ConfigError(f"{name}={text!r} is not a port number; set it to a number from 1 "
+                          f"to {highest}, or unset it for the default")
+    return int(text)
+
+
+def _bus_url_port(env: Mapping[str, str]) -> int | None:
+    """The port of $ROBOCELL_BUS, or None when it is unset or not a tcp:// address (the
+    endpoint code explains a malformed address)."""
+    url = env.get(BUS_ENV)
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        return parts.port if parts.scheme == "tcp" else None
+    except ValueError:
+        return None
+
+
+def bus_port(env: Mapping[str, str] | None = None) -> int:
+    """The broker's base port: $ROBOCELL_BUS_PORT, else the port of $ROBOCELL_BUS, else 7600.
+    ConfigError when the two variables name different ports, or $ROBOCELL_BUS_PORT_LAST is
+    set and is not the base port + 3."""
+    env = _environ(env)
+    port = _port(env, BUS_PORT_ENV, HIGHEST_PORT - BUS_PORT_COUNT + 1)
+    url_port = _bus_url_port(env)
+    if port is not None and url_port is not None and url_port != port:
+        raise ConfigError(f"{BUS_ENV}={env[BUS_ENV]} and {BUS_PORT_ENV}={port} name different "
+                          f"bus ports; set one of them (or make them agree)")
+    base = port if port is not None else url_port if url_port is not None else DEFAULT_BUS_PORT
+    check_bus_block(base, env)
+    return base
+
+
+def check_bus_block(base: int, env: Mapping[str, str] | None = None) -> None:
+    """ConfigError unless $ROBOCELL_BUS_PORT_LAST is unset or ``base`` + 3: compose publishes
+    the ports from the base to it, and a broker on ``base`` uses the four from ``base``."""
+    last = _port(_environ(env), BUS_PORT_LAST_ENV)
+    if last is not None and last != base + BUS_PORT_COUNT - 1:
+        raise ConfigError(f"{BUS_PORT_LAST_ENV}={last} but the bus uses ports {base}-"
+                          f"{base + BUS_PORT_COUNT - 1}; set {BUS_PORT_LAST_ENV}="
+                          f"{base + BUS_PORT_COUNT - 1} (docker compose cannot add) or unset it")
+
+
+def bus_ports(env: Mapping[str, str] | None = None) -> range:
+    """Every port the broker listens on."""
+    base = bus_port(env)
+    return range(base, base + BUS_PORT_COUNT)
+
+
+def bus_address(env: Mapping[str, str] | None = None) -> str:
+    """The broker's base address: $ROBOCELL_BUS, else tcp://127.0.0.1:$ROBOCELL_BUS_PORT."""
+    env = _environ(env)
+    return env.get(BUS_ENV) or f"tcp://{LOOPBACK}:{bus_port(env)}"
+
+
+def sim_port(env: Mapping[str, str] | None = None) -> int:
+    """The firmware simulator's port: $ROBOCELL_SIM_PORT, else $ROBOCELL_FIRMWARE_PORT (its
+    old name), else 7700."""
+    env = _environ(env)
+    port = _port(env, SIM_PORT_ENV)
+    if port is None:
+        port = _port(env, FIRMWARE_PORT_ENV)
+    return DEFAULT_SIM_PORT if port is None else port
+
+
+def sim_serial_url(env: Mapping[str, str] | None = None) -> str:
+    """The actuator's serial line to the local firmware simulator."""
+    return f"socket://{LOOPBACK}:{sim_port(env)}"
+
+
+def monitor_port(env: Mapping[str, str] | None = None) -> int:
+    """The dashboard's port: $ROBOCELL_MONITOR_PORT, else 8765."""
+    port = _port(_environ(env), MONITOR_PORT_ENV)
+    return DEFAULT_MONITOR_PORT if port is None else port
+
+
+def monitor_http(env: Mapping[str, str] | None = None) -> str:
+    """Where a local dashboard listens, HOST:PORT."""
+    return f"{LOOPBACK}:{monitor_port(env)}"
+
+
+def settled(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with every port variable set to the value the commands above read from it, so
+    that docker-compose.yml's ``${VAR:-default}`` interpolation agrees with them (it knows
+    neither $ROBOCELL_BUS's port nor the old $ROBOCELL_FIRMWARE_PORT, and cannot add)."""
+    out = dict(env)
+    base = bus_port(env)
+    out[BUS_PORT_ENV] = str(base)
+    out[BUS_PORT_LAST_ENV] = str(base + BUS_PORT_COUNT - 1)
+    out[SIM_PORT_ENV] = str(sim_port(env))
+    out[MONITOR_PORT_ENV] = str(monitor_port(env))
+    return out

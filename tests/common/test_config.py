@@ -1,0 +1,42 @@
+"""The one deployment configuration: every command reads the ports the same way."""
+
+from __future__ import annotations
+
+import pytest
+
+from robocell.common import config
+
+
+def test_bus_address_follows_ROBOCELL_BUS_PORT_unless_ROBOCELL_BUS_names_one():
+    assert config.bus_address({}) == "tcp://127.0.0.1:7600"
+    assert config.bus_address({"ROBOCELL_BUS_PORT": "7610"}) == "tcp://127.0.0.1:7610"
+    assert config.bus_address({"ROBOCELL_BUS": "tcp://cell:7700"}) == "tcp://cell:7700"
+    assert config.bus_port({"ROBOCELL_BUS": "tcp://127.0.0.1:7620"}) == 7620
+    assert list(config.bus_ports({"ROBOCELL_BUS_PORT": "7610"})) == [7610, 7611, 7612, 7613]
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"ROBOCELL_BUS_PORT": "76OO"}, "ROBOCELL_BUS_PORT='76OO'"),
+    ({"ROBOCELL_BUS_PORT": "65535"}, "ROBOCELL_BUS_PORT='65535'"),  # no room for four
+    ({"ROBOCELL_BUS_PORT": "7610", "ROBOCELL_BUS": "tcp://127.0.0.1:7600"}, "different"),
+    ({"ROBOCELL_BUS_PORT": "7610", "ROBOCELL_BUS_PORT_LAST": "7603"},
+     "ROBOCELL_BUS_PORT_LAST=7613"),
+])
+def test_a_bad_or_contradictory_bus_port_is_named(env, named):
+    with pytest.raises(config.ConfigError, match=named):
+        config.bus_port(env)
+
+
+def test_sim_port_reads_the_old_firmware_variable_as_an_alias():
+    assert config.sim_port({}) == 7700
+    assert config.sim_port({"ROBOCELL_FIRMWARE_PORT": "7001"}) == 7001
+    assert config.sim_port({"ROBOCELL_SIM_PORT": "7710", "ROBOCELL_FIRMWARE_PORT": "7001"}) == 7710
+    assert config.sim_serial_url({"ROBOCELL_SIM_PORT": "7710"}) == "socket://127.0.0.1:7710"
+    assert config.monitor_http({"ROBOCELL_MONITOR_PORT": "8775"}) == "127.0.0.1:8775"
+
+
+def test_settled_environment_spells_out_what_compose_cannot_work_out():
+    env = config.settled({"ROBOCELL_BUS": "tcp://127.0.0.1:7620",
+                          "ROBOCELL_FIRMWARE_PORT": "7001"})
+    assert env["ROBOCELL_BUS_PORT"] == "7620" and env["ROBOCELL_BUS_PORT_LAST"] == "7623"
+    assert env["ROBOCELL_SIM_PORT"] == "7001" and env["ROBOCELL_MONITOR_PORT"] == "8765"
