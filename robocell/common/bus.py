@@ -196,6 +196,9 @@ STALE_AFTER_BEATS = 3
 DEFAULT_TIMEOUT_S = 5.0
 MAX_RETRY_INTERVAL_S = 1.0
 DEDUP_CAPACITY = 4096
+MAX_REQUEST_ID_CHARS = 128
+"""Longest request id a service accepts (it keeps DEDUP_CAPACITY of them with their
+replies: unbounded ids would let a caller fill its memory)."""
 DEDUP_TTL_S = 300.0
 CONNECT_WAIT_S = 2.0
 DIAGNOSTIC_MIN_INTERVAL_S = 1.0
@@ -959,7 +962,17 @@ class Subscriber:
         up, one call that decodes the envelope and checks it against the topic's
         declaration in C (a WireDecoder generated from messages.py), the sequence check,
         the Envelope. Anything unusual goes to the slow path, which decodes again with the
-        explaining checks."""
+        explaining checks. Never raises: should checking a message fail unexpectedly, it is
+        refused (reason ``internal``) like any bad message."""
+        try:
+            return self._handle_frame(frame)
+        except Exception as exc:  # a receiver never dies of a message
+            self._refuse(InternalError(f"checking the message raised "
+                                       f"{type(exc).__name__}: {exc}"), None, len(frame))
+            return None
+
+    def _handle_frame(self, frame: bytes) -> Envelope | None:
+        """handle_frame without the guard."""
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         route = self._routes.get(frame[:end]) if end > 0 else None
         if route is None:
@@ -1135,6 +1148,13 @@ class Subscriber:
         self.sock.close()
 
 
+class InternalError(MessageError):
+    """Checking a message failed in a way the checks did not foresee (a bug, or input
+    beyond what they were written for); the message is refused and counted."""
+
+    reason = "internal"
+
+
 def _frame_count_error(frames: list[Any]) -> MessageError:
     return DecodeError(f"expected a message of one frame, got {len(frames)} frames")
 
@@ -1268,6 +1288,8 @@ class CommandClient:
         self._seq = itertools.count()
         self.sock = _context().socket(zmq.DEALER)
         self.sock.routing_id = CLIENT_ID_PREFIX + f"{name}-{secrets.token_hex(6)}".encode()
+        self.refused_replies = 0
+        """Replies refused as malformed (never matched to a request)."""
         self.sock.linger = 0
         self.endpoints.secure(self.sock)
         self.sock.connect(self.endpoints.command)
@@ -1278,7 +1300,10 @@ class CommandClient:
         """Send and wait; always returns a Reply (error ``timeout`` when the deadline passes).
         Silence is retried every ``retry_interval`` s with the same request id."""
         args = {} if args is None else args
-        request_id = request_id or f"{self.name}-{secrets.token_hex(8)}"
+        request_id = request_id or f"{self.name[:64]}-{secrets.token_hex(8)}"
+        if len(request_id) > MAX_REQUEST_ID_CHARS:
+            raise ValueError(f"request id {request_id[:40]!r}... is {len(request_id)} "
+                             f"characters; services refuse ids over {MAX_REQUEST_ID_CHARS}")
         payload = {"id": request_id, "service": service, "command": command, "args": args,
                    "timeout_ms": timeout * 1000.0}
         validate_payload("cmd.request", payload)
@@ -1318,7 +1343,8 @@ class CommandClient:
             return None
         try:
             env = validate(decode(frames[1]))
-        except MessageError:
+        except Exception:  # a MessageError, or anything unforeseen: not our answer
+            self.refused_replies += 1
             return None
         p = env.payload
         if env.topic != "cmd.reply" or p["id"] != request_id:
@@ -1391,6 +1417,8 @@ class Node:
         self._diag_last: dict[tuple[str, str], float] = {}
         self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
         self._gaps_reported = 0
+        self.refused_requests = 0
+        """Command messages refused before a handler saw them (malformed, hostile)."""
         self._lock = threading.RLock()
         self._clients = threading.local()
         self._stop = threading.Event()
@@ -1548,12 +1576,17 @@ class Node:
                 if self.subscriber.stats.gaps > self._gaps_reported:
                     self._report_drops()
             if self._server in ready:
-                while True:
+                for _ in range(RECV_BATCH):  # bounded too: a flood must not starve the rest
                     try:
                         frames = self._server.recv_multipart(zmq.NOBLOCK)
                     except zmq.Again:
                         break
-                    self._on_request(frames)
+                    try:
+                        self._on_request(frames)
+                    except Exception as exc:  # the I/O thread never dies of a request
+                        self._diagnose("bad_request", "cmd.request",
+                                       f"handling a command request raised "
+                                       f"{type(exc).__name__}: {exc}", level="error")
 
     def _drain_inbox(self) -> None:
         import zmq
@@ -1656,13 +1689,21 @@ class Node:
 
     def _on_request(self, frames: list[bytes]) -> None:
         if len(frames) != 3 or frames[0] != REQUEST:
+            self.refused_requests += 1
+            self._diagnose("bad_request", "cmd.request",
+                           f"refused a command message of {len(frames)} frame(s): expected "
+                           "REQUEST, the caller and the envelope")
             return
         _, client, data = frames
         try:
             env = validate(decode(data))
             if env.topic != "cmd.request":
                 raise MessageError(f"expected a cmd.request, got topic {env.topic!r}")
+            if len(env.payload["id"]) > MAX_REQUEST_ID_CHARS:
+                raise MessageError(f"request id of {len(env.payload['id'])} characters; "
+                                   f"at most {MAX_REQUEST_ID_CHARS}")
         except MessageError as exc:
+            self.refused_requests += 1
             self._diagnose("bad_request", "cmd.request", f"refused a command request: {exc}")
             return
         p = env.payload

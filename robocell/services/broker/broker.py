@@ -149,6 +149,11 @@ SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsub
 SUBSCRIPTION_MARKS = (b"\x00", SUBSCRIBE_MARK)
 BIND_RETRY_S = 1.0
 N_PROXY_STATISTICS = 8
+COMMAND_FRAME_SLACK = 1024
+"""Bytes a command frame may carry beyond the message size limit (ZMQ_MAXMSGSIZE counts
+each frame; an envelope frame is at most the limit, the routing frames are tiny)."""
+MAX_HELLO_COMMANDS = 1_000
+"""Most command names a service may announce in its hello."""
 """zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
 
 _broker_ids = itertools.count()
@@ -199,6 +204,19 @@ def bind(sock: zmq.Socket, endpoint: str) -> None:
             if exc.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)
+
+
+def _hello_names(data: bytes) -> list[str]:
+    """The command names a service announced (a msgpack list of strings); [] for anything
+    else (decoded within small limits: a hello is never trusted to be sane)."""
+    try:
+        names = msgpack.unpackb(data, max_array_len=MAX_HELLO_COMMANDS, max_map_len=0,
+                                max_str_len=MAX_TOPIC_BYTES, max_bin_len=0, max_ext_len=0)
+    except Exception:
+        return []
+    if type(names) is not list or not all(type(name) is str for name in names):
+        return []
+    return names
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -394,6 +412,9 @@ class Broker:
         router.setsockopt(zmq.ROUTER_MANDATORY, 1)  # unroutable -> error, not silence
         router.setsockopt(zmq.ROUTER_HANDOVER, 1)   # a restarted service takes its name back
         router.sndhwm = router.rcvhwm = COMMAND_HWM
+        # A larger frame drops the sender's connection (libzmq refuses it unread); the
+        # client sees its link go down and says so (see CommandClient).
+        router.maxmsgsize = self.max_bytes + COMMAND_FRAME_SLACK
         if endpoint:
             bind(router, endpoint)
         return router
@@ -537,7 +558,12 @@ class Broker:
                 except MessageError:
                     continue
                 if env.topic == TRAFFIC_TOPIC:
-                    self._add_report(env)
+                    try:
+                        self._add_report(env)
+                    except Exception as exc:  # never let one report stop the broker
+                        self._refused("internal", TRAFFIC_TOPIC,
+                                      f"adding up a traffic report raised "
+                                      f"{type(exc).__name__}: {exc}", env.source)
 
     def _add_report(self, env: Envelope) -> None:
         """Keep the latest cumulative report of a publisher instance; add all up."""
@@ -628,7 +654,12 @@ class Broker:
                               f"a message of {n} frames; a bus message is one frame")
                 read += 1
                 continue
-            read += self._inspect(frame)
+            try:
+                read += self._inspect(frame)
+            except Exception as exc:  # never let one message stop the broker: count, say
+                read += 1
+                self._refused("internal", self._name_of(frame),
+                              f"checking it raised {type(exc).__name__}: {exc}")
         return read
 
     def _inspect(self, frame: bytes) -> int:
@@ -702,26 +733,33 @@ class Broker:
                 frames = router.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            sender = frames[0].bytes
-            kind = frames[1].bytes if len(frames) > 1 else b""
-            if kind == REQUEST and len(frames) == 4:
-                if origin == REMOTE_ID and not frames[1].get("User-Id").startswith("command:"):
-                    self._refuse(router, sender, frames[3].bytes, "forbidden",
-                                 "this key may only watch the bus; ask the cell's operator to "
-                                 "allow it with role 'command'")
-                    continue
-                self._route_request(router, origin, sender, frames[2].bytes, frames[3].bytes)
-            elif kind == REPLY and len(frames) == 4 and origin == LOCAL_ID:
-                self._route_reply(frames[2].bytes, frames[3].bytes)
-            elif kind == HELLO and len(frames) == 3 and origin == LOCAL_ID \
-                    and sender.startswith(SERVICE_ID_PREFIX):
-                try:
-                    names = msgpack.unpackb(frames[2].bytes)
-                except Exception:
-                    names = []
-                self.services[sender[len(SERVICE_ID_PREFIX):].decode(errors="replace")] = names
-            else:
-                self.commands["malformed"] += 1
+            try:
+                self._on_command_frames(router, origin, frames)
+            except Exception as exc:  # never let one message stop the broker: count, say
+                self.commands["internal_errors"] += 1
+                self._refused("internal", None, f"a command message of {len(frames)} "
+                              f"frame(s) raised {type(exc).__name__}: {exc}")
+
+    def _on_command_frames(self, router: zmq.Socket, origin: bytes,
+                           frames: list[zmq.Frame]) -> None:
+        """Route one message of the command channel (request, reply or hello)."""
+        sender = frames[0].bytes
+        kind = frames[1].bytes if len(frames) > 1 else b""
+        if kind == REQUEST and len(frames) == 4:
+            if origin == REMOTE_ID and not frames[1].get("User-Id").startswith("command:"):
+                self._refuse(router, sender, frames[3].bytes, "forbidden",
+                             "this key may only watch the bus; ask the cell's operator to "
+                             "allow it with role 'command'")
+                return
+            self._route_request(router, origin, sender, frames[2].bytes, frames[3].bytes)
+        elif kind == REPLY and len(frames) == 4 and origin == LOCAL_ID:
+            self._route_reply(frames[2].bytes, frames[3].bytes)
+        elif kind == HELLO and len(frames) == 3 and origin == LOCAL_ID \
+                and sender.startswith(SERVICE_ID_PREFIX):
+            self.services[sender[len(SERVICE_ID_PREFIX):].decode(errors="replace")] = \
+                _hello_names(frames[2].bytes)
+        else:
+            self.commands["malformed"] += 1
 
     def _route_request(self, router: zmq.Socket, origin: bytes, sender: bytes, service: bytes,
                        data: bytes) -> None:
@@ -763,6 +801,8 @@ class Broker:
         try:
             request = validate(decode(data, self.max_bytes))
             request_id = request.payload["id"]
+            if request.topic != "cmd.request":
+                raise MessageError(f"expected a cmd.request, got topic {request.topic!r}")
         except MessageError:
             self.commands["malformed"] += 1
             return  # without a request id the caller cannot match a reply
