@@ -83,6 +83,7 @@ import msgspec
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
     BATCH_MARK,
+    MAX_MESSAGE_BYTES_ENV,
     MAX_SEQ,
     MAX_SOURCE_CHARS,
     MAX_TOPIC_CHARS,
@@ -252,6 +253,76 @@ class Endpoints:
             sock.curve_secretkey = self.curve.secret.encode("ascii")
             sock.curve_publickey = self.curve.public.encode("ascii")
             sock.curve_serverkey = self.curve.broker.encode("ascii")
+
+
+class LinkWatch:
+    """Watches one socket's connection to the broker (a ZeroMQ socket monitor) so that a
+    caller who hears nothing can be told why: the broker refused this CURVE key, the CURVE
+    handshake failed, or the broker dropped the connection (what libzmq does to a frame over
+    the broker's size limit). Events are read only when asked (:meth:`problem`)."""
+
+    EVENTS = ("EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_PROTOCOL",
+              "EVENT_HANDSHAKE_FAILED_NO_DETAIL", "EVENT_HANDSHAKE_SUCCEEDED",
+              "EVENT_DISCONNECTED")
+
+    def __init__(self, sock: Any, curve: bool) -> None:
+        zmq = _zmq()
+        self.curve = curve
+        self.auth_refused: int | None = None
+        """ZAP status code of the latest refusal of this key (e.g. 400), else None."""
+        self.handshake_failed: str | None = None
+        """Why the latest CURVE handshake failed (other than a refusal), else None."""
+        self.disconnects = 0
+        """Times the broker link went down since the watch began."""
+        events = 0
+        for name in self.EVENTS:
+            events |= getattr(zmq, name)
+        self.monitor = sock.get_monitor_socket(events)
+
+    def read(self) -> None:
+        """Take every queued event into the counters above."""
+        from zmq.utils.monitor import recv_monitor_message
+
+        zmq = _zmq()
+        while True:
+            try:
+                event = recv_monitor_message(self.monitor, ZMQ_NOBLOCK)
+            except zmq.Again:
+                return
+            kind, value = event["event"], event["value"]
+            if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                self.auth_refused = value
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
+                self.handshake_failed = f"protocol error {value}"
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                self.handshake_failed = f"error {value}"
+            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.auth_refused = self.handshake_failed = None
+            elif kind == zmq.EVENT_DISCONNECTED:
+                self.disconnects += 1
+
+    def problem(self, disconnects_before: int | None = None) -> str | None:
+        """What is wrong with the link, if the monitor knows: a CURVE refusal or failed
+        handshake, or (given the disconnect count when a request went out) a connection the
+        broker dropped since."""
+        self.read()
+        if self.auth_refused is not None:
+            return (f"the broker refused this CURVE key (ZAP status {self.auth_refused}): "
+                    "ask the cell's operator to allow it (`robocell broker --allow "
+                    "KEY.pub[:command]`)")
+        if self.handshake_failed is not None:
+            return (f"the CURVE handshake with the broker failed ({self.handshake_failed}): "
+                    "check that this key file names the broker's current public key")
+        if disconnects_before is not None and self.disconnects > disconnects_before:
+            return ("the broker dropped the connection after the request was sent: a "
+                    "request over the broker's message size limit is dropped that way "
+                    f"(this process allows {max_message_bytes()} bytes, see "
+                    f"{MAX_MESSAGE_BYTES_ENV}; the broker's may be lower), else the broker "
+                    "restarted")
+        return None
+
+    def close(self) -> None:
+        self.monitor.close(linger=0)
 
 
 def _context() -> Any:
@@ -1292,6 +1363,8 @@ class CommandClient:
         """Replies refused as malformed (never matched to a request)."""
         self.sock.linger = 0
         self.endpoints.secure(self.sock)
+        self.link = LinkWatch(self.sock, self.endpoints.curve is not None)
+        """Why the broker may not be answering (read when a request times out)."""
         self.sock.connect(self.endpoints.command)
 
     def request(self, service: str, command: str, args: dict[str, Any] | None = None,
@@ -1310,13 +1383,17 @@ class CommandClient:
         interval = retry_interval or max(min(timeout / 3, MAX_RETRY_INTERVAL_S), 0.05)
         deadline = time.monotonic() + timeout
         attempts = 0
+        self.link.read()
+        disconnects = self.link.disconnects
         while True:
             now = time.monotonic()
             if now >= deadline:
+                why = self.link.problem(disconnects if attempts else None)
                 return Reply(request_id, False, error="timeout",
                              message=f"no reply from {service!r} to {command!r} within "
-                                     f"{timeout:.3g} s ({attempts} attempt(s)); is the service "
-                                     "running? (`robocell bus list`)",
+                                     f"{timeout:.3g} s ({attempts} attempt(s)); "
+                                     + (why if why else "is the service running? "
+                                        "(`robocell bus list`)"),
                              service=service, command=command, attempts=attempts)
             payload["timeout_ms"] = (deadline - now) * 1000.0
             env = Envelope.now("cmd.request", self.name, next(self._seq), payload)
@@ -1352,6 +1429,7 @@ class CommandClient:
         return Reply(p["id"], p["ok"], p["result"], p["error"], p["message"])
 
     def close(self) -> None:
+        self.link.close()
         self.sock.close()
 
 
@@ -1634,6 +1712,7 @@ class Node:
         self.publisher.check_link()
         health = dict(self.health)
         health["bus"] = self.subscriber.stats.as_health()
+        health["bus"]["refused_requests"] = self.refused_requests
         try:
             self.publish("heartbeat", {
                 "service": self.name, "state": self.state, "health": health,
