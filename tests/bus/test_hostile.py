@@ -11,6 +11,7 @@ import itertools
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from robocell.common.bus import (
     SERVICE_ID_PREFIX,
     CommandClient,
     Endpoints,
+    Node,
     Publisher,
     Subscriber,
 )
@@ -42,6 +44,7 @@ from robocell.common.envelope import (
     encode,
 )
 from robocell.common.messages import TOPIC_WIRE_DECODERS, validate, validate_args
+from robocell.services.broker.broker import Broker
 
 DEEP = 10_000
 """Nesting far past every recursion limit (Python's, msgpack's, msgspec's)."""
@@ -360,7 +363,9 @@ def test_hostile_input_on_every_broker_socket_and_a_service_leaves_both_alive_an
             if round_ == 0:
                 rss_start = {name: vm_rss_kb(pid) for name, pid in pids.items()}
         growth = {name: vm_rss_kb(pid) - rss_start[name] for name, pid in pids.items()}
-        rejected = rejected_so_far(stats)
+        rejected, both_reported = rejected_so_far(stats)
+        if not both_reported:  # a broker or service that stopped reporting has died
+            crashes += 1
     finally:
         for sock in (pub_raw, sub_raw, tap_raw, cmd_raw, hello_raw):
             sock.close(linger=0)
@@ -375,9 +380,9 @@ def test_hostile_input_on_every_broker_socket_and_a_service_leaves_both_alive_an
         assert kb < RSS_GROWTH_LIMIT_KB, f"{name} grew by {kb} KiB"
 
 
-def rejected_so_far(stats: Subscriber) -> int:
+def rejected_so_far(stats: Subscriber) -> tuple[int, bool]:
     """What the broker's check tap and command routing, and the service, refused so far
-    (their latest bus.stats and heartbeat)."""
+    (their latest bus.stats and heartbeat), and whether both reported."""
     broker = service = None
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and (broker is None or service is None):
@@ -391,5 +396,94 @@ def rejected_so_far(stats: Subscriber) -> int:
         elif env.topic == "heartbeat" and env.payload["service"] == SERVICE:
             bus = env.payload["health"]["bus"]
             service = sum(bus["rejected"].values()) + bus["refused_requests"]
-    assert broker is not None and service is not None, "no statistics from broker or service"
-    return broker + service
+    return (broker or 0) + (service or 0), broker is not None and service is not None
+
+
+def ping_request(request_id: str) -> bytes:
+    return encode(Envelope.now("cmd.request", "canary", 0, {
+        "id": request_id, "service": SERVICE, "command": "ping", "args": {},
+        "timeout_ms": 2000.0}))
+
+
+def test_a_service_and_a_client_take_hostile_frames_on_their_own_sockets_and_still_work(
+        broker, bus_base: str) -> None:
+    """A stand-in broker ROUTER sends a Node raw hostile requests (any frame count, 50 MB)
+    and a CommandClient hostile replies: the node's I/O thread lives and answers ping, the
+    client ignores the junk and takes the real reply."""
+    rng = random.Random(SEED + 1)
+    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    endpoints = Endpoints(broker.endpoints.subscribe, broker.endpoints.publish,
+                          f"tcp://127.0.0.1:{port}")
+    node_id = SERVICE_ID_PREFIX + SERVICE.encode()
+    inputs = envelope_inputs(rng, big=True)
+    client = CommandClient("canary", endpoints)
+    try:
+        with Node(SERVICE, endpoints) as node:
+            node.serve("echo", lambda args, ctx: args)
+            assert router.poll(5000) and router.recv_multipart()[:2] == [node_id, HELLO]
+            messages = [[node_id, REQUEST, b"c:x", data] for data in inputs]
+            messages += [[node_id], [node_id, REQUEST], [node_id, REQUEST, b"c:x"],
+                         [node_id, REQUEST, b"c:x", b"y", b"z"], [node_id, REPLY, b"c:x", b"y"],
+                         [node_id, b"\x07", rng.randbytes(64)],
+                         [node_id, REQUEST, b"c:x", bytes(HUGE_BYTES)]]
+            tried = send_all(router, messages)
+            router.send_multipart([node_id, REQUEST, b"c:canary", ping_request("ping-1")])
+            deadline = time.monotonic() + 10
+            answered = False
+            while not answered and router.poll(max(1, int((deadline - time.monotonic()) * 1000))):
+                frames = router.recv_multipart()
+                answered = frames[2] == b"c:canary"
+            assert answered and node._thread is not None and node._thread.is_alive()
+            refused = node.refused_requests
+            # the client: hostile replies to its request, then the real one
+            result: dict = {}
+            caller = threading.Thread(target=lambda: result.update(
+                reply=client.request(SERVICE, "ping", timeout=10)))
+            caller.start()
+            assert router.poll(5000)
+            client_id, _, _, data = router.recv_multipart()
+            request_id = decode(data).payload["id"]
+            replies = [[client_id, REPLY, data] for data in inputs]
+            replies += [[client_id], [client_id, REPLY], [client_id, REPLY, b"x", b"y"]]
+            tried += send_all(router, replies)
+            good = encode(Envelope.now("cmd.reply", SERVICE, 0, {
+                "id": request_id, "ok": True, "result": "pong", "error": None,
+                "message": ""}))
+            router.send_multipart([client_id, REPLY, good])
+            caller.join(15)
+            assert result["reply"].ok and result["reply"].result == "pong"
+    finally:
+        client.close()
+        router.close(linger=0)
+    print(f"\nhostile input (a service's and a client's command sockets): {tried} inputs "
+          f"tried, {refused + client.refused_replies} rejected, 0 crashes")
+    assert refused > len(inputs) // 2
+    assert client.refused_replies > len(inputs) // 2
+
+
+def test_an_oversize_request_is_dropped_by_the_broker_and_the_client_says_so(
+        bus_base: str) -> None:
+    """A request over the broker's size limit drops the caller's connection (ZMQ_MAXMSGSIZE
+    on the command ROUTER); the caller's timeout says why instead of "is it running?"."""
+    small = Broker(Endpoints.from_base(bus_base), stats_period=0.2, max_bytes=100_000)
+    thread = threading.Thread(target=small.run, daemon=True)
+    thread.start()
+    assert small.ready.wait(5)
+    try:
+        with Node(SERVICE, small.endpoints) as node:
+            node.serve("echo", lambda args, ctx: args)
+            client = CommandClient("canary", small.endpoints)
+            try:
+                assert client.call(SERVICE, "ping", timeout=5)["service"] == SERVICE
+                reply = client.request(SERVICE, "echo", {"blob": b"x" * 300_000}, timeout=1.5)
+                assert reply.error == "timeout"
+                assert "dropped the connection" in reply.message
+                assert "size limit" in reply.message
+                assert client.call(SERVICE, "ping", timeout=5)["service"] == SERVICE
+            finally:
+                client.close()
+    finally:
+        small.stop()
+        thread.join(5)
