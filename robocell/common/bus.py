@@ -84,6 +84,7 @@ from robocell.common.config import bus_address
 from robocell.common.curve_keys import CurveKey, load_key
 from robocell.common.envelope import (
     BATCH_MARK,
+    MAX_MESSAGE_BYTES_ENV,
     MAX_SEQ,
     MAX_SOURCE_CHARS,
     MAX_TOPIC_CHARS,
@@ -207,6 +208,9 @@ STALE_AFTER_BEATS = 3
 DEFAULT_TIMEOUT_S = 5.0
 MAX_RETRY_INTERVAL_S = 1.0
 DEDUP_CAPACITY = 4096
+MAX_REQUEST_ID_CHARS = 128
+"""Longest request id a service accepts (it keeps DEDUP_CAPACITY of them with their
+replies: unbounded ids would let a caller fill its memory)."""
 DEDUP_TTL_S = 300.0
 CONNECT_WAIT_S = 2.0
 DIAGNOSTIC_MIN_INTERVAL_S = 1.0
@@ -262,6 +266,76 @@ class Endpoints:
             sock.curve_secretkey = self.curve.secret.encode("ascii")
             sock.curve_publickey = self.curve.public.encode("ascii")
             sock.curve_serverkey = self.curve.broker.encode("ascii")
+
+
+class LinkWatch:
+    """Watches one socket's connection to the broker (a ZeroMQ socket monitor) so that a
+    caller who hears nothing can be told why: the broker refused this CURVE key, the CURVE
+    handshake failed, or the broker dropped the connection (what libzmq does to a frame over
+    the broker's size limit). Events are read only when asked (:meth:`problem`)."""
+
+    EVENTS = ("EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_PROTOCOL",
+              "EVENT_HANDSHAKE_FAILED_NO_DETAIL", "EVENT_HANDSHAKE_SUCCEEDED",
+              "EVENT_DISCONNECTED")
+
+    def __init__(self, sock: Any, curve: bool) -> None:
+        zmq = _zmq()
+        self.curve = curve
+        self.auth_refused: int | None = None
+        """ZAP status code of the latest refusal of this key (e.g. 400), else None."""
+        self.handshake_failed: str | None = None
+        """Why the latest CURVE handshake failed (other than a refusal), else None."""
+        self.disconnects = 0
+        """Times the broker link went down since the watch began."""
+        events = 0
+        for name in self.EVENTS:
+            events |= getattr(zmq, name)
+        self.monitor = sock.get_monitor_socket(events)
+
+    def read(self) -> None:
+        """Take every queued event into the counters above."""
+        from zmq.utils.monitor import recv_monitor_message
+
+        zmq = _zmq()
+        while True:
+            try:
+                event = recv_monitor_message(self.monitor, ZMQ_NOBLOCK)
+            except zmq.Again:
+                return
+            kind, value = event["event"], event["value"]
+            if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                self.auth_refused = value
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
+                self.handshake_failed = f"protocol error {value}"
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                self.handshake_failed = f"error {value}"
+            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.auth_refused = self.handshake_failed = None
+            elif kind == zmq.EVENT_DISCONNECTED:
+                self.disconnects += 1
+
+    def problem(self, disconnects_before: int | None = None) -> str | None:
+        """What is wrong with the link, if the monitor knows: a CURVE refusal or failed
+        handshake, or (given the disconnect count when a request went out) a connection the
+        broker dropped since."""
+        self.read()
+        if self.auth_refused is not None:
+            return (f"the broker refused this CURVE key (ZAP status {self.auth_refused}): "
+                    "ask the cell's operator to allow it (`robocell broker --allow "
+                    "KEY.pub[:command]`)")
+        if self.handshake_failed is not None:
+            return (f"the CURVE handshake with the broker failed ({self.handshake_failed}): "
+                    "check that this key file names the broker's current public key")
+        if disconnects_before is not None and self.disconnects > disconnects_before:
+            return ("the broker dropped the connection after the request was sent: a "
+                    "request over the broker's message size limit is dropped that way "
+                    f"(this process allows {max_message_bytes()} bytes, see "
+                    f"{MAX_MESSAGE_BYTES_ENV}; the broker's may be lower), else the broker "
+                    "restarted")
+        return None
+
+    def close(self) -> None:
+        self.monitor.close(linger=0)
 
 
 def _context() -> Any:
@@ -972,7 +1046,17 @@ class Subscriber:
         up, one call that decodes the envelope and checks it against the topic's
         declaration in C (a WireDecoder generated from messages.py), the sequence check,
         the Envelope. Anything unusual goes to the slow path, which decodes again with the
-        explaining checks."""
+        explaining checks. Never raises: should checking a message fail unexpectedly, it is
+        refused (reason ``internal``) like any bad message."""
+        try:
+            return self._handle_frame(frame)
+        except Exception as exc:  # a receiver never dies of a message
+            self._refuse(InternalError(f"checking the message raised "
+                                       f"{type(exc).__name__}: {exc}"), None, len(frame))
+            return None
+
+    def _handle_frame(self, frame: bytes) -> Envelope | None:
+        """handle_frame without the guard."""
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         route = self._routes.get(frame[:end]) if end > 0 else None
         if route is None:
@@ -1146,6 +1230,13 @@ class Subscriber:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class InternalError(MessageError):
+    """Checking a message failed in a way the checks did not foresee (a bug, or input
+    beyond what they were written for); the message is refused and counted."""
+
+    reason = "internal"
 
 
 def _frame_count_error(frames: list[Any]) -> MessageError:
@@ -1329,8 +1420,12 @@ class CommandClient:
         self._seq = itertools.count()
         self.sock = _context().socket(zmq.DEALER)
         self.sock.routing_id = CLIENT_ID_PREFIX + f"{name}-{secrets.token_hex(6)}".encode()
+        self.refused_replies = 0
+        """Replies refused as malformed (never matched to a request)."""
         self.sock.linger = 0
         self.endpoints.secure(self.sock)
+        self.link = LinkWatch(self.sock, self.endpoints.curve is not None)
+        """Why the broker may not be answering (read when a request times out)."""
         self.sock.connect(self.endpoints.command)
 
     def request(self, service: str, command: str, args: dict[str, Any] | None = None,
@@ -1339,20 +1434,27 @@ class CommandClient:
         """Send and wait; always returns a Reply (error ``timeout`` when the deadline passes).
         Silence is retried every ``retry_interval`` s with the same request id."""
         args = {} if args is None else args
-        request_id = request_id or f"{self.name}-{secrets.token_hex(8)}"
+        request_id = request_id or f"{self.name[:64]}-{secrets.token_hex(8)}"
+        if len(request_id) > MAX_REQUEST_ID_CHARS:
+            raise ValueError(f"request id {request_id[:40]!r}... is {len(request_id)} "
+                             f"characters; services refuse ids over {MAX_REQUEST_ID_CHARS}")
         payload = {"id": request_id, "service": service, "command": command, "args": args,
                    "timeout_ms": timeout * 1000.0}
         validate_payload("cmd.request", payload)
         interval = retry_interval or max(min(timeout / 3, MAX_RETRY_INTERVAL_S), 0.05)
         deadline = time.monotonic() + timeout
         attempts = 0
+        self.link.read()
+        disconnects = self.link.disconnects
         while True:
             now = time.monotonic()
             if now >= deadline:
+                why = self.link.problem(disconnects if attempts else None)
                 return Reply(request_id, False, error="timeout",
                              message=f"no reply from {service!r} to {command!r} within "
-                                     f"{timeout:.3g} s ({attempts} attempt(s)); is the service "
-                                     "running? (`robocell bus list`)",
+                                     f"{timeout:.3g} s ({attempts} attempt(s)); "
+                                     + (why if why else "is the service running? "
+                                        "(`robocell bus list`)"),
                              service=service, command=command, attempts=attempts)
             payload["timeout_ms"] = (deadline - now) * 1000.0
             env = Envelope.now("cmd.request", self.name, next(self._seq), payload)
@@ -1379,7 +1481,8 @@ class CommandClient:
             return None
         try:
             env = validate(decode(frames[1]))
-        except MessageError:
+        except Exception:  # a MessageError, or anything unforeseen: not our answer
+            self.refused_replies += 1
             return None
         p = env.payload
         if env.topic != "cmd.reply" or p["id"] != request_id:
@@ -1387,6 +1490,7 @@ class CommandClient:
         return Reply(p["id"], p["ok"], p["result"], p["error"], p["message"])
 
     def close(self) -> None:
+        self.link.close()
         self.sock.close()
 
 
@@ -1455,6 +1559,8 @@ class Node:
         self._diag_last: dict[tuple[str, str], float] = {}
         self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
         self._gaps_reported = 0
+        self.refused_requests = 0
+        """Command messages refused before a handler saw them (malformed, hostile)."""
         self._lock = threading.RLock()
         self._clients = threading.local()
         self._stop = threading.Event()
@@ -1628,12 +1734,17 @@ class Node:
                 if self.subscriber.stats.gaps > self._gaps_reported:
                     self._report_drops()
             if self._server in ready:
-                while True:
+                for _ in range(RECV_BATCH):  # bounded too: a flood must not starve the rest
                     try:
                         frames = self._server.recv_multipart(zmq.NOBLOCK)
                     except zmq.Again:
                         break
-                    self._on_request(frames)
+                    try:
+                        self._on_request(frames)
+                    except Exception as exc:  # the I/O thread never dies of a request
+                        self._diagnose("bad_request", "cmd.request",
+                                       f"handling a command request raised "
+                                       f"{type(exc).__name__}: {exc}", level="error")
 
     def _drain_inbox(self) -> None:
         import zmq
@@ -1686,6 +1797,7 @@ class Node:
         self.publisher.check_link()
         health = dict(self.health)
         health["bus"] = self.subscriber.stats.as_health()
+        health["bus"]["refused_requests"] = self.refused_requests
         try:
             self.publish("heartbeat", {
                 "service": self.name, "state": self.state, "health": health,
@@ -1744,13 +1856,21 @@ class Node:
             self.registered.set()
             return
         if len(frames) != 3 or frames[0] != REQUEST:
+            self.refused_requests += 1
+            self._diagnose("bad_request", "cmd.request",
+                           f"refused a command message of {len(frames)} frame(s): expected "
+                           "REQUEST, the caller and the envelope")
             return
         _, client, data = frames
         try:
             env = validate(decode(data))
             if env.topic != "cmd.request":
                 raise MessageError(f"expected a cmd.request, got topic {env.topic!r}")
+            if len(env.payload["id"]) > MAX_REQUEST_ID_CHARS:
+                raise MessageError(f"request id of {len(env.payload['id'])} characters; "
+                                   f"at most {MAX_REQUEST_ID_CHARS}")
         except MessageError as exc:
+            self.refused_requests += 1
             self._diagnose("bad_request", "cmd.request", f"refused a command request: {exc}")
             return
         p = env.payload

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import os
+import reprlib
 import struct
 import threading
 import time
@@ -77,6 +78,21 @@ MAX_SOURCE_CHARS = 64
 N_ENVELOPE_FIELDS = 7
 TOPIC_END = b"\x00"
 """The byte between the topic and the envelope in a message frame (never part of a topic)."""
+
+# --- limits on what a receiver decodes (hostile input must cost little and never crash) ----
+
+MAX_DEPTH = 32
+"""Deepest nesting of lists and maps in a payload (the payload map itself is level 1). Real
+payloads nest a few levels; a checker that recursed would fail at about 450 levels, so every
+check here is iterative and refuses anything deeper than this."""
+MAX_MAP_KEYS = 10_000
+"""Most keys of one map in a received message (a 1 M-key map is refused before it is built)."""
+MAX_ARRAY_ITEMS = 100_000
+"""Most items of one list in a received message."""
+MAX_STR_BYTES = 1024 * 1024
+"""Longest string in a received message, in UTF-8 bytes (binary data, e.g. a JPEG, may fill
+the whole message)."""
+_PLAIN_SCALARS = frozenset((str, bytes, int, float, bool, type(None)))
 
 
 @functools.lru_cache(maxsize=1)
@@ -210,9 +226,20 @@ def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
             f"(set {MAX_MESSAGE_BYTES_ENV} on both sides to carry larger messages)"
         )
     try:  # msgpack >= 1.0 defaults: raw=False, use_list=True, strict_map_key=True
-        fields = _unpackb(data, ext_hook=_refuse_ext)
+        fields = _unpackb(data, ext_hook=_refuse_ext, max_str_len=MAX_STR_BYTES,
+                          max_bin_len=size, max_array_len=MAX_ARRAY_ITEMS,
+                          max_map_len=MAX_MAP_KEYS, max_ext_len=size)
     except MessageError:
         raise
+    except msgpack.StackError:  # nested past msgpack's own stack (about 1,000 levels)
+        raise DecodeError(f"message nested too deep: a message nests at most {MAX_DEPTH} "
+                          "levels of lists and maps") from None
+    except ValueError as exc:  # over one of the limits above
+        raise DecodeError(f"not a msgpack message within the bus limits "
+                          f"({type(exc).__name__}: {exc}); a message "
+                          f"nests at most {MAX_DEPTH} levels, maps hold at most "
+                          f"{MAX_MAP_KEYS} keys, lists {MAX_ARRAY_ITEMS} items, strings "
+                          f"{MAX_STR_BYTES} bytes") from None
     except Exception as exc:  # msgpack raises many types on garbage input
         raise DecodeError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
     if type(fields) is not list or len(fields) != N_ENVELOPE_FIELDS:
@@ -226,8 +253,53 @@ def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
             and 0 < len(source) <= MAX_SOURCE_CHARS and type(seq) is int and seq >= 0
             and type(wall_time) is float and type(mono_time) is float
             and type(payload) is dict):
+        problem = plain_problem(payload)
+        if problem is not None:
+            raise DecodeError(f"topic {topic!r} from {source!r}: payload {problem}",
+                              topic=topic, source=source)
         return Envelope(topic, source, seq, wall_time, mono_time, payload, version, size)
     return _explain_bad_envelope(fields, size)
+
+
+def plain_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """What keeps ``value`` from being plain bus data, or None if it is: only str, bytes,
+    int, float, bool, None, lists and maps with string keys, nested at most ``max_depth``
+    levels, maps of at most MAX_MAP_KEYS keys, lists of at most MAX_ARRAY_ITEMS items.
+    Iterative (an explicit stack), so any depth costs no recursion; stops at the first
+    problem, so a hostile value costs at most about its size."""
+    scalars = _PLAIN_SCALARS
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        kind = type(item)
+        if kind is dict:
+            if depth > max_depth:
+                return f"is nested too deep (more than {max_depth} levels of lists and maps)"
+            if len(item) > MAX_MAP_KEYS:
+                return f"holds a map of {len(item)} keys (at most {MAX_MAP_KEYS})"
+            for key, member in item.items():
+                if type(key) is not str:
+                    return f"holds a map key that is not a string ({_describe(key)})"
+                member_kind = type(member)
+                if member_kind is dict or member_kind is list:
+                    push((member, depth + 1))
+                elif member_kind not in scalars:
+                    return f"holds a value that is not plain data ({_describe(member)})"
+        elif kind is list:
+            if depth > max_depth:
+                return f"is nested too deep (more than {max_depth} levels of lists and maps)"
+            if len(item) > MAX_ARRAY_ITEMS:
+                return f"holds a list of {len(item)} items (at most {MAX_ARRAY_ITEMS})"
+            for member in item:
+                member_kind = type(member)
+                if member_kind is dict or member_kind is list:
+                    push((member, depth + 1))
+                elif member_kind not in scalars:
+                    return f"holds a value that is not plain data ({_describe(member)})"
+        elif kind not in scalars:
+            return f"is not plain data ({_describe(item)})"
+    return None
 
 
 def _explain_bad_envelope(fields: list, size: int) -> Envelope:
@@ -258,12 +330,23 @@ def _explain_bad_envelope(fields: list, size: int) -> Envelope:
     if not isinstance(payload, dict):
         raise DecodeError(f"topic {topic!r} from {source!r}: payload must be a map, "
                           f"got {_describe(payload)}", topic=topic, source=source)
+    problem = plain_problem(payload)
+    if problem is not None:
+        raise DecodeError(f"topic {topic!r} from {source!r}: payload {problem}",
+                          topic=topic, source=source)
     return Envelope(topic, source, seq, float(wall_time), float(mono_time), payload,
                     version, size)
 
 
+_short_repr = reprlib.Repr()
+_short_repr.maxlevel = 3
+_short_repr.maxstring = _short_repr.maxother = 40
+
+
 def _describe(value: Any) -> str:
-    text = repr(value)
+    """Type and a short repr of ``value`` for an error message (bounded in depth and length,
+    so a hostile value cannot make the explanation itself fail or cost much)."""
+    text = _short_repr.repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
     return f"{type(value).__name__} {text}"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import re
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional
@@ -41,6 +42,7 @@ from robocell.common.envelope import (
     Envelope,
     UnknownTopicError,
     ValidationError,
+    plain_problem,
 )
 
 # --- declarations -------------------------------------------------------------------------
@@ -352,8 +354,13 @@ Checker = Callable[[Any, str], None]
 """Checks a value; raises ValidationError naming ``where`` (a dotted field path)."""
 
 
+_short_repr = reprlib.Repr()
+_short_repr.maxlevel = 3
+_short_repr.maxstring = _short_repr.maxother = 40
+
+
 def _type_error(where: str, expected: str, value: Any) -> ValidationError:
-    text = repr(value)
+    text = _short_repr.repr(value)  # bounded: a hostile value must not break the message
     if len(text) > 40:
         text = text[:37] + "..."
     return ValidationError(f"field {where!r}: expected {expected}, got "
@@ -368,13 +375,12 @@ def _scalar(expected: str, accept: Callable[[Any], bool]) -> Checker:
 
 
 def _plain(value: Any) -> bool:
-    if value is None or type(value) in (str, bytes, int, float, bool):
-        return True
-    if isinstance(value, list):
-        return all(_plain(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
+    """True if ``value`` is plain bus data within the limits (see
+    robocell.common.envelope.plain_problem: iterative, so any depth is safe to check)."""
+    return type(value) in _PLAIN_SCALARS or plain_problem(value) is None
+
+
+_PLAIN_SCALARS = frozenset((str, bytes, int, float, bool, type(None)))
 
 
 _SCALARS: dict[str, Checker] = {
@@ -789,9 +795,10 @@ def validate_args(service: str, command: str, args: Any) -> None:
                                                                               command)
     validator = _ARGS_VALIDATORS.get(key)
     if validator is None:
-        if not isinstance(args, dict) or not _plain(args):
+        problem = plain_problem(args) if type(args) is dict else "is not a map"
+        if problem is not None:
             raise ValidationError(f"command {service}.{command}: arguments must be a map "
-                                  "of plain values")
+                                  f"of plain values; the arguments {problem}")
         return
     validator(args)
 

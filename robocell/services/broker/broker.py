@@ -44,7 +44,9 @@ gaps at that subscriber (reported in its heartbeat). A publisher whose queue to 
 is full has its message refused by ZeroMQ and counts it as dropped (per topic in
 ``bus.stats``). Nothing a subscriber does can block a publisher. A frame larger than the
 size limit is refused by the XSUB socket itself (ZMQ_MAXMSGSIZE: the sending connection is
-dropped, and reconnects).
+dropped, and reconnects); so is a frame over the limit on the command ROUTERs (the client
+says so when its request times out, see robocell.common.bus.LinkWatch) and a message over
+SUBSCRIPTION_MAX_BYTES on the XPUB sockets, where only subscriptions flow.
 
 Security: the local endpoints bind to loopback unless told otherwise; a remote endpoint
 (``remote``) is a CURVE server whose ZAP handler admits only allow-listed client keys:
@@ -143,6 +145,13 @@ SUBSCRIPTION_MARKS = (b"\x00", SUBSCRIBE_MARK)
 BIND_RETRY_S = 1.0
 N_PROXY_STATISTICS = 8
 """zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
+COMMAND_FRAME_SLACK = 1024
+"""Bytes a command frame may carry beyond the message size limit (ZMQ_MAXMSGSIZE counts
+each frame; an envelope frame is at most the limit, the routing frames are tiny)."""
+SUBSCRIPTION_MAX_BYTES = MAX_TOPIC_BYTES + 64
+"""Largest message the broker's XPUB sockets take from a subscriber: all that flows that
+way is subscriptions (a mark byte and a topic prefix); a larger one drops the connection
+instead of growing the subscription tables of the broker and of every publisher."""
 
 _broker_ids = itertools.count()
 
@@ -312,6 +321,7 @@ class Broker:
         xpub = ctx.socket(zmq.XPUB)
         xpub.sndhwm = self.subscriber_hwm
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches the cache
+        xpub.maxmsgsize = SUBSCRIPTION_MAX_BYTES
         bind(xpub, self.endpoints.subscribe)
         xpub.bind(feed)
         # The check tap reads the proxy's capture copies: a PUB that sends them only while the
@@ -358,6 +368,7 @@ class Broker:
             tap_in.connect(command_tap_endpoint)
             tap_out = ctx.socket(zmq.XPUB)
             tap_out.sndhwm = TAP_HWM
+            tap_out.maxmsgsize = SUBSCRIPTION_MAX_BYTES
             bind(tap_out, self.endpoints.tap)
             self._proxies.append(_Proxy(ctx, f"{name}-tap", tap_in, tap_out))
         self.remote_router = None
@@ -377,6 +388,7 @@ class Broker:
             remote_xpub = ctx.socket(zmq.XPUB)
             self._curve_server(remote_xpub, ZAP_DOMAIN_READ)
             remote_xpub.sndhwm = self.subscriber_hwm
+            remote_xpub.maxmsgsize = SUBSCRIPTION_MAX_BYTES
             remote_xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every late joiner reaches the cache
             bind(remote_xpub, remote.subscribe)
             self._proxies.append(_Proxy(ctx, f"{name}-remote", remote_in, remote_xpub))
@@ -390,6 +402,9 @@ class Broker:
         router.setsockopt(zmq.ROUTER_MANDATORY, 1)  # unroutable -> error, not silence
         router.setsockopt(zmq.ROUTER_HANDOVER, 1)   # a restarted service takes its name back
         router.sndhwm = router.rcvhwm = COMMAND_HWM
+        # A larger frame drops the sender's connection (libzmq refuses it unread); the
+        # client sees its link go down and says so (see CommandClient).
+        router.maxmsgsize = self.max_bytes + COMMAND_FRAME_SLACK
         if endpoint:
             bind(router, endpoint)
         return router
@@ -534,7 +549,12 @@ class Broker:
                 except MessageError:
                     continue
                 if env.topic == TRAFFIC_TOPIC:
-                    self._add_report(env)
+                    try:
+                        self._add_report(env)
+                    except Exception as exc:  # never let one report stop the broker
+                        self._refused("internal", TRAFFIC_TOPIC,
+                                      f"adding up a traffic report raised "
+                                      f"{type(exc).__name__}: {exc}", env.source)
 
     def _add_report(self, env: Envelope) -> None:
         """Keep the latest cumulative report of a publisher instance; add all up."""
@@ -625,7 +645,12 @@ class Broker:
                               f"a message of {n} frames; a bus message is one frame")
                 read += 1
                 continue
-            read += self._inspect(frame)
+            try:
+                read += self._inspect(frame)
+            except Exception as exc:  # never let one message stop the broker: count, say
+                read += 1
+                self._refused("internal", self._name_of(frame),
+                              f"checking it raised {type(exc).__name__}: {exc}")
         return read
 
     def _inspect(self, frame: bytes) -> int:

@@ -161,7 +161,13 @@ class CommandRouter:
                 frames = router.recv_multipart(ZMQ_NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            self._handle(router, origin, frames)
+            try:
+                self._handle(router, origin, frames)
+            except Exception as exc:  # never let one message stop the broker: count, say
+                self.counts["internal_errors"] += 1
+                if self.report is not None:
+                    self.report(f"a command message of {len(frames)} frame(s), whose "
+                                f"handling raised {type(exc).__name__}: {exc}")
 
     def _handle(self, router: zmq.Socket, origin: bytes, frames: list[Any]) -> None:
         sender = frames[0].bytes
