@@ -136,6 +136,18 @@ HELLO = b"\x03"  # service -> broker: "I serve commands" (+ command names, msgpa
 SERVICE_ID_PREFIX = b"s:"
 CLIENT_ID_PREFIX = b"c:"
 
+# --- wire constants of the publish side ------------------------------------------------------
+
+SUBSCRIBE_ALL = b"\x01"
+"""The subscription to everything: the broker's, and that of any subscriber to every topic
+(``bus record``, ``bus echo ''``); a publisher sees both alike."""
+BROKER_SUBSCRIPTION = b"\x01\x00robocell-broker"
+"""A subscription only the broker makes (no topic starts with a zero byte, so it matches no
+message): its XSUB sends it to every publisher that (re)connects. A publisher that sees it
+gives the broker its latched state (again): the broker came (back) and may have missed it.
+Subscriptions to everything from subscribers pass the publishers too, and mean nothing to
+them."""
+
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
 COPY_THRESHOLD = 65536
 """Frames at least this large are sent zero-copy (ZeroMQ takes the Python buffer);
@@ -417,14 +429,17 @@ class Publisher:
                 return
             if self.on_subscription is not None:
                 self._seen.append(frame)  # handed to on_subscription by check_link()
-            # The broker subscribes to everything (b"\x01") when it attaches; the
-            # subscriptions of its own subscribers pass by here too and mean nothing to us.
-            if frame == b"\x01":
-                if self._linked:  # the broker came back: give it our latched state again
-                    self._flush()
-                    for topic, data in self._latched.items():
-                        self._send_frame(topic.encode() + TOPIC_END + data
-                                         if type(data) is bytes else self._latest(data))
+            # The broker subscribes to everything and makes BROKER_SUBSCRIPTION when it
+            # attaches; the subscriptions of its subscribers pass by here too (a subscriber
+            # to everything looks like the broker's b"\x01") and mean nothing to us.
+            if frame == BROKER_SUBSCRIPTION:
+                # the broker came (back): give it our latched state, which it may have missed
+                self._flush()
+                for topic, data in self._latched.items():
+                    self._send_frame(topic.encode() + TOPIC_END + data
+                                     if type(data) is bytes else self._latest(data))
+                self._linked = True
+            elif frame == SUBSCRIBE_ALL:
                 self._linked = True
 
     def _route(self, topic: str) -> _PublishRoute:
@@ -591,10 +606,12 @@ class Publisher:
                 self._full_until = mono + QUEUE_FULL_BACKOFF_S
         route.dropped += n
 
-    def send_frame(self, frame: bytes, count: bool = True) -> None:
+    def send_frame(self, frame: bytes, count: bool = True, latch: bool = True) -> None:
         """Send an already encoded message frame as is (replay of a recording, the
         broker's last-value cache); counted under its topic like published ones unless
-        ``count`` is False (the broker's replays: someone else's messages, counted once)."""
+        ``count`` is False (the broker's replays: someone else's messages, counted once).
+        A latched topic's frame is kept to be sent again to a broker that comes back,
+        unless ``latch`` is False (the broker's cache answers: by then they may be old)."""
         topic, data = split_frame(frame)
         with self._lock:
             if self._pending:
@@ -603,7 +620,7 @@ class Publisher:
                 self._drain_subscriptions()
                 if not self._linked:
                     self.sent_before_link += 1
-            if topic in LATCHED_TOPICS:
+            if latch and topic in LATCHED_TOPICS:
                 self._latched[topic] = data
             route = self._routes.get(topic) if count and topic in TOPIC_SPECS else None
             if self._send_frame(frame) and count:

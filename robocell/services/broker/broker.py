@@ -12,13 +12,16 @@ Patterns (ZeroMQ guide names):
   ``diagnostics``.
 - **Internal feed** -- the XPUB also binds an inproc endpoint; the broker's own readers
   subscribe there like any subscriber, so ZeroMQ sends each of them only what it asked for:
-- **Last value cache** -- one SUB socket per *latched* topic with ZMQ_CONFLATE: libzmq keeps
-  the newest message of that topic and nothing else, with no Python per message. Every
-  subscription passes the broker on its way to the publishers (the XPUB is verbose; the
-  broker's own publisher sees it); the broker answers a subscribe with the newest message
-  of each latched topic it matches, sent back into the proxy. XPUB sends to every matching
-  subscriber, so existing subscribers see the repeat too; they drop it by its
-  (source, topic, seq, wall time).
+- **Last value cache** -- one SUB socket subscribed to the *latched* topics reads, in the
+  order the proxy forwarded them, their frames (state: a few a second; a burst is one batch
+  frame); the broker keeps per topic the newest message, by (source, seq, wall time), and
+  ignores any that is not newer -- its own answers come back through the proxy too, and
+  must not replace what is newer. Every subscription passes the broker on its way to the
+  publishers (the XPUB is verbose; the broker's own publisher sees it); the broker reads
+  what is queued (so the cache holds everything forwarded before the subscription) and
+  answers a subscribe with the newest message of each latched topic it matches, sent back
+  into the proxy. XPUB sends to every matching subscriber, so existing subscribers see the
+  repeat too; they drop it by its (source, topic, seq, wall time).
 - **Statistics** -- every publisher counts what it sends per topic (messages, bytes, drops at
   its high-water mark) and reports it on ``bus.traffic`` every second while it sends; the
   broker reads those reports (one subscription) and adds them up. Its own totals come from
@@ -68,6 +71,7 @@ import zmq
 import zmq.utils.z85
 
 from robocell.common.bus import (
+    BROKER_SUBSCRIPTION,
     CLIENT_ID_PREFIX,
     DIAGNOSTIC_MIN_INTERVAL_S,
     HELLO,
@@ -133,8 +137,10 @@ Every 50 ms, with the cache refresh: CHECK_HWM frames a period are 20,000 a seco
 what the budget can check; an idle broker wakes 20 times a second (each wake-up costs
 about 0.15 ms of CPU on a small virtual machine: at 100 a second, 2% of a core)."""
 CACHE_REFRESH_S = 0.05
-"""How often the broker reads the newest latched messages out of libzmq between
+"""How often the broker reads the latched messages queued for the cache between
 subscriptions (a subscription reads them at once)."""
+CACHE_HWM = 10_000
+"""Latched frames queued for the cache between two reads (state: a few a second)."""
 MAX_INSTANCES = 1_000
 """Publisher instances whose traffic reports are kept apart; older ones are folded into
 one total (a rogue sender must not grow the broker's tables)."""
@@ -283,7 +289,9 @@ class Broker:
         self.unchecked = 0
         """Messages forwarded but not checked (the check tap was over its budget)."""
         self.cache: dict[str, bytes] = {}
-        """latched topic -> its newest frame, as last read out of its CONFLATE socket."""
+        """latched topic -> its newest message (a plain frame), see _read_cache."""
+        self._cache_stamps: dict[str, tuple[str, int, float]] = {}
+        """latched topic -> (source, seq, wall time) of the message in ``cache``."""
         self.services: dict[str, list[str]] = {}
         self._instances: collections.OrderedDict[str, _Instance] = collections.OrderedDict()
         self._retired: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
@@ -317,6 +325,7 @@ class Broker:
         bind(xsub, self.endpoints.publish)
         xsub.bind(inject)
         xsub.send(SUBSCRIBE_MARK)  # subscribe to everything: what anyone wants passes here
+        xsub.send(BROKER_SUBSCRIPTION)  # tells each (re)connecting publisher who we are
         xpub = ctx.socket(zmq.XPUB)
         xpub.sndhwm = self.subscriber_hwm
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches the cache
@@ -334,14 +343,15 @@ class Broker:
         # the subscriptions on their way to the publishers pass its socket too.
         self.publisher = Publisher(BROKER_SOURCE, Endpoints(inject, inject, inject),
                                    hwm=INBOUND_HWM, on_subscription=self._on_subscription)
-        # The last-value cache: the newest message of each latched topic, kept by libzmq.
-        self.latest: dict[str, zmq.Socket] = {}
-        for topic in sorted(LATCHED_TOPICS):
-            sock = ctx.socket(zmq.SUB)
-            sock.setsockopt(zmq.CONFLATE, 1)
-            sock.setsockopt(zmq.SUBSCRIBE, subscription(topic))
-            sock.connect(feed)
-            self.latest[topic] = sock
+        # The last-value cache reads every latched frame in the order the proxy forwarded
+        # it. (Not a ZMQ_CONFLATE socket per topic: the broker's own answers pass the proxy
+        # too, and one in flight when a newer message passes would be the last value there.)
+        self.latched = sorted(LATCHED_TOPICS)
+        self.cache_reader = ctx.socket(zmq.SUB)
+        self.cache_reader.rcvhwm = CACHE_HWM
+        for topic in self.latched:
+            self.cache_reader.setsockopt(zmq.SUBSCRIBE, subscription(topic))
+        self.cache_reader.connect(feed)
         self.traffic_reader = ctx.socket(zmq.SUB)
         self.traffic_reader.rcvhwm = TRAFFIC_HWM
         self.traffic_reader.setsockopt(zmq.SUBSCRIBE, subscription(TRAFFIC_TOPIC))
@@ -487,21 +497,40 @@ class Broker:
         self._proxies = []
         self.publisher.close()
         for sock in (self.traffic_reader, self.check_reader, self.router, self.command_tap,
-                     self.remote_router, *self.latest.values()):
+                     self.remote_router, self.cache_reader):
             if sock is not None:
                 sock.close(linger=0)
 
     # -- the last-value cache ------------------------------------------------------------------
 
     def _read_cache(self) -> None:
-        """Take the newest message of each latched topic out of its CONFLATE socket."""
+        """Read every latched frame queued so far; keep per topic the newest message."""
         self._cache_read = time.monotonic()
-        recv = zmq.backend.Socket.recv
-        for topic, sock in self.latest.items():
+        recv, sock = zmq.backend.Socket.recv, self.cache_reader
+        while True:
             try:
-                self.cache[topic] = recv(sock, ZMQ_NOBLOCK)
+                frame = recv(sock, ZMQ_NOBLOCK)
             except zmq.Again:
-                pass
+                return
+            self._cache_frame(frame)
+
+    def _cache_frame(self, frame: bytes) -> None:
+        """Keep the newest message of ``frame`` (of a batch: its last) unless the cache holds
+        a newer one of its topic: a repeat (the broker's own answer coming back, a
+        publisher's resend) is not newer than what it repeats. Of two sources, the later
+        send time wins. A frame that cannot be decoded is left to the check tap."""
+        one = last_of_batch(frame)
+        try:
+            env = decode_frame(one, self.max_bytes)
+        except MessageError:
+            return
+        held = self._cache_stamps.get(env.topic)
+        if held is not None:
+            source, seq, wall = held
+            if env.wall_time <= wall and (env.source != source or env.seq <= seq):
+                return  # not newer (a smaller seq sent later is a restarted source)
+        self.cache[env.topic] = one
+        self._cache_stamps[env.topic] = (env.source, env.seq, env.wall_time)
 
     def _on_subscription(self, frame: bytes) -> None:
         """A subscription on its way from a subscriber to the publishers: answer a subscribe
@@ -510,14 +539,14 @@ class Broker:
             return
         self.subscriptions += 1
         prefix = frame[1:]
-        matches = [topic for topic in self.latest if subscription(topic).startswith(prefix)]
+        matches = [topic for topic in self.latched if subscription(topic).startswith(prefix)]
         if not matches:
             return
         self._read_cache()
         for topic in matches:
             cached = self.cache.get(topic)
-            if cached is not None:  # the newest message (of the newest batch frame)
-                self.publisher.send_frame(last_of_batch(cached), count=False)
+            if cached is not None:  # the newest message
+                self.publisher.send_frame(cached, count=False, latch=False)
 
     # -- statistics from the publishers' traffic reports -------------------------------------
 
