@@ -147,6 +147,12 @@ message): its XSUB sends it to every publisher that (re)connects. A publisher th
 gives the broker its latched state (again): the broker came (back) and may have missed it.
 Subscriptions to everything from subscribers pass the publishers too, and mean nothing to
 them."""
+ANSWER_MARK = b"\x00answer:"
+"""How the channel of one subscriber's latched answers starts (see Subscriber): the broker
+answers a subscription ``b"\x01" + channel + topic subscription``, where the channel is
+``ANSWER_MARK + token + b"\x00"``, with the newest message of each latched topic it
+matches, the channel in front, so that only that subscriber receives it. (No topic starts
+with a zero byte: nobody else subscribes to it by chance.)"""
 
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
 COPY_THRESHOLD = 65536
@@ -612,7 +618,8 @@ class Publisher:
         ``count`` is False (the broker's replays: someone else's messages, counted once).
         A latched topic's frame is kept to be sent again to a broker that comes back,
         unless ``latch`` is False (the broker's cache answers: by then they may be old)."""
-        topic, data = split_frame(frame)
+        # (the broker's answers carry a subscriber's channel in front: not counted, not kept)
+        topic, data = split_frame(frame) if count or latch else ("", b"")
         with self._lock:
             if self._pending:
                 self._flush()  # what was published before goes first
@@ -826,10 +833,19 @@ class Subscriber:
     judged on its own, see robocell.common.envelope); should a sender send several frames in
     one ZeroMQ message, each is judged as a message of its own. A message that is not newer
     (sequence number and send time) than the last one accepted from its source on its topic
-    is dropped as a repeat: the broker's latched replay to a new subscriber reaches existing
-    ones too, and may be older than what a subscriber already got straight through the
-    proxy. Sequence gaps count as ``stats.gaps``; a smaller sequence number sent later is a
-    restart of the source.
+    is dropped as a repeat: the broker's latched answer may be older than what a subscriber
+    already got straight through the proxy, and a publisher resends its latched state to a
+    restarted broker. Sequence gaps count as ``stats.gaps``; a smaller sequence number sent
+    later is a restart of the source.
+
+    Latched state: each subscription is followed by a second one on this subscriber's own
+    answer channel (``answer_channel`` + the topic's subscription); the broker answers that
+    with the newest message of each latched topic it matches, on the channel, so only this
+    subscriber receives it. It is asked after the topic's own subscription has passed the
+    proxy, so the answer is at least as new as anything forwarded before this subscriber
+    joined; what comes after arrives directly. (An answer sent to everyone instead could
+    still be on its way when someone else joins and a newer message passes: that one would
+    get the older message first.)
     """
 
     def __init__(self, topics: Iterable[str] = (), endpoints: Endpoints | None = None, *,
@@ -843,6 +859,8 @@ class Subscriber:
         self._limit = max_message_bytes() if max_bytes is None else max_bytes
         self.on_reject = on_reject
         self.stats = ReceiveStats()
+        self.answer_channel = ANSWER_MARK + secrets.token_hex(8).encode() + TOPIC_END
+        """What the broker's answers to this subscriber start with (see above)."""
         self._backlog: collections.deque[Envelope] = collections.deque()
         """accepted messages of a batch frame not yet returned (recv returns them first)."""
         self._exact: set[str] = set()
@@ -873,6 +891,8 @@ class Subscriber:
             self._exact.add(topic)
         self._routes.clear()  # "subscribed?" may have changed
         self.sock.setsockopt(zmq.SUBSCRIBE, subscription(topic, prefix))
+        # then ask for the latched state on our own channel (after the subscription itself)
+        self.sock.setsockopt(zmq.SUBSCRIBE, self.answer_channel + subscription(topic, prefix))
 
     def unsubscribe(self, topic: str) -> None:
         import zmq
@@ -882,6 +902,14 @@ class Subscriber:
         self._prefixes.discard(topic)
         self._routes.clear()
         self.sock.setsockopt(zmq.UNSUBSCRIBE, subscription(topic, prefix))
+        self.sock.setsockopt(zmq.UNSUBSCRIBE, self.answer_channel + subscription(topic, prefix))
+
+    def unwrap(self, frame: bytes) -> bytes:
+        """The message frame in ``frame``: itself, or the broker's answer on our channel
+        without the channel."""
+        if frame[:1] == TOPIC_END and frame.startswith(self.answer_channel):
+            return frame[len(self.answer_channel):]
+        return frame
 
     @property
     def last_seq(self) -> dict[tuple[str, str], int]:
@@ -980,6 +1008,8 @@ class Subscriber:
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         route = self._routes.get(frame[:end]) if end > 0 else None
         if route is None:
+            if end == 0 and frame.startswith(self.answer_channel):  # the broker's answer
+                return self.handle_frame(frame[len(self.answer_channel):])
             route = self._route(frame, end)
             if route is None:
                 return self._handle_slow(frame)  # undeclared topic or no topic at all

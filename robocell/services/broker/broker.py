@@ -71,6 +71,7 @@ import zmq
 import zmq.utils.z85
 
 from robocell.common.bus import (
+    ANSWER_MARK,
     BROKER_SUBSCRIPTION,
     CLIENT_ID_PREFIX,
     DIAGNOSTIC_MIN_INTERVAL_S,
@@ -533,20 +534,26 @@ class Broker:
         self._cache_stamps[env.topic] = (env.source, env.seq, env.wall_time)
 
     def _on_subscription(self, frame: bytes) -> None:
-        """A subscription on its way from a subscriber to the publishers: answer a subscribe
-        with the newest message of every latched topic it matches."""
+        """A subscription on its way from a subscriber to the publishers: answer a request
+        on a subscriber's answer channel (see Subscriber) with the newest message of every
+        latched topic it matches, on that channel only."""
         if frame[:1] != SUBSCRIBE_MARK:
             return
-        self.subscriptions += 1
-        prefix = frame[1:]
+        if not frame.startswith(ANSWER_MARK, 1):
+            self.subscriptions += 1  # the topic's own subscription: its answer is asked next
+            return
+        end = frame.find(TOPIC_END, 1 + len(ANSWER_MARK))
+        if end < 0:
+            return
+        channel, prefix = frame[1:end + 1], frame[end + 1:]
         matches = [topic for topic in self.latched if subscription(topic).startswith(prefix)]
         if not matches:
             return
-        self._read_cache()
+        self._read_cache()  # everything forwarded before the subscription passed the proxy
         for topic in matches:
             cached = self.cache.get(topic)
             if cached is not None:  # the newest message
-                self.publisher.send_frame(cached, count=False, latch=False)
+                self.publisher.send_frame(channel + cached, count=False, latch=False)
 
     # -- statistics from the publishers' traffic reports -------------------------------------
 
@@ -644,7 +651,10 @@ class Broker:
                 frame = reader.recv(ZMQ_NOBLOCK)
             except zmq.Again:
                 break
-            if frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
+            if frame.startswith(ANSWER_MARK) and not reader.rcvmore:
+                end = frame.find(TOPIC_END, len(ANSWER_MARK))  # a cache answer: its message
+                frame = frame[end + 1:] if end > 0 else frame
+            elif frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
                 read += 1
                 continue  # a subscription on its way upstream, copied by the proxy too
             if reader.rcvmore:  # a sender put several frames into one message

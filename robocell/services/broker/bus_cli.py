@@ -408,7 +408,7 @@ def run_record(args: argparse.Namespace) -> int:
                 break
             if not sub.sock.poll(100):
                 continue
-            frame = sub.sock.recv()
+            frame = sub.unwrap(sub.sock.recv())  # (the broker's answer of latched state)
             try:  # a batch frame is recorded as the messages it carries, one by one
                 frames = unbatch_frame(frame)
             except MessageError:
