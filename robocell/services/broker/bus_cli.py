@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import signal
@@ -99,6 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="summary of an MCAP recording")
     p.add_argument("file", type=Path)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--verify", action="store_true",
+                   help="read every chunk and check its CRC; exit 1 naming any damaged chunk")
     p.set_defaults(func=run_info)
 
     p = sub.add_parser("export", help="convert a recording for Foxglove (JSON encoding)")
@@ -377,8 +380,6 @@ def run_pub(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from robocell.cli import CommandError
     from robocell.common.envelope import MessageError, split_frame, unbatch_frame
     from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
@@ -433,12 +434,18 @@ def run_record(args: argparse.Namespace) -> int:
 def run_play(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.common.envelope import message_frame
-    from robocell.services.broker.recording import NS_PER_S, RecordingError, read_messages
+    from robocell.services.broker.recording import (
+        NS_PER_S,
+        RecordingError,
+        read_messages,
+        require_intact,
+    )
 
     if args.rate <= 0:
         raise CommandError("--rate must be positive (1 = original speed)")
     skipped = () if args.all_topics else SKIPPED_ON_PLAY
     try:  # read once up front: errors before anything is sent, and exact timing after
+        require_intact(args.file)
         messages = [m for m in read_messages(args.file, args.topics) if m.topic not in skipped]
     except RecordingError as exc:
         raise CommandError(str(exc)) from None
@@ -473,15 +480,24 @@ def run_play(args: argparse.Namespace) -> int:
 
 def run_info(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.services.broker.recording import RecordingError, recording_info
+    from robocell.services.broker.recording import (
+        RecordingError,
+        recording_info,
+        verify_recording,
+    )
 
     try:
         info = recording_info(args.file)
+        verified = verify_recording(args.file) if args.verify else None
     except RecordingError as exc:
         raise CommandError(str(exc)) from None
+    if verified is not None:
+        info["verified"] = {"ok": verified.ok, "chunks": verified.chunks,
+                            "messages": verified.messages,
+                            "damage": [dataclasses.asdict(d) for d in verified.damage]}
     if args.json:
         print(json.dumps(info, indent=2))
-        return 0
+        return 0 if verified is None or verified.ok else 1
     start = info["start_ns"] / 1e9
     print(f"file:      {info['path']}" + ("" if info["complete"] else "  (unfinished)"))
     print(f"profile:   {info['profile'] or '-'}  library: {info['library']}")
@@ -492,17 +508,25 @@ def run_info(args: argparse.Namespace) -> int:
     print(f"{'TOPIC':<24} {'MESSAGES':>9}  {'ENCODING':<9} SCHEMA")
     for name, t in info["topics"].items():
         print(f"{name:<24} {t['messages']:>9}  {t['encoding']:<9} {t['schema']}")
-    return 0
+    if verified is None:
+        print("CRCs:      not checked (--verify reads every chunk and checks them)")
+        return 0
+    if verified.ok:
+        print(f"CRCs:      ok ({verified.chunks} chunks, {verified.messages} messages read)")
+        return 0
+    print(verified.describe(), file=sys.stderr)
+    return 1
 
 
 def run_export(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.services.broker.recording import RecordingError, export_json
+    from robocell.services.broker.recording import RecordingError, export_json, require_intact
 
     out = args.out or args.file.with_suffix(".json.mcap")
     if out.resolve() == args.file.resolve():
         raise CommandError("--out must differ from the input file")
     try:
+        require_intact(args.file)  # before anything is written
         counts = export_json(args.file, out)
     except RecordingError as exc:
         raise CommandError(str(exc)) from None
