@@ -147,6 +147,17 @@ message): its XSUB sends it to every publisher that (re)connects. A publisher th
 gives the broker its latched state (again): the broker came (back) and may have missed it.
 Subscriptions to everything from subscribers pass the publishers too, and mean nothing to
 them."""
+REPLAY_PREFIX = "replay:"
+"""``bus play`` sends each recorded message with this in front of its source: replayed
+state is never taken for live state (the broker's cache prefers live messages, Liveness
+ignores replayed heartbeats, the monitor shows them as replayed)."""
+
+
+def is_replayed(source: str) -> bool:
+    """True for the source of a message ``bus play`` sent (see REPLAY_PREFIX)."""
+    return source.startswith(REPLAY_PREFIX)
+
+
 ANSWER_MARK = b"\x00answer:"
 """How the channel of one subscriber's latched answers starts (see Subscriber): the broker
 answers a subscription ``b"\x01" + channel + topic subscription``, where the channel is
@@ -1221,7 +1232,9 @@ class PeerStatus:
 
 
 class Liveness:
-    """Tracks heartbeats: a peer is stale after STALE_AFTER_BEATS missed beats."""
+    """Tracks heartbeats: a peer is stale after STALE_AFTER_BEATS missed beats. A replayed
+    heartbeat (``bus play``: source ``replay:...``) says nothing about who is alive now and
+    is ignored."""
 
     def __init__(self, stale_after_beats: int = STALE_AFTER_BEATS) -> None:
         self.stale_after_beats = stale_after_beats
@@ -1229,6 +1242,8 @@ class Liveness:
         self._lock = threading.Lock()
 
     def update(self, env: Envelope, now: float | None = None) -> None:
+        if is_replayed(env.source):
+            return
         p = env.payload
         status = PeerStatus(p["service"], p["state"], p["health"],
                             time.monotonic() if now is None else now, float(p["period_s"]),

@@ -85,6 +85,7 @@ from robocell.common.bus import (
     ZMQ_NOBLOCK,
     Endpoints,
     Publisher,
+    is_replayed,
     reply_payload,
 )
 from robocell.common.curve_keys import CurveKey
@@ -519,7 +520,9 @@ class Broker:
         """Keep the newest message of ``frame`` (of a batch: its last) unless the cache holds
         a newer one of its topic: a repeat (the broker's own answer coming back, a
         publisher's resend) is not newer than what it repeats. Of two sources, the later
-        send time wins. A frame that cannot be decoded is left to the check tap."""
+        send time wins. A replayed message (``bus play``, source ``replay:...``) never
+        replaces a live one; a live one always replaces a replayed one. A frame that cannot
+        be decoded is left to the check tap."""
         one = last_of_batch(frame)
         try:
             env = decode_frame(one, self.max_bytes)
@@ -528,7 +531,11 @@ class Broker:
         held = self._cache_stamps.get(env.topic)
         if held is not None:
             source, seq, wall = held
-            if env.wall_time <= wall and (env.source != source or env.seq <= seq):
+            replayed = is_replayed(env.source)
+            if replayed != is_replayed(source):
+                if replayed:
+                    return  # the live state stays
+            elif env.wall_time <= wall and (env.source != source or env.seq <= seq):
                 return  # not newer (a smaller seq sent later is a restarted source)
         self.cache[env.topic] = one
         self._cache_stamps[env.topic] = (env.source, env.seq, env.wall_time)

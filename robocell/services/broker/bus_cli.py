@@ -17,6 +17,10 @@ LIST_WAIT_S = 1.5
 HZ_REPORT_PERIOD_S = 1.0
 LIST_ITEMS_SHOWN = 16
 SKIPPED_ON_PLAY = ("bus.stats", "cmd.request", "cmd.reply")
+NEVER_PLAYED = ("heartbeat", "bus.traffic")
+"""Liveness and the publishers' traffic reports: a replay of them would be a lie about now."""
+LIVE_CHECK_S = 1.5
+"""How long `bus play` listens for heartbeats of live services before playing."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,7 +98,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--loop", action="store_true", help="start again at the end")
     p.add_argument("--topics", nargs="+", help="only these topics")
     p.add_argument("--all-topics", action="store_true",
-                   help=f"also replay {', '.join(SKIPPED_ON_PLAY)}")
+                   help=f"also replay {', '.join(SKIPPED_ON_PLAY)} ({', '.join(NEVER_PLAYED)} "
+                        "never)")
+    p.add_argument("--onto-live", action="store_true",
+                   help="play although services are running on this bus (replayed messages "
+                        "are marked: source replay:...)")
     p.set_defaults(func=run_play)
 
     p = sub.add_parser("info", help="summary of an MCAP recording")
@@ -443,7 +451,7 @@ def run_play(args: argparse.Namespace) -> int:
 
     if args.rate <= 0:
         raise CommandError("--rate must be positive (1 = original speed)")
-    skipped = () if args.all_topics else SKIPPED_ON_PLAY
+    skipped = NEVER_PLAYED + (() if args.all_topics else SKIPPED_ON_PLAY)
     try:  # read once up front: errors before anything is sent, and exact timing after
         require_intact(args.file)
         messages = [m for m in read_messages(args.file, args.topics) if m.topic not in skipped]
@@ -452,6 +460,13 @@ def run_play(args: argparse.Namespace) -> int:
     if not messages:
         raise CommandError(f"{args.file} has no messages to play"
                            + (f" on {', '.join(args.topics)}" if args.topics else ""))
+    if not args.onto_live:
+        live = _live_services(args)
+        if live:
+            raise CommandError(
+                f"services are running on this bus ({', '.join(live)}): a replay would mix "
+                "recorded state with theirs; stop them, or play anyway with --onto-live "
+                "(replayed messages are marked with the source replay:...)")
     pub = _publisher(args, "player")
     stop = _Stop()
     sent = 0
@@ -465,7 +480,7 @@ def run_play(args: argparse.Namespace) -> int:
                     time.sleep(min(wait, 0.1))
                 if stop.requested:
                     break
-                pub.send_frame(message_frame(message.topic, message.data))
+                pub.send_frame(message_frame(message.topic, _replayed(message.data)))
                 sent += 1
             if not args.loop:
                 break
@@ -476,6 +491,41 @@ def run_play(args: argparse.Namespace) -> int:
         pub.close()
     print(f"played {sent} messages from {args.file}", file=sys.stderr)
     return 0
+
+
+def _replayed(data: bytes) -> bytes:
+    """The envelope ``data`` with the replay marker in front of its source (see
+    robocell.common.bus.REPLAY_PREFIX); anything that does not decode goes as it was
+    (receivers refuse it, as they would have)."""
+    from robocell.common.bus import REPLAY_PREFIX, is_replayed
+    from robocell.common.envelope import MAX_SOURCE_CHARS, Envelope, MessageError, decode, encode
+
+    try:
+        env = decode(data)
+    except MessageError:
+        return data
+    if is_replayed(env.source):
+        return data
+    source = (REPLAY_PREFIX + env.source)[:MAX_SOURCE_CHARS]
+    return encode(Envelope(env.topic, source, env.seq, env.wall_time, env.mono_time,
+                           env.payload))
+
+
+def _live_services(args: argparse.Namespace) -> list[str]:
+    """The services (not the broker) whose heartbeats are heard within LIVE_CHECK_S."""
+    from robocell.common.bus import Liveness
+
+    sub = _subscriber(args, ["heartbeat"])
+    liveness = Liveness()
+    deadline = time.monotonic() + LIVE_CHECK_S
+    try:
+        while (remaining := deadline - time.monotonic()) > 0:
+            env = sub.recv(remaining)
+            if env is not None and env.payload["state"] != "stopping":
+                liveness.update(env)
+    finally:
+        sub.close()
+    return [name for name in liveness.alive() if name != "broker"]
 
 
 def run_info(args: argparse.Namespace) -> int:
