@@ -17,11 +17,13 @@ Patterns (ZeroMQ guide names):
   frame); the broker keeps per topic the newest message, by (source, seq, wall time), and
   ignores any that is not newer -- its own answers come back through the proxy too, and
   must not replace what is newer. Every subscription passes the broker on its way to the
-  publishers (the XPUB is verbose; the broker's own publisher sees it); the broker reads
-  what is queued (so the cache holds everything forwarded before the subscription) and
-  answers a subscribe with the newest message of each latched topic it matches, sent back
-  into the proxy. XPUB sends to every matching subscriber, so existing subscribers see the
-  repeat too; they drop it by its (source, topic, seq, wall time).
+  publishers (the XPUB is verbose; the broker's own publisher sees it). A Subscriber
+  follows each subscription with one on its own answer channel (see
+  :data:`robocell.common.bus.ANSWER_MARK`); the broker reads what is queued (so the cache
+  holds everything forwarded before the subscription) and answers with the newest message
+  of each latched topic it matches, the channel in front, sent back into the proxy: only
+  that subscriber receives it. One older than what came directly is dropped there by its
+  (source, topic, seq, wall time).
 - **Statistics** -- every publisher counts what it sends per topic (messages, bytes, drops at
   its high-water mark) and reports it on ``bus.traffic`` every second while it sends; the
   broker reads those reports (one subscription) and adds them up. Its own totals come from
