@@ -148,6 +148,35 @@ INSTANCE_MARK = b"#"
 """Between the service name and the instance token in a service routing id."""
 CLIENT_ID_PREFIX = b"c:"
 
+# --- wire constants of the publish side ------------------------------------------------------
+
+SUBSCRIBE_ALL = b"\x01"
+"""The subscription to everything: the broker's, and that of any subscriber to every topic
+(``bus record``, ``bus echo ''``); a publisher sees both alike."""
+BROKER_SUBSCRIPTION = b"\x01\x00robocell-broker"
+"""A subscription only the broker makes (no topic starts with a zero byte, so it matches no
+message): its XSUB sends it to every publisher that (re)connects. A publisher that sees it
+gives the broker its latched state (again): the broker came (back) and may have missed it.
+Subscriptions to everything from subscribers pass the publishers too, and mean nothing to
+them."""
+REPLAY_PREFIX = "replay:"
+"""``bus play`` sends each recorded message with this in front of its source: replayed
+state is never taken for live state (the broker's cache prefers live messages, Liveness
+ignores replayed heartbeats, the monitor shows them as replayed)."""
+
+
+def is_replayed(source: str) -> bool:
+    """True for the source of a message ``bus play`` sent (see REPLAY_PREFIX)."""
+    return source.startswith(REPLAY_PREFIX)
+
+
+ANSWER_MARK = b"\x00answer:"
+"""How the channel of one subscriber's latched answers starts (see Subscriber): the broker
+answers a subscription ``b"\x01" + channel + topic subscription``, where the channel is
+``ANSWER_MARK + token + b"\x00"``, with the newest message of each latched topic it
+matches, the channel in front, so that only that subscriber receives it. (No topic starts
+with a zero byte: nobody else subscribes to it by chance.)"""
+
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
 COPY_THRESHOLD = 65536
 """Frames at least this large are sent zero-copy (ZeroMQ takes the Python buffer);
@@ -504,14 +533,17 @@ class Publisher:
                 return
             if self.on_subscription is not None:
                 self._seen.append(frame)  # handed to on_subscription by check_link()
-            # The broker subscribes to everything (b"\x01") when it attaches; the
-            # subscriptions of its own subscribers pass by here too and mean nothing to us.
-            if frame == b"\x01":
-                if self._linked:  # the broker came back: give it our latched state again
-                    self._flush()
-                    for topic, data in self._latched.items():
-                        self._send_frame(topic.encode() + TOPIC_END + data
-                                         if type(data) is bytes else self._latest(data))
+            # The broker subscribes to everything and makes BROKER_SUBSCRIPTION when it
+            # attaches; the subscriptions of its subscribers pass by here too (a subscriber
+            # to everything looks like the broker's b"\x01") and mean nothing to us.
+            if frame == BROKER_SUBSCRIPTION:
+                # the broker came (back): give it our latched state, which it may have missed
+                self._flush()
+                for topic, data in self._latched.items():
+                    self._send_frame(topic.encode() + TOPIC_END + data
+                                     if type(data) is bytes else self._latest(data))
+                self._linked = True
+            elif frame == SUBSCRIBE_ALL:
                 self._linked = True
 
     def _route(self, topic: str) -> _PublishRoute:
@@ -678,11 +710,14 @@ class Publisher:
                 self._full_until = mono + QUEUE_FULL_BACKOFF_S
         route.dropped += n
 
-    def send_frame(self, frame: bytes, count: bool = True) -> None:
+    def send_frame(self, frame: bytes, count: bool = True, latch: bool = True) -> None:
         """Send an already encoded message frame as is (replay of a recording, the
         broker's last-value cache); counted under its topic like published ones unless
-        ``count`` is False (the broker's replays: someone else's messages, counted once)."""
-        topic, data = split_frame(frame)
+        ``count`` is False (the broker's replays: someone else's messages, counted once).
+        A latched topic's frame is kept to be sent again to a broker that comes back,
+        unless ``latch`` is False (the broker's cache answers: by then they may be old)."""
+        # (the broker's answers carry a subscriber's channel in front: not counted, not kept)
+        topic, data = split_frame(frame) if count or latch else ("", b"")
         with self._lock:
             if self._pending:
                 self._flush()  # what was published before goes first
@@ -690,7 +725,7 @@ class Publisher:
                 self._drain_subscriptions()
                 if not self._linked:
                     self.sent_before_link += 1
-            if topic in LATCHED_TOPICS:
+            if latch and topic in LATCHED_TOPICS:
                 self._latched[topic] = data
             route = self._routes.get(topic) if count and topic in TOPIC_SPECS else None
             if self._send_frame(frame) and count:
@@ -896,10 +931,19 @@ class Subscriber:
     judged on its own, see robocell.common.envelope); should a sender send several frames in
     one ZeroMQ message, each is judged as a message of its own. A message that is not newer
     (sequence number and send time) than the last one accepted from its source on its topic
-    is dropped as a repeat: the broker's latched replay to a new subscriber reaches existing
-    ones too, and may be older than what a subscriber already got straight through the
-    proxy. Sequence gaps count as ``stats.gaps``; a smaller sequence number sent later is a
-    restart of the source.
+    is dropped as a repeat: the broker's latched answer may be older than what a subscriber
+    already got straight through the proxy, and a publisher resends its latched state to a
+    restarted broker. Sequence gaps count as ``stats.gaps``; a smaller sequence number sent
+    later is a restart of the source.
+
+    Latched state: each subscription is followed by a second one on this subscriber's own
+    answer channel (``answer_channel`` + the topic's subscription); the broker answers that
+    with the newest message of each latched topic it matches, on the channel, so only this
+    subscriber receives it. It is asked after the topic's own subscription has passed the
+    proxy, so the answer is at least as new as anything forwarded before this subscriber
+    joined; what comes after arrives directly. (An answer sent to everyone instead could
+    still be on its way when someone else joins and a newer message passes: that one would
+    get the older message first.)
     """
 
     def __init__(self, topics: Iterable[str] = (), endpoints: Endpoints | None = None, *,
@@ -913,6 +957,8 @@ class Subscriber:
         self._limit = max_message_bytes() if max_bytes is None else max_bytes
         self.on_reject = on_reject
         self.stats = ReceiveStats()
+        self.answer_channel = ANSWER_MARK + secrets.token_hex(8).encode() + TOPIC_END
+        """What the broker's answers to this subscriber start with (see above)."""
         self._backlog: collections.deque[Envelope] = collections.deque()
         """accepted messages of a batch frame not yet returned (recv returns them first)."""
         self._exact: set[str] = set()
@@ -943,6 +989,8 @@ class Subscriber:
             self._exact.add(topic)
         self._routes.clear()  # "subscribed?" may have changed
         self.sock.setsockopt(zmq.SUBSCRIBE, subscription(topic, prefix))
+        # then ask for the latched state on our own channel (after the subscription itself)
+        self.sock.setsockopt(zmq.SUBSCRIBE, self.answer_channel + subscription(topic, prefix))
 
     def unsubscribe(self, topic: str) -> None:
         import zmq
@@ -952,6 +1000,14 @@ class Subscriber:
         self._prefixes.discard(topic)
         self._routes.clear()
         self.sock.setsockopt(zmq.UNSUBSCRIBE, subscription(topic, prefix))
+        self.sock.setsockopt(zmq.UNSUBSCRIBE, self.answer_channel + subscription(topic, prefix))
+
+    def unwrap(self, frame: bytes) -> bytes:
+        """The message frame in ``frame``: itself, or the broker's answer on our channel
+        without the channel."""
+        if frame[:1] == TOPIC_END and frame.startswith(self.answer_channel):
+            return frame[len(self.answer_channel):]
+        return frame
 
     @property
     def last_seq(self) -> dict[tuple[str, str], int]:
@@ -1060,6 +1116,8 @@ class Subscriber:
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         route = self._routes.get(frame[:end]) if end > 0 else None
         if route is None:
+            if end == 0 and frame.startswith(self.answer_channel):  # the broker's answer
+                return self.handle_frame(frame[len(self.answer_channel):])
             route = self._route(frame, end)
             if route is None:
                 return self._handle_slow(frame)  # undeclared topic or no topic at all
@@ -1278,7 +1336,9 @@ class PeerStatus:
 
 
 class Liveness:
-    """Tracks heartbeats: a peer is stale after STALE_AFTER_BEATS missed beats."""
+    """Tracks heartbeats: a peer is stale after STALE_AFTER_BEATS missed beats. A replayed
+    heartbeat (``bus play``: source ``replay:...``) says nothing about who is alive now and
+    is ignored."""
 
     def __init__(self, stale_after_beats: int = STALE_AFTER_BEATS) -> None:
         self.stale_after_beats = stale_after_beats
@@ -1286,6 +1346,8 @@ class Liveness:
         self._lock = threading.Lock()
 
     def update(self, env: Envelope, now: float | None = None) -> None:
+        if is_replayed(env.source):
+            return
         p = env.payload
         status = PeerStatus(p["service"], p["state"], p["health"],
                             time.monotonic() if now is None else now, float(p["period_s"]),

@@ -81,3 +81,12 @@ def test_stopping_is_announced_and_a_killed_service_goes_stale(broker: Broker,
             assert monitor.peers()["actuator"].stale
         finally:
             stop_process(proc)
+
+
+def test_a_replayed_heartbeat_says_nothing_about_who_is_alive() -> None:
+    liveness = Liveness()
+    replayed = beat("cell")
+    replayed.source = "replay:cell"
+    liveness.update(replayed, now=0.0)
+    liveness.update(beat("vision"), now=0.0)
+    assert liveness.alive(now=0.5) == ["vision"]

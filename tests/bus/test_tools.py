@@ -85,7 +85,7 @@ def test_record_then_play_reproduces_the_same_messages_in_order_with_timing(
             stop_process(player)
     originals = [decode(m.data) for m in recorded]
     assert [(e.source, e.seq, e.payload) for e in replayed] == \
-        [(e.source, e.seq, e.payload) for e in originals]
+        [("replay:" + e.source, e.seq, e.payload) for e in originals]  # marked as replayed
     assert [e.wall_time for e in replayed] == [e.wall_time for e in originals]
     recorded_offsets = [(m.log_time_ns - recorded[0].log_time_ns) / 1e9 for m in recorded]
     replay_offsets = [t - arrivals[0] for t in arrivals]

@@ -165,3 +165,21 @@ def test_a_view_that_cannot_be_built_says_so_and_the_others_still_update():
     assert "cannot be built" in changes["services"]["unavailable"]
     assert changes["progress"]["step"] == 1
     assert board.build_errors == 1
+
+
+def test_replayed_messages_are_shown_as_replayed_and_replayed_heartbeats_ignored() -> None:
+    clock = FakeClock()
+    board = Dashboard(clock)
+    board.ingest(beat("vision"))
+    board.ingest(message(
+        "heartbeat", {"service": "cell", "state": "ready", "health": {}, "period_s": 1.0,
+                      "pid": 7, "host": "old", "uptime_s": 1.0, "commands": []},
+        source="replay:cell"))
+    board.ingest(message("cell.status", {"cycle_id": "c1", "stage": "done"},
+                         source="replay:cell"))
+    views = board.take_changes()
+    assert [s["service"] for s in views["services"]] == ["vision"]
+    assert views["cell"]["replayed"] is True and views["cell"]["source"] == "replay:cell"
+    assert views["monitor"]["replay"] == {"messages": 2, "active": True}
+    board.ingest(message("cell.status", {"cycle_id": "c2", "stage": "idle"}, source="cell"))
+    assert board.take_changes()["cell"]["replayed"] is False

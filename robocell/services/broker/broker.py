@@ -12,12 +12,17 @@ Patterns (ZeroMQ guide names):
   ``diagnostics``.
 - **Internal feed** -- the XPUB also binds an inproc endpoint; the broker's own readers
   subscribe there like any subscriber, so ZeroMQ sends each of them only what it asked for:
-- **Last value cache** -- one SUB socket per *latched* topic with ZMQ_CONFLATE: libzmq keeps
-  the newest message of that topic and nothing else, with no Python per message. Every
-  subscription passes the broker on its way to the publishers (the XPUB is verbose; the
-  broker's own publisher sees it); the broker answers a subscribe with the newest message
-  of each latched topic it matches, sent back into the proxy. XPUB sends to every matching
-  subscriber, so existing subscribers see the repeat too; they drop it by its
+- **Last value cache** -- one SUB socket subscribed to the *latched* topics reads, in the
+  order the proxy forwarded them, their frames (state: a few a second; a burst is one batch
+  frame); the broker keeps per topic the newest message, by (source, seq, wall time), and
+  ignores any that is not newer -- its own answers come back through the proxy too, and
+  must not replace what is newer. Every subscription passes the broker on its way to the
+  publishers (the XPUB is verbose; the broker's own publisher sees it). A Subscriber
+  follows each subscription with one on its own answer channel (see
+  :data:`robocell.common.bus.ANSWER_MARK`); the broker reads what is queued (so the cache
+  holds everything forwarded before the subscription) and answers with the newest message
+  of each latched topic it matches, the channel in front, sent back into the proxy: only
+  that subscriber receives it. One older than what came directly is dropped there by its
   (source, topic, seq, wall time).
 - **Statistics** -- every publisher counts what it sends per topic (messages, bytes, drops at
   its high-water mark) and reports it on ``bus.traffic`` every second while it sends; the
@@ -71,6 +76,8 @@ import zmq
 import zmq.utils.z85
 
 from robocell.common.bus import (
+    ANSWER_MARK,
+    BROKER_SUBSCRIPTION,
     DIAGNOSTIC_MIN_INTERVAL_S,
     MAX_TOPIC_BYTES,
     SUB_HWM,
@@ -78,6 +85,7 @@ from robocell.common.bus import (
     ZMQ_NOBLOCK,
     Endpoints,
     Publisher,
+    is_replayed,
 )
 from robocell.common.curve_keys import CurveKey
 from robocell.common.envelope import (
@@ -129,8 +137,10 @@ Every 50 ms, with the cache refresh: CHECK_HWM frames a period are 20,000 a seco
 what the budget can check; an idle broker wakes 20 times a second (each wake-up costs
 about 0.15 ms of CPU on a small virtual machine: at 100 a second, 2% of a core)."""
 CACHE_REFRESH_S = 0.05
-"""How often the broker reads the newest latched messages out of libzmq between
+"""How often the broker reads the latched messages queued for the cache between
 subscriptions (a subscription reads them at once)."""
+CACHE_HWM = 10_000
+"""Latched frames queued for the cache between two reads (state: a few a second)."""
 MAX_INSTANCES = 1_000
 """Publisher instances whose traffic reports are kept apart; older ones are folded into
 one total (a rogue sender must not grow the broker's tables)."""
@@ -285,7 +295,9 @@ class Broker:
         self.unchecked = 0
         """Messages forwarded but not checked (the check tap was over its budget)."""
         self.cache: dict[str, bytes] = {}
-        """latched topic -> its newest frame, as last read out of its CONFLATE socket."""
+        """latched topic -> its newest message (a plain frame), see _read_cache."""
+        self._cache_stamps: dict[str, tuple[str, int, float]] = {}
+        """latched topic -> (source, seq, wall time) of the message in ``cache``."""
         self._instances: collections.OrderedDict[str, _Instance] = collections.OrderedDict()
         self._retired: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
         """topic -> [messages, bytes, dropped] of instances folded away (MAX_INSTANCES)."""
@@ -318,6 +330,7 @@ class Broker:
         bind(xsub, self.endpoints.publish)
         xsub.bind(inject)
         xsub.send(SUBSCRIBE_MARK)  # subscribe to everything: what anyone wants passes here
+        xsub.send(BROKER_SUBSCRIPTION)  # tells each (re)connecting publisher who we are
         xpub = ctx.socket(zmq.XPUB)
         xpub.sndhwm = self.subscriber_hwm
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches the cache
@@ -336,14 +349,15 @@ class Broker:
         # the subscriptions on their way to the publishers pass its socket too.
         self.publisher = Publisher(BROKER_SOURCE, Endpoints(inject, inject, inject),
                                    hwm=INBOUND_HWM, on_subscription=self._on_subscription)
-        # The last-value cache: the newest message of each latched topic, kept by libzmq.
-        self.latest: dict[str, zmq.Socket] = {}
-        for topic in sorted(LATCHED_TOPICS):
-            sock = ctx.socket(zmq.SUB)
-            sock.setsockopt(zmq.CONFLATE, 1)
-            sock.setsockopt(zmq.SUBSCRIBE, subscription(topic))
-            sock.connect(feed)
-            self.latest[topic] = sock
+        # The last-value cache reads every latched frame in the order the proxy forwarded
+        # it. (Not a ZMQ_CONFLATE socket per topic: the broker's own answers pass the proxy
+        # too, and one in flight when a newer message passes would be the last value there.)
+        self.latched = sorted(LATCHED_TOPICS)
+        self.cache_reader = ctx.socket(zmq.SUB)
+        self.cache_reader.rcvhwm = CACHE_HWM
+        for topic in self.latched:
+            self.cache_reader.setsockopt(zmq.SUBSCRIBE, subscription(topic))
+        self.cache_reader.connect(feed)
         self.traffic_reader = ctx.socket(zmq.SUB)
         self.traffic_reader.rcvhwm = TRAFFIC_HWM
         self.traffic_reader.setsockopt(zmq.SUBSCRIBE, subscription(TRAFFIC_TOPIC))
@@ -499,37 +513,68 @@ class Broker:
         self._proxies = []
         self.publisher.close()
         for sock in (self.traffic_reader, self.check_reader, self.router, self.command_tap,
-                     self.remote_router, *self.latest.values()):
+                     self.remote_router, self.cache_reader):
             if sock is not None:
                 sock.close(linger=0)
 
     # -- the last-value cache ------------------------------------------------------------------
 
     def _read_cache(self) -> None:
-        """Take the newest message of each latched topic out of its CONFLATE socket."""
+        """Read every latched frame queued so far; keep per topic the newest message."""
         self._cache_read = time.monotonic()
-        recv = zmq.backend.Socket.recv
-        for topic, sock in self.latest.items():
+        recv, sock = zmq.backend.Socket.recv, self.cache_reader
+        while True:
             try:
-                self.cache[topic] = recv(sock, ZMQ_NOBLOCK)
+                frame = recv(sock, ZMQ_NOBLOCK)
             except zmq.Again:
-                pass
+                return
+            self._cache_frame(frame)
+
+    def _cache_frame(self, frame: bytes) -> None:
+        """Keep the newest message of ``frame`` (of a batch: its last) unless the cache holds
+        a newer one of its topic: a repeat (the broker's own answer coming back, a
+        publisher's resend) is not newer than what it repeats. Of two sources, the later
+        send time wins. A replayed message (``bus play``, source ``replay:...``) never
+        replaces a live one; a live one always replaces a replayed one. A frame that cannot
+        be decoded is left to the check tap."""
+        one = last_of_batch(frame)
+        try:
+            env = decode_frame(one, self.max_bytes)
+        except MessageError:
+            return
+        held = self._cache_stamps.get(env.topic)
+        if held is not None:
+            source, seq, wall = held
+            replayed = is_replayed(env.source)
+            if replayed != is_replayed(source):
+                if replayed:
+                    return  # the live state stays
+            elif env.wall_time <= wall and (env.source != source or env.seq <= seq):
+                return  # not newer (a smaller seq sent later is a restarted source)
+        self.cache[env.topic] = one
+        self._cache_stamps[env.topic] = (env.source, env.seq, env.wall_time)
 
     def _on_subscription(self, frame: bytes) -> None:
-        """A subscription on its way from a subscriber to the publishers: answer a subscribe
-        with the newest message of every latched topic it matches."""
+        """A subscription on its way from a subscriber to the publishers: answer a request
+        on a subscriber's answer channel (see Subscriber) with the newest message of every
+        latched topic it matches, on that channel only."""
         if frame[:1] != SUBSCRIBE_MARK:
             return
-        self.subscriptions += 1
-        prefix = frame[1:]
-        matches = [topic for topic in self.latest if subscription(topic).startswith(prefix)]
+        if not frame.startswith(ANSWER_MARK, 1):
+            self.subscriptions += 1  # the topic's own subscription: its answer is asked next
+            return
+        end = frame.find(TOPIC_END, 1 + len(ANSWER_MARK))
+        if end < 0:
+            return
+        channel, prefix = frame[1:end + 1], frame[end + 1:]
+        matches = [topic for topic in self.latched if subscription(topic).startswith(prefix)]
         if not matches:
             return
-        self._read_cache()
+        self._read_cache()  # everything forwarded before the subscription passed the proxy
         for topic in matches:
             cached = self.cache.get(topic)
-            if cached is not None:  # the newest message (of the newest batch frame)
-                self.publisher.send_frame(last_of_batch(cached), count=False)
+            if cached is not None:  # the newest message
+                self.publisher.send_frame(channel + cached, count=False, latch=False)
 
     # -- statistics from the publishers' traffic reports -------------------------------------
 
@@ -632,7 +677,10 @@ class Broker:
                 frame = reader.recv(ZMQ_NOBLOCK)
             except zmq.Again:
                 break
-            if frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
+            if frame.startswith(ANSWER_MARK) and not reader.rcvmore:
+                end = frame.find(TOPIC_END, len(ANSWER_MARK))  # a cache answer: its message
+                frame = frame[end + 1:] if end > 0 else frame
+            elif frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
                 read += 1
                 continue  # a subscription on its way upstream, copied by the proxy too
             if reader.rcvmore:  # a sender put several frames into one message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import signal
@@ -16,6 +17,10 @@ LIST_WAIT_S = 1.5
 HZ_REPORT_PERIOD_S = 1.0
 LIST_ITEMS_SHOWN = 16
 SKIPPED_ON_PLAY = ("bus.stats", "cmd.request", "cmd.reply")
+NEVER_PLAYED = ("heartbeat", "bus.traffic")
+"""Liveness and the publishers' traffic reports: a replay of them would be a lie about now."""
+LIVE_CHECK_S = 1.5
+"""How long `bus play` listens for heartbeats of live services before playing."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,12 +98,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--loop", action="store_true", help="start again at the end")
     p.add_argument("--topics", nargs="+", help="only these topics")
     p.add_argument("--all-topics", action="store_true",
-                   help=f"also replay {', '.join(SKIPPED_ON_PLAY)}")
+                   help=f"also replay {', '.join(SKIPPED_ON_PLAY)} ({', '.join(NEVER_PLAYED)} "
+                        "never)")
+    p.add_argument("--onto-live", action="store_true",
+                   help="play although services are running on this bus (replayed messages "
+                        "are marked: source replay:...)")
     p.set_defaults(func=run_play)
 
     p = sub.add_parser("info", help="summary of an MCAP recording")
     p.add_argument("file", type=Path)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--verify", action="store_true",
+                   help="read every chunk and check its CRC; exit 1 naming any damaged chunk")
     p.set_defaults(func=run_info)
 
     p = sub.add_parser("export", help="convert a recording for Foxglove (JSON encoding)")
@@ -386,8 +397,6 @@ def run_pub(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from robocell.cli import CommandError
     from robocell.common.envelope import MessageError, split_frame, unbatch_frame
     from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
@@ -417,7 +426,7 @@ def run_record(args: argparse.Namespace) -> int:
                 break
             if not sub.sock.poll(100):
                 continue
-            frame = sub.sock.recv()
+            frame = sub.unwrap(sub.sock.recv())  # (the broker's answer of latched state)
             try:  # a batch frame is recorded as the messages it carries, one by one
                 frames = unbatch_frame(frame)
             except MessageError:
@@ -442,18 +451,31 @@ def run_record(args: argparse.Namespace) -> int:
 def run_play(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.common.envelope import message_frame
-    from robocell.services.broker.recording import NS_PER_S, RecordingError, read_messages
+    from robocell.services.broker.recording import (
+        NS_PER_S,
+        RecordingError,
+        read_messages,
+        require_intact,
+    )
 
     if args.rate <= 0:
         raise CommandError("--rate must be positive (1 = original speed)")
-    skipped = () if args.all_topics else SKIPPED_ON_PLAY
+    skipped = NEVER_PLAYED + (() if args.all_topics else SKIPPED_ON_PLAY)
     try:  # read once up front: errors before anything is sent, and exact timing after
+        require_intact(args.file)
         messages = [m for m in read_messages(args.file, args.topics) if m.topic not in skipped]
     except RecordingError as exc:
         raise CommandError(str(exc)) from None
     if not messages:
         raise CommandError(f"{args.file} has no messages to play"
                            + (f" on {', '.join(args.topics)}" if args.topics else ""))
+    if not args.onto_live:
+        live = _live_services(args)
+        if live:
+            raise CommandError(
+                f"services are running on this bus ({', '.join(live)}): a replay would mix "
+                "recorded state with theirs; stop them, or play anyway with --onto-live "
+                "(replayed messages are marked with the source replay:...)")
     pub = _publisher(args, "player")
     stop = _Stop()
     sent = 0
@@ -467,7 +489,7 @@ def run_play(args: argparse.Namespace) -> int:
                     time.sleep(min(wait, 0.1))
                 if stop.requested:
                     break
-                pub.send_frame(message_frame(message.topic, message.data))
+                pub.send_frame(message_frame(message.topic, _replayed(message.data)))
                 sent += 1
             if not args.loop:
                 break
@@ -480,17 +502,61 @@ def run_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replayed(data: bytes) -> bytes:
+    """The envelope ``data`` with the replay marker in front of its source (see
+    robocell.common.bus.REPLAY_PREFIX); anything that does not decode goes as it was
+    (receivers refuse it, as they would have)."""
+    from robocell.common.bus import REPLAY_PREFIX, is_replayed
+    from robocell.common.envelope import MAX_SOURCE_CHARS, Envelope, MessageError, decode, encode
+
+    try:
+        env = decode(data)
+    except MessageError:
+        return data
+    if is_replayed(env.source):
+        return data
+    source = (REPLAY_PREFIX + env.source)[:MAX_SOURCE_CHARS]
+    return encode(Envelope(env.topic, source, env.seq, env.wall_time, env.mono_time,
+                           env.payload))
+
+
+def _live_services(args: argparse.Namespace) -> list[str]:
+    """The services (not the broker) whose heartbeats are heard within LIVE_CHECK_S."""
+    from robocell.common.bus import Liveness
+
+    sub = _subscriber(args, ["heartbeat"])
+    liveness = Liveness()
+    deadline = time.monotonic() + LIVE_CHECK_S
+    try:
+        while (remaining := deadline - time.monotonic()) > 0:
+            env = sub.recv(remaining)
+            if env is not None and env.payload["state"] != "stopping":
+                liveness.update(env)
+    finally:
+        sub.close()
+    return [name for name in liveness.alive() if name != "broker"]
+
+
 def run_info(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.services.broker.recording import RecordingError, recording_info
+    from robocell.services.broker.recording import (
+        RecordingError,
+        recording_info,
+        verify_recording,
+    )
 
     try:
         info = recording_info(args.file)
+        verified = verify_recording(args.file) if args.verify else None
     except RecordingError as exc:
         raise CommandError(str(exc)) from None
+    if verified is not None:
+        info["verified"] = {"ok": verified.ok, "chunks": verified.chunks,
+                            "messages": verified.messages,
+                            "damage": [dataclasses.asdict(d) for d in verified.damage]}
     if args.json:
         print(json.dumps(info, indent=2))
-        return 0
+        return 0 if verified is None or verified.ok else 1
     start = info["start_ns"] / 1e9
     print(f"file:      {info['path']}" + ("" if info["complete"] else "  (unfinished)"))
     print(f"profile:   {info['profile'] or '-'}  library: {info['library']}")
@@ -501,17 +567,25 @@ def run_info(args: argparse.Namespace) -> int:
     print(f"{'TOPIC':<24} {'MESSAGES':>9}  {'ENCODING':<9} SCHEMA")
     for name, t in info["topics"].items():
         print(f"{name:<24} {t['messages']:>9}  {t['encoding']:<9} {t['schema']}")
-    return 0
+    if verified is None:
+        print("CRCs:      not checked (--verify reads every chunk and checks them)")
+        return 0
+    if verified.ok:
+        print(f"CRCs:      ok ({verified.chunks} chunks, {verified.messages} messages read)")
+        return 0
+    print(verified.describe(), file=sys.stderr)
+    return 1
 
 
 def run_export(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.services.broker.recording import RecordingError, export_json
+    from robocell.services.broker.recording import RecordingError, export_json, require_intact
 
     out = args.out or args.file.with_suffix(".json.mcap")
     if out.resolve() == args.file.resolve():
         raise CommandError("--out must differ from the input file")
     try:
+        require_intact(args.file)  # before anything is written
         counts = export_json(args.file, out)
     except RecordingError as exc:
         raise CommandError(str(exc)) from None

@@ -18,6 +18,10 @@ Views (the keys of an update, each a JSON-able value or None when cleared):
 ``plan``       the current plan                        ``progress``  its execution
 ``actuator``   the last plan execution result          ``cell``      the cycle stage now
 ``cycles``     finished cycles with stage durations   ``errors``    the latest errors
+
+Replayed messages (``bus play``: source ``replay:...``) are shown, marked ``replayed`` in
+every view they feed (the page labels them), and counted in ``monitor.replay``; replayed
+heartbeats are ignored (they say nothing about who is alive now).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from robocell.common.bus import Liveness
+from robocell.common.bus import Liveness, is_replayed
 from robocell.common.envelope import Envelope
 from robocell.common.messages import FACES
 
@@ -40,6 +44,8 @@ SERVICES_REFRESH_S = 0.5
 """The services view is rebuilt at least this often (ages grow, peers go stale)."""
 MONITOR_STATS_PERIOD_S = 1.0
 """Window of the monitor's own receive statistics."""
+REPLAY_ACTIVE_S = 5.0
+"""A replay is shown as going on this long after its latest message."""
 MAX_CYCLES = 20
 MAX_ERRORS = 25
 MAX_TOPICS_SHOWN = 64
@@ -120,6 +126,9 @@ class Dashboard:
         self._window_start = clock()
         self._services_built = -1e9
         self._stale_seen: dict[str, bool] = {}
+        self.replayed = 0
+        """Replayed messages ingested (bus play)."""
+        self._replayed_last = -1e9
 
     # -- the bus side: constant work per message ---------------------------------------------
 
@@ -132,6 +141,13 @@ class Dashboard:
             counter.messages += 1
             counter.window += 1
             latest = self._latest
+            if is_replayed(env.source):
+                if now - self._replayed_last >= REPLAY_ACTIVE_S:
+                    latest.dirty.add("monitor")  # a replay starts: say so at once
+                self.replayed += 1
+                self._replayed_last = now
+                if env.topic == "heartbeat":
+                    return
             view = _LAST_VALUE_VIEWS.get(env.topic)
             if view is not None:
                 latest.by_topic[env.topic] = env
@@ -182,7 +198,8 @@ class Dashboard:
                    action: str = "", level: str = "error") -> None:
         self._latest.errors.append({
             "time": env.wall_time, "service": env.source, "stage": stage, "code": code,
-            "message": message, "action": action or "", "level": level, "topic": env.topic})
+            "message": message, "action": action or "", "level": level, "topic": env.topic,
+            "replayed": is_replayed(env.source)})
         self._latest.dirty.add("errors")
 
     def note_error(self, service: str, stage: str, code: str, message: str,
@@ -249,7 +266,7 @@ class Dashboard:
             self._services_built = now
             return self._services_view(now)
         if name == "monitor":
-            return self._monitor_view()
+            return self._monitor_view(now)
         if name == "cycles":
             return [_cycle_view(env) for env in reversed(latest.cycles)]
         if name == "errors":
@@ -264,6 +281,7 @@ class Dashboard:
         view = jsonable(env.payload)
         view["source"] = env.source
         view["time"] = env.wall_time
+        view["replayed"] = is_replayed(env.source)
         if name == "bus":
             view = _bus_view(view)
         return view
@@ -285,11 +303,13 @@ class Dashboard:
                               for i in instances.get(name, ())]})
         return services
 
-    def _monitor_view(self) -> dict[str, Any]:
+    def _monitor_view(self, now: float) -> dict[str, Any]:
         topics = {topic: {"messages": c.messages, "rate_hz": round(c.rate_hz, 1)}
                   for topic, c in sorted(self._counters.items())}
         return {"ingested": self.ingested, "views_sent": self.views_sent,
                 "updates": self.updates_taken, "topics": topics,
+                "replay": {"messages": self.replayed,
+                           "active": now - self._replayed_last < REPLAY_ACTIVE_S},
                 "receive": jsonable(self.receive_health())}
 
 
@@ -306,10 +326,12 @@ def _face_view(env: Envelope) -> dict[str, Any]:
             "rotation": p.get("rotation", 0), "size": p["size"],
             "jpeg": base64.b64encode(p["jpeg"]).decode("ascii"), "grid": p["grid"],
             "colors": p["colors"], "confidence": [round(c, 3) for c in p["confidence"]],
-            "ok": p["ok"], "error": p.get("error"), "time": env.wall_time}
+            "ok": p["ok"], "error": p.get("error"), "time": env.wall_time,
+            "replayed": is_replayed(env.source)}
 
 
 def _cycle_view(env: Envelope) -> dict[str, Any]:
     view = jsonable(env.payload)
     view["time"] = env.wall_time
+    view["replayed"] = is_replayed(env.source)
     return view

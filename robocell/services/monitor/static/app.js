@@ -219,6 +219,9 @@
 
   function drawMonitor(m) {
     if (!m) return;
+    const replay = m.replay || {};
+    $("replay").hidden = !replay.active;
+    $("replay").textContent = `replay on the bus: ${replay.messages} recorded messages shown, marked "replayed"`;
     const rate = Object.values(m.topics).reduce((a, t) => a + t.rate_hz, 0);
     const rx = m.receive || {};
     $("monitor-stats").textContent =
@@ -340,7 +343,9 @@
   function drawCell(status) {
     const badge = $("cell-stage");
     badge.dataset.stage = status ? status.stage : "";
-    badge.textContent = status ? `cycle ${status.cycle_id}: ${status.stage}` : "no cycle";
+    badge.textContent = status ? `cycle ${status.cycle_id}: ${status.stage}` +
+      (status.replayed ? " (replayed)" : "") : "no cycle";
+    badge.dataset.replayed = status && status.replayed ? "true" : "false";
     $("cell-detail").textContent = status && status.detail ? status.detail : "";
     const pipe = $("pipeline");
     pipe.textContent = "";
