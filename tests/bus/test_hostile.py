@@ -24,6 +24,7 @@ from bus_testlib import robocell_env, stop_process
 from robocell.common.bus import (
     CLIENT_ID_PREFIX,
     HELLO,
+    INSTANCE_MARK,
     REPLY,
     REQUEST,
     SERVICE_ID_PREFIX,
@@ -416,11 +417,11 @@ def test_a_service_and_a_client_take_hostile_frames_on_their_own_sockets_and_sti
     port = router.bind_to_random_port("tcp://127.0.0.1")
     endpoints = Endpoints(broker.endpoints.subscribe, broker.endpoints.publish,
                           f"tcp://127.0.0.1:{port}")
-    node_id = SERVICE_ID_PREFIX + SERVICE.encode()
     inputs = envelope_inputs(rng, big=True)
     client = CommandClient("canary", endpoints)
     try:
         with Node(SERVICE, endpoints) as node:
+            node_id = SERVICE_ID_PREFIX + SERVICE.encode() + INSTANCE_MARK + node.instance.encode()
             node.serve("echo", lambda args, ctx: args)
             assert router.poll(5000) and router.recv_multipart()[:2] == [node_id, HELLO]
             messages = [[node_id, REQUEST, b"c:x", data] for data in inputs]
