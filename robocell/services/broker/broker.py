@@ -6,7 +6,7 @@ Patterns (ZeroMQ guide names):
   ``zmq.proxy_steerable`` forwards between them in libzmq's own loop on a thread that does
   not hold the GIL. No Python runs per forwarded message: the broker costs about as much as
   the socket work of one more hop. A message is one frame (topic, zero byte, envelope; see
-  :mod:`robocell.common.envelope`), so the proxy moves one frame per message. The broker does
+  :mod:`robocell.common.bus.wire`), so the proxy moves one frame per message. The broker does
   not decode or validate what it forwards: every receiver does (see
   :class:`robocell.common.bus.Subscriber`), counts refusals and reports them on
   ``diagnostics``.
@@ -75,22 +75,19 @@ from urllib.parse import urlsplit
 import zmq
 import zmq.utils.z85
 
-from robocell.common.bus import (
+from robocell.common.bus import SUB_HWM, Endpoints, Publisher, is_replayed
+from robocell.common.bus.endpoints import ZMQ_NOBLOCK
+from robocell.common.bus.keys import CurveKey
+from robocell.common.bus.node import DIAGNOSTIC_MIN_INTERVAL_S
+from robocell.common.bus.publisher import TRAFFIC_TOPIC
+from robocell.common.bus.schema import TOPIC_WIRE_DECODERS, validate
+from robocell.common.bus.topics import LATCHED_TOPICS, TOPIC_SPECS
+from robocell.common.bus.wire import (
     ANSWER_MARK,
-    BROKER_SUBSCRIPTION,
-    DIAGNOSTIC_MIN_INTERVAL_S,
-    MAX_TOPIC_BYTES,
-    SUB_HWM,
-    TRAFFIC_TOPIC,
-    ZMQ_NOBLOCK,
-    Endpoints,
-    Publisher,
-    is_replayed,
-)
-from robocell.common.curve_keys import CurveKey
-from robocell.common.envelope import (
     BATCH_MARK,
+    BROKER_SUBSCRIPTION,
     MAX_SOURCE_CHARS,
+    MAX_TOPIC_BYTES,
     TOPIC_END,
     Envelope,
     MessageError,
@@ -100,12 +97,6 @@ from robocell.common.envelope import (
     message_frame,
     subscription,
     unbatch_frame,
-)
-from robocell.common.messages import (
-    LATCHED_TOPICS,
-    TOPIC_SPECS,
-    TOPIC_WIRE_DECODERS,
-    validate,
 )
 from robocell.services.broker.routing import LOCAL_ID, REMOTE_ID, CommandRouter, Instance
 
