@@ -457,16 +457,14 @@ def _join_batch(batch_head: bytes, first_seq: bytes, walls: bytes, monos: bytes,
 
 # --- the publisher's writer: a constant prefix and one struct call per message -------------
 
-ENVELOPE_HEAD = ENVELOPE_ARRAY + msgpack.packb(SCHEMA_VERSION)
-"""msgpack array header of the envelope, then the schema version."""
+ENVELOPE_HEAD = ENVELOPE_ARRAY + msgpack.packb(SCHEMA_VERSION)  # array header, version
 MSGPACK_UINT64 = 0xCF  # msgpack type byte of a 64-bit unsigned integer
 MSGPACK_FLOAT64 = 0xCB  # msgpack type byte of a 64-bit float
 STAMPS_FORMAT = "BQBdBd"  # struct format: seq (uint 64), wall_time, mono_time (float 64)
 encode_payload = msgspec.msgpack.Encoder().encode
 """payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's; a
 float always as float 64, which the stamps of a batch rely on)."""
-_seq_head = struct.Struct(">BQ").pack
-"""(UINT64, seq) -> a sequence number as msgpack uint 64."""
+_seq_head = struct.Struct(">BQ").pack  # (UINT64, seq) -> seq as msgpack uint 64
 
 
 class FrameWriter:

@@ -63,7 +63,8 @@ def run_broker(args: argparse.Namespace) -> int:
     from robocell.common import config
     from robocell.common.bus import Endpoints
     from robocell.common.bus.keys import KeyFileError, load_key, parse_allow
-    from robocell.services.broker.broker import Broker, RemoteAccess
+    from robocell.services.broker.broker import Broker
+    from robocell.services.broker.zap import RemoteAccess
 
     try:
         base = Endpoints.resolve(args.bus)
