@@ -55,20 +55,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from robocell.common.bus import (  # noqa: E402
-    COPY_THRESHOLD,
-    PUB_HWM,
-    SUB_HWM,
-    Endpoints,
-    Publisher,
-    Subscriber,
-)
-from robocell.common.envelope import (  # noqa: E402
-    Envelope,
-    decode_frame,
-    encode_frame,
-    subscription,
-)
+from robocell.common.bus import PUB_HWM, SUB_HWM, Endpoints, Publisher, Subscriber  # noqa: E402
+from robocell.common.bus.endpoints import COPY_THRESHOLD  # noqa: E402
+from robocell.common.bus.wire import Envelope, decode_frame, encode_frame, subscription  # noqa: E402
 from robocell.common.ports import free_port_block  # noqa: E402
 
 SMALL_TOPIC = "cell.status"

@@ -30,7 +30,7 @@ from integration.cellkit import cell_env  # noqa: E402
 
 from robocell.cell.cli import follow_cycle  # noqa: E402
 from robocell.cell.launcher import Launcher  # noqa: E402
-from robocell.common.bus import CommandClient, Endpoints, Node  # noqa: E402
+from robocell.common.bus import CommandClient, Endpoints, Node
 
 BURST_THREADS = 100
 BURST_TIMEOUT_S = 60.0

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from robocell.common.bus import Endpoints, Node
+from robocell.common.bus.topics import FACES
 from robocell.common.cube import apply_to_facelets, format_moves, invert_moves, solved
-from robocell.common.messages import FACES
 from robocell.common.notation import parse_moves
 from robocell.common.ports import free_port_block
 

@@ -29,7 +29,7 @@ from bus_testlib import (  # noqa: E402
     wait_for_broker,
 )
 
-from robocell.common.bus import Endpoints  # noqa: E402
+from robocell.common.bus import Endpoints
 
 SCRAMBLE = ["R'", "B2", "R'+L2", "F'", "R2+L'", "B'+F'"]
 

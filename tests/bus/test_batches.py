@@ -14,14 +14,9 @@ import zmq
 from bus_testlib import recv_topic, robocell_cmd, robocell_env, stop_process
 from hypothesis import given, settings
 
-from robocell.common.bus import (
-    COALESCE_FRAME_BYTES,
-    COALESCE_MESSAGE_BYTES,
-    Endpoints,
-    Publisher,
-    Subscriber,
-)
-from robocell.common.envelope import (
+from robocell.common.bus import Endpoints, Publisher, Subscriber
+from robocell.common.bus.publisher import COALESCE_FRAME_BYTES, COALESCE_MESSAGE_BYTES
+from robocell.common.bus.wire import (
     BATCH_MARK,
     TOPIC_END,
     DecodeError,

@@ -18,7 +18,7 @@ from bus_testlib import (
 )
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
-from robocell.common.curve_keys import KeyFileError, load_key
+from robocell.common.bus.keys import KeyFileError, load_key
 
 STATUS = {"cycle_id": "c7", "stage": "executing"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from robocell.common.bus import Endpoints
-from robocell.common.curve_keys import CurveKey
+from robocell.common.bus.keys import CurveKey
 
 
 def test_base_address_gives_four_ports_in_order(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robocell.common.bus import Endpoints, Subscriber
-from robocell.common.envelope import (
+from robocell.common.bus.schema import (
+    _TOPIC_VALIDATORS,
+    TOPIC_FAST_CHECKS,
+    TOPIC_WIRE_DECODERS,
+    UNSET,
+    compile_type,
+    payload_json_schema,
+    payload_map,
+    validate,
+    validate_args,
+    validate_payload,
+)
+from robocell.common.bus.topics import COMMAND_SPECS, TOPICS
+from robocell.common.bus.wire import (
     SCHEMA_VERSION,
     TOPIC_END,
     DecodeError,
@@ -23,20 +36,6 @@ from robocell.common.envelope import (
     max_message_bytes,
     message_frame,
     unbatch_frame,
-)
-from robocell.common.messages import (
-    _TOPIC_VALIDATORS,
-    COMMAND_SPECS,
-    TOPIC_FAST_CHECKS,
-    TOPIC_WIRE_DECODERS,
-    TOPICS,
-    UNSET,
-    compile_type,
-    payload_json_schema,
-    payload_map,
-    validate,
-    validate_args,
-    validate_payload,
 )
 
 GOOD_STATUS = {"cycle_id": "c1", "stage": "scanning"}

@@ -1,7 +1,7 @@
 """Hostile input: nothing a sender puts on the bus may take down a broker or a service.
 
 Every receiver bounds what it decodes (depth, size, map keys, string length; see
-robocell.common.envelope) and refuses the rest with a MessageError, which is counted and
+robocell.common.bus.wire) and refuses the rest with a MessageError, which is counted and
 reported; no other exception may escape into a broker's or a service's I/O loop.
 """
 
@@ -21,20 +21,17 @@ import pytest
 import zmq
 from bus_testlib import robocell_env, stop_process
 
-from robocell.common.bus import (
+from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
+from robocell.common.bus.commands import (
     CLIENT_ID_PREFIX,
     HELLO,
     INSTANCE_MARK,
     REPLY,
     REQUEST,
     SERVICE_ID_PREFIX,
-    CommandClient,
-    Endpoints,
-    Node,
-    Publisher,
-    Subscriber,
 )
-from robocell.common.envelope import (
+from robocell.common.bus.schema import TOPIC_WIRE_DECODERS, validate, validate_args
+from robocell.common.bus.wire import (
     MAX_DEPTH,
     SCHEMA_VERSION,
     TOPIC_END,
@@ -44,7 +41,6 @@ from robocell.common.envelope import (
     decode,
     encode,
 )
-from robocell.common.messages import TOPIC_WIRE_DECODERS, validate, validate_args
 from robocell.services.broker.broker import Broker
 
 DEEP = 10_000

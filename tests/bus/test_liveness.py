@@ -10,7 +10,7 @@ from pathlib import Path
 from bus_testlib import robocell_env, stop_process
 
 from robocell.common.bus import STALE_AFTER_BEATS, Endpoints, Liveness, Node
-from robocell.common.envelope import Envelope
+from robocell.common.bus.wire import Envelope
 from robocell.services.broker.broker import Broker
 
 SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")

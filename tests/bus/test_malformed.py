@@ -11,7 +11,7 @@ import zmq
 from bus_testlib import recv_topic
 
 from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
-from robocell.common.envelope import SCHEMA_VERSION, TOPIC_END, Envelope, encode
+from robocell.common.bus.wire import SCHEMA_VERSION, TOPIC_END, Envelope, encode
 from robocell.services.broker.broker import Broker
 
 STATUS = {"cycle_id": "c1", "stage": "idle"}
@@ -225,7 +225,7 @@ def test_callback_that_raises_does_not_stop_the_node(endpoints: Endpoints) -> No
 
 def test_garbage_on_the_command_channel_is_counted_and_commands_still_work(
         broker: Broker) -> None:
-    from robocell.common.bus import REQUEST
+    from robocell.common.bus.commands import REQUEST
 
     diagnostics: list[dict] = []
     with Node("solver", broker.endpoints) as solver, Node("watcher", broker.endpoints) as w:

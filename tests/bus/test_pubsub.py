@@ -208,7 +208,7 @@ def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str,
 
 def test_a_restarted_publisher_is_heard_although_it_reuses_sequence_numbers():
     from robocell.common.bus import Subscriber
-    from robocell.common.envelope import Envelope, encode_frame
+    from robocell.common.bus.wire import Envelope, encode_frame
 
     sub = Subscriber(["cell.status"], check=True)
     try:
@@ -229,7 +229,7 @@ def test_older_repeats_are_dropped_and_a_restarted_source_is_accepted(
         endpoints: Endpoints) -> None:
     """The broker's cached replay may reach a subscriber after newer messages came straight
     through the proxy: a message not newer than the last accepted one is dropped."""
-    from robocell.common.envelope import Envelope, encode_frame
+    from robocell.common.bus.wire import Envelope, encode_frame
 
     sub = Subscriber(["cell.status"], endpoints)
     rogue = zmq.Context.instance().socket(zmq.XPUB)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bus_testlib import free_base_port, robocell_cmd, robocell_env
 
-from robocell.common.envelope import Envelope, encode
+from robocell.common.bus.wire import Envelope, encode
 from robocell.services.broker.recording import Recorder, verify_recording
 
 N_MESSAGES = 600

@@ -11,7 +11,7 @@ from pathlib import Path
 from bus_testlib import recv_topic, robocell_cmd, robocell_env
 
 from robocell.common.bus import Node, Subscriber
-from robocell.common.envelope import Envelope, encode
+from robocell.common.bus.wire import Envelope, encode
 from robocell.services.broker.recording import Recorder
 
 LIVE_STATUS = {"cycle_id": "live", "stage": "scanning"}

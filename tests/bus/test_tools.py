@@ -11,7 +11,7 @@ import pytest
 from bus_testlib import recv_topic, robocell_cmd, stop_process
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
-from robocell.common.envelope import decode
+from robocell.common.bus.wire import decode
 from robocell.services.broker.recording import read_messages, recording_info
 
 PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 30, "primitive": "R+", "eta_s": 1.0,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from robocell.common.envelope import Envelope
-from robocell.common.messages import validate
+from robocell.common.bus.schema import validate
+from robocell.common.bus.wire import Envelope
 from robocell.services.monitor.control import (
     ACTIONS,
     ControlRefused,

@@ -6,7 +6,7 @@ Patterns (ZeroMQ guide names):
   ``zmq.proxy_steerable`` forwards between them in libzmq's own loop on a thread that does
   not hold the GIL. No Python runs per forwarded message: the broker costs about as much as
   the socket work of one more hop. A message is one frame (topic, zero byte, envelope; see
-  :mod:`robocell.common.envelope`), so the proxy moves one frame per message. The broker does
+  :mod:`robocell.common.bus.wire`), so the proxy moves one frame per message. The broker does
   not decode or validate what it forwards: every receiver does (see
   :class:`robocell.common.bus.Subscriber`), counts refusals and reports them on
   ``diagnostics``.
@@ -65,32 +65,26 @@ import collections
 import itertools
 import os
 import socket as socketlib
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import zmq
 import zmq.utils.z85
 
-from robocell.common.bus import (
+from robocell.common.bus import SUB_HWM, Endpoints, Publisher, is_replayed
+from robocell.common.bus.endpoints import ZMQ_NOBLOCK
+from robocell.common.bus.node import DIAGNOSTIC_MIN_INTERVAL_S
+from robocell.common.bus.publisher import TRAFFIC_TOPIC
+from robocell.common.bus.schema import TOPIC_WIRE_DECODERS, validate
+from robocell.common.bus.topics import LATCHED_TOPICS, TOPIC_SPECS
+from robocell.common.bus.wire import (
     ANSWER_MARK,
-    BROKER_SUBSCRIPTION,
-    DIAGNOSTIC_MIN_INTERVAL_S,
-    MAX_TOPIC_BYTES,
-    SUB_HWM,
-    TRAFFIC_TOPIC,
-    ZMQ_NOBLOCK,
-    Endpoints,
-    Publisher,
-    is_replayed,
-)
-from robocell.common.curve_keys import CurveKey
-from robocell.common.envelope import (
     BATCH_MARK,
+    BROKER_SUBSCRIPTION,
     MAX_SOURCE_CHARS,
+    MAX_TOPIC_BYTES,
     TOPIC_END,
     Envelope,
     MessageError,
@@ -101,13 +95,14 @@ from robocell.common.envelope import (
     subscription,
     unbatch_frame,
 )
-from robocell.common.messages import (
-    LATCHED_TOPICS,
-    TOPIC_SPECS,
-    TOPIC_WIRE_DECODERS,
-    validate,
-)
+from robocell.services.broker.proxy import Proxy, bind, is_loopback
 from robocell.services.broker.routing import LOCAL_ID, REMOTE_ID, CommandRouter, Instance
+from robocell.services.broker.zap import (
+    ZAP_DOMAIN_COMMAND,
+    ZAP_DOMAIN_READ,
+    RemoteAccess,
+    ZapHandler,
+)
 
 BROKER_SOURCE = "broker"
 INBOUND_HWM = 100_000
@@ -146,14 +141,8 @@ MAX_INSTANCES = 1_000
 one total (a rogue sender must not grow the broker's tables)."""
 STATS_PERIOD_S = 1.0
 HEARTBEAT_PERIOD_S = 1.0
-ZAP_ENDPOINT = "inproc://zeromq.zap.01"
-ZAP_DOMAIN_READ = "robocell-read"
-ZAP_DOMAIN_COMMAND = "robocell-command"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsubscribe)
 SUBSCRIPTION_MARKS = (b"\x00", SUBSCRIBE_MARK)
-BIND_RETRY_S = 1.0
-N_PROXY_STATISTICS = 8
 """zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
 COMMAND_FRAME_SLACK = 1024
 """Bytes a command frame may carry beyond the message size limit (ZMQ_MAXMSGSIZE counts
@@ -164,16 +153,6 @@ way is subscriptions (a mark byte and a topic prefix); a larger one drops the co
 instead of growing the subscription tables of the broker and of every publisher."""
 
 _broker_ids = itertools.count()
-
-
-@dataclass
-class RemoteAccess:
-    """The CURVE endpoint for remote monitoring: the broker's key and the allowed clients."""
-
-    base: str
-    server_key: CurveKey
-    allowed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """client public key (Z85) -> (client name, role)."""
 
 
 @dataclass(slots=True)
@@ -196,69 +175,6 @@ class _Instance:
 
     source: str
     topics: dict[str, tuple[int, int, int]]  # topic -> (messages, bytes, dropped)
-
-
-def bind(sock: zmq.Socket, endpoint: str) -> None:
-    """Bind, waiting up to BIND_RETRY_S while the address is still held: libzmq closes a
-    listener asynchronously, so a broker restarted in the same process may find its
-    predecessor's ports busy for a few milliseconds."""
-    deadline = time.monotonic() + BIND_RETRY_S
-    while True:
-        try:
-            sock.bind(endpoint)
-            return
-        except zmq.ZMQError as exc:
-            if exc.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
-
-
-def is_loopback(endpoint: str) -> bool:
-    parts = urlsplit(endpoint)
-    if parts.scheme in ("ipc", "inproc"):
-        return True
-    return (parts.hostname or "") in LOOPBACK_HOSTS or (parts.hostname or "").startswith("127.")
-
-
-class _Proxy:
-    """One ``zmq.proxy_steerable`` on its own thread, stopped through its control socket."""
-
-    def __init__(self, ctx: zmq.Context, name: str, frontend: zmq.Socket, backend: zmq.Socket,
-                 capture: zmq.Socket | None = None) -> None:
-        self.name = name
-        self.sockets = [sock for sock in (frontend, backend, capture) if sock is not None]
-        endpoint = f"inproc://{name}-control"
-        self.control = ctx.socket(zmq.PAIR)
-        self.control.bind(endpoint)
-        self._inner_control = ctx.socket(zmq.PAIR)
-        self._inner_control.connect(endpoint)
-        self._args = (frontend, backend, capture, self._inner_control)
-        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
-        self.error: Exception | None = None
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            zmq.proxy_steerable(*self._args)
-        except zmq.ZMQError as exc:  # ETERM when the context goes away
-            self.error = exc
-
-    def statistics(self) -> tuple[int, ...]:
-        """(frontend msgs in, bytes in, msgs out, bytes out, backend ...) since the start."""
-        self.control.send(b"STATISTICS")
-        frames = self.control.recv_multipart()
-        if len(frames) != N_PROXY_STATISTICS:
-            return (0,) * N_PROXY_STATISTICS
-        return tuple(struct.unpack("=Q", frame)[0] for frame in frames)
-
-    def stop(self) -> None:
-        if self.thread.is_alive():
-            self.control.send(b"TERMINATE")
-            self.thread.join(timeout=5)
-        for sock in (*self.sockets, self.control, self._inner_control):
-            sock.close(linger=0)
 
 
 class Broker:
@@ -305,8 +221,8 @@ class Broker:
         self._diag_count: collections.Counter[tuple[str, str | None]] = collections.Counter()
         self._diag_last: dict[tuple[str, str | None], float] = {}
         self._stop = threading.Event()
-        self._zap_thread: threading.Thread | None = None
-        self._proxies: list[_Proxy] = []
+        self._zap: ZapHandler | None = None
+        self._proxies: list[Proxy] = []
         self._budget_slice = 0.0
         self._budget_used = 0.0
         self._cache_read = 0.0
@@ -344,7 +260,7 @@ class Broker:
             capture = ctx.socket(zmq.PUB)
             capture.sndhwm = CHECK_HWM
             capture.bind(f"inproc://{name}-capture")
-        self._proxies.append(_Proxy(ctx, f"{name}-proxy", xsub, xpub, capture))
+        self._proxies.append(Proxy(ctx, f"{name}-proxy", xsub, xpub, capture))
         # The broker's own messages and the cached ones go into the proxy like a publisher's;
         # the subscriptions on their way to the publishers pass its socket too.
         self.publisher = Publisher(BROKER_SOURCE, Endpoints(inject, inject, inject),
@@ -384,30 +300,26 @@ class Broker:
             tap_out.sndhwm = TAP_HWM
             tap_out.maxmsgsize = SUBSCRIPTION_MAX_BYTES
             bind(tap_out, self.endpoints.tap)
-            self._proxies.append(_Proxy(ctx, f"{name}-tap", tap_in, tap_out))
+            self._proxies.append(Proxy(ctx, f"{name}-tap", tap_in, tap_out))
         self.remote_router = None
         self.routing = CommandRouter(self.router, None, self.commands,
                                      self._tap_command if self.command_tap is not None
                                      else None, self._bad_command)
         if self.remote is not None:
-            self._zap = ctx.socket(zmq.REP)
-            self._zap.bind(ZAP_ENDPOINT)
-            self._zap_thread = threading.Thread(target=self._zap_loop, daemon=True,
-                                                name="broker-zap")
-            self._zap_thread.start()
+            self._zap = ZapHandler(ctx, self.remote, self._stop, self.commands)
             remote = Endpoints.from_base(self.remote.base, self.remote.server_key)
             remote_in = ctx.socket(zmq.XSUB)
             remote_in.rcvhwm = self.subscriber_hwm
             remote_in.connect(feed)
             remote_xpub = ctx.socket(zmq.XPUB)
-            self._curve_server(remote_xpub, ZAP_DOMAIN_READ)
+            self.remote.secure(remote_xpub, ZAP_DOMAIN_READ)
             remote_xpub.sndhwm = self.subscriber_hwm
             remote_xpub.maxmsgsize = SUBSCRIPTION_MAX_BYTES
             remote_xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every late joiner reaches the cache
             bind(remote_xpub, remote.subscribe)
-            self._proxies.append(_Proxy(ctx, f"{name}-remote", remote_in, remote_xpub))
+            self._proxies.append(Proxy(ctx, f"{name}-remote", remote_in, remote_xpub))
             self.remote_router = self._router(None)
-            self._curve_server(self.remote_router, ZAP_DOMAIN_COMMAND)
+            self.remote.secure(self.remote_router, ZAP_DOMAIN_COMMAND)
             bind(self.remote_router, remote.command)
             self.routing.remote = self.remote_router
 
@@ -422,36 +334,6 @@ class Broker:
         if endpoint:
             bind(router, endpoint)
         return router
-
-    def _curve_server(self, sock: zmq.Socket, domain: str) -> None:
-        assert self.remote is not None
-        sock.curve_server = True
-        sock.curve_secretkey = self.remote.server_key.secret.encode("ascii")
-        sock.curve_publickey = self.remote.server_key.public.encode("ascii")
-        sock.zap_domain = domain.encode()
-
-    def _zap_loop(self) -> None:
-        """ZAP handler (RFC 27): admit allow-listed CURVE keys; user id = 'role:name'."""
-        assert self.remote is not None
-        poller = zmq.Poller()
-        poller.register(self._zap, zmq.POLLIN)
-        while not self._stop.is_set():
-            if not poller.poll(100):
-                continue
-            frames = self._zap.recv_multipart()
-            if len(frames) < 6:
-                continue  # not a ZAP request: libzmq never sends these
-            version, request_id, _domain, _address, _identity, mechanism = frames[:6]
-            status, text, user = b"400", b"key not allowed", b""
-            if mechanism == b"CURVE" and len(frames) >= 7 and len(frames[6]) == 32:
-                client_key = zmq.utils.z85.encode(frames[6]).decode("ascii")
-                entry = self.remote.allowed.get(client_key)
-                if entry is not None:
-                    name, role = entry
-                    status, text, user = b"200", b"OK", f"{role}:{name}".encode()
-            self.commands["zap_" + ("allowed" if status == b"200" else "denied")] += 1
-            self._zap.send_multipart([version, request_id, status, text, user, b""])
-        self._zap.close()
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -506,8 +388,8 @@ class Broker:
 
     def close(self) -> None:
         self._stop.set()
-        if self._zap_thread is not None:
-            self._zap_thread.join(timeout=2)
+        if self._zap is not None:
+            self._zap.thread.join(timeout=2)
         for proxy in self._proxies:
             proxy.stop()
         self._proxies = []

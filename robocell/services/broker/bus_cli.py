@@ -126,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _endpoints(args: argparse.Namespace) -> Any:
     from robocell.cli import CommandError
     from robocell.common.bus import Endpoints
-    from robocell.common.curve_keys import KeyFileError
+    from robocell.common.bus.keys import KeyFileError
 
     try:
         return Endpoints.resolve(args.broker, args.curve_key)
@@ -138,7 +138,7 @@ def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = Fals
                 endpoints: Any = None) -> Any:
     from robocell.cli import CommandError
     from robocell.common.bus import Subscriber
-    from robocell.common.envelope import MessageError
+    from robocell.common.bus.wire import MessageError
 
     def warn(rejection: Any) -> None:
         print(f"rejected message on {rejection.topic!r}: {rejection.error}", file=sys.stderr)
@@ -195,7 +195,7 @@ def _short(value: Any, full: bool) -> Any:
 
 def format_pretty(env: Any, full: bool = False) -> str:
     """A human-readable rendering of one envelope."""
-    from robocell.common.messages import TOPIC_SPECS
+    from robocell.common.bus.topics import TOPIC_SPECS
 
     stamp = time.strftime("%H:%M:%S", time.localtime(env.wall_time))
     stamp += f".{int(env.wall_time % 1 * 1000):03d}"
@@ -234,7 +234,7 @@ def _from_json_value(value: Any) -> Any:
 def run_list(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.common.bus import Liveness
-    from robocell.common.messages import TOPIC_SPECS
+    from robocell.common.bus.topics import TOPIC_SPECS
 
     endpoints = _endpoints(args)
     sub = _subscriber(args, ["bus.stats", "heartbeat"], endpoints=endpoints)
@@ -363,7 +363,7 @@ def hz_line(arrivals: list[float], gaps: int = 0) -> str:
 
 def run_pub(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.common.envelope import MessageError
+    from robocell.common.bus.wire import MessageError
 
     try:
         payload = _from_json_value(json.loads(args.payload))
@@ -398,7 +398,7 @@ def run_pub(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.common.envelope import MessageError, split_frame, unbatch_frame
+    from robocell.common.bus.wire import MessageError, split_frame, unbatch_frame
     from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
 
     endpoints = _endpoints(args)
@@ -450,7 +450,7 @@ def run_record(args: argparse.Namespace) -> int:
 
 def run_play(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.common.envelope import message_frame
+    from robocell.common.bus.wire import message_frame
     from robocell.services.broker.recording import (
         NS_PER_S,
         RecordingError,
@@ -507,7 +507,7 @@ def _replayed(data: bytes) -> bytes:
     robocell.common.bus.REPLAY_PREFIX); anything that does not decode goes as it was
     (receivers refuse it, as they would have)."""
     from robocell.common.bus import REPLAY_PREFIX, is_replayed
-    from robocell.common.envelope import MAX_SOURCE_CHARS, Envelope, MessageError, decode, encode
+    from robocell.common.bus.wire import MAX_SOURCE_CHARS, Envelope, MessageError, decode, encode
 
     try:
         env = decode(data)

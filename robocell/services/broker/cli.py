@@ -62,8 +62,9 @@ def run_broker(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.common import config
     from robocell.common.bus import Endpoints
-    from robocell.common.curve_keys import KeyFileError, load_key, parse_allow
-    from robocell.services.broker.broker import Broker, RemoteAccess
+    from robocell.common.bus.keys import KeyFileError, load_key, parse_allow
+    from robocell.services.broker.broker import Broker
+    from robocell.services.broker.zap import RemoteAccess
 
     try:
         base = Endpoints.resolve(args.bus)
@@ -112,7 +113,7 @@ def run_broker(args: argparse.Namespace) -> int:
 
 def run_keys_generate(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
-    from robocell.common.curve_keys import CurveKey, KeyFileError, load_key
+    from robocell.common.bus.keys import CurveKey, KeyFileError, load_key
 
     broker_public = ""
     if args.broker_pub:

@@ -2,10 +2,10 @@
 
 A recording holds one MCAP channel per bus topic with ``message_encoding = "msgpack"`` (the
 registered MCAP encoding). Each MCAP message is the exact wire envelope (see
-:mod:`robocell.common.envelope`), so a replay sends byte-identical messages; ``log_time`` is
+:mod:`robocell.common.bus.wire`), so a replay sends byte-identical messages; ``log_time`` is
 when the recorder received it (replay keeps these relative times) and ``publish_time`` the
 envelope's wall time. Each channel's schema is a JSON Schema of the envelope, derived from
-:mod:`robocell.common.messages`.
+:mod:`robocell.common.bus.topics`.
 
 :func:`export_json` writes a second MCAP with ``message_encoding = "json"`` that Foxglove
 opens directly: each message is the payload's fields plus an ``envelope`` object, binary
@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robocell.common.envelope import MessageError, decode
-from robocell.common.messages import TOPIC_SPECS, payload_json_schema
+from robocell.common.bus.schema import payload_json_schema
+from robocell.common.bus.topics import TOPIC_SPECS
+from robocell.common.bus.wire import MessageError, decode
 
 MESSAGE_ENCODING = "msgpack"
 PROFILE = "robocell"

@@ -15,7 +15,7 @@ The broker never blocks and never goes silent on a caller's behalf:
 - a service with no live instance is answered ``unavailable`` at once;
 - an instance that says BYE, disconnects, or stays silent for STALE_AFTER_BEATS heartbeat
   periods (stopped, hung, killed) is dropped; each request it held is sent to another
-  instance when its command is declared safe to retry (``retry_safe`` in messages.py) and
+  instance when its command is declared safe to retry (``retry_safe`` in bus/topics.py) and
   time remains, and is otherwise answered ``unavailable``, saying it may or may not have run;
 - a caller's retry of a request in flight goes to the instance that holds it (whose dedup
   cache answers it), and a retry of one already answered goes where the answer came from,
@@ -34,7 +34,8 @@ from typing import Any
 import msgpack
 import zmq
 
-from robocell.common.bus import (
+from robocell.common.bus import STALE_AFTER_BEATS, reply_payload
+from robocell.common.bus.commands import (
     BYE,
     CLIENT_ID_PREFIX,
     HELLO,
@@ -42,14 +43,12 @@ from robocell.common.bus import (
     REPLY,
     REQUEST,
     SERVICE_ID_PREFIX,
-    STALE_AFTER_BEATS,
     WELCOME,
-    ZMQ_NOBLOCK,
     peek_reply_id,
     peek_request,
-    reply_payload,
 )
-from robocell.common.envelope import Envelope, MessageError, encode
+from robocell.common.bus.endpoints import ZMQ_NOBLOCK
+from robocell.common.bus.wire import Envelope, MessageError, encode
 
 LOCAL_ID, REMOTE_ID = b"L", b"R"
 """First byte of a caller's key: which ROUTER it came in on (local, or remote with CURVE)."""

@@ -49,7 +49,7 @@ def run_monitor(args: argparse.Namespace) -> int:
     from robocell.cli import CommandError
     from robocell.common import config
     from robocell.common.bus import Endpoints
-    from robocell.common.curve_keys import KeyFileError
+    from robocell.common.bus.keys import KeyFileError
     from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
 
     try:

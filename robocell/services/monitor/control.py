@@ -13,8 +13,8 @@ import hmac
 from dataclasses import dataclass
 from typing import Any
 
-from robocell.common.envelope import MessageError
-from robocell.common.messages import validate_args
+from robocell.common.bus.schema import validate_args
+from robocell.common.bus.wire import MessageError
 
 TOKEN_ENV = "ROBOCELL_MONITOR_TOKEN"
 MIN_TOKEN_CHARS = 8

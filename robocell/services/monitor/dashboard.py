@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robocell.common.bus import Liveness, is_replayed
-from robocell.common.envelope import Envelope
-from robocell.common.messages import FACES
+from robocell.common.bus.topics import FACES
+from robocell.common.bus.wire import Envelope
 
 UPDATE_PERIOD_S = 0.1
 """Shortest interval between two updates of the same view to a browser."""

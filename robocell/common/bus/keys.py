@@ -41,7 +41,7 @@ class CurveKey:
 
     @classmethod
     def generate(cls, name: str, broker_public: str = "") -> CurveKey:
-        import zmq
+        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
 
         public, secret = zmq.curve_keypair()
         return cls(name, public.decode("ascii"), secret.decode("ascii"), broker_public)

@@ -1,4 +1,4 @@
-"""The bus message envelope: what every message carries, and its msgpack wire encoding.
+"""The bus wire format, written and read only here: the envelope, message and batch frames.
 
 On the wire a message is one ZeroMQ frame::
 
@@ -23,7 +23,7 @@ The envelope is a msgpack array, in this order::
 - ``mono_time`` -- the source's ``time.monotonic()`` at the same moment (only comparable
   between messages of the same source).
 - ``payload`` -- a msgpack map with string keys; its fields are declared per topic in
-  :mod:`robocell.common.messages`.
+  :mod:`robocell.common.bus.topics`.
 
 Publishers may write ``seq`` and the time stamps in msgpack's fixed-width forms (uint 64,
 float 64); any valid msgpack encoding of the same values is the same envelope.
@@ -45,8 +45,12 @@ Subscription filtering works unchanged (the topic leads). A batch that is not wh
 taken apart (:func:`unbatch_frame`, which gives each message's frame exactly as it would
 travel alone) and each envelope is judged on its own; recordings keep single envelopes.
 
+Publishers write frames with :class:`FrameWriter` (a constant prefix per topic and source,
+packed with the stamps in one struct call); the subscriptions that mean something to the
+bus itself (SUBSCRIBE_ALL, BROKER_SUBSCRIPTION, ANSWER_MARK) are declared here too.
+
 This module knows nothing about topics; :func:`decode` checks the envelope only, and
-:func:`robocell.common.messages.validate` checks a payload against its declaration.
+:func:`robocell.common.bus.schema.validate` checks a payload against its declaration.
 """
 
 from __future__ import annotations
@@ -78,6 +82,37 @@ MAX_SOURCE_CHARS = 64
 N_ENVELOPE_FIELDS = 7
 TOPIC_END = b"\x00"
 """The byte between the topic and the envelope in a message frame (never part of a topic)."""
+MAX_TOPIC_BYTES = 4 * MAX_TOPIC_CHARS + 1
+"""How far into a frame the end of the topic is looked for (UTF-8: up to 4 bytes a char)."""
+
+# --- subscriptions that mean something to the bus itself ----------------------------------
+
+SUBSCRIBE_ALL = b"\x01"
+"""The subscription to everything: the broker's, and that of any subscriber to every topic
+(``bus record``, ``bus echo ''``); a publisher sees both alike."""
+BROKER_SUBSCRIPTION = b"\x01\x00robocell-broker"
+"""A subscription only the broker makes (no topic starts with a zero byte, so it matches no
+message): its XSUB sends it to every publisher that (re)connects. A publisher that sees it
+gives the broker its latched state (again): the broker came (back) and may have missed it.
+Subscriptions to everything from subscribers pass the publishers too, and mean nothing to
+them."""
+REPLAY_PREFIX = "replay:"
+"""``bus play`` sends each recorded message with this in front of its source: replayed
+state is never taken for live state (the broker's cache prefers live messages, Liveness
+ignores replayed heartbeats, the monitor shows them as replayed)."""
+
+
+def is_replayed(source: str) -> bool:
+    """True for the source of a message ``bus play`` sent (see REPLAY_PREFIX)."""
+    return source.startswith(REPLAY_PREFIX)
+
+
+ANSWER_MARK = b"\x00answer:"
+"""How the channel of one subscriber's latched answers starts (see Subscriber): the broker
+answers a subscription ``b"\x01" + channel + topic subscription``, where the channel is
+``ANSWER_MARK + token + b"\x00"``, with the newest message of each latched topic it
+matches, the channel in front, so that only that subscriber receives it. (No topic starts
+with a zero byte: nobody else subscribes to it by chance.)"""
 
 # --- limits on what a receiver decodes (hostile input must cost little and never crash) ----
 
@@ -153,7 +188,7 @@ class ValidationError(MessageError):
 
 
 class UnknownTopicError(MessageError):
-    """The topic is not declared in :mod:`robocell.common.messages`."""
+    """The topic is not declared in :mod:`robocell.common.bus.topics`."""
 
     reason = "unknown_topic"
 
@@ -367,7 +402,7 @@ def message_frame(topic: str, data: bytes) -> bytes:
 
 def split_frame(frame: bytes) -> tuple[str, bytes]:
     """(topic, envelope bytes) of a message frame; DecodeError if it has no topic."""
-    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
     if end <= 0:
         raise DecodeError("not a message frame: expected a topic, a zero byte and an "
                           f"envelope, got {_describe(bytes(frame[:40]))}")
@@ -411,6 +446,61 @@ def batch_prefix(topic: str, source: str) -> bytes:
             + msgpack.packb(source))
 
 
+def _join_batch(batch_head: bytes, first_seq: bytes, walls: bytes, monos: bytes,
+                payloads: list[bytes]) -> bytes:
+    """A batch frame from its parts, each already msgpack: the head (topic_head +
+    batch_prefix), the first sequence number, the arrays of wall and monotonic times, and
+    the payloads (their array header is written here)."""
+    return b"".join([batch_head, first_seq, walls, monos, array_header(len(payloads)),
+                     *payloads])
+
+
+# --- the publisher's writer: a constant prefix and one struct call per message -------------
+
+ENVELOPE_HEAD = ENVELOPE_ARRAY + msgpack.packb(SCHEMA_VERSION)  # array header, version
+MSGPACK_UINT64 = 0xCF  # msgpack type byte of a 64-bit unsigned integer
+MSGPACK_FLOAT64 = 0xCB  # msgpack type byte of a 64-bit float
+STAMPS_FORMAT = "BQBdBd"  # struct format: seq (uint 64), wall_time, mono_time (float 64)
+encode_payload = msgspec.msgpack.Encoder().encode
+"""payload -> msgpack bytes (str as str, bytes as bin: the same encoding as msgpack's; a
+float always as float 64, which the stamps of a batch rely on)."""
+_seq_head = struct.Struct(">BQ").pack  # (UINT64, seq) -> seq as msgpack uint 64
+
+
+class FrameWriter:
+    """The frames of one (topic, source) as its publisher writes them. Everything before
+    the sequence number never changes for the pair (topic, TOPIC_END, envelope header,
+    version, topic, source): it is packed once, and each message costs one struct call
+    (sequence number as msgpack uint 64, the stamps as float 64) and one concatenation."""
+
+    __slots__ = ("topic_head", "overhead", "message", "batch")
+
+    def __init__(self, topic: str, source: str) -> None:
+        topic_head = topic.encode() + TOPIC_END
+        self.topic_head = topic_head
+        """what a frame of this topic starts with, before the envelope (or the batch)."""
+        prefix = topic_head + ENVELOPE_HEAD + msgpack.packb(topic) + msgpack.packb(source)
+        stamps = f">{STAMPS_FORMAT}"
+        self.overhead = len(prefix) - len(topic_head) + struct.calcsize(stamps)
+        """bytes of an envelope of this topic that are not its payload."""
+        pack = struct.Struct(f">{len(prefix)}s{STAMPS_FORMAT}").pack
+        batch_head = topic_head + batch_prefix(topic, source)
+        uint64, float64, encode_stamps = MSGPACK_UINT64, MSGPACK_FLOAT64, encode_payload
+
+        def message(seq: int, wall: float, mono: float, payload: bytes) -> bytes:
+            """The frame of one message, its payload already msgpack."""
+            return pack(prefix, uint64, seq, float64, wall, float64, mono) + payload
+
+        def batch(first_seq: int, walls: list[float], monos: list[float],
+                  payloads: list[bytes]) -> bytes:
+            """The batch frame of consecutive messages from ``first_seq`` on."""
+            return _join_batch(batch_head, _seq_head(uint64, first_seq),
+                               encode_stamps(walls), encode_stamps(monos), payloads)
+
+        self.message = message
+        self.batch = batch
+
+
 def batch_frame(topic_head: bytes, envelopes: list[bytes]) -> bytes:
     """The batch frame of encoded envelopes of one topic (``topic_head`` = topic bytes +
     TOPIC_END): they must share version, topic and source and have consecutive sequence
@@ -429,16 +519,17 @@ def batch_frame(topic_head: bytes, envelopes: list[bytes]) -> bytes:
             raise ValueError(f"envelope {i} has sequence number {seq}, not {first + i}: a "
                              "batch holds consecutive messages")
     head = array_header(len(parts))
-    return b"".join([topic_head, BATCH_HEAD, bytes(version), bytes(topic), bytes(source),
-                     msgpack.packb(first),
-                     head, *(bytes(p[4]) for p in parts),
-                     head, *(bytes(p[5]) for p in parts),
-                     head, *(bytes(p[6]) for p in parts)])
+    return _join_batch(b"".join([topic_head, BATCH_HEAD, bytes(version), bytes(topic),
+                                 bytes(source)]),
+                       msgpack.packb(first),
+                       b"".join([head, *(bytes(p[4]) for p in parts)]),
+                       b"".join([head, *(bytes(p[5]) for p in parts)]),
+                       [bytes(p[6]) for p in parts])
 
 
 def is_batch_frame(frame: bytes) -> bool:
     """True if ``frame`` (a message frame) is a batch frame."""
-    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
     return end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK
 
 
@@ -469,7 +560,7 @@ def unbatch_frame(frame: bytes) -> list[bytes]:
     frame per message, in order, each exactly as it would travel alone (the sequence number
     written in its shortest form). Raises DecodeError for a batch that cannot be taken apart
     (its envelopes are not judged here)."""
-    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
     if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
         return [frame]
     head, first, walls, monos, payloads = _batch_parts(frame, end)
@@ -480,7 +571,7 @@ def unbatch_frame(frame: bytes) -> list[bytes]:
 def last_of_batch(frame: bytes) -> bytes:
     """The newest plain message frame in ``frame`` (itself unless a batch frame); a batch
     that cannot be taken apart is returned as it is (its receivers refuse it)."""
-    end = frame.find(TOPIC_END, 0, 4 * MAX_TOPIC_CHARS + 1)
+    end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
     if end <= 0 or len(frame) <= end + 1 or frame[end + 1] != BATCH_MARK:
         return frame
     try:
