@@ -1,6 +1,8 @@
 """The broker: pub/sub proxy in C, last-value cache, taps, statistics, command routing.
 
-Patterns (ZeroMQ guide names):
+Patterns (ZeroMQ guide names), each in a module of its own, composed here: the proxies
+(:mod:`.proxy`), the last-value cache (:mod:`.cache`), the check tap (:mod:`.check`), the
+statistics (:mod:`.stats`), command routing (:mod:`.routing`) and CURVE/ZAP (:mod:`.zap`).
 
 - **Proxy** (XSUB/XPUB) -- publishers connect to the XSUB side, subscribers to the XPUB side;
   ``zmq.proxy_steerable`` forwards between them in libzmq's own loop on a thread that does
@@ -67,36 +69,33 @@ import os
 import socket as socketlib
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 import zmq.utils.z85
 
-from robocell.common.bus import SUB_HWM, Endpoints, Publisher, is_replayed
+from robocell.common.bus import SUB_HWM, Endpoints, Publisher
 from robocell.common.bus.endpoints import ZMQ_NOBLOCK
 from robocell.common.bus.node import DIAGNOSTIC_MIN_INTERVAL_S
 from robocell.common.bus.publisher import TRAFFIC_TOPIC
-from robocell.common.bus.schema import TOPIC_WIRE_DECODERS, validate
-from robocell.common.bus.topics import LATCHED_TOPICS, TOPIC_SPECS
+from robocell.common.bus.schema import validate
+from robocell.common.bus.topics import LATCHED_TOPICS
 from robocell.common.bus.wire import (
-    ANSWER_MARK,
-    BATCH_MARK,
     BROKER_SUBSCRIPTION,
     MAX_SOURCE_CHARS,
     MAX_TOPIC_BYTES,
-    TOPIC_END,
-    Envelope,
     MessageError,
     decode_frame,
-    last_of_batch,
     max_message_bytes,
     message_frame,
     subscription,
     unbatch_frame,
 )
+from robocell.services.broker.cache import CACHE_HWM, LastValueCache
+from robocell.services.broker.check import CHECK_HWM, CHECK_PERIOD_S, CheckTap
 from robocell.services.broker.proxy import Proxy, bind, is_loopback
 from robocell.services.broker.routing import LOCAL_ID, REMOTE_ID, CommandRouter, Instance
+from robocell.services.broker.stats import TopicStats, TrafficStats
 from robocell.services.broker.zap import (
     ZAP_DOMAIN_COMMAND,
     ZAP_DOMAIN_READ,
@@ -110,40 +109,16 @@ INBOUND_HWM = 100_000
 (then the publishers' own queues fill and they count drops)."""
 TAP_HWM = 100_000
 """Messages queued for a recorder on the tap endpoint before ZeroMQ drops for it."""
-CHECK_HWM = 1_000
-"""Messages queued for the check tap; beyond, libzmq drops for the check tap alone."""
 TRAFFIC_HWM = 10_000
 COMMAND_HWM = 10_000
 BATCH = 500
 """Messages taken from one socket before looking at the others (fairness, bounded latency)."""
-CHECK_BUDGET = 0.02
-"""Share of one core the check tap may spend decoding and validating; beyond it the tap
-stops reading until the next budget slice. A good message costs the tap about 1 us (its
-topic's compiled decoder), so it checks everything up to about 20,000 messages a second --
-the cell sends hundreds."""
-CHECK_SLICE_S = 1.0
-"""The budget is counted per slice of this length: a burst of malformed messages (each
-explained in Python, tens of microseconds) is checked in full when the second is quiet
-otherwise, a flood is still held to CHECK_BUDGET."""
-CHECK_PERIOD_S = 0.05
-"""The check tap is read on a timer, not when a message arrives: a reader woken for every
-message would cost libzmq a signal and the loop a wake-up per message, outside the budget.
-Every 50 ms, with the cache refresh: CHECK_HWM frames a period are 20,000 a second, about
-what the budget can check; an idle broker wakes 20 times a second (each wake-up costs
-about 0.15 ms of CPU on a small virtual machine: at 100 a second, 2% of a core)."""
-CACHE_REFRESH_S = 0.05
-"""How often the broker reads the latched messages queued for the cache between
-subscriptions (a subscription reads them at once)."""
-CACHE_HWM = 10_000
-"""Latched frames queued for the cache between two reads (state: a few a second)."""
-MAX_INSTANCES = 1_000
-"""Publisher instances whose traffic reports are kept apart; older ones are folded into
-one total (a rogue sender must not grow the broker's tables)."""
 STATS_PERIOD_S = 1.0
 HEARTBEAT_PERIOD_S = 1.0
 SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsubscribe)
-SUBSCRIPTION_MARKS = (b"\x00", SUBSCRIBE_MARK)
-"""zmq_proxy_steerable's STATISTICS reply: frontend messages/bytes in/out, then backend."""
+CACHE_REFRESH_S = 0.05
+"""How often the broker reads the latched messages queued for the cache between
+subscriptions (a subscription reads them at once)."""
 COMMAND_FRAME_SLACK = 1024
 """Bytes a command frame may carry beyond the message size limit (ZMQ_MAXMSGSIZE counts
 each frame; an envelope frame is at most the limit, the routing frames are tiny)."""
@@ -153,28 +128,6 @@ way is subscriptions (a mark byte and a topic prefix); a larger one drops the co
 instead of growing the subscription tables of the broker and of every publisher."""
 
 _broker_ids = itertools.count()
-
-
-@dataclass(slots=True)
-class TopicStats:
-    """What the publishers reported on one topic, added up. Rates come from the difference
-    of the totals between two reports."""
-
-    messages: int = 0
-    bytes: int = 0
-    gaps: int = 0
-    """messages dropped before the broker (refused at a publisher's high-water mark)."""
-    publishers: set[str] = field(default_factory=set)
-    reported_messages: int = 0
-    reported_bytes: int = 0
-
-
-@dataclass(slots=True)
-class _Instance:
-    """The latest traffic report of one publisher instance."""
-
-    source: str
-    topics: dict[str, tuple[int, int, int]]  # topic -> (messages, bytes, dropped)
 
 
 class Broker:
@@ -201,33 +154,18 @@ class Broker:
         self.max_bytes = max_bytes if max_bytes is not None else max_message_bytes()
         self.ctx = context or zmq.Context.instance()
         self.started = time.monotonic()
-        self.topics: dict[str, TopicStats] = {}
-        """topic -> what the publishers reported, added up (rebuilt on every report)."""
+        self.traffic = TrafficStats()
         self.rejected: collections.Counter[str] = collections.Counter()
+        """bad messages by reason, as the check tap saw them."""
         self.commands: collections.Counter[str] = collections.Counter()
-        self.subscriptions = 0
-        self.checked = 0
-        """Messages the check tap decoded and validated."""
         self.unchecked = 0
         """Messages forwarded but not checked (the check tap was over its budget)."""
-        self.cache: dict[str, bytes] = {}
-        """latched topic -> its newest message (a plain frame), see _read_cache."""
-        self._cache_stamps: dict[str, tuple[str, int, float]] = {}
-        """latched topic -> (source, seq, wall time) of the message in ``cache``."""
-        self._instances: collections.OrderedDict[str, _Instance] = collections.OrderedDict()
-        self._retired: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
-        """topic -> [messages, bytes, dropped] of instances folded away (MAX_INSTANCES)."""
-        self._retired_sources: dict[str, set[str]] = collections.defaultdict(set)
         self._diag_count: collections.Counter[tuple[str, str | None]] = collections.Counter()
         self._diag_last: dict[tuple[str, str | None], float] = {}
         self._stop = threading.Event()
         self._zap: ZapHandler | None = None
         self._proxies: list[Proxy] = []
-        self._budget_slice = 0.0
-        self._budget_used = 0.0
         self._cache_read = 0.0
-        self._wire = {topic.encode(): wire for topic, wire in TOPIC_WIRE_DECODERS.items()}
-        """topic bytes -> its compiled decoder (the check tap's fast path)."""
         self.ready = threading.Event()
         self._name = f"robocell-broker-{os.getpid()}-{next(_broker_ids)}"
         self._open_sockets()
@@ -268,23 +206,26 @@ class Broker:
         # The last-value cache reads every latched frame in the order the proxy forwarded
         # it. (Not a ZMQ_CONFLATE socket per topic: the broker's own answers pass the proxy
         # too, and one in flight when a newer message passes would be the last value there.)
-        self.latched = sorted(LATCHED_TOPICS)
+        latched = sorted(LATCHED_TOPICS)
         self.cache_reader = ctx.socket(zmq.SUB)
         self.cache_reader.rcvhwm = CACHE_HWM
-        for topic in self.latched:
+        for topic in latched:
             self.cache_reader.setsockopt(zmq.SUBSCRIBE, subscription(topic))
         self.cache_reader.connect(feed)
+        self.last_values = LastValueCache(self.cache_reader, latched, self.max_bytes)
         self.traffic_reader = ctx.socket(zmq.SUB)
         self.traffic_reader.rcvhwm = TRAFFIC_HWM
         self.traffic_reader.setsockopt(zmq.SUBSCRIBE, subscription(TRAFFIC_TOPIC))
         self.traffic_reader.connect(feed)
         self.check_reader = None
+        self.check_tap: CheckTap | None = None
         if self.check:
             self.check_reader = ctx.socket(zmq.SUB)
             self.check_reader.rcvhwm = CHECK_HWM
             self.check_reader.connect(f"inproc://{name}-capture")
             self.check_reader.setsockopt(zmq.SUBSCRIBE, b"")
-        self._check_subscribed = True
+            self.check_tap = CheckTap(self.check_reader, self.max_bytes, self.rejected,
+                                      self._refused)
         self.router = self._router(self.endpoints.command)
         self.command_tap = None
         if self.endpoints.tap:
@@ -367,12 +308,12 @@ class Broker:
                 if now - self._cache_read >= CACHE_REFRESH_S:
                     self._read_cache()
                     self.routing.sweep(now)
-                if self.check_reader is not None and now >= next_check:
-                    self._read_checks()
-                    self._subscribe_checks(self._within_budget())
+                if self.check_tap is not None and now >= next_check:
+                    self.check_tap.read()
+                    self.check_tap.subscribe_within_budget()
                     next_check = now + CHECK_PERIOD_S
                 next_event = min(next_beat, next_stats, self._cache_read + CACHE_REFRESH_S,
-                                 next_check if self.check_reader is not None else next_stats)
+                                 next_check if self.check_tap is not None else next_stats)
                 timeout_ms = max(0, int((next_event - now) * 1000)) + 1
                 for sock, _ in poller.poll(timeout_ms):
                     if sock is self.publisher.socket:
@@ -402,61 +343,29 @@ class Broker:
     # -- the last-value cache ------------------------------------------------------------------
 
     def _read_cache(self) -> None:
-        """Read every latched frame queued so far; keep per topic the newest message."""
         self._cache_read = time.monotonic()
-        recv, sock = zmq.backend.Socket.recv, self.cache_reader
-        while True:
-            try:
-                frame = recv(sock, ZMQ_NOBLOCK)
-            except zmq.Again:
-                return
-            self._cache_frame(frame)
-
-    def _cache_frame(self, frame: bytes) -> None:
-        """Keep the newest message of ``frame`` (of a batch: its last) unless the cache holds
-        a newer one of its topic: a repeat (the broker's own answer coming back, a
-        publisher's resend) is not newer than what it repeats. Of two sources, the later
-        send time wins. A replayed message (``bus play``, source ``replay:...``) never
-        replaces a live one; a live one always replaces a replayed one. A frame that cannot
-        be decoded is left to the check tap."""
-        one = last_of_batch(frame)
-        try:
-            env = decode_frame(one, self.max_bytes)
-        except MessageError:
-            return
-        held = self._cache_stamps.get(env.topic)
-        if held is not None:
-            source, seq, wall = held
-            replayed = is_replayed(env.source)
-            if replayed != is_replayed(source):
-                if replayed:
-                    return  # the live state stays
-            elif env.wall_time <= wall and (env.source != source or env.seq <= seq):
-                return  # not newer (a smaller seq sent later is a restarted source)
-        self.cache[env.topic] = one
-        self._cache_stamps[env.topic] = (env.source, env.seq, env.wall_time)
+        self.last_values.read()
 
     def _on_subscription(self, frame: bytes) -> None:
         """A subscription on its way from a subscriber to the publishers: answer a request
-        on a subscriber's answer channel (see Subscriber) with the newest message of every
-        latched topic it matches, on that channel only."""
-        if frame[:1] != SUBSCRIBE_MARK:
-            return
-        if not frame.startswith(ANSWER_MARK, 1):
-            self.subscriptions += 1  # the topic's own subscription: its answer is asked next
-            return
-        end = frame.find(TOPIC_END, 1 + len(ANSWER_MARK))
-        if end < 0:
-            return
-        channel, prefix = frame[1:end + 1], frame[end + 1:]
-        matches = [topic for topic in self.latched if subscription(topic).startswith(prefix)]
-        if not matches:
-            return
-        self._read_cache()  # everything forwarded before the subscription passed the proxy
-        for topic in matches:
-            cached = self.cache.get(topic)
-            if cached is not None:  # the newest message
-                self.publisher.send_frame(channel + cached, count=False, latch=False)
+        on a subscriber's answer channel with the newest latched messages it matches."""
+        for answer in self.last_values.answers(frame):
+            self.publisher.send_frame(answer, count=False, latch=False)
+
+    @property
+    def cache(self) -> dict[str, bytes]:
+        """latched topic -> its newest message (a plain frame)."""
+        return self.last_values.frames
+
+    @property
+    def topics(self) -> dict[str, TopicStats]:
+        """topic -> what the publishers reported, added up."""
+        return self.traffic.topics
+
+    @property
+    def checked(self) -> int:
+        """Frames the check tap decoded and validated."""
+        return self.check_tap.checked if self.check_tap is not None else 0
 
     # -- statistics from the publishers' traffic reports -------------------------------------
 
@@ -477,152 +386,11 @@ class Broker:
                     continue
                 if env.topic == TRAFFIC_TOPIC:
                     try:
-                        self._add_report(env)
+                        self.traffic.add_report(env)
                     except Exception as exc:  # never let one report stop the broker
                         self._refused("internal", TRAFFIC_TOPIC,
                                       f"adding up a traffic report raised "
                                       f"{type(exc).__name__}: {exc}", env.source)
-
-    def _add_report(self, env: Envelope) -> None:
-        """Keep the latest cumulative report of a publisher instance; add all up."""
-        p = env.payload
-        topics = {}
-        for topic, counts in p["topics"].items():
-            if topic in TOPIC_SPECS:
-                topics[topic] = (counts.get("messages", 0), counts.get("bytes", 0),
-                                 counts.get("dropped", 0))
-        instance = p["instance"]
-        self._instances[instance] = _Instance(env.source, topics)
-        self._instances.move_to_end(instance)
-        while len(self._instances) > MAX_INSTANCES:
-            _, old = self._instances.popitem(last=False)
-            for topic, counts in old.topics.items():
-                retired = self._retired[topic]
-                for i, value in enumerate(counts):
-                    retired[i] += value
-                self._retired_sources[topic].add(old.source)
-        self._aggregate()
-
-    def _aggregate(self) -> None:
-        topics: dict[str, TopicStats] = {}
-        for topic, counts in self._retired.items():
-            topics[topic] = TopicStats(counts[0], counts[1], counts[2],
-                                       set(self._retired_sources[topic]))
-        for instance in self._instances.values():
-            for topic, (messages, nbytes, dropped) in instance.topics.items():
-                stats = topics.get(topic)
-                if stats is None:
-                    stats = topics[topic] = TopicStats()
-                stats.messages += messages
-                stats.bytes += nbytes
-                stats.gaps += dropped
-                stats.publishers.add(instance.source)
-        for topic, stats in topics.items():  # rates continue from the previous totals
-            old = self.topics.get(topic)
-            if old is not None:
-                stats.reported_messages, stats.reported_bytes = (old.reported_messages,
-                                                                 old.reported_bytes)
-        self.topics = topics
-
-    # -- the check tap: decode and validate what it finds, within the budget -----------------
-
-    def _within_budget(self) -> bool:
-        """True while this slice's checking CPU time is under CHECK_BUDGET of the slice."""
-        now = time.monotonic()
-        if now - self._budget_slice >= CHECK_SLICE_S:
-            self._budget_slice, self._budget_used = now, 0.0
-        return self._budget_used < CHECK_BUDGET * CHECK_SLICE_S
-
-    def _subscribe_checks(self, on: bool) -> None:
-        """Take capture copies only while within the budget: unsubscribed, the check tap
-        costs the proxy one dropped copy a message and nothing else."""
-        if on != self._check_subscribed:
-            self.check_reader.setsockopt(zmq.SUBSCRIBE if on else zmq.UNSUBSCRIBE, b"")
-            self._check_subscribed = on
-
-    def _read_checks(self) -> None:
-        """Check what the check tap has queued, batch by batch, while within the budget."""
-        while self._within_budget():
-            started = time.thread_time()
-            read = self._check_batch()
-            self._budget_used += time.thread_time() - started
-            if read < BATCH:
-                return
-
-    def _check_batch(self) -> int:
-        """Check about BATCH queued messages (a batch frame counts as the messages it
-        carries: the budget is looked at in between); how many were read."""
-        reader = self.check_reader
-        read = 0
-        while read < BATCH:
-            try:
-                frame = reader.recv(ZMQ_NOBLOCK)
-            except zmq.Again:
-                break
-            if frame.startswith(ANSWER_MARK) and not reader.rcvmore:
-                end = frame.find(TOPIC_END, len(ANSWER_MARK))  # a cache answer: its message
-                frame = frame[end + 1:] if end > 0 else frame
-            elif frame[:1] in SUBSCRIPTION_MARKS and not reader.rcvmore:
-                read += 1
-                continue  # a subscription on its way upstream, copied by the proxy too
-            if reader.rcvmore:  # a sender put several frames into one message
-                n = 1
-                while reader.rcvmore:
-                    reader.recv()
-                    n += 1
-                self.checked += n  # in frames, as the proxy counts what it forwards
-                self._refused("decode", self._name_of(frame),
-                              f"a message of {n} frames; a bus message is one frame")
-                read += 1
-                continue
-            try:
-                read += self._inspect(frame)
-            except Exception as exc:  # never let one message stop the broker: count, say
-                read += 1
-                self._refused("internal", self._name_of(frame),
-                              f"checking it raised {type(exc).__name__}: {exc}")
-        return read
-
-    def _inspect(self, frame: bytes) -> int:
-        """Decode and validate one message (each of a batch frame); refusals are counted
-        and reported. A good message takes one call of its topic's compiled decoder (a good
-        batch one too); anything else goes through the explaining checks. How many
-        messages the frame carried (1 for one that cannot be taken apart)."""
-        self.checked += 1  # in frames, as the proxy counts what it forwards
-        end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
-        wire = self._wire.get(frame[:end]) if end > 0 else None
-        if end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK:
-            count = wire.accepts_batch(memoryview(frame)[end + 1:]) if wire else 0
-            if count:
-                return count
-            try:
-                parts = unbatch_frame(frame)
-            except MessageError as exc:
-                self._refused(exc.reason, self._name_of(frame), str(exc))
-                return 1
-            for part in parts:  # something in it is wrong: explain envelope by envelope
-                self._explain(part)
-            return len(parts)
-        if wire is not None and len(frame) - end - 1 <= self.max_bytes \
-                and wire.accepts(frame[end + 1:]):
-            return 1
-        self._explain(frame)
-        return 1
-
-    def _explain(self, frame: bytes) -> None:
-        """Decode and validate one plain message frame with the explaining checks."""
-        try:
-            validate(decode_frame(frame, self.max_bytes))
-        except MessageError as exc:
-            name = self._name_of(frame)
-            self._refused(exc.reason, name if name else None, str(exc), exc.source)
-
-    @staticmethod
-    def _name_of(frame: bytes) -> str | None:
-        """The declared topic a frame starts with, if any."""
-        end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
-        name = frame[:end].decode("utf-8", "replace") if end > 0 else ""
-        return name if name in TOPIC_SPECS else None
 
     def _refused(self, reason: str, topic: str | None, detail: str,
                  source: str | None = None) -> None:
@@ -693,7 +461,7 @@ class Broker:
         self._publish_own("heartbeat", {
             "service": BROKER_SOURCE, "state": "ready",
             "health": {"rejected": dict(self.rejected), "cached_topics": len(self.cache),
-                       "gaps": sum(s.gaps for s in self.topics.values())},
+                       "gaps": self.traffic.gaps},
             "period_s": HEARTBEAT_PERIOD_S, "pid": os.getpid(),
             "host": socketlib.gethostname(), "uptime_s": now - self.started, "commands": [],
         })
@@ -704,33 +472,17 @@ class Broker:
                                       else (0, 0))
         # Everything forwarded so far is queued for the check tap (or was dropped for it):
         # read what the budget allows, then what was not checked is known.
-        if self.check_reader is not None:
-            self._read_checks()
-        self.unchecked = max(0, forwarded - self.checked) if self.check_reader else forwarded
-        uptime = now - self.started
+        if self.check_tap is not None:
+            self.check_tap.read()
+        self.unchecked = max(0, forwarded - self.checked) if self.check_tap else forwarded
         window = now - self._last_report if self._last_report else 0.0
         self._last_report = now
-        topics: dict[str, Any] = {}
-        for name, s in sorted(self.topics.items()):
-            spec = TOPIC_SPECS.get(name)
-            topics[name] = {
-                "messages": s.messages, "bytes": s.bytes, "gaps": s.gaps,
-                "rate_hz": (s.messages - s.reported_messages) / window if window else 0.0,
-                "bytes_per_s": (s.bytes - s.reported_bytes) / window if window else 0.0,
-                "type": spec.type_name if spec else "?",
-                "kind": spec.kind.value if spec else "?",
-                "publishers": sorted(s.publishers),
-            }
-            s.reported_messages, s.reported_bytes = s.messages, s.bytes
         self._publish_own("bus.stats", {
-            "period_s": window or self.stats_period, "uptime_s": uptime, "topics": topics,
-            "messages": sum(s.messages for s in self.topics.values()),
-            "bytes": sum(s.bytes for s in self.topics.values()),
-            "rejected": dict(self.rejected),
-            "gaps": sum(s.gaps for s in self.topics.values()),
+            "period_s": window or self.stats_period, "uptime_s": now - self.started,
+            **self.traffic.rows(window), "rejected": dict(self.rejected),
             "forwarded": forwarded, "forwarded_bytes": forwarded_bytes,
             "checked": self.checked, "unchecked": self.unchecked,
-            "subscriptions": self.subscriptions, "commands": dict(self.commands),
+            "subscriptions": self.last_values.subscriptions, "commands": dict(self.commands),
             "services": self.routing.services_alive(),
             "instances": self.routing.describe(),
         })
