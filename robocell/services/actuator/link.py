@@ -330,6 +330,8 @@ class Link:
         return self._paused.is_set()
 
     # --- streaming -------------------------------------------------------------------------
+    # long-function: the protocol's sender state (window, resends, probes, each report kind)
+    # in one loop, in the order of docs/serial-protocol.md
     def stream(self, commands: Sequence[str], on_done: Callable[[int], None], *,
                pause_points: frozenset[int] = frozenset()) -> StreamResult:
         """Execute ``commands`` (line bodies without numbers) exactly once each, in order.
