@@ -150,6 +150,50 @@ def build_board(level: Level) -> Board:
 
 
 @njit(cache=True)
+def region_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
+                stamp: int, walk: np.ndarray | None, queue: np.ndarray) -> int:
+    """The player's region: a breadth-first walk from ``start`` over free squares that marks
+    every reachable square with ``stamp`` in ``mark``, stores walking distances in ``walk``
+    (None: not wanted), and returns the smallest reachable square (the normalised player
+    position of the region). ``queue`` (int32[n]) is scratch."""
+    head = 0
+    tail = 1
+    queue[0] = start
+    mark[start] = stamp
+    if walk is not None:
+        walk[start] = 0
+    smallest = start
+    while head < tail:
+        s = queue[head]
+        head += 1
+        if s < smallest:
+            smallest = s
+        for d in range(4):
+            t = neighbours[s, d]
+            if t >= 0 and mark[t] != stamp and not occupied[t]:
+                mark[t] = stamp
+                if walk is not None:
+                    walk[t] = walk[s] + 1
+                queue[tail] = t
+                tail += 1
+    return smallest
+
+
+@njit(cache=True)
+def count_regions(neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray, stamp: int,
+                  queue: np.ndarray) -> int:
+    """Connected areas of free squares (the player's possible regions); ``mark`` is scratch
+    stamped with ``stamp``."""
+    regions = 0
+    for s0 in range(neighbours.shape[0]):
+        if occupied[s0] or mark[s0] == stamp:
+            continue
+        regions += 1
+        region_scan(s0, neighbours, occupied, mark, stamp, None, queue)
+    return regions
+
+
+@njit(cache=True)
 def label_regions(neighbours: np.ndarray, wall: np.ndarray, label: np.ndarray,
                   stack: np.ndarray) -> None:
     """For every square b: label[b, q] is the connected region of square q when b and the

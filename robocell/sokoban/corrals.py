@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robocell.sokoban.board import region_scan
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
 
 NO_CORRAL = -1
@@ -109,6 +110,25 @@ def pi_corral(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.ndarr
     return best
 
 
+@njit(cache=True)
+def push_touches_corral(target: int, origin: int, neighbours: np.ndarray,
+                         mark: np.ndarray, stamp: int,
+                         child_mark: np.ndarray, child_stamp: int) -> bool:
+    """Can the push of the box on ``origin`` to ``target`` have made or changed a corral?
+    True when the box went into a corral (``target`` was outside the player's region
+    ``mark == stamp``) or when a free square next to ``target`` lies outside the child's region
+    (``child_mark == child_stamp``): squares cut off by the push, or a corral the box now
+    fences. Otherwise the child's corrals are the parent's, minus any the push opened."""
+    if mark[target] != stamp:
+        return True
+    for d in range(4):
+        t = neighbours[target, d]
+        if t >= 0 and mark[t] == stamp and t != origin and child_mark[t] != child_stamp:
+            return True
+    return False
+
+
+
 CORRAL_ALIVE, CORRAL_DEAD, CORRAL_UNKNOWN = 0, 1, 2
 """Outcome of a corral deadlock search (unknown: the node limit was reached first)."""
 CORRAL_SEARCH_NODES = 512
@@ -123,29 +143,6 @@ CORRAL_DEEP_MAX_BOXES = 12
 slower per expansion, it proves dead corrals the default limits give up on."""
 CORRAL_CACHE_BITS = 20
 EMPTY_KEY = np.uint64(0)
-
-
-@njit(cache=True)
-def _local_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
-                stamp: int, queue: np.ndarray) -> int:
-    """Mark the player's region from ``start``; return its smallest square."""
-    head = 0
-    tail = 1
-    queue[0] = start
-    mark[start] = stamp
-    smallest = start
-    while head < tail:
-        s = queue[head]
-        head += 1
-        if s < smallest:
-            smallest = s
-        for d in range(4):
-            t = neighbours[s, d]
-            if t >= 0 and mark[t] != stamp and not occupied[t]:
-                mark[t] = stamp
-                queue[tail] = t
-                tail += 1
-    return smallest
 
 
 @njit(cache=True)
@@ -229,7 +226,7 @@ def corral_deadlock_search(sub_boxes: np.ndarray, n_sub: int, player: int,
         occupied[sub_boxes[k]] = True
         key ^= zobrist_box[sub_boxes[k]]
     stamp = stamp0 + 1
-    norm = _local_scan(player, neighbours, occupied, mark, stamp, queue)
+    norm = region_scan(player, neighbours, occupied, mark, stamp, None, queue)
     for k in range(n_sub):
         occupied[sub_boxes[k]] = False
     st_player[0] = norm
@@ -244,7 +241,7 @@ def corral_deadlock_search(sub_boxes: np.ndarray, n_sub: int, player: int,
         for k in range(n_sub):
             occupied[boxes[k]] = True
         stamp += 1
-        _local_scan(st_player[head], neighbours, occupied, mark, stamp, queue)
+        region_scan(st_player[head], neighbours, occupied, mark, stamp, None, queue)
         skey = st_hash[head] ^ zobrist_player[st_player[head]]
         for i in range(n_sub):
             b = boxes[i]
@@ -268,8 +265,8 @@ def corral_deadlock_search(sub_boxes: np.ndarray, n_sub: int, player: int,
                             break
                 child_player = -1
                 if not frozen and not solved:
-                    child_player = _local_scan(b, neighbours, occupied, child_mark, stamp,
-                                               queue)
+                    child_player = region_scan(b, neighbours, occupied, child_mark, stamp,
+                                               None, queue)
                 occupied[target] = False
                 occupied[b] = True
                 if frozen:
@@ -377,7 +374,8 @@ def dead_corral(player: int, neighbours: np.ndarray, occupied: np.ndarray,
         for k in range(n_sub):
             sub_occupied[sub_boxes[k]] = True
             key ^= zobrist_box[sub_boxes[k]]
-        sub_player = _local_scan(player, neighbours, sub_occupied, sub_mark, counter[0], queue)
+        sub_player = region_scan(player, neighbours, sub_occupied, sub_mark, counter[0], None,
+                                 queue)
         for k in range(n_sub):
             sub_occupied[sub_boxes[k]] = False
         key ^= zobrist_player[sub_player]

@@ -6,7 +6,7 @@ squares. Positions with the same vector share a *cell*. The search does not take
 position overall, as A* does; it visits the cells that hold open positions in turn, one
 expansion each, so progress on any feature keeps being followed while the heuristic is flat.
 Inside a cell it takes the position reached with the fewest *unadvised* pushes (pushes the
-advisors did not propose, see ``solver``), then the smallest bound.
+advisors did not propose, see ``file_children``), then the smallest bound.
 
 Each cell's open positions are a pairing heap threaded through per-node arrays (first child,
 next sibling), so filing a node is O(1) and nothing is allocated per node.
@@ -18,6 +18,10 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+
+from robocell.sokoban.board import count_regions
+from robocell.sokoban.nodes import grown_array
+from robocell.sokoban.packing import misordered_goals
 
 KEY_SHIFT = 24
 """A node's key in its cell: unadvised pushes << KEY_SHIFT | bound (capped)."""
@@ -189,3 +193,84 @@ def next_node(fs: FeatureSpace) -> int:
             counters[FS_CELLS_VISITED] += 1
             return root
     return -1
+
+
+@njit(cache=True)
+def _advise(value: int, parent_value: int, c: int, best: int, best_value: int,
+            node_h: np.ndarray) -> int:
+    """An advisor's pick after seeing child ``c``: ``c`` when its feature ``value`` (lower is
+    better) beats the parent's and the pick so far (ties: lower h), else the pick so far
+    (``best``, -1 for none, whose feature is ``best_value``)."""
+    if value >= parent_value:
+        return best
+    if best < 0 or value < best_value or (value == best_value and node_h[c] < node_h[best]):
+        return c
+    return best
+
+
+@njit(cache=True)
+def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
+                  node_h: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
+                  is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
+                  deepest_empty: np.ndarray, region_mark: np.ndarray,
+                  region_stamp: int, queue: np.ndarray, fs: FeatureSpace,
+                  regions_known: bool) -> int:
+    """Compute the features of the new nodes ``first..end-1`` (children of ``parent``, or the
+    start node when ``parent == first``), let the advisors pick their pushes, and file every
+    node in its cell. ``occupied`` must be all False; returns the region stamp. A solved
+    child is reported in the counters (FS_GOAL). With ``regions_known`` the areas were
+    counted when the children were made (``fs.regions``)."""
+    packed = fs.packed
+    regions = fs.regions
+    blocked = fs.blocked
+    nb = node_boxes.shape[1]
+    best_pack = -1
+    best_area = -1
+    best_door = -1
+    best_h = -1
+    for c in range(first, end):
+        on_goal = 0
+        in_doorways = 0
+        for k in range(nb):
+            b = node_boxes[c, k]
+            occupied[b] = True
+            if is_goal[b]:
+                on_goal += 1
+            elif fs.doorway[b]:
+                in_doorways += 1
+        blocked[c] = in_doorways
+        if not regions_known:
+            region_stamp += 1
+            regions[c] = count_regions(neighbours, occupied, region_mark, region_stamp, queue)
+        packed[c] = on_goal - misordered_goals(node_boxes[c], -1, -1, occupied, goal_squares,
+                                               goal_area, fs.pack_depth, deepest_empty)
+        for k in range(nb):
+            occupied[node_boxes[c, k]] = False
+        if node_h[c] == 0:
+            fs.counters[FS_GOAL] = c + 1
+        if parent == first:
+            continue
+        # The advisors, each for one push that improves on the parent: packing (packs most),
+        # connectivity (fewest areas), doorways (fewest blocked), bound (lowest h); ties go
+        # to the lower h.
+        best_pack = _advise(-packed[c], -packed[parent], c, best_pack,
+                            -packed[best_pack] if best_pack >= 0 else 0, node_h)
+        best_area = _advise(regions[c], regions[parent], c, best_area,
+                            regions[best_area] if best_area >= 0 else 0, node_h)
+        best_door = _advise(blocked[c], blocked[parent], c, best_door,
+                            blocked[best_door] if best_door >= 0 else 0, node_h)
+        best_h = _advise(node_h[c], node_h[parent], c, best_h,
+                         node_h[best_h] if best_h >= 0 else 0, node_h)
+    base = 0 if parent == first else unadvised_pushes(parent, fs)
+    for c in range(first, end):
+        advised = (parent == first or c == best_pack or c == best_area or c == best_door
+                   or c == best_h)
+        file_node(c, base if advised else base + 1, node_h[c], fs)
+    return region_stamp
+
+
+def grown_feature_space(fs: FeatureSpace, capacity: int, n_nodes: int) -> FeatureSpace:
+    """The feature space with per-node arrays for ``capacity`` nodes (the first ``n_nodes``
+    kept)."""
+    return FeatureSpace(*(tuple(grown_array(a, capacity, n_nodes) for a in fs[:N_NODE_ARRAYS])
+                          + fs[N_NODE_ARRAYS:]))

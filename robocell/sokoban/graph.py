@@ -11,15 +11,9 @@ from xml.sax.saxutils import escape
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import DIR_CHARS, N_DIRS, Board
-from robocell.sokoban.solver import (
-    EMPTY_SLOT,
-    pushed_box_set,
-    region_scan,
-    table_find,
-    table_insert,
-    walk_path,
-)
+from robocell.sokoban.board import DIR_CHARS, N_DIRS, Board, region_scan
+from robocell.sokoban.nodes import EMPTY_SLOT, pushed_box_set, table_find, table_insert
+from robocell.sokoban.solution import walk_path
 
 DEFAULT_MAX_STATES = 2_000_000
 EXPORT_MAX_STATES = 5_000

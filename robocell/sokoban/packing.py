@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+from numba import njit
 
 from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board, floor_region
 
@@ -142,3 +143,27 @@ def packing_depth(board: Board) -> np.ndarray:
     for k, goal in enumerate(order):
         depth[goal] = len(order) - k
     return depth
+
+
+@njit(cache=True)
+def misordered_goals(boxes: np.ndarray, moved_from: int, moved_to: int, occupied: np.ndarray,
+                     goal_squares: np.ndarray, goal_area: np.ndarray, goal_depth: np.ndarray,
+                     deepest_empty: np.ndarray) -> int:
+    """Boxes on goals filled out of order: that still have an empty deeper goal (by
+    ``goal_depth``, the packing order or the depth in the goal area) in their goal area.
+    ``occupied`` shows the parent position; the push moved_from -> moved_to (-1, -1: none)
+    is applied on the fly. ``deepest_empty`` (int32[n_goal_areas + 1]) is scratch."""
+    deepest_empty[:] = 0
+    for gsq in goal_squares:
+        full = occupied[gsq]
+        if gsq == moved_from:
+            full = False
+        elif gsq == moved_to:
+            full = True
+        if not full and goal_depth[gsq] > deepest_empty[goal_area[gsq]]:
+            deepest_empty[goal_area[gsq]] = goal_depth[gsq]
+    count = 0
+    for box in boxes:
+        if goal_area[box] >= 0 and goal_depth[box] < deepest_empty[goal_area[box]]:
+            count += 1
+    return count

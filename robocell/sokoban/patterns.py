@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.corrals import CORRAL_DEEP_MAX_BOXES, _local_scan
+from robocell.sokoban.board import region_scan
+from robocell.sokoban.corrals import CORRAL_DEEP_MAX_BOXES
 
 MAX_PATTERNS = 1 << 16
 """Patterns kept per search; later ones are dropped (the table only ever prunes)."""
@@ -100,7 +101,7 @@ def learn_dead_corral(table: tuple, work: tuple, n_sub: int, player: int,
     counter[0] += 2 * work[6].shape[0] + 2  # a stamp no search has used
     for k in range(n_sub):
         sub_occupied[sub_boxes[k]] = True
-    _local_scan(player, neighbours, sub_occupied, sub_mark, counter[0], queue)
+    region_scan(player, neighbours, sub_occupied, sub_mark, counter[0], None, queue)
     for k in range(n_sub):
         sub_occupied[sub_boxes[k]] = False
     return pattern_add(table, sub_boxes, n_sub, sub_mark, counter[0])

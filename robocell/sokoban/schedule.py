@@ -8,7 +8,7 @@ replays (or optimal A* proves there is none).
 A schedule is written ``STAGE,STAGE,...`` with ``STAGE = W[flags][/E]:SECONDS``: the weight of
 the bound (1 = optimal A*), then any of ``p`` (plain: no goal-room macros, tunnel runs or
 fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m`` (box
-moves: an arc pushes one box as far as it goes, see ``solver.box_reach``), ``c`` (deep
+moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``c`` (deep
 corral deadlock search: larger limits, slower per expansion), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 """

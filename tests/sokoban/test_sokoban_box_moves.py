@@ -7,20 +7,16 @@ from collections import deque
 import numpy as np
 import pytest
 
-from robocell.sokoban.board import N_DIRS, build_board, floor_region
+from robocell.sokoban.board import N_DIRS, build_board, floor_region, region_scan
+from robocell.sokoban.box_moves import block_scratch, box_reach
 from robocell.sokoban.corrals import NO_CORRAL
 from robocell.sokoban.level import load_level, load_levels, parse_levels
 from robocell.sokoban.lurd import replay
+from robocell.sokoban.nodes import BOX_MOVE_FLAG
 from robocell.sokoban.rooms import MACRO_SHIFT, NO_ROOM
 from robocell.sokoban.schedule import Stage, parse_schedule
-from robocell.sokoban.solver import (
-    BOX_MOVE_FLAG,
-    block_scratch,
-    box_reach,
-    expand_box_moves,
-    region_scan,
-    solve,
-)
+from robocell.sokoban.solution import expand_box_moves
+from robocell.sokoban.solver import solve
 
 
 def _reference(board, boxes, player, b):

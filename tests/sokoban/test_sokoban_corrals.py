@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robocell.sokoban.board import Board, build_board
+from robocell.sokoban.board import Board, build_board, region_scan
 from robocell.sokoban.corrals import (
     CORRAL_DEEP_MAX_BOXES,
     CORRAL_DEEP_NODES,
@@ -20,7 +20,7 @@ from robocell.sokoban.corrals import (
 from robocell.sokoban.graph import GraphTooLarge, build_graph
 from robocell.sokoban.level import load_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.solver import region_scan, solve
+from robocell.sokoban.solver import solve
 
 GRAPH_MAX_STATES = 20_000
 LEVELS_CHECKED = 40

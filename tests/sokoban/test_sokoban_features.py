@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robocell.sokoban.board import build_board
+from robocell.sokoban.board import build_board, count_regions
 from robocell.sokoban.features import (
     FS_ACTIVE,
     KEY_SHIFT,
@@ -23,7 +23,6 @@ from robocell.sokoban.features import (
     unadvised_pushes,
 )
 from robocell.sokoban.level import parse_levels
-from robocell.sokoban.solver import count_regions
 
 ROOMS = """\
 #########
