@@ -136,7 +136,9 @@ def cmd_scramble(args: argparse.Namespace) -> int:
     import numpy as np
 
     from robocell.common.cube import format_moves, random_facelets
-    from robocell.common.scramble import scramble_moves
+
+    # the sequence is the inverse of a plan: the solver and its tables, only when asked for
+    from robocell.services.solver.scramble import scramble_moves
 
     rng = np.random.default_rng(args.seed)
     for _ in range(args.count):

@@ -132,7 +132,7 @@ def test_the_request_budget_bounds_the_search(solver_bus):
 
 def test_a_worker_killed_mid_solve_is_reported_and_replaced():
     from robocell.services.solver.pool import SolverPool, WorkerDied
-    from robocell.services.solver.service import solve_in_worker
+    from robocell.services.solver.worker import solve_in_worker
 
     pool = SolverPool(1, ("htm",), queue_limit=2)
     pool.start()
@@ -164,7 +164,7 @@ def test_a_worker_killed_mid_solve_is_reported_and_replaced():
 
 def test_the_pool_refuses_past_its_queue_limit_and_drops_late_requests():
     from robocell.services.solver.pool import PoolBusy, PoolTimeout, SolverPool
-    from robocell.services.solver.service import solve_in_worker
+    from robocell.services.solver.worker import solve_in_worker
 
     pool = SolverPool(1, ("htm",), queue_limit=1)
     pool.start()

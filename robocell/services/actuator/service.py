@@ -83,7 +83,7 @@ class ActuatorService:
                         "flash firmware configured for this robot or pick the right --profile")
             self.node.set_state("error", error="motor mismatch")
             return
-        from robocell.common.heap import freeze_startup_objects
+        from robocell.common.malloc import freeze_startup_objects
 
         freeze_startup_objects()
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,

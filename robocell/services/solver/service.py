@@ -23,6 +23,12 @@ import time
 import uuid
 from typing import Any
 
+from robocell.services.solver.worker import (
+    SOKOBAN_DEFAULT_TIMEOUT_S,
+    solve_in_worker,
+    solve_sokoban_in_worker,
+)
+
 DEFAULT_TIMEOUT_S = 0.1
 """3x3 search budget per request when neither the request nor the robot profile
 (``search_budget_ms``) sets one; always bounded by the caller's deadline."""
@@ -34,84 +40,6 @@ AUTO_DEADLINE_S = 30.0
 CUBE3_STICKERS = 54
 
 PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
-
-
-# --- the worker side (runs in the pool's processes) --------------------------------------
-
-def _warm_worker(profiles: tuple[str, ...]) -> None:
-    """Worker initialiser: map the tables and compile the search once, before any request."""
-    from robocell.common.facelets import solved
-    from robocell.common.heap import freeze_startup_objects
-    from robocell.common.profile import load_profile
-    from robocell.services.solver.api import solve
-
-    for name in profiles:
-        profile = load_profile(name)
-        for size in (2, 3):
-            if profile.fits(size):
-                solve(solved(size), name, timeout=0.01)
-    freeze_startup_objects()
-
-
-def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
-                    timeout: float | None, part: tuple[int, int] = (0, 1),
-                    search_until: float | None = None) -> dict[str, Any]:
-    """Plan in a worker (``part``: its share of a split 3x3 search, which ends its search
-    by ``search_until``, a time.monotonic() shared by the host's processes, so that a share
-    that started late does not hold up the others); errors come back as data (exceptions
-    with extra fields do not cross process boundaries intact)."""
-    from robocell.common.profile import ProfileError
-    from robocell.common.validation import CubeStateError
-    from robocell.services.solver.api import solve
-
-    started = time.monotonic()
-    if search_until is not None and timeout is not None:
-        timeout = max(0.0, min(timeout, search_until - started))
-    try:
-        plan = solve(facelets, profile, max_length=max_length, timeout=timeout, part=part)
-    except CubeStateError as exc:
-        return {"error": exc.to_dict()}
-    except (ProfileError, ValueError) as exc:
-        return {"error": {"code": "invalid_request", "message": str(exc), "stickers": []}}
-    return {"plan": plan.to_dict(), "span": (started, time.monotonic())}
-
-
-SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
-"""Search budget of a Sokoban solve when the request gives none."""
-
-
-def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
-                            fast: bool) -> dict[str, Any]:
-    """Solve one Sokoban level (XSB text) in a worker; the solution is replayed before it is
-    returned. Errors come back as data."""
-    from robocell.sokoban.board import build_board
-    from robocell.sokoban.level import LevelError, parse_levels
-    from robocell.sokoban.lurd import replay
-    from robocell.sokoban.schedule import default_schedule, solve_scheduled
-    from robocell.sokoban.solver import solve
-
-    try:
-        levels = parse_levels(level_text)
-        if len(levels) != 1:
-            raise LevelError(f"expected one level in the request, found {len(levels)}; send "
-                             "the levels one at a time")
-        level = levels[0]
-        if fast:
-            # optimal A* for a moment, then the non-optimal searches (robocell.sokoban.schedule)
-            result, spent = solve_scheduled(level, default_schedule(metric, timeout), metric)
-            result.seconds = spent
-        else:
-            result = solve(build_board(level), metric=metric, timeout=timeout)
-    except (LevelError, ValueError) as exc:
-        return {"error": {"code": "invalid_level", "message": str(exc), "stickers": []}}
-    if result.solved and not replay(level, result.lurd).solved:
-        return {"error": {"code": "internal", "stickers": [],
-                          "message": "the solution found does not replay; please report"}}
-    return {"result": {
-        "status": result.status, "solved": result.solved, "lurd": result.lurd,
-        "pushes": result.pushes, "moves": result.moves, "metric": result.metric,
-        "optimal": bool(result.optimal and result.solved), "expanded": result.expanded,
-        "solve_ms": round(1000 * result.seconds, 3), "lower_bound": result.lower_bound}}
 
 
 # --- the pure core: one plan from a split search, and its bus payload -------------------
@@ -208,7 +136,7 @@ class SolverService:
                         concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         if self.auto:
             self.node.subscribe("vision.cube_state", self.on_cube_state)
-        from robocell.common.heap import freeze_startup_objects
+        from robocell.common.malloc import freeze_startup_objects
 
         freeze_startup_objects()
         self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)

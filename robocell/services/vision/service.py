@@ -85,7 +85,7 @@ def _start_reader(size: int | None) -> None:
     import cv2
 
     from robocell.common.cube import random_facelets
-    from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
+    from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
     from robocell.services.vision.sources import SimSource
 
     keep_frame_buffers()
@@ -240,7 +240,7 @@ class VisionService:
         self._pool: Any = None
 
     def start(self) -> None:
-        from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
+        from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
         from robocell.services.vision.sources import SimSource
 
         keep_frame_buffers()
