@@ -44,6 +44,7 @@ from robocell.common.envelope import (
     ValidationError,
     plain_problem,
 )
+from robocell.common.facelets import FACES
 
 # --- declarations -------------------------------------------------------------------------
 
@@ -63,7 +64,6 @@ ANY_SERVICE = "*"
 LIFECYCLE_STATES = ("starting", "ready", "busy", "error", "stopping")
 """Lifecycle state a service announces in its heartbeat."""
 
-FACES = ("U", "R", "F", "D", "L", "B")
 PUZZLES = ("2x2x2", "3x3x3", "sokoban")
 CYCLE_STAGES = ("idle", "scanning", "solving", "executing", "verifying", "done", "failed",
                 "stopped")

@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from robocell.common.profile import Profile, ProfileError, load_profile
-from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, Progress
+from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
 from robocell.services.actuator.link import FirmwareReset, Link, LinkError
 
 POSE_HOLD_TIMEOUT_S = 5.0
@@ -28,11 +28,6 @@ PLAN_ARRIVAL_WAIT_S = 2.0
 """How long `execute` waits for a named plan still on its way on solver.plan."""
 PLANS_KEPT = 16
 DEFAULT_SCRAMBLE_MOVES = 25
-
-
-def puzzle_size(puzzle: str) -> int:
-    """"2x2x2" / "2x2" -> 2."""
-    return int(puzzle.split("x")[0])
 
 
 class ActuatorService:
@@ -197,7 +192,7 @@ class ActuatorService:
 
         def on_done(index: int) -> None:
             for item in execution.line_done(index):
-                if isinstance(item, Progress):
+                if isinstance(item, StepProgress):
                     self.node.publish("actuator.progress", {
                         "plan_id": plan_id, "step": item.step, "n_steps": item.n_steps,
                         "primitive": item.name, "eta_s": round(item.eta_s, 3),
@@ -396,7 +391,7 @@ class FirmwareSimBus:
         return {"facelets": result, "moves": format_moves(moves)}
 
 
-def run_service(args: argparse.Namespace) -> int:
+def serve_actuator(args: argparse.Namespace) -> int:
     """`robocell actuator`: serve until Ctrl-C."""
     from robocell.cli import CommandError
     from robocell.common.bus import Node

@@ -23,6 +23,7 @@ import time
 import uuid
 from typing import Any
 
+from robocell.common.facelets import size_of
 from robocell.services.solver.worker import (
     SOKOBAN_DEFAULT_TIMEOUT_S,
     solve_in_worker,
@@ -37,9 +38,6 @@ QUEUE_PER_WORKER = 4
 """Requests waiting per worker before new ones are refused as busy."""
 AUTO_DEADLINE_S = 30.0
 """Automatic mode: longest wait for a plan for a new cube state."""
-CUBE3_STICKERS = 54
-
-PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 
 
 # --- the pure core: one plan from a split search, and its bus payload -------------------
@@ -47,7 +45,7 @@ PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 def split_jobs(facelets: str, profile: str | None, budget: float, workers: int) -> list[tuple]:
     """The pool jobs of one solve on ``workers`` idle workers: a 3x3 search split into that
     many shares of budget/n each; anything else (a 2x2 is a table look-up) as one job."""
-    if len(facelets) != CUBE3_STICKERS or workers < 2:
+    if size_of(facelets) != 3 or workers < 2:
         return [(solve_in_worker, facelets, profile, None, budget)]
     share = budget / workers
     until = time.monotonic() + share
@@ -88,10 +86,9 @@ def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
                  service_ms: float) -> dict[str, Any]:
     """The `solver.plan` message for a plan dict (see `Plan.to_dict`)."""
-    size = 2 if len(plan["facelets"]) == 24 else 3
     payload = {
         "plan_id": plan_id,
-        "puzzle": PUZZLE_NAMES[size],
+        "puzzle": plan["puzzle"],
         "profile": plan["profile"],
         "facelets": plan["facelets"],
         "primitives": list(plan["primitives"]),
@@ -200,7 +197,7 @@ class SolverService:
     def _profile_for(self, facelets: str, requested: str | None) -> str | None:
         if requested:
             return requested
-        return self.profiles.get(2 if len(facelets) == 24 else 3)
+        return self.profiles.get(size_of(facelets) or 3)
 
     def on_solve(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         from robocell.common.bus import CommandFailed

@@ -16,12 +16,13 @@ import numpy as np
 from numba import njit
 
 from robocell.common.cubie import from_facelets
+from robocell.common.facelets import puzzle_name
 from robocell.common.profile import Profile
-from robocell.services.solver.cube2.coords import N_STATES, SOLVED
+from robocell.services.solver.cube2.coord import N_STATES, SOLVED
+from robocell.services.solver.cube2.moves import class_of, perm8_rank, twist7_rank
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
 from robocell.services.solver.cube2.tables import LAYOUT_BITS, load_tables
-from robocell.services.solver.cube2.transitions import class_of, perm8_rank, twist7_rank
 from robocell.services.solver.plan import Plan
 
 MAX_PLAN_STEPS = 512
@@ -142,7 +143,7 @@ class Cube2Solver:
         cost = scaled_cost / self.model.cost_scale
         solve_ms = (time.perf_counter() - started) * 1000.0
         return Plan(
-            puzzle="2x2", profile=self.profile.name, facelets=facelets,
+            puzzle=puzzle_name(2), profile=self.profile.name, facelets=facelets,
             primitives=[p.name for p in prims], moves=moves, cost=cost,
             cost_ms=self.profile.cost_ms(cost), solve_ms=solve_ms, optimal=True,
             stats={"steps": len(prims)},

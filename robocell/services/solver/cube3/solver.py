@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import cache
 
 from robocell.common.cubie import CubieState
-from robocell.common.facelets import solved
+from robocell.common.facelets import puzzle_name, solved
 from robocell.common.moves import apply_to_cubies, apply_to_facelets
 from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile, load_profile
@@ -154,8 +154,8 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
                                            chosen.solved_any_orientation):
             raise RuntimeError(f"internal error: primitives {primitives} of profile "
                                f"{chosen.name} do not solve {facelets}")
-    return Plan(puzzle="3x3", profile=chosen.name, facelets=facelets, primitives=primitives,
-                moves=moves, cost=cost, cost_ms=chosen.cost_ms(cost),
+    return Plan(puzzle=puzzle_name(3), profile=chosen.name, facelets=facelets,
+                primitives=primitives, moves=moves, cost=cost, cost_ms=chosen.cost_ms(cost),
                 solve_ms=1000 * (time.perf_counter() - started),
                 optimal=bool(stats.pop("optimal")) and cost_function is None, stats=stats)
 
