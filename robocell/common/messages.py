@@ -316,7 +316,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics.",
         retry_safe=True),
     CommandSpec("actuator", "execute", (
-        F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
+        F("plan", "map", "the plan to execute: the fields of solver.plan (see `Plan`)"),
     ), (), "Start executing a plan; progress and result on actuator.* topics."),
     CommandSpec("actuator", "scan", (
         F("scan_id", "str", "id for this scan", optional=True),
@@ -339,6 +339,45 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("seed", "int", "random seed", optional=True),
     ), (), "Scramble the twin (simulation only)."),
 )
+
+# --- typed messages: a payload as a Python type, built from/to the payload here only -------
+
+
+@dataclass
+class Plan:
+    """The `solver.plan` message: a plan for one cube and one robot, in the robot's primitives.
+
+    The solver's `solve` answers with it (and publishes it, latched, for watchers); the cell
+    hands it to the actuator's `execute` as the ``plan`` argument. Its fields are the topic's
+    fields (checked by the solver tests); `from_payload` validates against that declaration.
+    """
+
+    plan_id: str
+    puzzle: str
+    profile: str
+    facelets: str
+    primitives: list[str]
+    face_turns: list[str]
+    predicted_ms: float
+    search: dict[str, Any]
+    scan_id: str | None = None
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> Plan:
+        """The plan a payload carries; ValidationError naming the field that does not fit."""
+        validate_payload("solver.plan", payload)
+        return cls(**payload)
+
+    def to_payload(self) -> dict[str, Any]:
+        """The `solver.plan` payload (``scan_id`` only when known)."""
+        payload = {"plan_id": self.plan_id, "puzzle": self.puzzle, "profile": self.profile,
+                   "facelets": self.facelets, "primitives": list(self.primitives),
+                   "face_turns": list(self.face_turns), "predicted_ms": self.predicted_ms,
+                   "search": self.search}
+        if self.scan_id is not None:
+            payload["scan_id"] = self.scan_id
+        return payload
+
 
 # --- derived tables -----------------------------------------------------------------------
 

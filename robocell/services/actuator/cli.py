@@ -65,8 +65,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="device path or pyserial URL of the firmware; default "
                           "$ROBOCELL_SERIAL, else the local simulator: "
                           "socket://127.0.0.1:$ROBOCELL_SIM_PORT (7700)")
-    act.add_argument("--auto", action="store_true",
-                     help="execute every new plan published on solver.plan at once")
     act.set_defaults(func=cmd_actuator)
 
 

@@ -1,7 +1,7 @@
 """`robocell solver`: the solver as a bus service, answering from a pool of worker processes.
 
 Pattern: a request/reply *worker pool*. The bus adapter (one `Node`) answers the `solve`
-command and, in automatic mode, every new `vision.cube_state`; each solve runs in one of
+command; each solve runs in one of
 ``--workers`` processes. The tables are built (if needed) once by this process before the
 workers start; every worker then memory-maps the same files read-only, so they share one
 copy in the page cache. A request that finds every worker busy and the queue full is
@@ -24,6 +24,7 @@ import uuid
 from typing import Any
 
 from robocell.common.facelets import size_of
+from robocell.common.messages import Plan
 from robocell.services.solver.worker import (
     SOKOBAN_DEFAULT_TIMEOUT_S,
     solve_in_worker,
@@ -36,11 +37,9 @@ DEFAULT_TIMEOUT_S = 0.1
 MIN_BUDGET_S = 0.005
 QUEUE_PER_WORKER = 4
 """Requests waiting per worker before new ones are refused as busy."""
-AUTO_DEADLINE_S = 30.0
-"""Automatic mode: longest wait for a plan for a new cube state."""
 
 
-# --- the pure core: one plan from a split search, and its bus payload -------------------
+# --- the pure core: one plan from a split search, and its bus message --------------------
 
 def split_jobs(facelets: str, profile: str | None, budget: float, workers: int) -> list[tuple]:
     """The pool jobs of one solve on ``workers`` idle workers: a 3x3 search split into that
@@ -83,26 +82,19 @@ def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
                      "optimal": all(p["optimal"] for p in plans)}}
 
 
-def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
-                 service_ms: float) -> dict[str, Any]:
-    """The `solver.plan` message for a plan dict (see `Plan.to_dict`)."""
-    payload = {
-        "plan_id": plan_id,
-        "puzzle": plan["puzzle"],
-        "profile": plan["profile"],
-        "facelets": plan["facelets"],
-        "primitives": list(plan["primitives"]),
-        "face_turns": plan["moves"].split() if plan["moves"] else [],
-        "predicted_ms": float(plan["cost_ms"]),
-        "search": {
-            "solve_ms": plan["solve_ms"], "service_ms": round(service_ms, 3),
-            "length": plan["length"], "cost_units": plan["cost"],
-            "optimal": plan["optimal"], **plan.get("stats", {}),
-        },
-    }
-    if scan_id is not None:
-        payload["scan_id"] = scan_id
-    return payload
+def plan_message(solution: dict[str, Any], plan_id: str, scan_id: str | None,
+                 service_ms: float) -> Plan:
+    """The `solver.plan` message for a worker's solution (see `Solution.to_dict`)."""
+    return Plan(
+        plan_id=plan_id, scan_id=scan_id, puzzle=solution["puzzle"],
+        profile=solution["profile"], facelets=solution["facelets"],
+        primitives=list(solution["primitives"]),
+        face_turns=solution["moves"].split() if solution["moves"] else [],
+        predicted_ms=float(solution["cost_ms"]),
+        search={"solve_ms": solution["solve_ms"], "service_ms": round(service_ms, 3),
+                "length": solution["length"], "cost_units": solution["cost"],
+                "optimal": solution["optimal"], **solution.get("stats", {})},
+    )
 
 
 # --- the bus adapter ----------------------------------------------------------------------
@@ -110,14 +102,13 @@ def plan_payload(plan: dict[str, Any], plan_id: str, scan_id: str | None,
 class SolverService:
     """Bus adapter around a pool of solver processes (`robocell.services.solver.pool`)."""
 
-    def __init__(self, node: Any, workers: int, profiles: dict[int, str], auto: bool,
+    def __init__(self, node: Any, workers: int, profiles: dict[int, str],
                  default_timeout: float | None = None, split: bool = True) -> None:
         from robocell.services.solver.pool import SolverPool
 
         self.node = node
         self.workers = workers
         self.profiles = profiles
-        self.auto = auto
         self.default_timeout = default_timeout
         self.split = split
         self.served = 0
@@ -131,8 +122,6 @@ class SolverService:
         self.node.serve("solve", self.on_solve, concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         self.node.serve("sokoban", self.on_sokoban,
                         concurrency=self.workers * (1 + QUEUE_PER_WORKER))
-        if self.auto:
-            self.node.subscribe("vision.cube_state", self.on_cube_state)
         from robocell.common.malloc import freeze_startup_objects
 
         freeze_startup_objects()
@@ -215,8 +204,8 @@ class SolverService:
             raise CommandFailed("invalid_arguments",
                                 f"{err['message']} [{err['code']}]")
         plan_id = uuid.uuid4().hex[:12]
-        payload = plan_payload(outcome["plan"], plan_id, args.get("scan_id"),
-                               (time.perf_counter() - started) * 1e3)
+        payload = plan_message(outcome["plan"], plan_id, args.get("scan_id"),
+                               (time.perf_counter() - started) * 1e3).to_payload()
         if args.get("publish"):
             self.node.publish("solver.plan", payload)
         return payload
@@ -241,54 +230,18 @@ class SolverService:
         return {**outcome["result"],
                 "service_ms": round((time.perf_counter() - started) * 1e3, 3)}
 
-    def on_cube_state(self, env: Any) -> None:
-        """Automatic mode: answer each new cube state with a plan (off the I/O thread)."""
-        threading.Thread(target=self._auto_solve, args=(env.payload,), daemon=True).start()
-
-    def _auto_solve(self, state: dict[str, Any]) -> None:
-        from robocell.common.bus import CommandFailed
-
-        facelets = state["facelets"]
-        started = time.perf_counter()
-        profile = self._profile_for(facelets, None)
-        try:
-            outcome = self._plan(facelets, profile, self._budget_for(profile, None),
-                                 time.monotonic() + AUTO_DEADLINE_S)
-        except CommandFailed as exc:
-            self._report(exc.code, str(exc), state)
-            return
-        if "error" in outcome:
-            err = outcome["error"]
-            self._report(err["code"], err["message"], state, stickers=err["stickers"])
-            return
-        payload = plan_payload(outcome["plan"], uuid.uuid4().hex[:12], state.get("scan_id"),
-                               (time.perf_counter() - started) * 1e3)
-        self.node.publish("solver.plan", payload)
-
-    def _report(self, code: str, message: str, state: dict[str, Any],
-                stickers: list[int] | None = None) -> None:
-        self.node.publish("errors", {
-            "service": "solver", "stage": "solve", "code": code, "message": message,
-            "action": "rescan the cube" if stickers is not None else "retry",
-            "detail": {"scan_id": state.get("scan_id", ""), "stickers": stickers or []},
-        })
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "solver", help="run the solver service on the bus",
         description="Serve `solve` commands from a pool of worker processes sharing the "
-                    "memory-mapped tables; with --auto also answer every new cube state "
-                    "with a plan on solver.plan.")
+                    "memory-mapped tables (the cell asks for each plan).")
     p.add_argument("--workers", type=int,
                    default=int(os.environ.get("ROBOCELL_SOLVER_WORKERS", "2")),
                    help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
     p.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE"),
                    help="the cell's robot profile (default $ROBOCELL_PROFILE); used for "
                         "cubes of its size, htm for the other size")
-    p.add_argument("--auto", action="store_true",
-                   default=os.environ.get("ROBOCELL_SOLVER_AUTO", "") not in ("", "0"),
-                   help="plan for every new vision.cube_state (default $ROBOCELL_SOLVER_AUTO)")
     p.add_argument("--timeout", type=float, default=None,
                    help="3x3 search budget per request in seconds (bounded by its deadline; "
                         "default: the robot profile's search_budget_ms, else "
@@ -323,8 +276,7 @@ def cmd_solver(args: argparse.Namespace) -> int:
         for group in all_groups(name):
             tables.load(group)
     with Node("solver", Endpoints.resolve(args.broker)) as node:
-        service = SolverService(node, args.workers, profiles, args.auto, args.timeout,
-                                args.split)
+        service = SolverService(node, args.workers, profiles, args.timeout, args.split)
         try:
             service.start()
             node.wait()

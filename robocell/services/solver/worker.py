@@ -54,8 +54,8 @@ def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
                     search_until: float | None = None) -> dict[str, Any]:
     """Plan in a worker (``part``: its share of a split 3x3 search, which ends its search
     by ``search_until``, a time.monotonic() shared by the host's processes, so that a share
-    that started late does not hold up the others): ``{"plan": Plan, "span": (start, end)}``
-    or ``{"error": {code, message, stickers}}``."""
+    that started late does not hold up the others): ``{"plan": Solution.to_dict(), "span":
+    (start, end)}`` or ``{"error": {code, message, stickers}}``."""
     started = time.monotonic()
     if search_until is not None and timeout is not None:
         timeout = max(0.0, min(timeout, search_until - started))

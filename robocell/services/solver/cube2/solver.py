@@ -23,7 +23,7 @@ from robocell.services.solver.cube2.moves import class_of, perm8_rank, twist7_ra
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
 from robocell.services.solver.cube2.tables import LAYOUT_BITS, load_tables
-from robocell.services.solver.plan import Plan
+from robocell.services.solver.solution import Solution
 
 MAX_PLAN_STEPS = 512
 NO_PLAN = -1
@@ -133,7 +133,7 @@ class Cube2Solver:
                 f"{self.profile.name}`")
         return [int(i) for i in out[:steps]], int(cost)
 
-    def solve(self, facelets: str) -> Plan:
+    def solve(self, facelets: str) -> Solution:
         """The optimal plan for a validated 2x2x2 facelet string."""
         started = time.perf_counter()
         state = from_facelets(facelets)
@@ -142,7 +142,7 @@ class Cube2Solver:
         moves = [move for p in prims for move in p.moves]
         cost = scaled_cost / self.model.cost_scale
         solve_ms = (time.perf_counter() - started) * 1000.0
-        return Plan(
+        return Solution(
             puzzle=puzzle_name(2), profile=self.profile.name, facelets=facelets,
             primitives=[p.name for p in prims], moves=moves, cost=cost,
             cost_ms=self.profile.cost_ms(cost), solve_ms=solve_ms, optimal=True,
@@ -161,7 +161,7 @@ def solver_for(profile: Profile) -> Cube2Solver:
     return _SOLVERS[key]
 
 
-def solve_2x2(facelets: str, profile: Profile) -> Plan:
+def solve_2x2(facelets: str, profile: Profile) -> Solution:
     """Optimal plan for a validated 2x2x2 facelet string (any orientation) and a profile."""
     return solver_for(profile).solve(facelets)
 
