@@ -83,12 +83,10 @@ def bus_estop_latencies(trials: int, speed: float, tmp: Path) -> list[float]:
                         time.sleep(0.05)
                     time.sleep(0.3)
                     plan_id = f"bench-{trial}"
-                    node.publish("solver.plan", {
+                    node.call("actuator", "execute", {"plan": {
                         "plan_id": plan_id, "puzzle": "2x2x2", "profile": "soltvvo-2x2",
                         "facelets": "", "primitives": ["R2", "B2"] * 10, "face_turns": [],
-                        "predicted_ms": 0.0, "search": {}})
-                    time.sleep(0.3)
-                    node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+                        "predicted_ms": 0.0, "search": {}}}, timeout=5)
                     time.sleep(random.uniform(0.2, 0.6) / speed)
                     commanded = time.time()
                     node.call("actuator", "estop", {}, timeout=2)

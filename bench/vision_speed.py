@@ -79,7 +79,7 @@ def main() -> None:
     render = [(random_facelets(3, seed), FACES[seed % 6], seed) for seed in range(24)]
     print(f"  sim camera render 640x480 (3x3):       "
           f"{rates(*timed(lambda item: render_face(*item), render, args.seconds, 10))}")
-    from robocell.common.heap import keep_frame_buffers
+    from robocell.common.malloc import keep_frame_buffers
 
     keep_frame_buffers()  # as the vision service's reader processes run
     print(f"  sim camera render, frame buffers kept in the heap (as the readers): "

@@ -183,8 +183,10 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
 
         enter("solving")
         try:
+            # published too (latched) for watchers; the plan itself goes to the actuator
             plan = bus.call("solver", "solve", {"facelets": state["facelets"],
-                                                "publish": True}, timeout=timeouts.solve)
+                                                "scan_id": state["scan_id"], "publish": True},
+                            timeout=timeouts.solve)
         except CommandFailed as exc:
             raise StageFailed("solving", f"solver: {exc}") from None
         result.plan = plan
@@ -195,7 +197,7 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
                   + timeouts.compute)
         exec_started = time.monotonic()
         try:
-            bus.call("actuator", "execute", {"plan_id": plan["plan_id"]}, timeout=10.0)
+            bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
         except CommandFailed as exc:
             raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
         done = wait_watching("actuator", "actuator.result",

@@ -91,7 +91,7 @@ class CellService:
         self.node.serve("scramble", self.on_scramble, concurrency=1)
         self.node.serve("estop", self.on_estop, concurrency=8)
         self.node.publish("cell.status", {"cycle_id": "", "stage": "idle"})
-        from robocell.common.heap import freeze_startup_objects
+        from robocell.common.malloc import freeze_startup_objects
 
         freeze_startup_objects()
         self.node.set_state("ready", cycles=0, failures=0)

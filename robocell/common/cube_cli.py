@@ -7,6 +7,7 @@ import json
 import sys
 
 from robocell.cli import CommandError
+from robocell.common.facelets import FACES, size_of
 
 ANSI_BACKGROUND = {  # face letter -> 256-colour background close to a real cube's sticker
     "U": 231, "R": 160, "F": 34, "D": 226, "L": 208, "B": 27,
@@ -105,7 +106,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def _solved_look(facelets: str) -> str:
     """The string of this cube if every face showed one colour in its current orientation."""
-    n = 2 if len(facelets) == 24 else 3
+    n = size_of(facelets) or 3
     per = n * n
     return "".join(facelets[f * per + (per // 2 if n == 3 else 0)] * per for f in range(6))
 
@@ -136,7 +137,9 @@ def cmd_scramble(args: argparse.Namespace) -> int:
     import numpy as np
 
     from robocell.common.cube import format_moves, random_facelets
-    from robocell.common.scramble import scramble_moves
+
+    # the sequence is the inverse of a plan: the solver and its tables, only when asked for
+    from robocell.services.solver.scramble import scramble_moves
 
     rng = np.random.default_rng(args.seed)
     for _ in range(args.count):
@@ -171,7 +174,7 @@ def cmd_simplify(args: argparse.Namespace) -> int:
 
 def render_net(facelets: str, colour: bool = True) -> str:
     """The cube as a text net: U on top, then L F R B in a row, then D."""
-    n = 2 if len(facelets) == 24 else 3
+    n = size_of(facelets) or 3
     per = n * n
 
     def cell(ch: str) -> str:
@@ -182,7 +185,7 @@ def render_net(facelets: str, colour: bool = True) -> str:
         return f"\x1b[48;5;{code}m\x1b[38;5;{fg}m{ch} \x1b[0m"
 
     def row(face: str, r: int) -> str:
-        f = "URFDLB".index(face)
+        f = FACES.index(face)
         return "".join(cell(facelets[f * per + r * n + c]) for c in range(n))
 
     pad = "  " * n + " "

@@ -72,6 +72,27 @@ def size_of(facelets: str) -> int | None:
     return {24: 2, 54: 3}.get(len(facelets))
 
 
+PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
+"""The canonical name of each cube size (bus messages, plans); `puzzle_size` also reads the
+short spelling ("3x3") that profiles and the command line use."""
+
+
+def puzzle_name(size: int) -> str:
+    """3 -> "3x3x3"."""
+    check_size(size)
+    return PUZZLE_NAMES[size]
+
+
+def puzzle_size(puzzle: str) -> int:
+    """The cube size of a puzzle name, in either spelling: "3x3x3" or "3x3" -> 3."""
+    parts = puzzle.split("x")
+    if len(parts) not in (2, 3) or len(set(parts)) != 1 or not parts[0].isdigit() or \
+            int(parts[0]) not in SIZES:
+        raise ValueError(f"puzzle {puzzle!r} is not a cube this cell handles; use one of "
+                         f"{', '.join(PUZZLE_NAMES.values())} (or 2x2, 3x3)")
+    return int(parts[0])
+
+
 def solved(size: int) -> str:
     """The facelet string of a solved cube."""
     check_size(size)

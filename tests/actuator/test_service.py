@@ -1,5 +1,5 @@
 """The actuator service as a real process on a real broker, driving a real firmware-sim
-process (which publishes its twin): plans from the bus, progress, result, plan/profile
+process (which publishes its twin): plans handed to execute, progress, result, plan/profile
 check, scan poses, e-stop, and faults reported on the bus."""
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class Cell:
             env=env,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         self.seen: dict[str, list[dict]] = {}
+        self.plans: dict[str, dict] = {}
         self.node = Node(f"tester-{uuid.uuid4().hex[:4]}", Endpoints.from_base(self.base))
         for topic in ("actuator.progress", "actuator.result", "actuator.scan_pose", "errors",
                       "sim.twin_state"):
@@ -78,13 +79,13 @@ class Cell:
             time.sleep(0.02)
         return None
 
-    def publish_plan(self, primitives: list[str], profile: str = "soltvvo-2x2",
-                     puzzle: str = "2x2x2") -> str:
+    def make_plan(self, primitives: list[str], profile: str = "soltvvo-2x2",
+                  puzzle: str = "2x2x2") -> str:
+        """A `solver.plan` payload for these primitives, kept in ``plans`` by its id."""
         plan_id = f"plan-{uuid.uuid4().hex[:6]}"
-        self.node.publish("solver.plan", {
+        self.plans[plan_id] = {
             "plan_id": plan_id, "puzzle": puzzle, "profile": profile, "facelets": "",
-            "primitives": primitives, "face_turns": [], "predicted_ms": 1000.0, "search": {}})
-        time.sleep(0.3)
+            "primitives": primitives, "face_turns": [], "predicted_ms": 1000.0, "search": {}}
         return plan_id
 
     def close(self) -> None:
@@ -119,8 +120,8 @@ def scrambled_twin(cell: Cell) -> list[str]:
 def test_plan_from_the_bus_solves_the_twin_with_progress(cell_factory):
     cell = cell_factory()
     plan = scrambled_twin(cell)
-    plan_id = cell.publish_plan(plan)
-    reply = cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(plan)
+    reply = cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     assert reply["n_steps"] == len(plan)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
     assert result and result["ok"] and result["executed"] == len(plan)
@@ -131,12 +132,12 @@ def test_plan_from_the_bus_solves_the_twin_with_progress(cell_factory):
 
 def test_plan_for_another_robot_is_refused_with_the_reason(cell_factory):
     cell = cell_factory()
-    plan_id = cell.publish_plan(["R'"], profile="six-motor", puzzle="3x3x3")
+    plan_id = cell.make_plan(["R'"], profile="six-motor", puzzle="3x3x3")
     with pytest.raises(CommandFailed, match="puzzle 3x3x3"):
-        cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
-    plan_id = cell.publish_plan(["R'"], profile="htm")
+        cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    plan_id = cell.make_plan(["R'"], profile="htm")
     with pytest.raises(CommandFailed, match="profile 'htm'"):
-        cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+        cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
 
 
 def test_scan_publishes_one_pose_per_face_and_keeps_the_cube(cell_factory):
@@ -154,8 +155,8 @@ def test_scan_publishes_one_pose_per_face_and_keeps_the_cube(cell_factory):
 
 def test_estop_stops_the_plan_and_reports_it(cell_factory):
     cell = cell_factory(speed=1)
-    plan_id = cell.publish_plan(["R2", "B2"] * 20)
-    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(["R2", "B2"] * 20)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     time.sleep(0.5)
     commanded = time.time()
     cell.node.call("actuator", "estop", {}, timeout=2)
@@ -172,8 +173,8 @@ def test_estop_stops_the_plan_and_reports_it(cell_factory):
 def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     cell = cell_factory("--disconnect-after", "25")
     plan = scrambled_twin(cell)
-    plan_id = cell.publish_plan(plan)
-    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(plan)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
     assert result and result["ok"]
     codes = [e["code"] for e in cell.seen.get("errors", [])]
@@ -184,8 +185,8 @@ def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factor
 def test_line_noise_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     cell = cell_factory("--drop-rate", "0.003", "--corrupt-rate", "0.003", "--fault-seed", "4")
     plan = scrambled_twin(cell)
-    plan_id = cell.publish_plan(plan)
-    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(plan)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
     assert result and result["ok"]
     assert cell.wait("errors", lambda e: e["code"] == "serial_noise", timeout=3)
@@ -195,8 +196,8 @@ def test_line_noise_is_reported_on_the_bus_and_the_plan_still_solves(cell_factor
 def test_stall_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     cell = cell_factory("--stall-after", "20", "--stall-ms", "50000")
     plan = scrambled_twin(cell)
-    plan_id = cell.publish_plan(plan)
-    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(plan)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
     assert result and result["ok"]
     codes = [e["code"] for e in cell.seen.get("errors", [])]
@@ -206,8 +207,8 @@ def test_stall_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
 
 def test_firmware_reset_ends_the_plan_with_cube_state_unknown(cell_factory):
     cell = cell_factory("--reset-after", "15")
-    plan_id = cell.publish_plan(["R'", "B'"] * 10)
-    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(["R'", "B'"] * 10)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
     assert result and not result["ok"] and result["cube_state_known"] is False
     assert "rescan" in result["error"]
@@ -225,13 +226,11 @@ def test_random_scrambles_solved_with_real_solver_plans_through_the_bus(cell_fac
         scrambled = cell.node.call("firmware-sim", "scramble", {"seed": seed}, timeout=5)
         plan = solve(scrambled["facelets"], "soltvvo-2x2")
         plan_id = f"solve-{seed}"
-        cell.node.publish("solver.plan", {
+        cell.node.call("actuator", "execute", {"plan": {
             "plan_id": plan_id, "puzzle": "2x2x2", "profile": "soltvvo-2x2",
             "facelets": scrambled["facelets"], "primitives": plan.primitives,
             "face_turns": format_moves(plan.moves).split(), "predicted_ms": plan.cost_ms,
-            "search": {}})
-        time.sleep(0.3)
-        cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+            "search": {}}}, timeout=5)
         result = cell.wait("actuator.result", lambda p, i=plan_id: p["plan_id"] == i)
         assert result and result["ok"] and result["executed"] == len(plan.primitives)
         time.sleep(0.3)
@@ -241,20 +240,11 @@ def test_random_scrambles_solved_with_real_solver_plans_through_the_bus(cell_fac
         states.clear()
 
 
-def test_auto_mode_executes_each_new_plan(cell_factory):
-    cell = cell_factory(actuator_args=("--auto",))
-    plan = scrambled_twin(cell)
-    plan_id = cell.publish_plan(plan)
-    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
-    assert result and result["ok"]
-    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
-
-
 def test_pause_and_resume_over_the_bus(cell_factory):
     cell = cell_factory(speed=5)
     plan = ["R'", "B'"] * 6
-    plan_id = cell.publish_plan(plan)
-    cell.node.call("actuator", "execute", {"plan_id": plan_id}, timeout=5)
+    plan_id = cell.make_plan(plan)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
     time.sleep(0.2)
     assert cell.node.call("actuator", "pause", {}, timeout=2)["paused"]
     time.sleep(0.6)

@@ -33,7 +33,7 @@ def solver_bus():
     broker = subprocess.Popen([sys.executable, "-m", "robocell", "broker", "--bus", base],
                               env=env)
     solver = subprocess.Popen([sys.executable, "-m", "robocell", "solver", "--workers", "2",
-                               "--auto", "--profile", "soltvvo-2x2", "--timeout", "0.2"],
+                               "--profile", "soltvvo-2x2", "--timeout", "0.2"],
                               env=env)
     try:
         with Node("test-solver", Endpoints.resolve(base)) as node:
@@ -72,14 +72,14 @@ def test_invalid_state_gets_the_specific_error(solver_bus):
     assert "colour_count" in reply.message
 
 
-def test_auto_mode_answers_a_cube_state_with_a_latched_plan(solver_bus):
+def test_the_cells_solve_request_answers_a_cube_state_with_a_latched_plan(solver_bus):
+    # as robocell.cell.cycle.run_cycle asks: the scan's state, published for watchers
     facelets = random_facelets(2, 99)
     plans = Subscriber(["solver.plan"], solver_bus.endpoints)
     try:
         time.sleep(0.3)
-        solver_bus.publish("vision.cube_state", {
-            "scan_id": "auto-1", "puzzle": "2x2x2", "facelets": facelets,
-            "confidence": [1.0] * 24})
+        solver_bus.call("solver", "solve", {"facelets": facelets, "scan_id": "auto-1",
+                                            "publish": True}, timeout=10.0)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             env = plans.recv(timeout=0.5)
@@ -132,7 +132,7 @@ def test_the_request_budget_bounds_the_search(solver_bus):
 
 def test_a_worker_killed_mid_solve_is_reported_and_replaced():
     from robocell.services.solver.pool import SolverPool, WorkerDied
-    from robocell.services.solver.service import solve_in_worker
+    from robocell.services.solver.worker import solve_in_worker
 
     pool = SolverPool(1, ("htm",), queue_limit=2)
     pool.start()
@@ -164,7 +164,7 @@ def test_a_worker_killed_mid_solve_is_reported_and_replaced():
 
 def test_the_pool_refuses_past_its_queue_limit_and_drops_late_requests():
     from robocell.services.solver.pool import PoolBusy, PoolTimeout, SolverPool
-    from robocell.services.solver.service import solve_in_worker
+    from robocell.services.solver.worker import solve_in_worker
 
     pool = SolverPool(1, ("htm",), queue_limit=1)
     pool.start()

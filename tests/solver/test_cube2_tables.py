@@ -9,7 +9,7 @@ import pytest
 
 from robocell.common import tables
 from robocell.common.profile import load_profile, parse_profile
-from robocell.services.solver.cube2.coords import N_STATES, SOLVED, normal_coordinate, normalisers
+from robocell.services.solver.cube2.coord import N_STATES, SOLVED, normal_coordinate, normalisers
 from robocell.services.solver.cube2.robot import ProfileNotSupported, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
 from robocell.services.solver.cube2.tables import LAYOUT_BITS, group_for, load_tables
@@ -114,8 +114,8 @@ def test_tables_cli_verifies_and_describes_the_cube2_groups():
 def test_plan_cost_of_every_class_agrees_with_the_plans_and_has_the_known_mean():
     from robocell.common.cubie import CubieState
     from robocell.services.solver.api import solve
+    from robocell.services.solver.cube2.moves import perm8_unrank, twist7_unrank
     from robocell.services.solver.cube2.solver import plan_costs
-    from robocell.services.solver.cube2.transitions import perm8_unrank, twist7_unrank
 
     costs, scale = plan_costs(load_profile("soltvvo-2x2"))
     assert scale == 1 and costs.shape == (N_STATES,) and costs.min() == 0

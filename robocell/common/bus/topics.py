@@ -30,6 +30,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from robocell.common.facelets import FACES
+
 # --- declarations -------------------------------------------------------------------------
 
 
@@ -48,7 +50,6 @@ ANY_SERVICE = "*"
 LIFECYCLE_STATES = ("starting", "ready", "busy", "error", "stopping")
 """Lifecycle state a service announces in its heartbeat."""
 
-FACES = ("U", "R", "F", "D", "L", "B")
 PUZZLES = ("2x2x2", "3x3x3", "sokoban")
 CYCLE_STAGES = ("idle", "scanning", "solving", "executing", "verifying", "done", "failed",
                 "stopped")
@@ -301,7 +302,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics.",
         retry_safe=True),
     CommandSpec("actuator", "execute", (
-        F("plan_id", "str", "plan to execute; default the latest solver.plan", optional=True),
+        F("plan", "map", "the plan to execute: the fields of solver.plan (see `Plan` in "
+          "robocell.common.bus.messages)"),
     ), (), "Start executing a plan; progress and result on actuator.* topics."),
     CommandSpec("actuator", "scan", (
         F("scan_id", "str", "id for this scan", optional=True),

@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     noise.add_argument("--reset-after", type=int, metavar="N",
                        help="reboot (new boot id) after N accepted commands")
     sim.add_argument("--max-runtime", type=float, help=argparse.SUPPRESS)
-    sim.set_defaults(func=run_firmware_sim)
+    sim.set_defaults(func=cmd_firmware_sim)
 
     act = subparsers.add_parser(
         "actuator", help="the actuator service: plans from the bus -> motor commands",
@@ -65,12 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="device path or pyserial URL of the firmware; default "
                           "$ROBOCELL_SERIAL, else the local simulator: "
                           "socket://127.0.0.1:$ROBOCELL_SIM_PORT (7700)")
-    act.add_argument("--auto", action="store_true",
-                     help="execute every new plan published on solver.plan at once")
-    act.set_defaults(func=run_actuator)
+    act.set_defaults(func=cmd_actuator)
 
 
-def run_firmware_sim(args: argparse.Namespace) -> int:
+def cmd_firmware_sim(args: argparse.Namespace) -> int:
     from robocell.common import config
     from robocell.common.profile import ProfileError, load_profile
     from robocell.services.actuator.firmware_sim import FaultPlan, main_with_args
@@ -126,10 +124,10 @@ def run_firmware_sim(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_actuator(args: argparse.Namespace) -> int:
+def cmd_actuator(args: argparse.Namespace) -> int:
     from robocell.common import config
-    from robocell.services.actuator.service import run_service
+    from robocell.services.actuator.service import serve_actuator
 
     if args.serial is None:
         args.serial = os.environ.get("ROBOCELL_SERIAL") or config.sim_serial_url()
-    return run_service(args)
+    return serve_actuator(args)

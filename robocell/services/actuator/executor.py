@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from robocell.common.facelets import puzzle_size
 from robocell.common.profile import Profile
 from robocell.services.actuator.motion import (
     MotorModel,
@@ -82,7 +83,11 @@ class Compiler:
         """PlanMismatch unless the plan is for this robot's puzzle and profile and uses only
         its primitives."""
         want = self.profile.puzzle
-        if puzzle.split("x")[0] != want.split("x")[0]:
+        try:
+            size = puzzle_size(puzzle)
+        except ValueError:
+            size = None
+        if size is None or size != self.profile.size:
             raise PlanMismatch(f"plan is for puzzle {puzzle}, but this robot ({self.profile.name}) "
                                f"holds a {want}; send a plan for {want}")
         if profile != self.profile.name:
@@ -135,7 +140,7 @@ class Compiler:
 
 
 @dataclass
-class Progress:
+class StepProgress:
     """A progress report: step i (0-based) of n is running, with an ETA in seconds."""
 
     step: int
@@ -154,22 +159,22 @@ class Execution:
     done_lines: int = 0
     completed_steps: list[int] = field(default_factory=list)
 
-    def line_done(self, index: int, now: float | None = None) -> list[Progress | int]:
-        """Record that line ``index`` finished. Returns a `Progress` when a new step starts
+    def line_done(self, index: int, now: float | None = None) -> list[StepProgress | int]:
+        """Record that line ``index`` finished. Returns a `StepProgress` when a new step starts
         and the index of a step when it completed. ValueError if a line is reported twice or
         out of order — the exactly-once invariant."""
         if index != self.done_lines:
             raise ValueError(f"line {index} reported done, expected line {self.done_lines}: "
                              "exactly-once violated")
         self.done_lines += 1
-        out: list[Progress | int] = []
+        out: list[StepProgress | int] = []
         line = self.job.lines[index]
         following = self.job.lines[index + 1] if index + 1 < len(self.job.lines) else None
         if following is None or following.step != line.step:
             self.completed_steps.append(line.step)
             out.append(line.step)
         if line.starts_step:
-            out.insert(0, Progress(line.step, self.job.n_steps, self.job.step_names[line.step],
+            out.insert(0, StepProgress(line.step, self.job.n_steps, self.job.step_names[line.step],
                                    self.eta_s(now)))
         return out
 

@@ -18,37 +18,27 @@ import time
 import uuid
 from typing import Any
 
+from robocell.common.bus.messages import Plan
+from robocell.common.bus.wire import ValidationError
 from robocell.common.profile import Profile, ProfileError, load_profile
-from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, Progress
+from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
 from robocell.services.actuator.link import FirmwareReset, Link, LinkError
 
 POSE_HOLD_TIMEOUT_S = 5.0
 """Longest wait at a scan pose for the vision service's capture of it."""
-PLAN_ARRIVAL_WAIT_S = 2.0
-"""How long `execute` waits for a named plan still on its way on solver.plan."""
-PLANS_KEPT = 16
 DEFAULT_SCRAMBLE_MOVES = 25
-
-
-def puzzle_size(puzzle: str) -> int:
-    """"2x2x2" / "2x2" -> 2."""
-    return int(puzzle.split("x")[0])
 
 
 class ActuatorService:
     """Executes plans and the scan program on the robot behind ``link``."""
 
-    def __init__(self, node: Any, profile: Profile, link: Link, *, auto: bool = False,
+    def __init__(self, node: Any, profile: Profile, link: Link, *,
                  pose_hold_timeout_s: float = POSE_HOLD_TIMEOUT_S) -> None:
         self.node = node
         self.profile = profile
         self.compiler = Compiler(profile)
         self.link = link
-        self.auto = auto
         self.pose_hold_timeout_s = pose_hold_timeout_s
-        self.plans: dict[str, dict] = {}
-        self._plan_arrived = threading.Condition()
-        self.latest_plan: str | None = None
         self._job_lock = threading.Lock()
         self._faces = queue.Queue()
         self.job_kind: str | None = None
@@ -58,7 +48,6 @@ class ActuatorService:
 
     # --- wiring ----------------------------------------------------------------------------
     def start(self) -> None:
-        self.node.subscribe("solver.plan", self.on_plan)
         self.node.subscribe("vision.captured", lambda env: self._faces.put(env.payload))
         self.node.serve("execute", self.on_execute)
         self.node.serve("scan", self.on_scan)
@@ -83,44 +72,27 @@ class ActuatorService:
                         "flash firmware configured for this robot or pick the right --profile")
             self.node.set_state("error", error="motor mismatch")
             return
-        from robocell.common.heap import freeze_startup_objects
+        from robocell.common.malloc import freeze_startup_objects
 
         freeze_startup_objects()
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,
                             profile=self.profile.name, serial=self.link.url)
 
     # --- bus inputs ------------------------------------------------------------------------
-    def on_plan(self, env: Any) -> None:
-        plan = env.payload
-        with self._plan_arrived:
-            self.plans[plan["plan_id"]] = plan
-            self.latest_plan = plan["plan_id"]
-            while len(self.plans) > PLANS_KEPT:
-                self.plans.pop(next(iter(self.plans)))
-            self._plan_arrived.notify_all()
-        if self.auto:
-            try:
-                self.on_execute({"plan_id": plan["plan_id"]}, None)
-            except Exception as exc:  # noqa: BLE001 - reported, never fatal
-                self._error("execute", "auto_execute", str(exc), "")
-
     def on_execute(self, args: dict, ctx: Any) -> dict:
+        """Start executing the plan handed over in ``args["plan"]`` (a `solver.plan`
+        payload); answers at once, progress and result follow on the actuator topics."""
         from robocell.common.bus import Busy, CommandFailed
 
-        plan_id = args.get("plan_id") or self.latest_plan
-        plan = self.plans.get(plan_id) if plan_id else None
-        if plan is None and plan_id:
-            # the plan travels on solver.plan (pub/sub) while this request came on the command
-            # channel: give the publication a moment to arrive before refusing
-            with self._plan_arrived:
-                self._plan_arrived.wait_for(lambda: plan_id in self.plans, PLAN_ARRIVAL_WAIT_S)
-                plan = self.plans.get(plan_id)
-        if plan is None:
-            raise CommandFailed("failed", f"no plan {plan_id!r} seen on solver.plan; known: "
-                                f"{', '.join(self.plans) or 'none'}. Publish the plan first")
         try:
-            self.compiler.check_plan(plan["puzzle"], plan["profile"], plan["primitives"])
-            job = self.compiler.plan(plan["primitives"])
+            plan = Plan.from_payload(args["plan"])
+        except ValidationError as exc:
+            raise CommandFailed("invalid_arguments", f"plan: {exc}; send the solver's plan "
+                                "as it is") from None
+        plan_id = plan.plan_id
+        try:
+            self.compiler.check_plan(plan.puzzle, plan.profile, plan.primitives)
+            job = self.compiler.plan(plan.primitives)
         except PlanMismatch as exc:
             self._error("execute", "plan_mismatch", str(exc), "re-plan for this robot")
             raise CommandFailed("invalid_arguments", str(exc)) from None
@@ -197,7 +169,7 @@ class ActuatorService:
 
         def on_done(index: int) -> None:
             for item in execution.line_done(index):
-                if isinstance(item, Progress):
+                if isinstance(item, StepProgress):
                     self.node.publish("actuator.progress", {
                         "plan_id": plan_id, "step": item.step, "n_steps": item.n_steps,
                         "primitive": item.name, "eta_s": round(item.eta_s, 3),
@@ -396,7 +368,7 @@ class FirmwareSimBus:
         return {"facelets": result, "moves": format_moves(moves)}
 
 
-def run_service(args: argparse.Namespace) -> int:
+def serve_actuator(args: argparse.Namespace) -> int:
     """`robocell actuator`: serve until Ctrl-C."""
     from robocell.cli import CommandError
     from robocell.common.bus import Node
@@ -408,7 +380,7 @@ def run_service(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     link = Link(args.serial)
     with Node("actuator") as node:
-        service = ActuatorService(node, profile, link, auto=args.auto)
+        service = ActuatorService(node, profile, link)
         service.start()
         node.wait()
     link.close()

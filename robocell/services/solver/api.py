@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from robocell.common.profile import load_profile
 from robocell.common.validation import validate
-from robocell.services.solver.plan import Plan
+from robocell.services.solver.solution import Solution
 
 DEFAULT_PROFILE = {2: "htm", 3: "htm"}
 
 
 def solve(facelets: str, profile: str | None = None, *, max_length: int | None = None,
-          timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Plan:
+          timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Solution:
     """Plan for a cube given as a facelet string (validated first: an impossible cube raises
     `robocell.common.validation.CubeStateError` with its specific code).
 

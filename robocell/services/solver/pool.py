@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from robocell.services.solver.worker import worker_main
+
 WORKER_START_TIMEOUT_S = 600.0
 """Longest a worker may take to map its tables and warm up (a first run may build them)."""
 
@@ -34,24 +36,6 @@ class PoolTimeout(Exception):
 
 class WorkerDied(Exception):
     """A worker process ended while solving (it has been replaced)."""
-
-
-def _worker_main(conn: Connection, profiles: tuple[str, ...]) -> None:
-    """Worker process body: warm up, say so, then answer jobs until told to stop (None). A
-    job is ``(function, *arguments)``: a module-level function returning plain data."""
-    from robocell.services.solver.service import _warm_worker
-
-    _warm_worker(profiles)
-    conn.send("ready")
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError, KeyboardInterrupt):
-            return
-        if job is None:
-            return
-        function, *arguments = job
-        conn.send(function(*arguments))
 
 
 @dataclass
@@ -79,7 +63,7 @@ class SolverPool:
 
     def _spawn(self, index: int) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=_worker_main, args=(child, self.profiles),
+        process = self._ctx.Process(target=worker_main, args=(child, self.profiles),
                                     name=f"solver-worker-{index}", daemon=True)
         process.start()
         child.close()

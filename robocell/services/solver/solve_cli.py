@@ -7,6 +7,7 @@ import json
 import sys
 
 from robocell.cli import CommandError
+from robocell.common.facelets import puzzle_size
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Plan a solution. FACELETS is a kociemba-style facelet string; with - read "
                     "one per line from stdin and write one JSON line per cube.")
     p.add_argument("facelets", metavar="FACELETS", help="facelet string, or - for stdin")
-    p.add_argument("--puzzle", choices=("2x2", "3x3"), default=None,
+    p.add_argument("--puzzle", choices=("2x2", "3x3", "2x2x2", "3x3x3"), default=None,
                    help="expected puzzle (default: from the string's length)")
     p.add_argument("--profile", default=None, help="robot profile name or .toml file "
                    "(default htm; shipped: see `robocell solve --list-profiles`)")
@@ -36,7 +37,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from robocell.common.profile import ProfileError
     from robocell.common.validation import CubeStateError
 
-    size = {"2x2": 2, "3x3": 3}.get(args.puzzle or "")
+    size = puzzle_size(args.puzzle) if args.puzzle else None
     if args.facelets == "-":
         status = 0
         for number, line in enumerate(sys.stdin, 1):

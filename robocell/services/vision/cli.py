@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     detect.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: guess)")
     detect.add_argument("--debug", metavar="OUT.png", help="write an annotated copy here")
     detect.add_argument("--json", action="store_true", help="print the reading as JSON")
-    detect.set_defaults(func=_detect)
+    detect.set_defaults(func=cmd_detect)
 
     resolve = commands.add_parser(
         "resolve", help="resolve a colour scan (JSON interchange format) to facelets")
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "the number of stickers)")
     resolve.add_argument("--json", action="store_true",
                          help="print facelets, per-sticker confidence and colours as JSON")
-    resolve.set_defaults(func=_resolve)
+    resolve.set_defaults(func=cmd_resolve)
 
     scan = commands.add_parser(
         "scan", help="read six face images (*-U.png ... *-D.png) and resolve the cube")
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scan.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: guess)")
     scan.add_argument("--debug", metavar="DIR", help="write annotated images here")
     scan.add_argument("--json", action="store_true", help="print the result as JSON")
-    scan.set_defaults(func=_scan)
+    scan.set_defaults(func=cmd_scan)
 
     render = commands.add_parser(
         "render", help="render the six faces of a cube state with the sim camera")
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     render.add_argument("--seed", type=int, default=0)
     render.add_argument("--clean", action="store_true",
                         help="no clutter, noise, glare or lighting changes")
-    render.set_defaults(func=_render)
+    render.set_defaults(func=cmd_render)
 
     try:
         from robocell.services.vision import service
@@ -69,7 +69,7 @@ def _read(path: str):
         raise CommandError(f"{exc}; give a PNG or JPEG file") from exc
 
 
-def _detect(args: argparse.Namespace) -> int:
+def cmd_detect(args: argparse.Namespace) -> int:
     import cv2
 
     from robocell.services.vision.detect import DetectionError, detect, draw_debug
@@ -111,7 +111,7 @@ def _resolve_error(where: str, exc) -> CommandError:
     return CommandError(f"{where}: {exc}{faces}")
 
 
-def _resolve(args: argparse.Namespace) -> int:
+def cmd_resolve(args: argparse.Namespace) -> int:
     from robocell.services.vision.interchange import ScanFormatError, load_scan
     from robocell.services.vision.resolve import ResolveError, resolve
 
@@ -126,7 +126,7 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scan(args: argparse.Namespace) -> int:
+def cmd_scan(args: argparse.Namespace) -> int:
     import cv2
 
     from robocell.services.vision.detect import draw_debug
@@ -154,7 +154,7 @@ def _scan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(args: argparse.Namespace) -> int:
+def cmd_render(args: argparse.Namespace) -> int:
     import cv2
 
     from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from robocell.common.facelets import FACES
 from robocell.services.vision.detect import DetectionError, FaceReading, detect
 from robocell.services.vision.resolve import Resolution, resolve
-
-FACES = "URFDLB"
 
 SCRIPTED_POSES: tuple[tuple[str, int], ...] = (
     ("U", 0), ("F", 0), ("R", 1), ("B", 2), ("L", 3), ("D", 0),

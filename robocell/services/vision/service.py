@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from robocell.common.facelets import puzzle_name
 from robocell.services.vision.detect import DetectionError, FaceReading
 from robocell.services.vision.resolve import ResolveError
 from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError
@@ -35,7 +36,6 @@ THUMBNAIL_WIDTH = 320
 JPEG_QUALITY = 80
 KEPT_SCANS = 8
 """Unfinished scans remembered at once (older ones are dropped)."""
-PUZZLE_NAMES = {2: "2x2x2", 3: "3x3x3"}
 QUEUE_LIMIT = 64
 DEFAULT_THREADS = 2
 CAPTURE_AHEAD = 6
@@ -85,7 +85,7 @@ def _start_reader(size: int | None) -> None:
     import cv2
 
     from robocell.common.cube import random_facelets
-    from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
+    from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
     from robocell.services.vision.sources import SimSource
 
     keep_frame_buffers()
@@ -187,7 +187,7 @@ class ScanCollector:
                                            list(exc.stickers))
         confidence = np.minimum(np.asarray(result.confidence), detection_conf)
         return "vision.cube_state", {
-            "scan_id": scan_id, "puzzle": PUZZLE_NAMES[result.size],
+            "scan_id": scan_id, "puzzle": puzzle_name(result.size),
             "facelets": result.facelets,
             "confidence": [round(float(c), 3) for c in confidence],
             "wall_time": time.time(),
@@ -240,7 +240,7 @@ class VisionService:
         self._pool: Any = None
 
     def start(self) -> None:
-        from robocell.common.heap import freeze_startup_objects, keep_frame_buffers
+        from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
         from robocell.services.vision.sources import SimSource
 
         keep_frame_buffers()

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-FACES = "URFDLB"
+from robocell.common.facelets import FACES
 
 PALETTES: dict[str, dict[str, tuple[int, int, int]]] = {
     # Mean RGB of each sticker colour in two real webcam colour scans of a 3x3 (dim light:

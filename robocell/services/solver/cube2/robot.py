@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robocell.common.profile import Profile
-from robocell.services.solver.cube2.coords import N_ROTATIONS, moves_element, rotations
+from robocell.services.solver.cube2.coord import N_ROTATIONS, moves_element, rotations
 
 MAX_COST_SCALE = 1000
 """Costs must be multiples of 1/1000 unit (after scaling, integers)."""

@@ -17,9 +17,9 @@ import numpy as np
 from numba import njit
 
 from robocell.common.progress import Progress
-from robocell.services.solver.cube2.coords import N_STATES, SOLVED
+from robocell.services.solver.cube2.coord import N_STATES, SOLVED
+from robocell.services.solver.cube2.moves import class_of
 from robocell.services.solver.cube2.robot import RobotModel
-from robocell.services.solver.cube2.transitions import class_of
 
 WORK_UNREACHED = np.uint16(0xFFFF)
 MAX_TABLE_COST = 0xFFFE
@@ -69,7 +69,7 @@ def cost_to_go(model: RobotModel, perm_moves: np.ndarray, twist_moves: np.ndarra
     unreachable: ``[table_of_state[q], c]`` is the least cost from class ``c`` when the last
     primitive left sequencing state ``q``. ``perm_moves``/``twist_moves`` are the transition
     tables of the model's motions (``motion_cp/motion_co``), ``classes`` the tables of
-    `transitions.class_tables`."""
+    `moves.class_tables`."""
     cost = np.full((model.n_tables, N_STATES), WORK_UNREACHED, dtype=np.uint16)
     cost[:, SOLVED] = 0
     counts = np.zeros(MAX_TABLE_COST + 1 + int(model.prim_cost.max()), dtype=np.int64)

@@ -16,13 +16,14 @@ import numpy as np
 from numba import njit
 
 from robocell.common.cubie import from_facelets
+from robocell.common.facelets import puzzle_name
 from robocell.common.profile import Profile
-from robocell.services.solver.cube2.coords import N_STATES, SOLVED
+from robocell.services.solver.cube2.coord import N_STATES, SOLVED
+from robocell.services.solver.cube2.moves import class_of, perm8_rank, twist7_rank
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
 from robocell.services.solver.cube2.tables import LAYOUT_BITS, load_tables
-from robocell.services.solver.cube2.transitions import class_of, perm8_rank, twist7_rank
-from robocell.services.solver.plan import Plan
+from robocell.services.solver.solution import Solution
 
 MAX_PLAN_STEPS = 512
 NO_PLAN = -1
@@ -132,7 +133,7 @@ class Cube2Solver:
                 f"{self.profile.name}`")
         return [int(i) for i in out[:steps]], int(cost)
 
-    def solve(self, facelets: str) -> Plan:
+    def solve(self, facelets: str) -> Solution:
         """The optimal plan for a validated 2x2x2 facelet string."""
         started = time.perf_counter()
         state = from_facelets(facelets)
@@ -141,8 +142,8 @@ class Cube2Solver:
         moves = [move for p in prims for move in p.moves]
         cost = scaled_cost / self.model.cost_scale
         solve_ms = (time.perf_counter() - started) * 1000.0
-        return Plan(
-            puzzle="2x2", profile=self.profile.name, facelets=facelets,
+        return Solution(
+            puzzle=puzzle_name(2), profile=self.profile.name, facelets=facelets,
             primitives=[p.name for p in prims], moves=moves, cost=cost,
             cost_ms=self.profile.cost_ms(cost), solve_ms=solve_ms, optimal=True,
             stats={"steps": len(prims)},
@@ -160,7 +161,7 @@ def solver_for(profile: Profile) -> Cube2Solver:
     return _SOLVERS[key]
 
 
-def solve_2x2(facelets: str, profile: Profile) -> Plan:
+def solve_2x2(facelets: str, profile: Profile) -> Solution:
     """Optimal plan for a validated 2x2x2 facelet string (any orientation) and a profile."""
     return solver_for(profile).solve(facelets)
 

@@ -1,7 +1,7 @@
 """The 2x2x2 table groups: shared class tables, and per robot profile its move-transition
 tables and exact cost-to-go, built on demand.
 
-Group ``cube2-classes`` (any profile): the tables of `transitions.class_tables` that map
+Group ``cube2-classes`` (any profile): the tables of `moves.class_tables` that map
 robot-frame coordinates to rotation classes.
 
 Group ``cube2-<profile>``: ``perm_moves`` and ``twist_moves``, the move-transition tables of
@@ -21,7 +21,7 @@ import numpy as np
 
 from robocell.common import tables
 from robocell.common.profile import Profile, available_profiles, load_profile
-from robocell.services.solver.cube2.coords import N_STATES
+from robocell.services.solver.cube2.coord import N_STATES
 from robocell.services.solver.cube2.robot import ProfileNotSupported, compile_profile
 
 CODE_VERSION = 3
@@ -41,7 +41,7 @@ def classes_group() -> tables.TableGroup:
 
 
 def _build_classes() -> dict[str, np.ndarray]:
-    from robocell.services.solver.cube2.transitions import class_tables
+    from robocell.services.solver.cube2.moves import class_tables
 
     return class_tables()
 
@@ -60,8 +60,8 @@ def group_for(profile: Profile) -> tables.TableGroup:
 
 
 def _build(profile: Profile) -> dict[str, np.ndarray]:
+    from robocell.services.solver.cube2.moves import move_tables
     from robocell.services.solver.cube2.search import cost_to_go, pack
-    from robocell.services.solver.cube2.transitions import move_tables
 
     model = compile_profile(profile)
     classes = tables.load(classes_group())

@@ -17,13 +17,12 @@ import time
 from collections.abc import Callable
 from functools import cache
 
-from robocell.common.cubie import CubieState
-from robocell.common.facelets import solved
+from robocell.common.cubie import CubieState, from_facelets
+from robocell.common.facelets import puzzle_name, solved
 from robocell.common.moves import apply_to_cubies, apply_to_facelets
 from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile, load_profile
-from robocell.common.validation import validate
-from robocell.services.solver.plan import Plan
+from robocell.services.solver.solution import Solution
 
 DEFAULT_TIMEOUT_S = 0.1
 """Search budget for the move-count metric when none is given (about 19.2 moves on
@@ -121,9 +120,9 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
 
 
 def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = None,
-              timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Plan:
-    """Plan for a 3x3x3 facelet string (validated; an impossible cube raises
-    `robocell.common.validation.CubeStateError`).
+              timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Solution:
+    """Plan for a validated 3x3x3 facelet string, centres in U R F D L B order (the caller
+    validates, as `robocell.services.solver.api.solve` does).
 
     ``timeout``: search budget in seconds (default: the profile's ``search_budget_ms``, else
     `DEFAULT_TIMEOUT_S`, for robot profiles `DEFAULT_ROBOT_TIMEOUT_S`; 0 = the first
@@ -133,7 +132,7 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     """
     started = time.perf_counter()
     chosen = load_profile(profile) if isinstance(profile, str) else profile
-    state = validate(facelets, 3)
+    state = from_facelets(facelets)
     cost_function = None if is_move_count_metric(chosen) else robot_cost_function(chosen)
     if timeout is None:
         timeout = chosen.search_budget_s
@@ -154,8 +153,8 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
                                            chosen.solved_any_orientation):
             raise RuntimeError(f"internal error: primitives {primitives} of profile "
                                f"{chosen.name} do not solve {facelets}")
-    return Plan(puzzle="3x3", profile=chosen.name, facelets=facelets, primitives=primitives,
-                moves=moves, cost=cost, cost_ms=chosen.cost_ms(cost),
+    return Solution(puzzle=puzzle_name(3), profile=chosen.name, facelets=facelets,
+                primitives=primitives, moves=moves, cost=cost, cost_ms=chosen.cost_ms(cost),
                 solve_ms=1000 * (time.perf_counter() - started),
                 optimal=bool(stats.pop("optimal")) and cost_function is None, stats=stats)
 

@@ -6,7 +6,7 @@ permutation) and ``twist7`` (0 .. 3^7-1, the twists of positions 0..6 in base 3,
 last; position 7 follows from the zero total). A motion changes each coordinate on its own,
 so its transition is two small tables: ``perm_moves[m, perm8]`` and ``twist_moves[m, twist7]``.
 
-Its rotation class (see `coords`) takes three more: the relabelling rotation depends only on
+Its rotation class (see `coord`) takes three more: the relabelling rotation depends only on
 the cubie at DBL (from ``perm8``) and its twist ``t = twist7 % 3``, so
 ``class = class_perm[t, perm8] * N_TWIST + twist_add[class_twist_offset[t, perm8], twist7 // 3]``
 where the relabelling adds a twist offset (``class_twist_offset``) to the six free twists
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robocell.services.solver.cube2.coords import (
+from robocell.services.solver.cube2.coord import (
     N_PERM,
     N_TWIST,
     N_TWIST_VALUES,

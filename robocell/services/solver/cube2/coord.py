@@ -114,7 +114,7 @@ def normalisers() -> tuple[np.ndarray, np.ndarray]:
 @njit(cache=True)
 def normal_coordinate(cp, co, norm_cp, norm_co):  # pragma: no cover - compiled
     """Coordinate of the rotation class of the state (cp, co), from the cubies (the
-    move-transition tables of `transitions` are built from this)."""
+    move-transition tables of `moves` are built from this)."""
     c = cp[6]
     t = co[6]
     r_cp = norm_cp[c, t]

@@ -7,12 +7,12 @@ import sys
 
 import numpy as np
 
-from robocell.common.heap import keep_frame_buffers
+from robocell.common.malloc import keep_frame_buffers
 
 
 def test_frame_buffers_are_kept_in_the_heap():
     # in a fresh interpreter, as a reader process starts
-    code = ("from robocell.common.heap import keep_frame_buffers; import sys; "
+    code = ("from robocell.common.malloc import keep_frame_buffers; import sys; "
             "sys.exit(0 if keep_frame_buffers() else 3)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     if sys.platform.startswith("linux"):
@@ -32,7 +32,7 @@ def test_a_render_is_the_same_with_kept_buffers():
 
 
 def test_startup_objects_are_frozen_out_of_the_collectors_sight():
-    code = ("import gc, json; from robocell.common.heap import freeze_startup_objects; "
+    code = ("import gc, json; from robocell.common.malloc import freeze_startup_objects; "
             "junk = [[i] for i in range(50_000)]; before = gc.get_freeze_count(); "
             "freeze_startup_objects(); print(before, gc.get_freeze_count())")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

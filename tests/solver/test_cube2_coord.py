@@ -5,16 +5,14 @@ import pytest
 
 from robocell.common.cube import apply_to_facelets, from_facelets, random_cubie_state, solved
 from robocell.common.profile import load_profile
-from robocell.services.solver.cube2.coords import (
+from robocell.services.solver.cube2.coord import (
     N_STATES,
     SOLVED,
     normal_coordinate,
     normalisers,
     rotations,
 )
-from robocell.services.solver.cube2.robot import compile_profile
-from robocell.services.solver.cube2.tables import load_tables
-from robocell.services.solver.cube2.transitions import (
+from robocell.services.solver.cube2.moves import (
     N_PERM8,
     N_TWIST7,
     class_of,
@@ -23,6 +21,8 @@ from robocell.services.solver.cube2.transitions import (
     twist7_rank,
     twist7_unrank,
 )
+from robocell.services.solver.cube2.robot import compile_profile
+from robocell.services.solver.cube2.tables import load_tables
 
 ROTATION_TEXTS = ("", "x", "y", "z", "x y", "x2", "y' z", "z2 x'")
 

@@ -1,4 +1,4 @@
-"""Process heap settings for image work: keep freed frame buffers instead of unmapping them.
+"""Memory tuning of a service process: glibc malloc keeps frame buffers; startup objects frozen.
 
 glibc serves every allocation above its mmap threshold (128 KiB at first) with a fresh
 mapping and unmaps it when freed, so each new frame-sized array costs a page fault per 4 KiB
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import sys
 
 M_TRIM_THRESHOLD = -1
@@ -48,7 +49,5 @@ def freeze_startup_objects() -> None:
     out of the garbage collector's sight (`gc.freeze`). A full collection then only walks
     what was made since, instead of the 100,000+ objects of the imported libraries (about
     30 ms, enough to turn one cycle into the slowest of a hundred)."""
-    import gc
-
     gc.collect()
     gc.freeze()

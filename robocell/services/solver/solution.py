@@ -1,4 +1,7 @@
-"""A plan: what the solver returns for one cube and one robot profile."""
+"""A solution: what the solver library returns for one cube and one robot profile.
+
+The bus carries it as a plan, `robocell.common.bus.messages.Plan` (see the solver service).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ from robocell.common.notation import Move, format_moves
 
 
 @dataclass
-class Plan:
-    """The solver's answer. ``moves`` are face turns (and rotations) in the robot's frame that
+class Solution:
+    """The library's answer. ``moves`` are face turns (and rotations) in the robot's frame that
     take ``facelets`` to solved (in any orientation when the profile allows it);
     ``primitives`` name the profile's primitives in execution order; ``cost`` is the robot
     time in profile units (for metric profiles: the move count)."""
