@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from robocell.cli import CommandError
+from robocell.errors import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from robocell.common.paths import REPO_DIR
+from robocell.errors import RobocellError
 
 COMPOSE_FILE = REPO_DIR / "docker-compose.yml"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
 
 
-class ComposeError(ValueError):
+class ComposeError(RobocellError, ValueError):
     """docker-compose.yml cannot be used to start the cell locally."""
 
 

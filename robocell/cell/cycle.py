@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from robocell.errors import RobocellError
+
 STAGES = ("scanning", "solving", "executing", "verifying")
 
 
@@ -79,7 +81,7 @@ class CycleResult:
         return out
 
 
-class StageFailed(Exception):
+class StageFailed(RobocellError):
     def __init__(self, stage: str, message: str) -> None:
         self.stage = stage
         super().__init__(message)

@@ -9,7 +9,7 @@ status is non-zero, naming the service).
 
 Another cell may already run on the same host. The launcher reads the ports from the one
 configuration (:mod:`robocell.common.config`) and refuses, before starting anything, when
-one of them is taken (:class:`PortsInUse`); and it counts a service as started only on a
+one of them is taken (:class:`PortsInUseError`); and it counts a service as started only on a
 heartbeat from the very process it started (its pid on this host), so another cell's
 services on the same bus are never taken for its own.
 """
@@ -29,6 +29,7 @@ from typing import TextIO
 
 from robocell.cell.compose import LocalService, load_services
 from robocell.common import config
+from robocell.errors import RobocellError
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
@@ -37,11 +38,11 @@ READY_TIMEOUT_S = 180.0
 """How long a service may take to become alive (a first run builds solver tables)."""
 
 
-class LaunchError(RuntimeError):
+class LaunchError(RobocellError, RuntimeError):
     """A service did not start or died; the message names it and what to look at."""
 
 
-class PortsInUse(LaunchError):
+class PortsInUseError(LaunchError):
     """A port the cell needs is taken (another cell, or another program): nothing started."""
 
 
@@ -145,7 +146,7 @@ class Launcher:
         return ports
 
     def check_ports(self) -> None:
-        """PortsInUse, naming each taken port, its variable and how to find who holds it,
+        """PortsInUseError, naming each taken port, its variable and how to find who holds it,
         unless every port the cell needs is free."""
         problems: list[str] = []
         for need in self.ports():
@@ -165,12 +166,12 @@ class Launcher:
                     f"port {need.port} of {need.what} ({need.variable}) is in use (`ss -ltnp "
                     f"'sport = :{need.port}'` shows by whom); set {need.variable} to a free port")
         if problems:
-            raise PortsInUse("nothing started: " + "\n  ".join(problems))
+            raise PortsInUseError("nothing started: " + "\n  ".join(problems))
 
     def start(self, on_ready: Callable[[str], None] | None = None,
               check_ports: bool = True) -> None:
         """Start every service, each once the services it depends on are alive. First, unless
-        ``check_ports`` is false, refuse (PortsInUse) if a port the cell needs is taken."""
+        ``check_ports`` is false, refuse (PortsInUseError) if a port the cell needs is taken."""
         from robocell.common.bus import Endpoints, Liveness, Subscriber
 
         if check_ports:

@@ -121,6 +121,7 @@ from robocell.common.messages import (
 )
 from robocell.common.messages import payload_map as _payload_map
 from robocell.common.messages import payload_maps as _payload_maps
+from robocell.errors import RobocellError
 
 # --- endpoints ----------------------------------------------------------------------------
 
@@ -911,7 +912,7 @@ class ReceiveStats:
                 "duplicates": self.duplicates, "dropped": self.gaps}
 
 
-class Rejection(Exception):
+class Rejection(RobocellError):
     """A message that was refused, with the MessageError that explains it."""
 
     def __init__(self, error: MessageError, topic: str | None, size: int) -> None:
@@ -1375,7 +1376,7 @@ class Liveness:
 # --- commands: the client side -------------------------------------------------------------
 
 
-class CommandFailed(Exception):
+class CommandFailed(RobocellError):
     """A command that did not succeed: ``code`` is one of messages.COMMAND_ERRORS."""
 
     def __init__(self, code: str, message: str, service: str = "", command: str = "") -> None:

@@ -20,6 +20,8 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from robocell.errors import RobocellError
+
 LOOPBACK = "127.0.0.1"
 BUS_ENV = "ROBOCELL_BUS"
 BUS_PORT_ENV = "ROBOCELL_BUS_PORT"
@@ -36,7 +38,7 @@ BUS_PORT_COUNT = 4
 HIGHEST_PORT = 65535
 
 
-class ConfigError(ValueError):
+class ConfigError(RobocellError, ValueError):
     """A configuration variable is malformed or contradicts another; the message says which
     and what to set instead."""
 

@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 from numba import njit
 
+from robocell.errors import RobocellError
 from robocell.sokoban.board import DIR_CHARS, N_DIRS, Board
 from robocell.sokoban.solver import (
     EMPTY_SLOT,
@@ -28,7 +29,7 @@ NO_DISTANCE = -1
 EXPLORE_OK, EXPLORE_TOO_BIG = 0, 1
 
 
-class GraphTooLarge(ValueError):
+class GraphTooLarge(RobocellError, ValueError):
     """The state space exceeds the limit the caller set."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from robocell.cli import CommandError
+from robocell.errors import CommandError
 
 DEFAULT_PROFILE = "soltvvo-2x2"
 

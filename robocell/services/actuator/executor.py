@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from robocell.common.profile import Profile
+from robocell.errors import RobocellError
 from robocell.services.actuator.motion import (
     MotorModel,
     PrimitiveMotion,
@@ -24,7 +25,7 @@ from robocell.services.actuator.motion import (
 )
 
 
-class PlanMismatch(ValueError):
+class PlanMismatch(RobocellError, ValueError):
     """A plan that this robot cannot execute (other puzzle/profile, unknown primitive)."""
 
 

@@ -29,7 +29,7 @@ from typing import IO
 from robocell.common.profile import Profile
 from robocell.services.actuator import protocol as proto
 from robocell.services.actuator.motion import MotorModel, load_motors
-from robocell.services.actuator.twin import Twin, TwinFault
+from robocell.services.actuator.twin import Twin, TwinFaultError
 
 FIRMWARE_NAME = "robocell-fwsim"
 FIRMWARE_VERSION = "1.0"
@@ -248,7 +248,7 @@ class FirmwareCore:
         """A motion cut short (e-stop, reset): the twin records what physically happened."""
         try:
             self._apply(motion, fraction)
-        except TwinFault as exc:
+        except TwinFaultError as exc:
             self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
 
     def _finish(self, motion: Motion) -> list[bytes]:
@@ -258,7 +258,7 @@ class FirmwareCore:
         fault = None
         try:
             self._apply(motion)
-        except TwinFault as exc:
+        except TwinFaultError as exc:
             fault = exc
         self._log("exec", line=motion.command.line, text=motion.command.body,
                   start=round(motion.start, 3), end=round(motion.end, 3),

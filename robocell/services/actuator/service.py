@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from robocell.common.profile import Profile, ProfileError, load_profile
+from robocell.errors import CommandError
 from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, Progress
 from robocell.services.actuator.link import FirmwareReset, Link, LinkError
 
@@ -398,7 +399,6 @@ class FirmwareSimBus:
 
 def run_service(args: argparse.Namespace) -> int:
     """`robocell actuator`: serve until Ctrl-C."""
-    from robocell.cli import CommandError
     from robocell.common.bus import Node
 
     try:

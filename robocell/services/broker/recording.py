@@ -28,6 +28,7 @@ from typing import Any
 
 from robocell.common.envelope import MessageError, decode
 from robocell.common.messages import TOPIC_SPECS, payload_json_schema
+from robocell.errors import RobocellError
 
 MESSAGE_ENCODING = "msgpack"
 PROFILE = "robocell"
@@ -47,7 +48,7 @@ COMPRESSED_IMAGE_SCHEMA = {
 }
 
 
-class RecordingError(ValueError):
+class RecordingError(RobocellError, ValueError):
     """A recording that cannot be read or written."""
 
 

@@ -23,6 +23,8 @@ import time
 import uuid
 from typing import Any
 
+from robocell.errors import CommandError
+
 DEFAULT_TIMEOUT_S = 0.1
 """3x3 search budget per request when neither the request nor the robot profile
 (``search_budget_ms``) sets one; always bounded by the caller's deadline."""
@@ -377,7 +379,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_solver(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus import Endpoints, Node
     from robocell.common.profile import ProfileError, load_profile
 

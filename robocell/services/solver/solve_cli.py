@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from robocell.cli import CommandError
+from robocell.errors import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

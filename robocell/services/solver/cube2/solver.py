@@ -17,6 +17,7 @@ from numba import njit
 
 from robocell.common.cubie import from_facelets
 from robocell.common.profile import Profile
+from robocell.errors import RobocellError
 from robocell.services.solver.cube2.coords import N_STATES, SOLVED
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
@@ -31,7 +32,7 @@ TABLE_MISMATCH = -2
 """Descent result: no primitive continues the plan (the table does not fit the profile)."""
 
 
-class UnsolvableForRobot(ValueError):
+class UnsolvableForRobot(RobocellError, ValueError):
     """A valid cube that this robot's primitives cannot bring to solved."""
 
 
