@@ -52,7 +52,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("bus", "inspect, record and replay the bus",
             "robocell.services.broker.bus_cli:register"),
     Command("firmware-sim", "simulated motor firmware + digital twin on TCP or a pty",
-            "robocell.services.actuator.cli:register"),
+            "robocell.services.firmware_sim.cli:register"),
     Command("actuator", "the actuator service: plans from the bus -> motor commands",
             "robocell.services.actuator.cli:register"),
     Command("vision", "read cube faces from images, resolve colours to a cube state",

@@ -30,7 +30,7 @@ such as ``"turn R:-90 L:-90"``, ``"grip gR gL"``; `motion.compile_primitives`), 
 (``[[scan.poses]]`` with ``name``, ``motion``, ``views`` = [{at, face, rotation}], and
 ``finish``; `motion.load_scan`), ``[geometry]`` (``[[geometry.arms]]`` with ``face``,
 ``stepper``, ``gripper``, ``holds``, ``layers``; ``rest``; ``[[geometry.tilters]]``;
-`robocell.services.actuator.twin.load_geometry`). Full description: docs/profiles.md.
+`robocell.services.firmware_sim.twin.load_geometry`). Full description: docs/profiles.md.
 
 A bad file raises `ProfileError` naming the file, the key and the problem.
 """

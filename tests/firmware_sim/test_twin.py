@@ -11,7 +11,7 @@ from robocell.common.moves import apply_to_facelets
 from robocell.common.profile import available_profiles, load_profile
 from robocell.services.actuator.executor import Compiler
 from robocell.services.actuator.motion import load_scan
-from robocell.services.actuator.twin import Twin, TwinFaultError, observed_views, run_commands
+from robocell.services.firmware_sim.twin import Twin, TwinFaultError, observed_views, run_commands
 
 ROBOTS = [name for name in available_profiles() if "geometry" in load_profile(name).data]
 
