@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from integration.cellkit import cell_env  # noqa: E402
 
-from robocell.cell.cli import follow_cycle  # noqa: E402
-from robocell.cell.launcher import Launcher  # noqa: E402
 from robocell.common.bus import CommandClient, Endpoints, Node  # noqa: E402
+from robocell.services.cell.cli import follow_cycle  # noqa: E402
+from robocell.services.cell.launcher import Launcher  # noqa: E402
 
 BURST_THREADS = 100
 BURST_TIMEOUT_S = 60.0

@@ -74,8 +74,8 @@ def live_screenshot(profile: str, out: Path) -> int:
     from integration.cellkit import cell_env
     from playwright.sync_api import sync_playwright
 
-    from robocell.cell.launcher import Launcher
     from robocell.common.bus import Endpoints, Node
+    from robocell.services.cell.launcher import Launcher
 
     token = secrets.token_urlsafe(12)
     env = cell_env(profile, speed=0.5)

@@ -6,8 +6,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from robocell.cell.launcher import Launcher
 from robocell.common.ports import free_port_block
+from robocell.services.cell.launcher import Launcher
 
 
 def cell_env(profile: str, speed: float) -> dict[str, str]:

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from robocell.cell.cli import follow_cycle
 from robocell.common.bus import Endpoints, Node
+from robocell.services.cell.cli import follow_cycle
 
 from .cellkit import bus_address, running_cell
 

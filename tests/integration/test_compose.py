@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from robocell.cell.compose import interpolate, load_services
 from robocell.common.paths import REPO_DIR
+from robocell.services.cell.compose import interpolate, load_services
 
 COMPOSE = REPO_DIR / "docker-compose.yml"
 

@@ -65,8 +65,8 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from robocell.cell.compose import ComposeError
-    from robocell.cell.launcher import Launcher, LaunchError
+    from robocell.services.cell.compose import ComposeError
+    from robocell.services.cell.launcher import Launcher, LaunchError
 
     try:
         launcher = Launcher("sim" if args.sim else "hardware", _env_with(args))
@@ -129,8 +129,8 @@ def _commands_route(service: str, endpoints: Any, state: str, timeout: float) ->
 
 
 def cmd_cell(args: argparse.Namespace) -> int:
-    from robocell.cell.service import CellService
     from robocell.common.bus import Endpoints, Node
+    from robocell.services.cell.service import CellService
 
     speed = float(os.environ.get("ROBOCELL_SPEED", "1") or 1)
     with Node("cell", Endpoints.resolve(args.broker)) as node:
@@ -204,8 +204,8 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from robocell.cell.launcher import Launcher, LaunchError
     from robocell.common.bus import CommandFailed, Endpoints, Node
+    from robocell.services.cell.launcher import Launcher, LaunchError
 
     env = _env_with(args)
     env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")

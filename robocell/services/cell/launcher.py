@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from robocell.cell.compose import LocalService, load_services
 from robocell.common import config
 from robocell.errors import RobocellError
+from robocell.services.cell.compose import LocalService, load_services
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
