@@ -52,10 +52,7 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from robocell.common.bus import (  # noqa: E402
+from robocell.common.bus import (
     COPY_THRESHOLD,
     PUB_HWM,
     SUB_HWM,
@@ -63,13 +60,15 @@ from robocell.common.bus import (  # noqa: E402
     Publisher,
     Subscriber,
 )
-from robocell.common.envelope import (  # noqa: E402
+from robocell.common.config import free_port_block
+from robocell.common.envelope import (
     Envelope,
     decode_frame,
     encode_frame,
     subscription,
 )
-from robocell.common.ports import free_port_block  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 SMALL_TOPIC = "cell.status"
 SMALL_PAYLOAD = {"cycle_id": "cycle-000123", "stage": "executing",

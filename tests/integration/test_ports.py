@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from robocell.common.ports import free_port_block
+from robocell.common.config import free_port_block
 from robocell.services.cell.compose import LocalService
 from robocell.services.cell.launcher import Launcher, LaunchError
 

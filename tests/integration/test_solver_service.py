@@ -11,9 +11,8 @@ import time
 import pytest
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Subscriber
+from robocell.common.config import free_port_block
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved
-
-from .cellkit import free_port_block
 
 
 def wait_ready(node: Node, service: str, timeout: float = 180.0) -> None:

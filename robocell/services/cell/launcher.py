@@ -70,6 +70,22 @@ def port_taken(port: int, host: str = config.LOOPBACK) -> bool:
     return False
 
 
+def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
+                      env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default the process's) for a simulated cell beside any other on this host:
+    its bus, simulator and monitor ports moved to free loopback ports (a benchmark, a test)."""
+    cell = dict(os.environ if env is None else env)
+    cell.update({
+        "ROBOCELL_PROFILE": profile,
+        "ROBOCELL_SPEED": str(speed),
+        config.BUS_PORT_ENV: str(config.free_port_block(config.BUS_PORT_COUNT)),
+        config.SIM_PORT_ENV: str(config.free_port_block(1)),
+        config.MONITOR_PORT_ENV: str(config.free_port_block(1)),
+        "ROBOCELL_SOLVER_WORKERS": str(solver_workers),
+    })
+    return cell
+
+
 def free_bus_base_near(base: int) -> int | None:
     """A base port after ``base`` (in steps of 10) whose whole bus block is free, to suggest."""
     for candidate in range(base + 10, min(base + 500, 65535 - config.BUS_PORT_COUNT), 10):
