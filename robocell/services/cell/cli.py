@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from robocell.errors import CommandError
@@ -21,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
     p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
     p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.add_argument("--compose", type=Path, metavar="FILE",
+                   help="compose file to read (default ./docker-compose.yml, else the copy "
+                        "shipped with robocell)")
     p.set_defaults(func=cmd_up)
 
     p = subparsers.add_parser(
@@ -33,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="scramble seed")
     p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
     p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.add_argument("--compose", type=Path, metavar="FILE",
+                   help="compose file to read (default ./docker-compose.yml, else the copy "
+                        "shipped with robocell)")
     p.set_defaults(func=cmd_demo)
 
     p = subparsers.add_parser("cycle", help="run one solve cycle on a running cell")
@@ -69,7 +76,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     from robocell.services.cell.launcher import Launcher, LaunchError
 
     try:
-        launcher = Launcher("sim" if args.sim else "hardware", _env_with(args))
+        launcher = Launcher("sim" if args.sim else "hardware", _env_with(args),
+                            compose_file=args.compose)
     except ComposeError as exc:
         raise CommandError(str(exc)) from None
     with launcher:
@@ -205,15 +213,19 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from robocell.common.bus import CommandFailed, Endpoints, Node
+    from robocell.services.cell.compose import ComposeError
     from robocell.services.cell.launcher import Launcher, LaunchError
 
     env = _env_with(args)
     env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
     print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}); "
           "a first run builds the solver tables", flush=True)
-    launcher = Launcher("sim", env, quiet=None if args.verbose else {
-        s for s in ("broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell",
-                    "monitor")})
+    try:
+        launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
+                            else {"broker", "solver", "firmware-sim", "actuator-sim",
+                                  "vision-sim", "cell", "monitor"})
+    except ComposeError as exc:
+        raise CommandError(str(exc)) from None
     with launcher:
         try:
             launcher.start(on_ready=lambda name: print(f"  {name} is up", flush=True))

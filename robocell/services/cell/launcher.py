@@ -25,11 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from robocell.common import config
 from robocell.errors import RobocellError
-from robocell.services.cell.compose import LocalService, load_services
+from robocell.services.cell.compose import LocalService, find_compose_file, load_services
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
@@ -107,11 +108,12 @@ class Launcher:
 
     def __init__(self, profile: str = "sim", env: dict[str, str] | None = None,
                  out: TextIO | None = None, only: set[str] | None = None,
-                 quiet: set[str] | None = None) -> None:
+                 quiet: set[str] | None = None, compose_file: Path | None = None) -> None:
         # every port variable set to the value the commands read, so that the compose
         # file's interpolation agrees with them (ConfigError names a malformed one)
         self.env = config.settled(os.environ if env is None else env)
-        self.services = [s for s in load_services(profile, self.env)
+        self.compose_file = find_compose_file(compose_file)
+        self.services = [s for s in load_services(profile, self.env, self.compose_file)
                          if only is None or s.name in only]
         self.ready_timeout_s = READY_TIMEOUT_S
         self.out = out or sys.stdout
