@@ -52,13 +52,12 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from robocell.common.bus import PUB_HWM, SUB_HWM, Endpoints, Publisher, Subscriber
+from robocell.common.bus.endpoints import COPY_THRESHOLD
+from robocell.common.bus.wire import Envelope, decode_frame, encode_frame, subscription
+from robocell.common.config import free_port_block
 
-from robocell.common.bus import PUB_HWM, SUB_HWM, Endpoints, Publisher, Subscriber  # noqa: E402
-from robocell.common.bus.endpoints import COPY_THRESHOLD  # noqa: E402
-from robocell.common.bus.wire import Envelope, decode_frame, encode_frame, subscription  # noqa: E402
-from robocell.common.ports import free_port_block  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SMALL_TOPIC = "cell.status"
 SMALL_PAYLOAD = {"cycle_id": "cycle-000123", "stage": "executing",

@@ -19,18 +19,13 @@ import argparse
 import collections
 import json
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from integration.cellkit import cell_env  # noqa: E402
-
-from robocell.cell.cli import follow_cycle  # noqa: E402
-from robocell.cell.launcher import Launcher  # noqa: E402
 from robocell.common.bus import CommandClient, Endpoints, Node
+from robocell.services.cell.cli import follow_cycle
+from robocell.services.cell.launcher import Launcher, isolated_cell_env
 
 BURST_THREADS = 100
 BURST_TIMEOUT_S = 60.0
@@ -79,7 +74,7 @@ def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
 
 
 def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
-    env = cell_env(profile, speed)
+    env = isolated_cell_env(profile, speed)
     env["ROBOCELL_SOLVER_WORKERS"] = "2"
     launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
                                            "vision-sim", "cell", "monitor"})

@@ -16,9 +16,9 @@ import numpy as np
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.bus.topics import FACES
+from robocell.common.config import free_port_block
 from robocell.common.cube import apply_to_facelets, format_moves, invert_moves, solved
 from robocell.common.notation import parse_moves
-from robocell.common.ports import free_port_block
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"

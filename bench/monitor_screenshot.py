@@ -70,15 +70,13 @@ def main() -> int:
 
 def live_screenshot(profile: str, out: Path) -> int:
     """The real simulated cell, one scramble and one cycle, pictured while it executes."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from integration.cellkit import cell_env
     from playwright.sync_api import sync_playwright
 
-    from robocell.cell.launcher import Launcher
     from robocell.common.bus import Endpoints, Node
+    from robocell.services.cell.launcher import Launcher, isolated_cell_env
 
     token = secrets.token_urlsafe(12)
-    env = cell_env(profile, speed=0.5)
+    env = isolated_cell_env(profile, speed=0.5)
     env["ROBOCELL_MONITOR_TOKEN"] = token
     launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
                                            "vision-sim", "cell", "monitor"})

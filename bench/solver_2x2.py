@@ -103,7 +103,6 @@ def main() -> int:
     parser.add_argument("--cubes", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=2024)
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
     from robocell.common.scramble import random_facelets
 
     rng = np.random.default_rng(args.seed)

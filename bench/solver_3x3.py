@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from robocell.common.cube import apply_to_facelets, random_facelets, solved
 
-from robocell.common.cube import apply_to_facelets, random_facelets, solved  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 OUR_BUDGETS = {"ours-first": 0.0, "ours-10ms": 0.01, "ours-100ms": 0.1, "ours-1s": 1.0}
 RTP_BUDGETS = {"rubiktwophase-100ms": 0.1, "rubiktwophase-1s": 1.0}

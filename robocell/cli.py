@@ -1,60 +1,127 @@
-"""The `robocell` command line: one subcommand per job, each defined next to its code.
+"""The `robocell` command line: a static table of subcommands, each one's code imported only
+when that subcommand runs.
 
-Every module listed in COMMAND_MODULES exposes ``register(subparsers)``, which adds one
-or more subcommands whose parsers carry ``func`` (called with the parsed arguments; it
-returns the exit code). Modules keep their top-level imports light (numba, OpenCV and
-ZeroMQ are imported inside the functions that need them) so that `robocell --help` is fast.
-A module that is not part of this installation is simply not offered.
+COMMANDS names every subcommand with its one-line help and the ``"module:function"`` that
+registers it: ``function(subparsers)`` adds the subcommand's parser, whose ``func`` (called
+with the parsed arguments) returns the exit code. `robocell --help` reads the table alone, so
+it imports none of the command modules (and so neither numba, OpenCV nor ZeroMQ); running a
+subcommand imports its one module. A module that is not part of this installation is
+reported as such when its subcommand is asked for. Nothing imports this module except the
+entry point (`robocell` and `python -m robocell`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
+import signal
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
-# Module path of each command group, in the order `robocell --help` lists them.
-COMMAND_MODULES: tuple[str, ...] = (
-    "robocell.common.cube_cli",          # cube apply/check/scramble/invert/simplify/show
-    "robocell.services.solver.tables_cli",  # tables build/verify/info
-    "robocell.services.solver.solve_cli",   # solve
-    "robocell.services.solver.service",     # solver (the service)
-    "robocell.services.broker.cli",         # broker, keys
-    "robocell.services.broker.bus_cli",     # bus list/echo/hz/pub/record/play/info/export
-    "robocell.services.actuator.cli",       # actuator, firmware-sim
-    "robocell.services.vision.cli",         # vision detect/resolve/scan/serve
-    "robocell.services.monitor.cli",        # monitor
-    "robocell.cell.cli",                    # up, demo, cycle, health
-    "robocell.sokoban.cli",                 # sokoban parse/graph/solve/verify/generate
+from robocell import __version__
+from robocell.common.config import ConfigError
+from robocell.errors import CommandError
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, its line in `robocell --help`, and where its parser is made."""
+
+    name: str
+    help: str
+    register: str
+    """``"module:function"``; the function adds the subcommand to the subparsers it is given."""
+
+
+# In the order `robocell --help` lists them; the help lines are what each register() says.
+COMMANDS: tuple[Command, ...] = (
+    Command("cube", "cube model tools: apply, check, scramble, invert, simplify, show",
+            "robocell.common.cube_cli:register"),
+    Command("tables", "build, verify and describe solver tables",
+            "robocell.services.solver.tables_cli:register"),
+    Command("solve", "plan the fastest solution of a cube for a robot profile",
+            "robocell.services.solver.solve_cli:register"),
+    Command("solver", "run the solver service on the bus",
+            "robocell.services.solver.service:register"),
+    Command("broker", "run the bus broker (pub/sub proxy, last-value cache, commands)",
+            "robocell.services.broker.cli:register"),
+    Command("keys", "CURVE keys for remote bus access",
+            "robocell.services.broker.cli:register"),
+    Command("bus", "inspect, record and replay the bus",
+            "robocell.services.broker.bus_cli:register"),
+    Command("firmware-sim", "simulated motor firmware + digital twin on TCP or a pty",
+            "robocell.services.firmware_sim.cli:register"),
+    Command("actuator", "the actuator service: plans from the bus -> motor commands",
+            "robocell.services.actuator.cli:register"),
+    Command("vision", "read cube faces from images, resolve colours to a cube state",
+            "robocell.services.vision.cli:register"),
+    Command("monitor", "live web dashboard of the cell (aiohttp + WebSocket)",
+            "robocell.services.monitor.cli:register"),
+    Command("up", "start the whole cell as local processes (from docker-compose.yml)",
+            "robocell.services.cell.cli:register"),
+    Command("demo", "the main job: simulated cell, scramble the twin, one solve cycle",
+            "robocell.services.cell.cli:register"),
+    Command("cycle", "run one solve cycle on a running cell",
+            "robocell.services.cell.cli:register"),
+    Command("cell", "run the cycle coordinator service", "robocell.services.cell.cli:register"),
+    Command("health", "exit 0 when SERVICE's heartbeat is current",
+            "robocell.services.cell.cli:register"),
+    Command("sokoban", "Sokoban levels: parse, graph, solve, verify, generate",
+            "robocell.sokoban.cli:register"),
 )
 
 
-class CommandError(Exception):
-    """A user-facing failure: printed as one line on stderr, exit code 2."""
+def resolve(command: Command) -> Callable[[argparse._SubParsersAction], None]:
+    """The register function of ``command``; CommandError if its module is not installed."""
+    module_name, _, function = command.register.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module_name.startswith(exc.name):
+            raise  # a dependency of the module is missing: the traceback says which
+        raise CommandError(f"{module_name} is not part of this installation") from None
+    return getattr(module, function)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _OnlyOne:
+    """Subparsers seen by a register function: the wanted subcommand is added for real; the
+    others that the same function registers are left out (their table entries stand)."""
+
+    def __init__(self, subparsers: argparse._SubParsersAction, wanted: str) -> None:
+        self._subparsers = subparsers
+        self._wanted = wanted
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        if name == self._wanted:
+            return self._subparsers.add_parser(name, **kwargs)
+        return argparse.ArgumentParser(prog=name, add_help=False)
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The subcommand named by ``argv``: its first word that is not an option."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: the subcommand it names is registered by its own module, every
+    other subcommand is a table entry (name and help line)."""
     parser = argparse.ArgumentParser(
         prog="robocell",
         description="A robot cell that reads, plans and solves puzzles.",
     )
-    from robocell import __version__
-
     parser.add_argument("--version", action="version", version=f"robocell {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        if importlib.util.find_spec(module_name.rsplit(".", 1)[0]) is None:
-            continue
-        try:
-            spec = importlib.util.find_spec(module_name)
-        except ModuleNotFoundError:
-            spec = None
-        if spec is None:
-            continue
-        module = importlib.import_module(module_name)
-        module.register(subparsers)
+    wanted = _chosen(sys.argv[1:] if argv is None else argv)
+    for command in COMMANDS:
+        if command.name == wanted:
+            resolve(command)(_OnlyOne(subparsers, wanted))  # type: ignore[arg-type]
+        else:
+            subparsers.add_parser(command.name, help=command.help)
     return parser
 
 
@@ -71,19 +138,19 @@ Python's default (5 ms) a thread woken by a reply could wait that long for its t
 
 
 def main(argv: list[str] | None = None) -> int:
-    import signal
-
     sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
-    parser = build_parser()
+    try:
+        parser = build_parser(argv)
+    except CommandError as exc:
+        print(f"robocell: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
         return 0 if args.command is None else 2
-    from robocell.common.config import ConfigError
-
     try:
         return int(func(args) or 0)
     except (CommandError, ConfigError) as exc:  # ConfigError: a port variable, from anywhere

@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the real data lives, and skipping only when it is absent."""
+"""Shared test fixtures: where the real data lives (skipping only when it is absent), and the
+reference robot profile."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from robocell.common.paths import shared_data_dir
+from robocell.common.profile import Profile, load_profile
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +18,9 @@ def shared_data() -> Path:
     if not root.is_dir():
         pytest.skip(f"shared data not found at {root} (set ROBOCELL_DATA to its location)")
     return root
+
+
+@pytest.fixture(scope="session")
+def soltvvo() -> Profile:
+    """The reference 2x2 robot profile (four counter-clockwise arms with grippers)."""
+    return load_profile("soltvvo-2x2")

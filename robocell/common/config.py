@@ -12,13 +12,18 @@ listen, read the same way by every command, by `robocell up` and by docker-compo
 ``ROBOCELL_FIRMWARE_PORT``, the firmware simulator's old variable, is read as an alias of
 ``ROBOCELL_SIM_PORT`` when that is unset. Every function takes the environment to read
 (default ``os.environ``) and raises :class:`ConfigError` naming the variable at fault.
+`free_port_block` finds free loopback ports to set them to, for a second cell on one host (a
+test, a benchmark).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+from robocell.errors import RobocellError
 
 LOOPBACK = "127.0.0.1"
 BUS_ENV = "ROBOCELL_BUS"
@@ -36,7 +41,7 @@ BUS_PORT_COUNT = 4
 HIGHEST_PORT = 65535
 
 
-class ConfigError(ValueError):
+class ConfigError(RobocellError, ValueError):
     """A configuration variable is malformed or contradicts another; the message says which
     and what to set instead."""
 
@@ -142,3 +147,31 @@ def settled(env: Mapping[str, str]) -> dict[str, str]:
     out[SIM_PORT_ENV] = str(sim_port(env))
     out[MONITOR_PORT_ENV] = str(monitor_port(env))
     return out
+
+
+FREE_PORT_ATTEMPTS = 200
+
+
+def free_port_block(count: int, host: str = LOOPBACK) -> int:
+    """A port P such that P .. P + count - 1 are all free on ``host`` right now (the
+    operating system picks P; the block is then checked by binding each port)."""
+    for _ in range(FREE_PORT_ATTEMPTS):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            base = probe.getsockname()[1]
+        if base + count - 1 > HIGHEST_PORT:
+            continue
+        held: list[socket.socket] = []
+        try:
+            for offset in range(count):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind((host, base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise RuntimeError(f"no {count} consecutive free ports on {host} after "
+                       f"{FREE_PORT_ATTEMPTS} tries; is the host out of ephemeral ports?")

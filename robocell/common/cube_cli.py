@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from robocell.cli import CommandError
 from robocell.common.facelets import FACES, size_of
+from robocell.errors import CommandError
 
 ANSI_BACKGROUND = {  # face letter -> 256-colour background close to a real cube's sticker
     "U": 231, "R": 160, "F": 34, "D": 226, "L": 208, "B": 27,

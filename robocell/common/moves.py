@@ -15,13 +15,14 @@ import numpy as np
 from robocell.common.cubie import CubieState, from_facelets
 from robocell.common.facelets import FACE_NORMALS, check_size, solved, sticker_geometry
 from robocell.common.notation import Move, parse_moves
+from robocell.errors import RobocellError
 
 # axis (outward normal the turn is clockwise about) and the layers it turns, by move kind
 _SLICE_AXES = {"M": (-1, 0, 0), "E": (0, -1, 0), "S": (0, 0, 1)}
 _ROTATION_AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1)}
 
 
-class MoveError(ValueError):
+class MoveError(RobocellError, ValueError):
     """A move that does not exist on this cube size (e.g. a slice turn on a 2x2x2)."""
 
 

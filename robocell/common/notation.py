@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from robocell.errors import RobocellError
+
 FACE_TURNS = "URFDLB"
 SLICES = "MES"
 ROTATIONS = "xyz"
@@ -33,7 +35,7 @@ for _name, _axis in (
 MOVE_NAMES = tuple(MOVE_AXIS)
 
 
-class NotationError(ValueError):
+class NotationError(RobocellError, ValueError):
     """A move sequence that cannot be parsed; ``position`` is the 0-based character index."""
 
     def __init__(self, text: str, position: int, reason: str) -> None:

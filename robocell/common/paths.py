@@ -9,18 +9,26 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 """The installed `robocell` package directory."""
 
 REPO_DIR = PACKAGE_DIR.parent
-"""The source checkout (meaningful when running from a clone, as `./dev` does)."""
+"""The source checkout when running from a clone (as `./dev` does); for an installed package
+this is site-packages, so nothing is read or written there unless it is a checkout."""
+
+
+def is_checkout() -> bool:
+    """Whether robocell runs from a source checkout (its pyproject.toml beside the package)."""
+    return (REPO_DIR / "pyproject.toml").is_file()
 
 
 def tables_dir() -> Path:
-    """Directory of generated tables: $ROBOCELL_TABLES, else `tables/` of the checkout,
-    else ~/.cache/robocell/tables for an installation without a checkout."""
+    """Directory of generated tables, always writable: $ROBOCELL_TABLES, else `tables/` of the
+    checkout, else the user's cache ($XDG_CACHE_HOME or ~/.cache)/robocell/tables for an
+    installation without a checkout."""
     env = os.environ.get("ROBOCELL_TABLES")
     if env:
         return Path(env)
-    if (REPO_DIR / "pyproject.toml").is_file():
+    if is_checkout():
         return REPO_DIR / "tables"
-    return Path.home() / ".cache" / "robocell" / "tables"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "robocell" / "tables"
 
 
 def shared_data_dir() -> Path:

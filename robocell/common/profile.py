@@ -30,7 +30,7 @@ such as ``"turn R:-90 L:-90"``, ``"grip gR gL"``; `motion.compile_primitives`), 
 (``[[scan.poses]]`` with ``name``, ``motion``, ``views`` = [{at, face, rotation}], and
 ``finish``; `motion.load_scan`), ``[geometry]`` (``[[geometry.arms]]`` with ``face``,
 ``stepper``, ``gripper``, ``holds``, ``layers``; ``rest``; ``[[geometry.tilters]]``;
-`robocell.services.actuator.twin.load_geometry`). Full description: docs/profiles.md.
+`robocell.services.firmware_sim.twin.load_geometry`). Full description: docs/profiles.md.
 
 A bad file raises `ProfileError` naming the file, the key and the problem.
 """
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robocell.common.notation import Move, NotationError, parse_moves
+from robocell.errors import RobocellError
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 PUZZLE_SIZES: dict[str, int | None] = {"2x2": 2, "3x3": 3, "any": None}
@@ -55,7 +56,7 @@ TOP_LEVEL_KEYS = {
 PRIMITIVE_KEYS = {"name", "moves", "cost", "group", "motion", "description"}
 
 
-class ProfileError(ValueError):
+class ProfileError(RobocellError, ValueError):
     """A profile file that cannot be used: names the file, the key and the problem."""
 
     def __init__(self, path: Path | str, key: str, problem: str) -> None:

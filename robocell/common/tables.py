@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from robocell.common.paths import tables_dir
+from robocell.errors import RobocellError
 
 TABLE_FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -45,7 +46,7 @@ class TableGroup:
         return tables_dir() / self.name
 
 
-class TableError(RuntimeError):
+class TableError(RobocellError, RuntimeError):
     """A table group that cannot be used (and could not be rebuilt)."""
 
 

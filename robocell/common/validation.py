@@ -37,6 +37,7 @@ from robocell.common.facelets import (
     edge_facelets,
     facelet_name,
 )
+from robocell.errors import RobocellError
 
 ERROR_CODES = (
     "length", "letters", "colour_count", "centres", "corner_colours", "edge_colours",
@@ -44,7 +45,7 @@ ERROR_CODES = (
 )
 
 
-class CubeStateError(ValueError):
+class CubeStateError(RobocellError, ValueError):
     """An impossible cube. ``code`` is one of ERROR_CODES; ``stickers`` are 0-based indices
     into the facelet string of the stickers at fault (empty when no sticker is singled out)."""
 

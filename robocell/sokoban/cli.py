@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from robocell.errors import CommandError
+
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
@@ -85,7 +87,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load(file: Path, number: int):
-    from robocell.cli import CommandError
     from robocell.sokoban.level import LevelError, load_level
 
     try:
@@ -95,7 +96,6 @@ def _load(file: Path, number: int):
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.sokoban.level import LevelError, load_levels
 
     try:
@@ -125,7 +125,6 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.sokoban.board import build_board
     from robocell.sokoban.graph import GraphTooLarge, build_graph
 
@@ -159,7 +158,6 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.sokoban.board import build_board
     from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
     from robocell.sokoban.solver import FAST_WEIGHT, solve
@@ -196,7 +194,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _print_solve(args: argparse.Namespace, level: Any, result: Any) -> int:
-    from robocell.cli import CommandError
     from robocell.sokoban.lurd import replay
 
     if result.solved and not replay(level, result.lurd).solved:
@@ -215,7 +212,6 @@ def _print_solve(args: argparse.Namespace, level: Any, result: Any) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.sokoban.lurd import replay
 
     level = _load(args.file, args.level)

@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 from numba import njit
 
+from robocell.errors import RobocellError
 from robocell.sokoban.board import DIR_CHARS, N_DIRS, Board, region_scan
 from robocell.sokoban.nodes import EMPTY_SLOT, pushed_box_set, table_find, table_insert
 from robocell.sokoban.solution import walk_path
@@ -22,7 +23,7 @@ NO_DISTANCE = -1
 EXPLORE_OK, EXPLORE_TOO_BIG = 0, 1
 
 
-class GraphTooLarge(ValueError):
+class GraphTooLarge(RobocellError, ValueError):
     """The state space exceeds the limit the caller set."""
 
 

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from robocell.errors import RobocellError
+
 WALL = "#"
 PLAYER = "@"
 PLAYER_ON_GOAL = "+"
@@ -20,7 +22,7 @@ RLE_ROW_SEPARATOR = "|"
 _RLE_TOKEN = re.compile(r"(\d*)([#@+$*. \-_|])")
 
 
-class LevelError(ValueError):
+class LevelError(RobocellError, ValueError):
     """A level that cannot be played: says what is wrong and on which square or line."""
 
 

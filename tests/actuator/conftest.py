@@ -16,7 +16,7 @@ import pytest
 
 from robocell.common.facelets import solved
 from robocell.common.moves import apply_to_facelets
-from robocell.common.profile import Profile, load_profile
+from robocell.common.profile import Profile
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 20.0
@@ -133,8 +133,3 @@ def reference_case(profile: Profile, rng: random.Random, length: int,
         last_group = prim.group
     plan = [name for prim in reversed(scramble) for name in inverses[prim]]
     return scramble, plan
-
-
-@pytest.fixture(scope="session")
-def soltvvo() -> Profile:
-    return load_profile("soltvvo-2x2")

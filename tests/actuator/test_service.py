@@ -5,23 +5,13 @@ check, scan poses, e-stop, and faults reported on the bus."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from robocell.common.bus import CommandFailed, Node
-from robocell.common.facelets import solved
-from robocell.common.moves import apply_to_facelets
-from robocell.common.profile import load_profile
-
-from .conftest import primitive_inverses
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bus"))
-from bus_testlib import (  # noqa: E402
+from support.bus import (
     free_base_port,
     robocell_cmd,
     robocell_env,
@@ -29,7 +19,12 @@ from bus_testlib import (  # noqa: E402
     wait_for_broker,
 )
 
-from robocell.common.bus import Endpoints
+from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.facelets import solved
+from robocell.common.moves import apply_to_facelets
+from robocell.common.profile import load_profile
+
+from .conftest import primitive_inverses
 
 SCRAMBLE = ["R'", "B2", "R'+L2", "F'", "R2+L'", "B'+F'"]
 

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from bus_testlib import free_base_port, robocell_cmd, robocell_env, stop_process, wait_for_broker
+from support.bus import free_base_port, robocell_cmd, robocell_env, stop_process, wait_for_broker
 
 from robocell.common.bus import Endpoints
 from robocell.services.broker.broker import Broker

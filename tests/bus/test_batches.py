@@ -11,8 +11,8 @@ import hypothesis.strategies as st
 import msgpack
 import pytest
 import zmq
-from bus_testlib import recv_topic, robocell_cmd, robocell_env, stop_process
 from hypothesis import given, settings
+from support.bus import recv_topic, robocell_cmd, robocell_env, stop_process
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.common.bus.publisher import COALESCE_FRAME_BYTES, COALESCE_MESSAGE_BYTES

@@ -8,15 +8,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from bus_testlib import robocell_env, stop_process
+from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process
 
 from robocell.common.bus import Busy, CommandClient, CommandFailed, Endpoints, Node
 from robocell.services.broker.broker import Broker
-
-SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import zmq
-from bus_testlib import (
+from support.bus import (
     free_base_port,
     recv_topic,
     robocell_cmd,

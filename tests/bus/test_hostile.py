@@ -19,7 +19,7 @@ from pathlib import Path
 import msgpack
 import pytest
 import zmq
-from bus_testlib import robocell_env, stop_process
+from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.commands import (
@@ -108,7 +108,6 @@ def test_depth_limit_is_generous_for_real_payloads() -> None:
 
 SEED = 20240611
 SERVICE = "hostile-svc"
-SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
 N_ROUNDS = 3
 N_RANDOM = 30
 """Random inputs of each kind per socket and round (bounded: the file runs in well under a

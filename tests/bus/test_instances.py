@@ -15,14 +15,13 @@ from pathlib import Path
 import msgpack
 import pytest
 import zmq
-from bus_testlib import recv_topic, robocell_env, stop_process
+from support.bus import SCRIPTED_SERVICE, recv_topic, robocell_env, stop_process
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Subscriber
 from robocell.common.bus.commands import REQUEST
 from robocell.common.bus.wire import Envelope, encode
 from robocell.services.broker.broker import Broker
 
-SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
 FAST_BEAT_S = 0.2
 
 

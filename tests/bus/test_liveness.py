@@ -5,15 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from bus_testlib import robocell_env, stop_process
+from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process
 
 from robocell.common.bus import STALE_AFTER_BEATS, Endpoints, Liveness, Node
 from robocell.common.bus.wire import Envelope
 from robocell.services.broker.broker import Broker
 
-SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
 FAST_BEAT_S = 0.1
 
 

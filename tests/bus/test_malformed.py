@@ -8,7 +8,7 @@ import time
 
 import msgpack
 import zmq
-from bus_testlib import recv_topic
+from support.bus import recv_topic
 
 from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.wire import SCHEMA_VERSION, TOPIC_END, Envelope, encode

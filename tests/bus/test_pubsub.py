@@ -7,7 +7,7 @@ import time
 
 import pytest
 import zmq
-from bus_testlib import recv_topic
+from support.bus import recv_topic
 
 from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
 from robocell.services.broker.broker import Broker

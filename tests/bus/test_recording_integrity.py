@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bus_testlib import free_base_port, robocell_cmd, robocell_env
+from support.bus import free_base_port, robocell_cmd, robocell_env
 
 from robocell.common.bus.wire import Envelope, encode
 from robocell.services.broker.recording import Recorder, verify_recording

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bus_testlib import recv_topic, robocell_cmd, robocell_env
+from support.bus import recv_topic, robocell_cmd, robocell_env
 
 from robocell.common.bus import Node, Subscriber
 from robocell.common.bus.wire import Envelope, encode

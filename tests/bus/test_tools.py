@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bus_testlib import recv_topic, robocell_cmd, stop_process
+from support.bus import recv_topic, robocell_cmd, stop_process
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.common.bus.wire import decode
@@ -28,7 +28,7 @@ def run_cli(env: dict, *args: str, timeout: float = 30) -> subprocess.CompletedP
 
 @pytest.fixture
 def cli_env(broker_process, bus_base: str) -> dict:
-    from bus_testlib import robocell_env
+    from support.bus import robocell_env
 
     return robocell_env(bus_base)
 
@@ -176,7 +176,7 @@ def test_pub_echo_list_and_hz_from_the_command_line(broker_process, cli_env: dic
 
 def test_broker_refuses_to_listen_beyond_loopback_and_tools_explain_no_broker(
         bus_base: str) -> None:
-    from bus_testlib import robocell_env
+    from support.bus import robocell_env
 
     env = robocell_env(bus_base)
     done = run_cli(env, "broker", "--bus", "tcp://0.0.0.0:" + bus_base.rsplit(":", 1)[1])

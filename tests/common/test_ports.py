@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from robocell.common.ports import LOOPBACK, free_port_block
+from robocell.common.config import LOOPBACK, free_port_block
 
 
 def test_a_free_block_can_be_bound_whole_and_does_not_hold_a_taken_port() -> None:

@@ -11,11 +11,10 @@ import signal
 import time
 
 import pytest
+from support.cell import bus_address, running_cell
 
-from robocell.cell.cli import follow_cycle
 from robocell.common.bus import Endpoints, Node
-
-from .cellkit import bus_address, running_cell
+from robocell.services.cell.cli import follow_cycle
 
 
 def run_one_cycle(node: Node, seed: int, timeout: float = 120.0) -> dict:

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from robocell.cell.compose import interpolate, load_services
 from robocell.common.paths import REPO_DIR
+from robocell.services.cell.compose import (
+    PACKAGED_COMPOSE_FILE,
+    ComposeError,
+    find_compose_file,
+    interpolate,
+    load_services,
+)
 
 COMPOSE = REPO_DIR / "docker-compose.yml"
 
@@ -81,3 +87,21 @@ def test_broker_refuses_a_bus_port_block_compose_would_publish_wrongly():
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "ROBOCELL_BUS_PORT_LAST=7503" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_packaged_compose_file_equals_the_top_level_one():
+    """An installed robocell reads its shipped copy: it must be the deployment in the checkout
+    (copy docker-compose.yml to robocell/services/cell/ after editing it)."""
+    assert PACKAGED_COMPOSE_FILE.read_bytes() == COMPOSE.read_bytes()
+
+
+def test_compose_file_search_order(tmp_path):
+    assert find_compose_file(cwd=tmp_path) == PACKAGED_COMPOSE_FILE
+    here = tmp_path / "docker-compose.yml"
+    here.write_text(COMPOSE.read_text())
+    assert find_compose_file(cwd=tmp_path) == here
+    chosen = tmp_path / "other.yml"
+    chosen.write_text(COMPOSE.read_text())
+    assert find_compose_file(chosen, cwd=tmp_path) == chosen
+    with pytest.raises(ComposeError, match="no such compose file"):
+        find_compose_file(tmp_path / "missing.yml")

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from robocell.cell.compose import LocalService
-from robocell.cell.launcher import Launcher, LaunchError
-from robocell.common.ports import free_port_block
+from robocell.common.config import free_port_block
+from robocell.services.cell.compose import LocalService
+from robocell.services.cell.launcher import Launcher, LaunchError
 
 PORT_VARIABLES = ("ROBOCELL_BUS", "ROBOCELL_BUS_PORT", "ROBOCELL_BUS_PORT_LAST",
                   "ROBOCELL_SIM_PORT", "ROBOCELL_FIRMWARE_PORT", "ROBOCELL_MONITOR_PORT",

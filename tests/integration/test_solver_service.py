@@ -11,9 +11,8 @@ import time
 import pytest
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Subscriber
+from robocell.common.config import free_port_block
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved
-
-from .cellkit import free_port_block
 
 
 def wait_ready(node: Node, service: str, timeout: float = 180.0) -> None:
@@ -73,7 +72,7 @@ def test_invalid_state_gets_the_specific_error(solver_bus):
 
 
 def test_the_cells_solve_request_answers_a_cube_state_with_a_latched_plan(solver_bus):
-    # as robocell.cell.cycle.run_cycle asks: the scan's state, published for watchers
+    # as robocell.services.cell.cycle.run_cycle asks: the scan's state, published for watchers
     facelets = random_facelets(2, 99)
     plans = Subscriber(["solver.plan"], solver_bus.endpoints)
     try:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from monitor_harness import CHROMIUM, CHROMIUM_ARGS, TOKEN, Cell, start_broker, start_monitor
+from support.monitor import CHROMIUM, CHROMIUM_ARGS, TOKEN, Cell, start_broker, start_monitor
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from robocell.common.bus.schema import validate
 from robocell.common.bus.wire import Envelope
 from robocell.services.monitor.control import (
     ACTIONS,
-    ControlRefused,
+    ControlRefusedError,
     check_configured_token,
     check_token,
     plan_control,
@@ -143,12 +143,12 @@ def test_control_needs_a_configured_token_and_the_same_token():
 
 
 def test_control_requests_are_refused_unless_authorised_and_well_formed():
-    with pytest.raises(ControlRefused) as refused:
+    with pytest.raises(ControlRefusedError) as refused:
         plan_control({"action": "start"}, authorised=False)
     assert refused.value.code == "forbidden"
     for bad in ({"action": "launch"}, {"action": "start", "args": {"moves": 3}},
                 {"action": "scramble", "args": {"moves": "many"}}, ["start"]):
-        with pytest.raises(ControlRefused) as refused:
+        with pytest.raises(ControlRefusedError) as refused:
             plan_control(bad, authorised=True)
         assert refused.value.code == "invalid_arguments"
     action, args = plan_control({"action": "scramble", "args": {"moves": 20, "seed": 3}}, True)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import aiohttp
-from monitor_harness import http_get
+from support.monitor import http_get
 
 from robocell.common.bus import Publisher
 from robocell.common.cube import random_facelets

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from monitor_harness import TOKEN, face_jpeg
+from support.monitor import TOKEN, face_jpeg
 
 from robocell.common.bus import Node, Publisher
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved

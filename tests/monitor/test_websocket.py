@@ -10,7 +10,7 @@ import threading
 import time
 
 import aiohttp
-from monitor_harness import (
+from support.monitor import (
     TOKEN,
     http_get,
     process_env,
@@ -142,7 +142,7 @@ def test_remote_monitoring_through_the_curve_endpoint(tmp_path):
     robocell("keys", "generate", "broker", "--dir", str(keys))
     robocell("keys", "generate", "laptop", "--dir", str(keys),
              "--broker-pub", str(keys / "broker.pub"))
-    from monitor_harness import free_port_block
+    from support.monitor import free_port_block
 
     remote = f"tcp://127.0.0.1:{free_port_block(3)}"
     broker, bus = start_broker(tmp_path, ["--remote", remote, "--curve-key",

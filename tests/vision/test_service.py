@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from robocell.common.bus import Endpoints, Node
+from robocell.common.config import free_port_block
 from robocell.common.cube import random_facelets
-from robocell.common.ports import free_port_block
 from robocell.services.broker.broker import Broker
 from robocell.services.vision.resolve import same_cube
 from robocell.services.vision.scan import SCRIPTED_POSES

@@ -31,6 +31,7 @@ from robocell.common.bus.endpoints import Endpoints, LinkWatch, send_nowait, zmq
 from robocell.common.bus.schema import validate, validate_payload
 from robocell.common.bus.topics import COMMAND_ERRORS
 from robocell.common.bus.wire import SCHEMA_VERSION, Envelope, decode, encode
+from robocell.errors import RobocellError
 
 # --- wire constants of the command channel -------------------------------------------------
 
@@ -56,7 +57,7 @@ MAX_REQUEST_ID_CHARS = 128
 replies: unbounded ids would let a caller fill its memory)."""
 
 
-class CommandFailed(Exception):
+class CommandFailed(RobocellError):
     """A command that did not succeed: ``code`` is one of topics.COMMAND_ERRORS."""
 
     def __init__(self, code: str, message: str, service: str = "", command: str = "") -> None:

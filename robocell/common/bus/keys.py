@@ -21,11 +21,13 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from robocell.errors import RobocellError
+
 Z85_KEY_CHARS = 40
 ROLES = ("read", "command")
 
 
-class KeyFileError(ValueError):
+class KeyFileError(RobocellError, ValueError):
     """A key file that is missing, unreadable or incomplete."""
 
 

@@ -49,6 +49,7 @@ from robocell.common.bus.wire import (
     subscription,
     unbatch_frame,
 )
+from robocell.errors import RobocellError
 
 MAX_SOURCES_PER_TOPIC = 1024
 """Sources a subscriber tracks per topic (a rogue sender must not grow its tables)."""
@@ -76,7 +77,7 @@ class ReceiveStats:
                 "duplicates": self.duplicates, "dropped": self.gaps}
 
 
-class Rejection(Exception):
+class Rejection(RobocellError):
     """A message that was refused, with the MessageError that explains it."""
 
     def __init__(self, error: MessageError, topic: str | None, size: int) -> None:

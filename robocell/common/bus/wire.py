@@ -66,6 +66,8 @@ from typing import Any
 import msgpack
 import msgspec
 
+from robocell.errors import RobocellError
+
 SCHEMA_VERSION = 1
 """Version of the envelope layout and of the message declarations as a whole."""
 
@@ -149,7 +151,7 @@ def max_message_bytes() -> int:
     return limit
 
 
-class MessageError(ValueError):
+class MessageError(RobocellError, ValueError):
     """A message that cannot be accepted. ``reason`` is a short machine-readable code
     (``decode``, ``schema_version``, ``oversize``, ``invalid``, ``unknown_topic``), the
     message text says what is wrong and where."""

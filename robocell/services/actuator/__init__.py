@@ -1,1 +1,1 @@
-"""Actuator: turns plans into motor commands on a serial line; the firmware simulator and twin."""
+"""Actuator: turns plans into motor commands for the profile's hardware on a serial line."""

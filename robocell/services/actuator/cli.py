@@ -1,61 +1,14 @@
-"""Command line of the actuator area: `robocell actuator` (the service) and
-`robocell firmware-sim` (the simulated firmware with its digital twin)."""
+"""`robocell actuator`: the actuator service on the bus, driving the firmware's serial line."""
 
 from __future__ import annotations
 
 import argparse
 import os
 
-from robocell.cli import CommandError
-
 DEFAULT_PROFILE = "soltvvo-2x2"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    sim = subparsers.add_parser(
-        "firmware-sim", help="simulated motor firmware + digital twin on TCP or a pty",
-        description="Speak the actuator serial protocol on 127.0.0.1:PORT (or a pty) and move a "
-                    "digital twin of the robot and cube. Faults can be injected for tests.")
-    sim.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE", DEFAULT_PROFILE),
-                     help="robot profile (motors and geometry); default %(default)s")
-    where = sim.add_mutually_exclusive_group()
-    where.add_argument("--port", type=int, default=None,
-                       help="TCP port on 127.0.0.1 (0 = any free port); default "
-                            "$ROBOCELL_SIM_PORT or 7700")
-    where.add_argument("--pty", metavar="LINK", nargs="?", const="",
-                       help="serve on a pseudo-terminal instead; optional symlink path to it")
-    where.add_argument("--listen", metavar="URL",
-                       help="tcp://HOST:PORT to listen on another interface (e.g. in a "
-                            "container); default 127.0.0.1 and --port")
-    sim.add_argument("--speed", type=float,
-                     default=float(os.environ.get("ROBOCELL_SPEED", "1")),
-                     help="simulated time runs this many times faster than real time "
-                          "(default $ROBOCELL_SPEED or 1)")
-    sim.add_argument("--cube", metavar="FACELETS", help="start cube (default solved)")
-    sim.add_argument("--scramble-seed", type=int, metavar="SEED",
-                     help="start from a random cube made with this seed")
-    sim.add_argument("--queue", type=int, default=8, help="firmware command queue length")
-    sim.add_argument("--log", metavar="FILE", help="append JSON lines of every executed line")
-    sim.add_argument("--publish-twin", "--bus", dest="bus", action="store_true",
-                     help="join the bus: twin on sim.twin_state, `scramble` command")
-    noise = sim.add_argument_group("fault injection")
-    noise.add_argument("--drop-rate", type=float, default=0.0, help="drop each byte with this "
-                       "probability (both directions)")
-    noise.add_argument("--corrupt-rate", type=float, default=0.0, help="flip one bit of each "
-                       "byte with this probability (both directions)")
-    noise.add_argument("--fault-seed", type=int, default=0, help="seed of drops and corruption")
-    noise.add_argument("--disconnect-after", type=int, action="append", default=[],
-                       metavar="N", help="drop the connection after N accepted commands "
-                       "(repeatable)")
-    noise.add_argument("--stall-after", type=int, metavar="N",
-                       help="stop answering after N accepted commands ...")
-    noise.add_argument("--stall-ms", type=float, default=500.0,
-                       help="... for this long (simulated ms)")
-    noise.add_argument("--reset-after", type=int, metavar="N",
-                       help="reboot (new boot id) after N accepted commands")
-    sim.add_argument("--max-runtime", type=float, help=argparse.SUPPRESS)
-    sim.set_defaults(func=cmd_firmware_sim)
-
     act = subparsers.add_parser(
         "actuator", help="the actuator service: plans from the bus -> motor commands",
         description="Execute plans from the bus on the robot through its serial line "
@@ -66,62 +19,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "$ROBOCELL_SERIAL, else the local simulator: "
                           "socket://127.0.0.1:$ROBOCELL_SIM_PORT (7700)")
     act.set_defaults(func=cmd_actuator)
-
-
-def cmd_firmware_sim(args: argparse.Namespace) -> int:
-    from robocell.common import config
-    from robocell.common.profile import ProfileError, load_profile
-    from robocell.services.actuator.firmware_sim import FaultPlan, main_with_args
-    from robocell.services.actuator.twin import Twin
-
-    try:
-        profile = load_profile(args.profile)
-        Twin(profile)  # the motors and geometry must be usable before serving
-    except ProfileError as exc:
-        raise CommandError(f"{exc}; pick a robot profile with [motors] and [geometry]") from None
-    if args.speed <= 0:
-        raise CommandError(f"--speed {args.speed}: must be positive (1 = real time)")
-    for name in ("drop_rate", "corrupt_rate"):
-        value = getattr(args, name)
-        if not 0.0 <= value < 1.0:
-            raise CommandError(f"--{name.replace('_', '-')} {value}: must be in [0, 1)")
-    if args.pty is not None and args.disconnect_after:
-        raise CommandError("--disconnect-after needs TCP (a pty cannot be disconnected); "
-                           "drop --pty")
-    facelets = args.cube
-    if args.scramble_seed is not None:
-        from robocell.common.cube import random_facelets
-
-        facelets = random_facelets(profile.size or 3, args.scramble_seed)
-    if facelets is not None:
-        from robocell.common.validation import CubeStateError, validate
-
-        try:
-            validate(facelets, profile.size)
-        except CubeStateError as exc:
-            raise CommandError(f"--cube: {exc}") from None
-    faults = FaultPlan(args.drop_rate, args.corrupt_rate, args.fault_seed,
-                       tuple(args.disconnect_after), args.stall_after, args.stall_ms,
-                       args.reset_after)
-    host, port = "127.0.0.1", config.sim_port() if args.port is None else args.port
-    if args.listen:
-        from urllib.parse import urlsplit
-
-        url = urlsplit(args.listen)
-        if url.scheme != "tcp" or not url.hostname or url.port is None:
-            raise CommandError(f"--listen {args.listen}: expected tcp://HOST:PORT")
-        host, port = url.hostname, url.port
-    try:
-        main_with_args(profile, port=None if args.pty is not None else port,
-                       pty_link=args.pty, speed=args.speed, facelets=facelets,
-                       queue_size=args.queue, log_path=args.log, faults=faults,
-                       max_runtime_s=args.max_runtime, host=host, bus=args.bus)
-    except OSError as exc:
-        raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
-                           "--port or 0 for any free one") from None
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a normal way to stop the simulator
-        return 0
-    return 0
 
 
 def cmd_actuator(args: argparse.Namespace) -> int:

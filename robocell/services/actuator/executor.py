@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from robocell.common.facelets import puzzle_size
 from robocell.common.profile import Profile
+from robocell.errors import RobocellError
 from robocell.services.actuator.motion import (
     MotorModel,
     PrimitiveMotion,
@@ -25,7 +26,7 @@ from robocell.services.actuator.motion import (
 )
 
 
-class PlanMismatch(ValueError):
+class PlanMismatch(RobocellError, ValueError):
     """A plan that this robot cannot execute (other puzzle/profile, unknown primitive)."""
 
 

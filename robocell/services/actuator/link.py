@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from robocell.errors import RobocellError
 from robocell.services.actuator import protocol as proto
 
 READ_POLL_S = 0.005
@@ -34,7 +35,7 @@ STALL_GIVE_UP_S = 30.0
 ESTOP_REPEAT_S = 0.02
 
 
-class LinkError(RuntimeError):
+class LinkError(RobocellError, RuntimeError):
     """The line cannot do what was asked; ``code`` says why (see subclasses)."""
 
     code = "link"
@@ -58,13 +59,13 @@ class FirmwareFault(LinkError):
                          + (f" (line {line})" if line else ""))
 
 
-class FirmwareUnreachable(LinkError):
+class FirmwareUnreachableError(LinkError):
     """No connection or no answer within the give-up time."""
 
     code = "unreachable"
 
 
-class CommandRejected(LinkError):
+class CommandRejectedError(LinkError):
     """The firmware refused a command (``err``): a profile or host bug."""
 
     code = "rejected"
@@ -201,9 +202,9 @@ class Link:
                 self._buffer.clear()
                 banner = self._handshake()
                 break
-            except (serial.SerialException, OSError, FirmwareUnreachable) as exc:
+            except (serial.SerialException, OSError, FirmwareUnreachableError) as exc:
                 if time.monotonic() - started > self.reconnect_give_up_s:
-                    raise FirmwareUnreachable(
+                    raise FirmwareUnreachableError(
                         f"cannot reach the firmware at {self.url} for "
                         f"{self.reconnect_give_up_s:.0f} s ({exc}); check the cable or start "
                         "`robocell firmware-sim`") from None
@@ -242,7 +243,8 @@ class Link:
             if time.monotonic() > next_hello:
                 self._write(proto.frame("HELLO"))
                 next_hello = time.monotonic() + 0.2
-        raise FirmwareUnreachable(f"no handshake from {self.url} within {HANDSHAKE_TIMEOUT_S} s")
+        raise FirmwareUnreachableError(
+            f"no handshake from {self.url} within {HANDSHAKE_TIMEOUT_S} s")
 
     # --- low level I/O ---------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
@@ -291,7 +293,7 @@ class Link:
                     if report.kind == "status":
                         self._check_boot(report)
                         return report
-        raise FirmwareUnreachable(f"no status report from {self.url} within {timeout} s")
+        raise FirmwareUnreachableError(f"no status report from {self.url} within {timeout} s")
 
     def clear(self) -> proto.Report:
         """Leave the e-stop/fault state (a new plan after a rescan)."""
@@ -339,7 +341,8 @@ class Link:
         ``on_done(i)`` is called once per command index when the firmware reports it
         finished. Pausing holds back command ``i`` only if ``i`` is in ``pause_points`` (e.g.
         the first command of each primitive). Raises FirmwareReset, FirmwareFault,
-        FirmwareUnreachable, CommandRejected; returns with outcome ``estop`` after an e-stop.
+        FirmwareUnreachableError, CommandRejectedError; returns with outcome ``estop`` after an
+        e-stop.
         """
         import serial
 
@@ -397,7 +400,7 @@ class Link:
                         self.on_event("stall", f"firmware at {self.url} has not answered for "
                                       f"{now - last_report:.2f} s; waiting")
                     if now - last_report > self.stall_give_up_s:
-                        raise FirmwareUnreachable(
+                        raise FirmwareUnreachableError(
                             f"firmware at {self.url} silent for {self.stall_give_up_s:.0f} s "
                             f"after line {done}; check power and cable")
                 for report in reports:
@@ -440,11 +443,12 @@ class Link:
                     elif kind == "err":
                         index = report.line - first
                         text = commands[index] if 0 <= index < len(commands) else "?"
-                        raise CommandRejected(f"firmware refused line {report.line} ({text}): "
+                        raise CommandRejectedError(f"firmware refused line {report.line} ({text}): "
                                               f"{report.text()}")
             except (serial.SerialException, OSError) as exc:
                 if self._estop.is_set():
-                    raise FirmwareUnreachable(f"connection lost during e-stop: {exc}") from None
+                    raise FirmwareUnreachableError(
+                        f"connection lost during e-stop: {exc}") from None
                 self.on_event("disconnected", f"lost {self.url} after line {done} ({exc}); "
                               "reconnecting")
                 banner = self._connect()

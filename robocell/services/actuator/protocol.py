@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robocell.errors import RobocellError
+
 PROTOCOL_VERSION = 1
 ESTOP_BYTE = b"\x85"
 """Real-time e-stop byte. Outside printable ASCII, so a single bit flip of a printable
@@ -48,7 +50,7 @@ IMMEDIATE_COMMANDS = ("HELLO", "CLEAR")
 FIRMWARE_REPORTS = ("start", "ok", "done", "rs", "busy", "status", "estop", "fault", "err")
 
 
-class ProtocolError(ValueError):
+class ProtocolError(RobocellError, ValueError):
     """A line that does not follow the protocol (bad checksum, unknown command, bad field)."""
 
 

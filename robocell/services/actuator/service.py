@@ -1,6 +1,5 @@
-"""The actuator's bus adapters: `ActuatorService` (plans and commands from the bus -> the
-serial link, progress/result/scan poses/faults back) and `FirmwareSimBus` (the simulator's
-twin on the latched ``sim.twin_state`` topic and its sim-only ``scramble`` command).
+"""The actuator's bus adapter: `ActuatorService` (plans and commands from the bus -> the
+serial link, progress/result/scan poses/faults back).
 
 Pattern: a *command server with one worker*: commands are answered at once from the bus
 worker pool; the robot is driven by one job at a time (execute or scan) under ``_job_lock``,
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import queue
-import random
 import threading
 import time
 import uuid
@@ -21,12 +19,12 @@ from typing import Any
 from robocell.common.bus.messages import Plan
 from robocell.common.bus.wire import ValidationError
 from robocell.common.profile import Profile, ProfileError, load_profile
+from robocell.errors import CommandError
 from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
 from robocell.services.actuator.link import FirmwareReset, Link, LinkError
 
 POSE_HOLD_TIMEOUT_S = 5.0
 """Longest wait at a scan pose for the vision service's capture of it."""
-DEFAULT_SCRAMBLE_MOVES = 25
 
 
 class ActuatorService:
@@ -301,76 +299,8 @@ class ActuatorService:
                                                 **(extra or {})}})
 
 
-class FirmwareSimBus:
-    """The simulator on the bus: publishes the twin (latched ``sim.twin_state``) after every
-    motion and answers ``scramble`` (a person's hands on the simulated cube)."""
-
-    def __init__(self, profile: Profile, control: queue.Queue) -> None:
-        from robocell.common.bus import Node
-
-        self.profile = profile
-        self.control = control
-        self.node = Node("firmware-sim")
-
-    def start(self, core: Any) -> None:
-        core.on_twin = self.publish
-        self.node.start()
-        self.node.serve("scramble", self.on_scramble)
-        self.node.set_state("ready", profile=self.profile.name, boot_id=core.boot_id)
-        self.publish(core)
-
-    def stop(self) -> None:
-        self.node.stop()
-
-    def publish(self, core: Any) -> None:
-        twin = core.twin
-        state = twin.state()
-        self.node.publish("sim.twin_state", {
-            "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
-            "solved": state["solved"], "grips": state["grips"],
-            "arm_angles": state["arm_angles"], "fault": state["fault"],
-            "boot_id": core.boot_id, "line": core.executed})
-
-    def on_scramble(self, args: dict, ctx: Any) -> dict:
-        from robocell.common.bus import CommandFailed
-        from robocell.common.cube import apply_to_facelets, format_moves, solved
-        from robocell.common.notation import Move
-
-        size = self.profile.size or 3
-        facelets = args.get("facelets")
-        moves: list[Move] = []
-        if facelets is None:
-            rng = random.Random(args.get("seed"))
-            faces = "URFDLB"
-            for _ in range(args.get("moves", DEFAULT_SCRAMBLE_MOVES)):
-                moves.append(Move(rng.choice(faces), rng.choice((1, 2, 3))))
-            facelets = apply_to_facelets(solved(size), moves, size)
-        else:
-            from robocell.common.validation import CubeStateError, validate
-
-            try:
-                validate(facelets, size)
-            except CubeStateError as exc:
-                raise CommandFailed("invalid_arguments", f"scramble facelets: {exc}") from None
-
-        def set_cube(core: Any) -> str:
-            core.twin.facelets = facelets
-            core.twin.fault = None
-            core._log("scramble", facelets=facelets)
-            self.publish(core)
-            return facelets
-
-        reply: queue.Queue = queue.Queue()
-        self.control.put((set_cube, reply))
-        result = reply.get(timeout=5.0)
-        if isinstance(result, Exception):
-            raise CommandFailed("failed", f"scramble failed: {result}")
-        return {"facelets": result, "moves": format_moves(moves)}
-
-
-def serve_actuator(args: argparse.Namespace) -> int:
+def run_service(args: argparse.Namespace) -> int:
     """`robocell actuator`: serve until Ctrl-C."""
-    from robocell.cli import CommandError
     from robocell.common.bus import Node
 
     try:

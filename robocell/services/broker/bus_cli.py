@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from robocell.errors import CommandError
+
 LIST_WAIT_S = 1.5
 HZ_REPORT_PERIOD_S = 1.0
 LIST_ITEMS_SHOWN = 16
@@ -124,7 +126,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _endpoints(args: argparse.Namespace) -> Any:
-    from robocell.cli import CommandError
     from robocell.common.bus import Endpoints
     from robocell.common.bus.keys import KeyFileError
 
@@ -136,7 +137,6 @@ def _endpoints(args: argparse.Namespace) -> Any:
 
 def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = False,
                 endpoints: Any = None) -> Any:
-    from robocell.cli import CommandError
     from robocell.common.bus import Subscriber
     from robocell.common.bus.wire import MessageError
 
@@ -154,7 +154,6 @@ def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = Fals
 
 
 def _publisher(args: argparse.Namespace, source: str) -> Any:
-    from robocell.cli import CommandError
     from robocell.common.bus import Publisher
 
     endpoints = _endpoints(args)
@@ -232,7 +231,6 @@ def _from_json_value(value: Any) -> Any:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus import Liveness
     from robocell.common.bus.topics import TOPIC_SPECS
 
@@ -299,8 +297,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_echo(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
-
     sub = _subscriber(args, [args.topic], prefix=args.prefix)
     stop = _Stop()
     shown = 0
@@ -362,7 +358,6 @@ def hz_line(arrivals: list[float], gaps: int = 0) -> str:
 
 
 def run_pub(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus.wire import MessageError
 
     try:
@@ -397,7 +392,6 @@ def run_pub(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus.wire import MessageError, split_frame, unbatch_frame
     from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
 
@@ -449,7 +443,6 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus.wire import message_frame
     from robocell.services.broker.recording import (
         NS_PER_S,
@@ -538,7 +531,6 @@ def _live_services(args: argparse.Namespace) -> list[str]:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.services.broker.recording import (
         RecordingError,
         recording_info,
@@ -578,7 +570,6 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.services.broker.recording import RecordingError, export_json, require_intact
 
     out = args.out or args.file.with_suffix(".json.mcap")

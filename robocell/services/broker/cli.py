@@ -7,6 +7,8 @@ import signal
 import sys
 from pathlib import Path
 
+from robocell.errors import CommandError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -59,7 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_broker(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common import config
     from robocell.common.bus import Endpoints
     from robocell.common.bus.keys import KeyFileError, load_key, parse_allow
@@ -112,7 +113,6 @@ def run_broker(args: argparse.Namespace) -> int:
 
 
 def run_keys_generate(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus.keys import CurveKey, KeyFileError, load_key
 
     broker_public = ""

@@ -29,6 +29,7 @@ from typing import Any
 from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPIC_SPECS
 from robocell.common.bus.wire import MessageError, decode
+from robocell.errors import RobocellError
 
 MESSAGE_ENCODING = "msgpack"
 PROFILE = "robocell"
@@ -48,7 +49,7 @@ COMPRESSED_IMAGE_SCHEMA = {
 }
 
 
-class RecordingError(ValueError):
+class RecordingError(RobocellError, ValueError):
     """A recording that cannot be read or written."""
 
 

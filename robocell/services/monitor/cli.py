@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from robocell.errors import CommandError
+
 DEFAULT_HTTP = "127.0.0.1:8765"
 """Where the dashboard listens when $ROBOCELL_MONITOR_PORT is unset."""
 
@@ -46,7 +48,6 @@ def parse_http(text: str) -> tuple[str, int]:
 
 
 def run_monitor(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common import config
     from robocell.common.bus import Endpoints
     from robocell.common.bus.keys import KeyFileError

@@ -15,6 +15,7 @@ from typing import Any
 
 from robocell.common.bus.schema import validate_args
 from robocell.common.bus.wire import MessageError
+from robocell.errors import RobocellError
 
 TOKEN_ENV = "ROBOCELL_MONITOR_TOKEN"
 MIN_TOKEN_CHARS = 8
@@ -41,7 +42,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
 )}
 
 
-class ControlRefused(Exception):
+class ControlRefusedError(RobocellError):
     """A control request that is not sent: ``code`` is a bus command error code."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -69,25 +70,25 @@ def check_configured_token(token: str | None) -> str | None:
 
 
 def plan_control(request: Any, authorised: bool) -> tuple[Action, dict[str, Any]]:
-    """The action and arguments of a control request from a browser, or ControlRefused:
+    """The action and arguments of a control request from a browser, or ControlRefusedError:
     ``forbidden`` without the token, ``invalid_arguments`` for anything malformed."""
     if not authorised:
-        raise ControlRefused("forbidden", "this dashboard is read-only: control needs the "
+        raise ControlRefusedError("forbidden", "this dashboard is read-only: control needs the "
                              "monitor's token (open the page as /#token=TOKEN or enter it "
                              "under Control)")
     if not isinstance(request, dict):
-        raise ControlRefused("invalid_arguments", "a control request must be a JSON object")
+        raise ControlRefusedError("invalid_arguments", "a control request must be a JSON object")
     name = request.get("action")
     action = ACTIONS.get(name) if isinstance(name, str) else None
     if action is None:
-        raise ControlRefused("invalid_arguments", f"unknown control action {name!r}; "
+        raise ControlRefusedError("invalid_arguments", f"unknown control action {name!r}; "
                              f"known: {', '.join(ACTIONS)}")
     args = request.get("args") or {}
     if args and not action.takes_args:
-        raise ControlRefused("invalid_arguments", f"action {name!r} takes no arguments")
+        raise ControlRefusedError("invalid_arguments", f"action {name!r} takes no arguments")
     for service, command in action.commands:
         try:
             validate_args(service, command, args)
         except MessageError as exc:
-            raise ControlRefused("invalid_arguments", str(exc)) from None
+            raise ControlRefusedError("invalid_arguments", str(exc)) from None
     return action, args

@@ -41,7 +41,7 @@ from aiohttp import WSMsgType, web
 from robocell.common.bus import Endpoints, Node
 from robocell.services.monitor.control import (
     ACTIONS,
-    ControlRefused,
+    ControlRefusedError,
     check_token,
     plan_control,
 )
@@ -254,7 +254,7 @@ class MonitorServer:
         request_id = str(message.get("id") or secrets.token_hex(4))[:64]
         try:
             action, args = plan_control(message, browser.authorised)
-        except ControlRefused as exc:
+        except ControlRefusedError as exc:
             if exc.code == "forbidden":
                 self.refused_controls += 1
                 print(f"monitor: refused control {message.get('action')!r} from "

@@ -20,21 +20,22 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from robocell.errors import RobocellError
 from robocell.services.solver.worker import worker_main
 
 WORKER_START_TIMEOUT_S = 600.0
 """Longest a worker may take to map its tables and warm up (a first run may build them)."""
 
 
-class PoolBusy(Exception):
+class PoolBusy(RobocellError):
     """Every worker is busy and the waiting line is full."""
 
 
-class PoolTimeout(Exception):
+class PoolTimeout(RobocellError):
     """The answer was not ready before the caller's deadline."""
 
 
-class WorkerDied(Exception):
+class WorkerDied(RobocellError):
     """A worker process ended while solving (it has been replaced)."""
 
 

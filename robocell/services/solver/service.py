@@ -25,6 +25,7 @@ from typing import Any
 
 from robocell.common.bus.messages import Plan
 from robocell.common.facelets import size_of
+from robocell.errors import CommandError
 from robocell.services.solver.worker import (
     SOKOBAN_DEFAULT_TIMEOUT_S,
     solve_in_worker,
@@ -255,7 +256,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_solver(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus import Endpoints, Node
     from robocell.common.profile import ProfileError, load_profile
 

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from robocell.cli import CommandError
 from robocell.common.facelets import puzzle_size
+from robocell.errors import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import json
 
-from robocell.cli import CommandError
+from robocell.errors import CommandError
 
 # Modules providing `table_groups(profile: str | None) -> list[TableGroup]`: with a profile
 # name, the groups that profile needs; with None, every group of the shipped profiles.

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from robocell.cli import CommandError
+from robocell.errors import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

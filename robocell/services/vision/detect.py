@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robocell.errors import RobocellError
 from robocell.services.vision.colour import trimmed_mean
 
 WORK_WIDTH = 640
@@ -85,7 +86,7 @@ SIZES = (3, 2)
 MIN_EXTRA_3X3 = 2
 
 
-class DetectionError(ValueError):
+class DetectionError(RobocellError, ValueError):
     """No sticker grid in the frame."""
 
 

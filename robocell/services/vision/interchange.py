@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from robocell.errors import RobocellError
+
 SCAN_FACE_ORDER = "ULFRBD"
 FACELET_FACE_ORDER = "URFDLB"
 N_FACES = 6
@@ -24,7 +26,7 @@ def scan_to_facelet_order(size: int) -> np.ndarray:
                      for face in FACELET_FACE_ORDER for i in range(area)], dtype=np.int64)
 
 
-class ScanFormatError(ValueError):
+class ScanFormatError(RobocellError, ValueError):
     """A scan file that does not follow the interchange format."""
 
 

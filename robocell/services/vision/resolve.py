@@ -21,6 +21,7 @@ from itertools import permutations
 import numpy as np
 
 from robocell.common import cube
+from robocell.errors import RobocellError
 from robocell.services.vision.assign import (
     INFEASIBLE,
     cheapest_assignment,
@@ -92,7 +93,7 @@ taken instead (at most MAX_SWITCHES times)."""
 """Added to a sticker's cost for its current colour to ask for the best cube without it."""
 
 
-class ResolveError(ValueError):
+class ResolveError(RobocellError, ValueError):
     """No trustworthy cube: ``code`` says why, ``stickers`` (0-based facelet indices, URFDLB
     order) are the stickers to look at again."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from robocell.common.facelets import FACES
+from robocell.errors import RobocellError
 from robocell.services.vision.detect import DetectionError, FaceReading, detect
 from robocell.services.vision.resolve import Resolution, resolve
 
@@ -25,7 +26,7 @@ order, and how many clockwise quarter turns it appears rotated (see `unrotate`).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 
 
-class ScanError(ValueError):
+class ScanError(RobocellError, ValueError):
     """A scan that cannot be read: ``faces`` are the faces to capture again."""
 
     def __init__(self, message: str, faces: str = "") -> None:

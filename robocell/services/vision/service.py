@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from robocell.common.facelets import puzzle_name
+from robocell.errors import CommandError
 from robocell.services.vision.detect import DetectionError, FaceReading
 from robocell.services.vision.resolve import ResolveError
 from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError
@@ -396,7 +397,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from robocell.cli import CommandError
     from robocell.common.bus import Endpoints, Node
     from robocell.services.vision.sources import SimSource, SourceError, open_source
 
@@ -427,7 +427,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _profile_size() -> int | None:
     """The cube size of the cell's robot ($ROBOCELL_PROFILE), if it is a cube robot."""
-    from robocell.cli import CommandError
     from robocell.common.profile import ProfileError, load_profile
 
     name = os.environ.get("ROBOCELL_PROFILE")

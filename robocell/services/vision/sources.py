@@ -14,13 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from robocell.errors import RobocellError
 from robocell.services.vision.scan import IMAGE_SUFFIXES, find_face_files, read_image
 
 STALE_FRAMES = 4
 """Frames a camera may have buffered before the pose was reached; dropped before capturing."""
 
 
-class SourceError(RuntimeError):
+class SourceError(RobocellError, RuntimeError):
     """A source that cannot give a frame: says which source and what to check."""
 
 

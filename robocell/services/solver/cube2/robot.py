@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robocell.common.profile import Profile
+from robocell.errors import RobocellError
 from robocell.services.solver.cube2.coord import N_ROTATIONS, moves_element, rotations
 
 MAX_COST_SCALE = 1000
@@ -29,7 +30,7 @@ MAX_STEP_COST = 250
 """Largest scaled primitive cost the bucketed search accepts."""
 
 
-class ProfileNotSupported(ValueError):
+class ProfileNotSupported(RobocellError, ValueError):
     """A profile the 2x2x2 tables cannot serve (says which key and what to change)."""
 
 

@@ -18,6 +18,7 @@ from numba import njit
 from robocell.common.cubie import from_facelets
 from robocell.common.facelets import puzzle_name
 from robocell.common.profile import Profile
+from robocell.errors import RobocellError
 from robocell.services.solver.cube2.coord import N_STATES, SOLVED
 from robocell.services.solver.cube2.moves import class_of, perm8_rank, twist7_rank
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
@@ -32,7 +33,7 @@ TABLE_MISMATCH = -2
 """Descent result: no primitive continues the plan (the table does not fit the profile)."""
 
 
-class UnsolvableForRobot(ValueError):
+class UnsolvableForRobot(RobocellError, ValueError):
     """A valid cube that this robot's primitives cannot bring to solved."""
 
 

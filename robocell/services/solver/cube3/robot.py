@@ -32,6 +32,7 @@ from robocell.common.facelets import FACES, N_FACES, centre_facelets
 from robocell.common.moves import move_facelet_permutation
 from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile
+from robocell.errors import RobocellError
 
 N_ORIENTATIONS = 24
 """Whole-cube orientations of a cube in the robot."""
@@ -49,7 +50,7 @@ NO_GROUP = 0
 """Last-group value before the first primitive (and always, without a sequencing rule)."""
 
 
-class MotionCompileError(ValueError):
+class MotionCompileError(RobocellError, ValueError):
     """A sequence or profile the motion compiler cannot handle (says which and why)."""
 
 

@@ -11,7 +11,7 @@ from robocell.common.moves import apply_to_facelets
 from robocell.common.profile import available_profiles, load_profile
 from robocell.services.actuator.executor import Compiler
 from robocell.services.actuator.motion import load_scan
-from robocell.services.actuator.twin import Twin, TwinFault, observed_views, run_commands
+from robocell.services.firmware_sim.twin import Twin, TwinFaultError, observed_views, run_commands
 
 ROBOTS = [name for name in available_profiles() if "geometry" in load_profile(name).data]
 
@@ -59,7 +59,7 @@ def test_scan_program_returns_the_cube_unchanged(name):
 
 def test_turning_an_arm_while_the_perpendicular_pair_grips_jams(soltvvo):
     twin = Twin(soltvvo)  # all four grippers closed at power-up
-    with pytest.raises(TwinFault, match="grips part of its layer") as fault:
+    with pytest.raises(TwinFaultError, match="grips part of its layer") as fault:
         twin.move({"R": -90.0})
     assert fault.value.code == "jam" and twin.fault is not None
 
@@ -67,7 +67,7 @@ def test_turning_an_arm_while_the_perpendicular_pair_grips_jams(soltvvo):
 def test_releasing_both_pairs_drops_the_cube(soltvvo):
     twin = Twin(soltvvo)
     twin.set_servos({"gB": 90.0, "gF": 90.0})
-    with pytest.raises(TwinFault) as fault:
+    with pytest.raises(TwinFaultError) as fault:
         twin.set_servos({"gR": 90.0})
     assert fault.value.code == "dropped"
 
@@ -76,14 +76,14 @@ def test_gripping_an_arm_that_is_not_square_jams(soltvvo):
     twin = Twin(soltvvo)
     twin.set_servos({"gB": 90.0, "gF": 90.0})
     twin.move({"B": 45.0})  # open arm: turns freely
-    with pytest.raises(TwinFault, match="not square"):
+    with pytest.raises(TwinFaultError, match="not square"):
         twin.set_servos({"gB": 50.0})
 
 
 def test_a_layer_left_part_way_is_a_misalignment(soltvvo):
     twin = Twin(soltvvo)
     twin.set_servos({"gB": 90.0, "gF": 90.0})
-    with pytest.raises(TwinFault) as fault:
+    with pytest.raises(TwinFaultError) as fault:
         twin.move({"R": -90.0}, fraction=0.4)
     assert fault.value.code == "misaligned"
 

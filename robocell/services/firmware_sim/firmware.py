@@ -1,10 +1,9 @@
-"""The firmware simulator: speaks the serial protocol over TCP or a pty, times every motion
-with the motor model (sped up by ``--speed``), moves the digital twin, logs every executed
-line, and injects faults on request (byte drops and corruption, disconnects, stalls, resets).
+"""The simulated firmware itself: `FirmwareCore`, a pure state machine fed with received
+bytes and the simulated time, returning the bytes to send; it times every motion with the
+motor model, moves the digital twin and logs every executed line.
 
-`FirmwareCore` is the firmware itself: a pure state machine fed with received bytes and the
-simulated time, returning the bytes to send. `serve` is the shell: one select loop that owns
-the listening socket (or pty), the client connection, the clock and the fault injection.
+Its serial line (TCP or a pty, the clock, fault injection) is `serial_server.serve`; its bus
+side is `service.FirmwareSimBus`; `robocell firmware-sim` is `cli`.
 
 Timing: simulated time is real time since start multiplied by the speed factor. A command
 starts when the previous one ends if it is already queued then (no idle), else when it
@@ -14,13 +13,6 @@ arrives; so the logged gaps between motions measure how well the host keeps the 
 from __future__ import annotations
 
 import json
-import os
-import queue
-import random
-import select
-import socket
-import sys
-import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -29,7 +21,7 @@ from typing import IO
 from robocell.common.profile import Profile
 from robocell.services.actuator import protocol as proto
 from robocell.services.actuator.motion import MotorModel, load_motors
-from robocell.services.actuator.twin import Twin, TwinFault
+from robocell.services.firmware_sim.twin import Twin, TwinFaultError
 
 FIRMWARE_NAME = "robocell-fwsim"
 FIRMWARE_VERSION = "1.0"
@@ -248,7 +240,7 @@ class FirmwareCore:
         """A motion cut short (e-stop, reset): the twin records what physically happened."""
         try:
             self._apply(motion, fraction)
-        except TwinFault as exc:
+        except TwinFaultError as exc:
             self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
 
     def _finish(self, motion: Motion) -> list[bytes]:
@@ -258,7 +250,7 @@ class FirmwareCore:
         fault = None
         try:
             self._apply(motion)
-        except TwinFault as exc:
+        except TwinFaultError as exc:
             fault = exc
         self._log("exec", line=motion.command.line, text=motion.command.body,
                   start=round(motion.start, 3), end=round(motion.end, 3),
@@ -293,195 +285,6 @@ class FirmwareCore:
         self.last_end = now
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")
         return self.banner()
-
-
-class _LineNoise:
-    """Seeded byte drops and single-bit corruption on a stream."""
-
-    def __init__(self, plan: FaultPlan, salt: int) -> None:
-        self.plan = plan
-        self.rng = random.Random(plan.seed * 2 + salt)
-        self.dropped = 0
-        self.corrupted = 0
-
-    def apply(self, data: bytes) -> bytes:
-        if not (self.plan.drop_rate or self.plan.corrupt_rate):
-            return data
-        out = bytearray()
-        for byte in data:
-            if self.rng.random() < self.plan.drop_rate:
-                self.dropped += 1
-                continue
-            if self.rng.random() < self.plan.corrupt_rate:
-                self.corrupted += 1
-                byte ^= 1 << self.rng.randrange(7)
-            out.append(byte)
-        return bytes(out)
-
-
-class _Clock:
-    def __init__(self, speed: float) -> None:
-        self.speed = speed
-        self.t0 = time.monotonic()
-
-    def sim(self) -> float:
-        return (time.monotonic() - self.t0) * 1000.0 * self.speed
-
-    def real_delay(self, sim_ms: float) -> float:
-        return max(0.0, sim_ms - self.sim()) / 1000.0 / self.speed
-
-
-def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None = None,
-          speed: float = 1.0, faults: FaultPlan | None = None,
-          ready: IO[str] | None = None, max_runtime_s: float | None = None,
-          host: str = "127.0.0.1", control: queue.Queue | None = None) -> None:
-    """Run the firmware until interrupted (or ``max_runtime_s``): over TCP on 127.0.0.1:port
-    (port 0 picks a free one) or over a pty (its device path is announced; ``pty_link``
-    also gets a symlink to it). Announces ``listening <url>`` on ``ready``. ``control``
-    carries ``(function, reply_queue)`` pairs run on this loop's thread with the core (the
-    bus adapter's way in, e.g. to scramble the twin)."""
-    faults = faults or FaultPlan()
-    clock = _Clock(speed)
-    rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
-    disconnects = sorted(faults.disconnect_after)
-    stall_done = reset_done = False
-    listener: socket.socket | None = None
-    conn_fd: int | None = None
-    conn_sock: socket.socket | None = None
-    if pty_link is not None:
-        import tty
-
-        master, slave = os.openpty()
-        tty.setraw(slave)
-        device = os.ttyname(slave)
-        if pty_link:
-            if os.path.lexists(pty_link):
-                os.unlink(pty_link)
-            os.symlink(device, pty_link)
-        conn_fd = master
-        url = device
-    else:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port or 0))
-        listener.listen(1)
-        url = f"socket://{host}:{listener.getsockname()[1]}"
-    if ready is not None:
-        ready.write(f"listening {url} boot={core.boot_id}\n")
-        ready.flush()
-    buffer = bytearray()
-    started = time.monotonic()
-
-    def send(data: bytes) -> None:
-        nonlocal conn_fd
-        if conn_fd is None or not data:
-            return
-        data = tx_noise.apply(data)
-        try:
-            if conn_sock is not None:
-                conn_sock.sendall(data)
-            else:
-                os.write(conn_fd, data)
-        except OSError:
-            drop_connection()
-
-    def drop_connection() -> None:
-        nonlocal conn_fd, conn_sock
-        if conn_sock is not None:
-            conn_sock.close()
-            conn_sock = None
-            conn_fd = None
-            core.disconnected(clock.sim())
-            buffer.clear()
-
-    while max_runtime_s is None or time.monotonic() - started < max_runtime_s:
-        while control is not None and not control.empty():
-            function, reply = control.get_nowait()
-            try:
-                reply.put(function(core))
-            except Exception as exc:  # noqa: BLE001 - the caller gets the error
-                reply.put(exc)
-        for data in core.advance(clock.sim()):
-            send(data)
-        deadline = core.next_deadline()
-        timeout = 0.2 if deadline is None else min(0.2, clock.real_delay(deadline))
-        watch = [fd for fd in (conn_fd, listener.fileno() if listener and conn_fd is None
-                               else None) if fd is not None]
-        readable, _, _ = select.select(watch, [], [], timeout)
-        if listener is not None and listener.fileno() in readable and conn_fd is None:
-            conn_sock, _ = listener.accept()
-            conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn_fd = conn_sock.fileno()
-            core._log("connect", t=clock.sim())
-            send(core.banner())
-            continue
-        if conn_fd is None or conn_fd not in readable:
-            continue
-        try:
-            chunk = conn_sock.recv(4096) if conn_sock is not None else os.read(conn_fd, 4096)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            drop_connection()
-            continue
-        chunk = rx_noise.apply(chunk)
-        now = clock.sim()
-        for data in core.advance(now):
-            send(data)
-        for value in chunk:
-            byte = bytes([value])
-            if value in proto.REALTIME_BYTES:
-                for data in core.realtime(byte, now, time.time()):
-                    send(data)
-                continue
-            if value == 0x0A:
-                if buffer:
-                    for data in core.line(bytes(buffer), now):
-                        send(data)
-                buffer.clear()
-            elif len(buffer) < proto.MAX_LINE_LENGTH:
-                buffer.append(value)
-        count = core.accepted_count
-        if disconnects and count >= disconnects[0]:
-            disconnects.pop(0)
-            core._log("inject", fault="disconnect", after=count)
-            drop_connection()
-        elif faults.stall_after is not None and not stall_done and count >= faults.stall_after:
-            stall_done = True
-            core._log("inject", fault="stall", after=count, ms=faults.stall_ms)
-            time.sleep(faults.stall_ms / 1000.0 / speed)
-        elif faults.reset_after is not None and not reset_done and count >= faults.reset_after:
-            reset_done = True
-            core._log("inject", fault="reset", after=count)
-            send(core.reset(clock.sim()))
-    if listener is not None:
-        listener.close()
-
-
-def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,
-                   facelets: str | None, queue_size: int, log_path: str | None,
-                   faults: FaultPlan, max_runtime_s: float | None = None,
-                   host: str = "127.0.0.1", bus: bool = False) -> None:
-    """The `robocell firmware-sim` process body (with ``bus``: twin on sim.twin_state and the
-    ``scramble`` command, see `robocell.services.actuator.service.FirmwareSimBus`)."""
-    log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
-    adapter = None
-    control: queue.Queue | None = None
-    try:
-        core = FirmwareCore(profile, facelets, queue_size, log)
-        if bus:
-            from robocell.services.actuator.service import FirmwareSimBus
-
-            control = queue.Queue()
-            adapter = FirmwareSimBus(profile, control)
-            adapter.start(core)
-        serve(core, port=port, pty_link=pty_link, speed=speed, faults=faults,
-              ready=sys.stdout, max_runtime_s=max_runtime_s, host=host, control=control)
-    finally:
-        if adapter is not None:
-            adapter.stop()
-        if log is not None:
-            log.close()
 
 
 def motion_gaps(entries: list[dict]) -> tuple[list[float], list[float]]:

@@ -1,5 +1,5 @@
 """The digital twin: grippers, arm angles and a cube whose state changes only as the physical
-result of motor motion; a motion the mechanism cannot make is a jam (a `TwinFault`).
+result of motor motion; a motion the mechanism cannot make is a jam (a `TwinFaultError`).
 
 The mechanism is declared in the profile's ``[geometry]`` section (see docs/profiles.md):
 ``arms`` — each on a cube face, with an optional ``stepper`` that turns it and an optional
@@ -30,6 +30,7 @@ from robocell.common.facelets import FACE_NORMALS, FACES, OPPOSITE_FACE, solved,
 from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, NotationError, parse_moves
 from robocell.common.profile import Profile, ProfileError
+from robocell.errors import RobocellError
 from robocell.services.actuator.motion import QUARTER_DEG, Motor, load_motors
 
 ANGLE_TOLERANCE_DEG = 0.5
@@ -38,7 +39,7 @@ ROTATION_OF_FACE = {"R": "x", "L": "x'", "U": "y", "D": "y'", "F": "z", "B": "z'
 """The whole-cube rotation that turns with a face's clockwise quarter turn."""
 
 
-class TwinFault(RuntimeError):
+class TwinFaultError(RobocellError, RuntimeError):
     """A physical fault of the twin: ``code`` is jam, dropped, misaligned or slipped."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -168,7 +169,7 @@ class Twin:
                              f"x{self.size}; got {len(self.facelets)} facelets")
         self.servo_angles = {n: m.home for n, m in self.motors.items() if m.kind == "servo"}
         self.arm_angles = {a.face: 0.0 for a in self.geometry.arms if a.stepper}
-        self.fault: TwinFault | None = None
+        self.fault: TwinFaultError | None = None
         self.motions = 0
 
     # --- state ---------------------------------------------------------------------------
@@ -198,13 +199,13 @@ class Twin:
         return _layer_stickers(self.size, arm.face, arm.layers)
 
     def _fail(self, code: str, message: str) -> None:
-        self.fault = TwinFault(code, message)
+        self.fault = TwinFaultError(code, message)
         raise self.fault
 
     # --- motion --------------------------------------------------------------------------
     def move(self, degrees: dict[str, float], fraction: float = 1.0) -> None:
         """Steppers turn by ``degrees`` (by stepper name) together; ``fraction`` < 1 when
-        stopped part way (e-stop). Raises TwinFault on a jam."""
+        stopped part way (e-stop). Raises TwinFaultError on a jam."""
         if self.fault:
             raise self.fault
         self.motions += 1
@@ -252,7 +253,7 @@ class Twin:
         self.facelets = apply_to_facelets(self.facelets, moves, self.size)
 
     def set_servos(self, angles: dict[str, float], fraction: float = 1.0) -> None:
-        """Servos move to ``angles`` (degrees) together. Raises TwinFault on a jam/drop."""
+        """Servos move to ``angles`` (degrees) together. Raises TwinFaultError on a jam/drop."""
         if self.fault:
             raise self.fault
         self.motions += 1

@@ -5,6 +5,11 @@ dependencies, with ``${VAR}``, ``${VAR:-default}`` and ``${VAR-default}`` interp
 from the environment as Compose does. Run locally, every service shares the host's
 loopback, so a URL host naming a compose service, and the wildcard ``0.0.0.0``, become
 ``127.0.0.1``.
+
+Which file (`find_compose_file`, first found): ``--compose FILE``; ``./docker-compose.yml``
+in the current directory (a checkout's top level); the copy shipped inside this package, so
+an installation without a checkout runs the same cell (a test keeps it equal to the
+checkout's top-level file).
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from robocell.common.paths import REPO_DIR
+from robocell.errors import RobocellError
 
-COMPOSE_FILE = REPO_DIR / "docker-compose.yml"
+COMPOSE_FILE_NAME = "docker-compose.yml"
+PACKAGED_COMPOSE_FILE = Path(__file__).with_name(COMPOSE_FILE_NAME)
+"""The deployment as shipped with the package (package data, equal to the top-level file)."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
 
 
-class ComposeError(ValueError):
+class ComposeError(RobocellError, ValueError):
     """docker-compose.yml cannot be used to start the cell locally."""
 
 
@@ -56,11 +63,25 @@ def _localise(text: str, service_names: set[str]) -> str:
     return text
 
 
+def find_compose_file(explicit: Path | None = None, cwd: Path | None = None) -> Path:
+    """The compose file to read: ``explicit`` (``--compose``; ComposeError if it is missing),
+    else ``docker-compose.yml`` in ``cwd`` (default the current directory), else the copy
+    shipped in this package."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ComposeError(f"{explicit}: no such compose file (--compose)")
+        return explicit
+    here = (Path.cwd() if cwd is None else cwd) / COMPOSE_FILE_NAME
+    return here if here.is_file() else PACKAGED_COMPOSE_FILE
+
+
 def load_services(profile: str, env: dict[str, str] | None = None,
-                  path: Path = COMPOSE_FILE) -> list[LocalService]:
-    """Services of a compose profile ("sim" or "hardware") in dependency order."""
+                  path: Path | None = None) -> list[LocalService]:
+    """Services of a compose profile ("sim" or "hardware") in dependency order, from ``path``
+    (default: `find_compose_file`)."""
     import yaml
 
+    path = find_compose_file() if path is None else path
     env = dict(os.environ if env is None else env)
     try:
         document = yaml.safe_load(path.read_text())

@@ -9,7 +9,7 @@ status is non-zero, naming the service).
 
 Another cell may already run on the same host. The launcher reads the ports from the one
 configuration (:mod:`robocell.common.config`) and refuses, before starting anything, when
-one of them is taken (:class:`PortsInUse`); and it counts a service as started only on a
+one of them is taken (:class:`PortsInUseError`); and it counts a service as started only on a
 heartbeat from the very process it started (its pid on this host), so another cell's
 services on the same bus are never taken for its own.
 """
@@ -25,10 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
-from robocell.cell.compose import LocalService, load_services
 from robocell.common import config
+from robocell.errors import RobocellError
+from robocell.services.cell.compose import LocalService, find_compose_file, load_services
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
@@ -37,11 +39,11 @@ READY_TIMEOUT_S = 180.0
 """How long a service may take to become alive (a first run builds solver tables)."""
 
 
-class LaunchError(RuntimeError):
+class LaunchError(RobocellError, RuntimeError):
     """A service did not start or died; the message names it and what to look at."""
 
 
-class PortsInUse(LaunchError):
+class PortsInUseError(LaunchError):
     """A port the cell needs is taken (another cell, or another program): nothing started."""
 
 
@@ -69,6 +71,22 @@ def port_taken(port: int, host: str = config.LOOPBACK) -> bool:
     return False
 
 
+def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
+                      env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default the process's) for a simulated cell beside any other on this host:
+    its bus, simulator and monitor ports moved to free loopback ports (a benchmark, a test)."""
+    cell = dict(os.environ if env is None else env)
+    cell.update({
+        "ROBOCELL_PROFILE": profile,
+        "ROBOCELL_SPEED": str(speed),
+        config.BUS_PORT_ENV: str(config.free_port_block(config.BUS_PORT_COUNT)),
+        config.SIM_PORT_ENV: str(config.free_port_block(1)),
+        config.MONITOR_PORT_ENV: str(config.free_port_block(1)),
+        "ROBOCELL_SOLVER_WORKERS": str(solver_workers),
+    })
+    return cell
+
+
 def free_bus_base_near(base: int) -> int | None:
     """A base port after ``base`` (in steps of 10) whose whole bus block is free, to suggest."""
     for candidate in range(base + 10, min(base + 500, 65535 - config.BUS_PORT_COUNT), 10):
@@ -90,11 +108,12 @@ class Launcher:
 
     def __init__(self, profile: str = "sim", env: dict[str, str] | None = None,
                  out: TextIO | None = None, only: set[str] | None = None,
-                 quiet: set[str] | None = None) -> None:
+                 quiet: set[str] | None = None, compose_file: Path | None = None) -> None:
         # every port variable set to the value the commands read, so that the compose
         # file's interpolation agrees with them (ConfigError names a malformed one)
         self.env = config.settled(os.environ if env is None else env)
-        self.services = [s for s in load_services(profile, self.env)
+        self.compose_file = find_compose_file(compose_file)
+        self.services = [s for s in load_services(profile, self.env, self.compose_file)
                          if only is None or s.name in only]
         self.ready_timeout_s = READY_TIMEOUT_S
         self.out = out or sys.stdout
@@ -145,7 +164,7 @@ class Launcher:
         return ports
 
     def check_ports(self) -> None:
-        """PortsInUse, naming each taken port, its variable and how to find who holds it,
+        """PortsInUseError, naming each taken port, its variable and how to find who holds it,
         unless every port the cell needs is free."""
         problems: list[str] = []
         for need in self.ports():
@@ -165,12 +184,12 @@ class Launcher:
                     f"port {need.port} of {need.what} ({need.variable}) is in use (`ss -ltnp "
                     f"'sport = :{need.port}'` shows by whom); set {need.variable} to a free port")
         if problems:
-            raise PortsInUse("nothing started: " + "\n  ".join(problems))
+            raise PortsInUseError("nothing started: " + "\n  ".join(problems))
 
     def start(self, on_ready: Callable[[str], None] | None = None,
               check_ports: bool = True) -> None:
         """Start every service, each once the services it depends on are alive. First, unless
-        ``check_ports`` is false, refuse (PortsInUse) if a port the cell needs is taken."""
+        ``check_ports`` is false, refuse (PortsInUseError) if a port the cell needs is taken."""
         from robocell.common.bus import Endpoints, Liveness, Subscriber
 
         if check_ports:

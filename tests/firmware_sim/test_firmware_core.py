@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robocell.services.actuator import protocol as proto
-from robocell.services.actuator.firmware_sim import FirmwareCore
+from robocell.services.firmware_sim.firmware import FirmwareCore
 
 
 def reports(data: list[bytes]) -> list[proto.Report]:

@@ -6,9 +6,10 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from robocell.cli import CommandError
+from robocell.errors import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
     p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
     p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.add_argument("--compose", type=Path, metavar="FILE",
+                   help="compose file to read (default ./docker-compose.yml, else the copy "
+                        "shipped with robocell)")
     p.set_defaults(func=cmd_up)
 
     p = subparsers.add_parser(
@@ -33,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="scramble seed")
     p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
     p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.add_argument("--compose", type=Path, metavar="FILE",
+                   help="compose file to read (default ./docker-compose.yml, else the copy "
+                        "shipped with robocell)")
     p.set_defaults(func=cmd_demo)
 
     p = subparsers.add_parser("cycle", help="run one solve cycle on a running cell")
@@ -65,11 +72,12 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from robocell.cell.compose import ComposeError
-    from robocell.cell.launcher import Launcher, LaunchError
+    from robocell.services.cell.compose import ComposeError
+    from robocell.services.cell.launcher import Launcher, LaunchError
 
     try:
-        launcher = Launcher("sim" if args.sim else "hardware", _env_with(args))
+        launcher = Launcher("sim" if args.sim else "hardware", _env_with(args),
+                            compose_file=args.compose)
     except ComposeError as exc:
         raise CommandError(str(exc)) from None
     with launcher:
@@ -129,8 +137,8 @@ def _commands_route(service: str, endpoints: Any, state: str, timeout: float) ->
 
 
 def cmd_cell(args: argparse.Namespace) -> int:
-    from robocell.cell.service import CellService
     from robocell.common.bus import Endpoints, Node
+    from robocell.services.cell.service import CellService
 
     speed = float(os.environ.get("ROBOCELL_SPEED", "1") or 1)
     with Node("cell", Endpoints.resolve(args.broker)) as node:
@@ -204,16 +212,20 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from robocell.cell.launcher import Launcher, LaunchError
     from robocell.common.bus import CommandFailed, Endpoints, Node
+    from robocell.services.cell.compose import ComposeError
+    from robocell.services.cell.launcher import Launcher, LaunchError
 
     env = _env_with(args)
     env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
     print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}); "
           "a first run builds the solver tables", flush=True)
-    launcher = Launcher("sim", env, quiet=None if args.verbose else {
-        s for s in ("broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell",
-                    "monitor")})
+    try:
+        launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
+                            else {"broker", "solver", "firmware-sim", "actuator-sim",
+                                  "vision-sim", "cell", "monitor"})
+    except ComposeError as exc:
+        raise CommandError(str(exc)) from None
     with launcher:
         try:
             launcher.start(on_ready=lambda name: print(f"  {name} is up", flush=True))

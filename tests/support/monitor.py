@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robocell.common.bus import Endpoints
-from robocell.common.ports import free_port_block
+from robocell.common.config import free_port_block
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

@@ -2,7 +2,7 @@
 
 `run_cycle` is the whole cycle over a small `CellBus` interface (commands with deadlines,
 waiting for a message, the latest value of a latched topic), so the sequence and its error
-handling are plain code; `robocell.cell.service` supplies the bus. Any stage that fails
+handling are plain code; `robocell.services.cell.service` supplies the bus. Any stage that fails
 stops the cycle, e-stops the robot if it was moving, and reports which stage, why, and
 what to do next.
 """
@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from robocell.errors import RobocellError
 
 STAGES = ("scanning", "solving", "executing", "verifying")
 
@@ -79,7 +81,7 @@ class CycleResult:
         return out
 
 
-class StageFailed(Exception):
+class StageFailed(RobocellError):
     def __init__(self, stage: str, message: str) -> None:
         self.stage = stage
         super().__init__(message)

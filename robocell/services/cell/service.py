@@ -1,6 +1,6 @@
 """`robocell cell`: the cycle coordinator on the bus (commands `cell.start`, `cell.scramble`).
 
-The bus adapter around `robocell.cell.cycle.run_cycle`: it keeps the recent messages of the
+The bus adapter around `robocell.services.cell.cycle.run_cycle`: it keeps the recent messages of the
 topics a cycle waits on, runs one cycle at a time in its own thread (a second `start` while
 one runs is answered ``busy``), and publishes `cell.status` and `cell.result` (latched).
 """
@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from robocell.cell.cycle import CycleTimeouts, run_cycle
+from robocell.services.cell.cycle import CycleTimeouts, run_cycle
 
 WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "sim.twin_state", "errors",
                   "solver.plan")

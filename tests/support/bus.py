@@ -1,4 +1,5 @@
-"""Helpers for the bus tests: free ports, subprocess commands, waiting for messages."""
+"""Helpers for the bus tests: free ports, subprocess commands, a scripted service, waiting for
+messages."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import time
 from pathlib import Path
 
 from robocell.common.bus import Endpoints, Subscriber
-from robocell.common.ports import free_port_block
+from robocell.common.config import free_port_block
 
 REPO = Path(__file__).resolve().parents[2]
 N_PORTS = 4  # subscribe, publish, command, tap
 BROKER_START_TIMEOUT_S = 10.0
+SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
+"""A bus service whose behaviour a test scripts (run it with ``python``)."""
 
 
 def free_base_port() -> int:

@@ -1,0 +1,183 @@
+"""The firmware simulator's serial line: `serve` runs a `FirmwareCore` behind a TCP socket or
+a pty, keeps the simulated clock (real time times ``--speed``) and injects the faults of a
+`FaultPlan` (byte drops and corruption, disconnects, stalls, resets).
+
+Pattern: one select loop that owns the listening socket (or pty), the client connection, the
+clock and the fault injection; it ends after ``max_runtime_s`` or on KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import select
+import socket
+import time
+from typing import IO
+
+from robocell.services.actuator import protocol as proto
+from robocell.services.firmware_sim.firmware import FaultPlan, FirmwareCore
+
+
+class _LineNoise:
+    """Seeded byte drops and single-bit corruption on a stream."""
+
+    def __init__(self, plan: FaultPlan, salt: int) -> None:
+        self.plan = plan
+        self.rng = random.Random(plan.seed * 2 + salt)
+        self.dropped = 0
+        self.corrupted = 0
+
+    def apply(self, data: bytes) -> bytes:
+        if not (self.plan.drop_rate or self.plan.corrupt_rate):
+            return data
+        out = bytearray()
+        for byte in data:
+            if self.rng.random() < self.plan.drop_rate:
+                self.dropped += 1
+                continue
+            if self.rng.random() < self.plan.corrupt_rate:
+                self.corrupted += 1
+                byte ^= 1 << self.rng.randrange(7)
+            out.append(byte)
+        return bytes(out)
+
+
+class _Clock:
+    def __init__(self, speed: float) -> None:
+        self.speed = speed
+        self.t0 = time.monotonic()
+
+    def sim(self) -> float:
+        return (time.monotonic() - self.t0) * 1000.0 * self.speed
+
+    def real_delay(self, sim_ms: float) -> float:
+        return max(0.0, sim_ms - self.sim()) / 1000.0 / self.speed
+
+
+def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None = None,
+          speed: float = 1.0, faults: FaultPlan | None = None,
+          ready: IO[str] | None = None, max_runtime_s: float | None = None,
+          host: str = "127.0.0.1", control: queue.Queue | None = None) -> None:
+    """Run the firmware until interrupted (or ``max_runtime_s``): over TCP on 127.0.0.1:port
+    (port 0 picks a free one) or over a pty (its device path is announced; ``pty_link``
+    also gets a symlink to it). Announces ``listening <url>`` on ``ready``. ``control``
+    carries ``(function, reply_queue)`` pairs run on this loop's thread with the core (the
+    bus adapter's way in, e.g. to scramble the twin)."""
+    faults = faults or FaultPlan()
+    clock = _Clock(speed)
+    rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
+    disconnects = sorted(faults.disconnect_after)
+    stall_done = reset_done = False
+    listener: socket.socket | None = None
+    conn_fd: int | None = None
+    conn_sock: socket.socket | None = None
+    if pty_link is not None:
+        import tty
+
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        device = os.ttyname(slave)
+        if pty_link:
+            if os.path.lexists(pty_link):
+                os.unlink(pty_link)
+            os.symlink(device, pty_link)
+        conn_fd = master
+        url = device
+    else:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port or 0))
+        listener.listen(1)
+        url = f"socket://{host}:{listener.getsockname()[1]}"
+    if ready is not None:
+        ready.write(f"listening {url} boot={core.boot_id}\n")
+        ready.flush()
+    buffer = bytearray()
+    started = time.monotonic()
+
+    def send(data: bytes) -> None:
+        nonlocal conn_fd
+        if conn_fd is None or not data:
+            return
+        data = tx_noise.apply(data)
+        try:
+            if conn_sock is not None:
+                conn_sock.sendall(data)
+            else:
+                os.write(conn_fd, data)
+        except OSError:
+            drop_connection()
+
+    def drop_connection() -> None:
+        nonlocal conn_fd, conn_sock
+        if conn_sock is not None:
+            conn_sock.close()
+            conn_sock = None
+            conn_fd = None
+            core.disconnected(clock.sim())
+            buffer.clear()
+
+    while max_runtime_s is None or time.monotonic() - started < max_runtime_s:
+        while control is not None and not control.empty():
+            function, reply = control.get_nowait()
+            try:
+                reply.put(function(core))
+            except Exception as exc:  # noqa: BLE001 - the caller gets the error
+                reply.put(exc)
+        for data in core.advance(clock.sim()):
+            send(data)
+        deadline = core.next_deadline()
+        timeout = 0.2 if deadline is None else min(0.2, clock.real_delay(deadline))
+        watch = [fd for fd in (conn_fd, listener.fileno() if listener and conn_fd is None
+                               else None) if fd is not None]
+        readable, _, _ = select.select(watch, [], [], timeout)
+        if listener is not None and listener.fileno() in readable and conn_fd is None:
+            conn_sock, _ = listener.accept()
+            conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn_fd = conn_sock.fileno()
+            core._log("connect", t=clock.sim())
+            send(core.banner())
+            continue
+        if conn_fd is None or conn_fd not in readable:
+            continue
+        try:
+            chunk = conn_sock.recv(4096) if conn_sock is not None else os.read(conn_fd, 4096)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            drop_connection()
+            continue
+        chunk = rx_noise.apply(chunk)
+        now = clock.sim()
+        for data in core.advance(now):
+            send(data)
+        for value in chunk:
+            byte = bytes([value])
+            if value in proto.REALTIME_BYTES:
+                for data in core.realtime(byte, now, time.time()):
+                    send(data)
+                continue
+            if value == 0x0A:
+                if buffer:
+                    for data in core.line(bytes(buffer), now):
+                        send(data)
+                buffer.clear()
+            elif len(buffer) < proto.MAX_LINE_LENGTH:
+                buffer.append(value)
+        count = core.accepted_count
+        if disconnects and count >= disconnects[0]:
+            disconnects.pop(0)
+            core._log("inject", fault="disconnect", after=count)
+            drop_connection()
+        elif faults.stall_after is not None and not stall_done and count >= faults.stall_after:
+            stall_done = True
+            core._log("inject", fault="stall", after=count, ms=faults.stall_ms)
+            time.sleep(faults.stall_ms / 1000.0 / speed)
+        elif faults.reset_after is not None and not reset_done and count >= faults.reset_after:
+            reset_done = True
+            core._log("inject", fault="reset", after=count)
+            send(core.reset(clock.sim()))
+    if listener is not None:
+        listener.close()

@@ -1,0 +1,22 @@
+"""Helpers for tests that run the real cell: a launched cell on free ports, its bus address."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from robocell.services.cell.launcher import Launcher, isolated_cell_env
+
+
+@contextmanager
+def running_cell(profile: str, speed: float = 50.0) -> Iterator[Launcher]:
+    """The simulated cell of docker-compose.yml as local processes, stopped afterwards."""
+    launcher = Launcher("sim", isolated_cell_env(profile, speed), quiet={
+        "broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor"})
+    with launcher:
+        launcher.start()
+        yield launcher
+
+
+def bus_address(launcher: Launcher) -> str:
+    return launcher.services[0].environment["ROBOCELL_BUS"]
