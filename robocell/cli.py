@@ -38,7 +38,7 @@ class Command:
 # In the order `robocell --help` lists them; the help lines are what each register() says.
 COMMANDS: tuple[Command, ...] = (
     Command("cube", "cube model tools: apply, check, scramble, invert, simplify, show",
-            "robocell.common.cube_cli:register"),
+            "robocell.cube_cli:register"),
     Command("tables", "build, verify and describe solver tables",
             "robocell.services.solver.tables_cli:register"),
     Command("solve", "plan the fastest solution of a cube for a robot profile",

@@ -124,8 +124,8 @@ def add_root(board: SearchBoard, boxes: np.ndarray, player: int, exact_player: b
     return lb
 
 
-# One loop over expansions and their children (392 lines): cut into functions that take the
-# grouped arrays, the search ran about twice as slow (XSokoban 6, weight 2, plain).
+# long-function: one compiled loop over expansions and their children; cut into functions
+# that take the grouped arrays, the search ran about twice as slow (XSokoban 6, weight 2)
 @njit(cache=True)
 def search_chunk(board: SearchBoard, rooms: SearchRooms, settings: Settings, pruning: Pruning,
                  nodes: Nodes, fs: FeatureSpace, budget: int, stats: np.ndarray) -> int:

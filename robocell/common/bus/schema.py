@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, Optional
 
 import msgspec
 
+from robocell.common.bus.plain import PLAIN_SCALARS, plain_problem
 from robocell.common.bus.topics import (
     ANY_SERVICE,
     COMMAND_SPECS,
@@ -35,7 +36,6 @@ from robocell.common.bus.wire import (
     Envelope,
     UnknownTopicError,
     ValidationError,
-    plain_problem,
 )
 
 # --- the type grammar, compiled into validators -------------------------------------------
@@ -66,11 +66,8 @@ def _scalar(expected: str, accept: Callable[[Any], bool]) -> Checker:
 
 def _plain(value: Any) -> bool:
     """True if ``value`` is plain bus data within the limits (see
-    robocell.common.bus.wire.plain_problem: iterative, so any depth is safe to check)."""
-    return type(value) in _PLAIN_SCALARS or plain_problem(value) is None
-
-
-_PLAIN_SCALARS = frozenset((str, bytes, int, float, bool, type(None)))
+    robocell.common.bus.plain.plain_problem: iterative, so any depth is safe to check)."""
+    return type(value) in PLAIN_SCALARS or plain_problem(value) is None
 
 
 _SCALARS: dict[str, Checker] = {

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import functools
 import os
-import reprlib
 import struct
 import threading
 import time
@@ -66,6 +65,14 @@ from typing import Any
 import msgpack
 import msgspec
 
+from robocell.common.bus.plain import (
+    MAX_ARRAY_ITEMS,
+    MAX_DEPTH,
+    MAX_MAP_KEYS,
+    MAX_STR_BYTES,
+    describe,
+    plain_problem,
+)
 from robocell.errors import RobocellError
 
 SCHEMA_VERSION = 1
@@ -115,22 +122,6 @@ answers a subscription ``b"\x01" + channel + topic subscription``, where the cha
 ``ANSWER_MARK + token + b"\x00"``, with the newest message of each latched topic it
 matches, the channel in front, so that only that subscriber receives it. (No topic starts
 with a zero byte: nobody else subscribes to it by chance.)"""
-
-# --- limits on what a receiver decodes (hostile input must cost little and never crash) ----
-
-MAX_DEPTH = 32
-"""Deepest nesting of lists and maps in a payload (the payload map itself is level 1). Real
-payloads nest a few levels; a checker that recursed would fail at about 450 levels, so every
-check here is iterative and refuses anything deeper than this."""
-MAX_MAP_KEYS = 10_000
-"""Most keys of one map in a received message (a 1 M-key map is refused before it is built)."""
-MAX_ARRAY_ITEMS = 100_000
-"""Most items of one list in a received message."""
-MAX_STR_BYTES = 1024 * 1024
-"""Longest string in a received message, in UTF-8 bytes (binary data, e.g. a JPEG, may fill
-the whole message)."""
-_PLAIN_SCALARS = frozenset((str, bytes, int, float, bool, type(None)))
-
 
 @functools.lru_cache(maxsize=1)
 def max_message_bytes() -> int:
@@ -298,47 +289,6 @@ def decode(data: bytes, max_bytes: int | None = None) -> Envelope:
     return _explain_bad_envelope(fields, size)
 
 
-def plain_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
-    """What keeps ``value`` from being plain bus data, or None if it is: only str, bytes,
-    int, float, bool, None, lists and maps with string keys, nested at most ``max_depth``
-    levels, maps of at most MAX_MAP_KEYS keys, lists of at most MAX_ARRAY_ITEMS items.
-    Iterative (an explicit stack), so any depth costs no recursion; stops at the first
-    problem, so a hostile value costs at most about its size."""
-    scalars = _PLAIN_SCALARS
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item, depth = pop()
-        kind = type(item)
-        if kind is dict:
-            if depth > max_depth:
-                return f"is nested too deep (more than {max_depth} levels of lists and maps)"
-            if len(item) > MAX_MAP_KEYS:
-                return f"holds a map of {len(item)} keys (at most {MAX_MAP_KEYS})"
-            for key, member in item.items():
-                if type(key) is not str:
-                    return f"holds a map key that is not a string ({_describe(key)})"
-                member_kind = type(member)
-                if member_kind is dict or member_kind is list:
-                    push((member, depth + 1))
-                elif member_kind not in scalars:
-                    return f"holds a value that is not plain data ({_describe(member)})"
-        elif kind is list:
-            if depth > max_depth:
-                return f"is nested too deep (more than {max_depth} levels of lists and maps)"
-            if len(item) > MAX_ARRAY_ITEMS:
-                return f"holds a list of {len(item)} items (at most {MAX_ARRAY_ITEMS})"
-            for member in item:
-                member_kind = type(member)
-                if member_kind is dict or member_kind is list:
-                    push((member, depth + 1))
-                elif member_kind not in scalars:
-                    return f"holds a value that is not plain data ({_describe(member)})"
-        elif kind not in scalars:
-            return f"is not plain data ({_describe(item)})"
-    return None
-
-
 def _explain_bad_envelope(fields: list, size: int) -> Envelope:
     """The slow path of decode: accept integer time stamps, else raise the precise error."""
     version, topic, source, seq, wall_time, mono_time, payload = fields
@@ -375,19 +325,9 @@ def _explain_bad_envelope(fields: list, size: int) -> Envelope:
                     version, size)
 
 
-_short_repr = reprlib.Repr()
-_short_repr.maxlevel = 3
-_short_repr.maxstring = _short_repr.maxother = 40
 
 
-def _describe(value: Any) -> str:
-    """Type and a short repr of ``value`` for an error message (bounded in depth and length,
-    so a hostile value cannot make the explanation itself fail or cost much)."""
-    text = _short_repr.repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(value).__name__} {text}"
-
+_describe = describe
 
 def subscription(topic: str, prefix: bool = False) -> bytes:
     """The ZeroMQ subscription of ``topic``: exactly that topic, or (``prefix``, or the empty

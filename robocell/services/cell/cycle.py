@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from robocell.common.bus import CommandFailed
 from robocell.errors import RobocellError
 
 STAGES = ("scanning", "solving", "executing", "verifying")
@@ -91,60 +92,111 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
               timeouts: CycleTimeouts | None = None, cycle_id: str | None = None,
               on_stage: Callable[[str, float], None] | None = None) -> CycleResult:
     """Run one cycle; never raises for a failing stage (the result says what failed)."""
-    from robocell.common.bus import CommandFailed
+    return _Cycle(bus, simulated, max(speed, 1e-6), timeouts or CycleTimeouts(),
+                  cycle_id or uuid.uuid4().hex[:12], on_stage).run()
 
-    timeouts = timeouts or CycleTimeouts()
-    speed = max(speed, 1e-6)
-    cycle_id = cycle_id or uuid.uuid4().hex[:12]
-    result = CycleResult(cycle_id, ok=False)
-    started = time.monotonic()
-    stage = "scanning"
-    stage_started = started
 
-    def enter(name: str) -> None:
-        nonlocal stage, stage_started
+class _Cycle:
+    """One run of the cycle: the stage it is in, the clock of each stage, the result."""
+
+    def __init__(self, bus: CellBus, simulated: bool, speed: float, timeouts: CycleTimeouts,
+                 cycle_id: str, on_stage: Callable[[str, float], None] | None) -> None:
+        self.bus = bus
+        self.simulated = simulated
+        self.speed = speed
+        self.timeouts = timeouts
+        self.cycle_id = cycle_id
+        self.on_stage = on_stage
+        self.result = CycleResult(cycle_id, ok=False)
+        self.started = time.monotonic()
+        self.stage = "scanning"
+        self.stage_started = self.started
+
+    def run(self) -> CycleResult:
+        result = self.result
+        try:
+            self.enter("scanning")
+            state = self.scan()
+            result.facelets = state["facelets"]
+            self.enter("solving")
+            plan = self.solve(state)
+            result.plan = plan
+            self.check_stop()
+            self.enter("executing")
+            self.execute(plan)
+            self.enter("verifying")
+            result.verified_by = self.verify()
+            result.ok = True
+            self.enter("done")
+        except StageFailed as exc:
+            result.failed_stage = exc.stage
+            result.error = str(exc)
+            if exc.stage in ("scanning", "executing"):
+                try:
+                    self.bus.call("actuator", "estop", {}, timeout=2.0)
+                except CommandFailed:
+                    pass  # the failure is reported already; the e-stop was a precaution
+            self.enter("failed")
+        result.total_s = round(time.monotonic() - self.started, 4)
+        return result
+
+    def enter(self, name: str) -> None:
         now = time.monotonic()
-        if name != stage:
-            result.stages_s[stage] = round(now - stage_started, 4)
-            if on_stage:
-                on_stage(stage, now - stage_started)
-        stage, stage_started = name, now
-        bus.status(cycle_id, name)
+        if name != self.stage:
+            self.result.stages_s[self.stage] = round(now - self.stage_started, 4)
+            if self.on_stage:
+                self.on_stage(self.stage, now - self.stage_started)
+        self.stage, self.stage_started = name, now
+        self.bus.status(self.cycle_id, name)
 
-    def wait_watching(service: str, topic: str, match: Callable[[dict[str, Any]], bool],
+    def wait_watching(self, service: str, topic: str, match: Callable[[dict[str, Any]], bool],
                       timeout: float) -> dict[str, Any] | None:
         """Wait for a message, failing at once if ``service`` stops beating or on e-stop."""
         deadline = time.monotonic() + timeout
         while True:
-            found = bus.wait_for(topic, match, timeout=min(0.5, max(0.0, deadline -
-                                                                    time.monotonic())))
+            found = self.bus.wait_for(topic, match, timeout=min(0.5, max(0.0, deadline -
+                                                                         time.monotonic())))
             if found is not None:
                 return found
-            check_stop()
-            if not bus.alive(service):
-                raise StageFailed(stage, f"{service} stopped responding (no heartbeat for 3 s) "
-                                  f"during {stage}; restart {service} and start a new cycle")
+            self.check_stop()
+            if not self.bus.alive(service):
+                raise StageFailed(self.stage, f"{service} stopped responding (no heartbeat for "
+                                  f"3 s) during {self.stage}; restart {service} and start a "
+                                  "new cycle")
             if time.monotonic() >= deadline:
                 return None
 
-    def check_stop() -> None:
-        if bus.stopped():
-            raise StageFailed(stage, "emergency stop requested; the robot was stopped. "
+    def check_stop(self) -> None:
+        if self.bus.stopped():
+            raise StageFailed(self.stage, "emergency stop requested; the robot was stopped. "
                               "Check the cell, then rescan before a new cycle")
 
-    def fail_from_errors(stage_name: str, since: float) -> None:
-        errors = bus.errors_since(since)
+    def fail_from_errors(self, stage_name: str, since: float) -> None:
+        errors = self.bus.errors_since(since)
         if errors:
             e = errors[-1]
             action = f"; {e['action']}" if e.get("action") else ""
             raise StageFailed(stage_name, f"{e['service']}: {e['message']} [{e['code']}]"
                               f"{action}")
 
-    def scan_once(scan_id: str) -> tuple[dict[str, Any] | None, str]:
+    def scan(self) -> dict[str, Any]:
+        """The cube state read, after up to ``scan_attempts`` scans."""
+        attempts = self.timeouts.scan_attempts
+        complaint = "no scan was attempted (scan_attempts is 0)"
+        for attempt in range(1, attempts + 1):
+            state, complaint = self.scan_once(f"{self.cycle_id}-scan{attempt}")
+            if state is not None:
+                return state
+            if attempt < attempts:
+                self.bus.status(self.cycle_id, "scanning", f"rescanning: {complaint}")
+        raise StageFailed("scanning", f"{complaint} (after {attempts} scans)")
+
+    def scan_once(self, scan_id: str) -> tuple[dict[str, Any] | None, str]:
         """Run the scan program once: the cube state read, or None and vision's complaint."""
+        bus, timeouts = self.bus, self.timeouts
         started_at = time.monotonic()
         # motion time shrinks with the simulation speed; image processing does not
-        scan_budget = timeouts.scan / speed + timeouts.compute
+        scan_budget = timeouts.scan / self.speed + timeouts.compute
         try:
             bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=scan_budget)
         except CommandFailed as exc:
@@ -155,8 +207,8 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             raise StageFailed("scanning", f"actuator could not scan: {exc}") from None
         deadline = time.monotonic() + timeouts.compute
         while True:
-            state = wait_watching("vision", "vision.cube_state",
-                                  lambda p: p.get("scan_id") == scan_id, 0.25)
+            state = self.wait_watching("vision", "vision.cube_state",
+                                       lambda p: p.get("scan_id") == scan_id, 0.25)
             if state is not None:
                 return state, ""
             for e in bus.errors_since(started_at):
@@ -168,45 +220,30 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
                 return None, ("vision published no cube state for this scan; check the vision "
                               "service and the camera")
 
-    try:
-        enter("scanning")
-        state = None
-        for attempt in range(1, timeouts.scan_attempts + 1):
-            scan_id = f"{cycle_id}-scan{attempt}"
-            state, complaint = scan_once(scan_id)
-            if state is not None:
-                break
-            if attempt < timeouts.scan_attempts:
-                bus.status(cycle_id, "scanning", f"rescanning: {complaint}")
-            else:
-                raise StageFailed("scanning", f"{complaint} (after {attempt} scans)")
-        assert state is not None
-        result.facelets = state["facelets"]
-
-        enter("solving")
+    def solve(self, state: dict[str, Any]) -> dict[str, Any]:
         try:
             # published too (latched) for watchers; the plan itself goes to the actuator
-            plan = bus.call("solver", "solve", {"facelets": state["facelets"],
-                                                "scan_id": state["scan_id"], "publish": True},
-                            timeout=timeouts.solve)
+            return self.bus.call("solver", "solve", {"facelets": state["facelets"],
+                                                     "scan_id": state["scan_id"],
+                                                     "publish": True},
+                                 timeout=self.timeouts.solve)
         except CommandFailed as exc:
             raise StageFailed("solving", f"solver: {exc}") from None
-        result.plan = plan
-        check_stop()
 
-        enter("executing")
+    def execute(self, plan: dict[str, Any]) -> None:
+        speed, timeouts = self.speed, self.timeouts
         budget = (plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
                   + timeouts.compute)
         exec_started = time.monotonic()
         try:
-            bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
+            self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
         except CommandFailed as exc:
             raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
-        done = wait_watching("actuator", "actuator.result",
-                             lambda p: p.get("plan_id") == plan["plan_id"], budget)
-        check_stop()
+        done = self.wait_watching("actuator", "actuator.result",
+                                  lambda p: p.get("plan_id") == plan["plan_id"], budget)
+        self.check_stop()
         if done is None:
-            fail_from_errors("executing", exec_started)
+            self.fail_from_errors("executing", exec_started)
             raise StageFailed("executing", f"no execution result within {budget:.0f} s; "
                               "check the actuator and the serial line")
         if not done["ok"]:
@@ -215,30 +252,18 @@ def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
             raise StageFailed("executing", f"execution stopped after {done['executed']} of "
                               f"{done['n_steps']} primitives: {done.get('error')}.{known}")
 
-        enter("verifying")
-        if simulated:
-            deadline = time.monotonic() + timeouts.verify / speed
-            twin = bus.latest("sim.twin_state")
-            while (twin is None or not twin["solved"]) and time.monotonic() < deadline:
-                twin = bus.wait_for("sim.twin_state", lambda p: p["solved"], timeout=0.2) \
-                    or bus.latest("sim.twin_state")
-            if twin is None or not twin["solved"]:
-                fault = f" (twin fault: {twin['fault']})" if twin and twin.get("fault") else ""
-                raise StageFailed("verifying", "the plan ran but the twin cube is not "
-                                  f"solved{fault}; the motor mapping or the scan is wrong")
-            result.verified_by = "twin"
-        else:
-            result.verified_by = "execution"
-        result.ok = True
-        enter("done")
-    except StageFailed as exc:
-        result.failed_stage = exc.stage
-        result.error = str(exc)
-        if exc.stage in ("scanning", "executing"):
-            try:
-                bus.call("actuator", "estop", {}, timeout=2.0)
-            except CommandFailed:
-                pass
-        enter("failed")
-    result.total_s = round(time.monotonic() - started, 4)
-    return result
+    def verify(self) -> str:
+        """What confirmed the solve: the twin in simulation, else the execution itself."""
+        if not self.simulated:
+            return "execution"
+        bus = self.bus
+        deadline = time.monotonic() + self.timeouts.verify / self.speed
+        twin = bus.latest("sim.twin_state")
+        while (twin is None or not twin["solved"]) and time.monotonic() < deadline:
+            twin = bus.wait_for("sim.twin_state", lambda p: p["solved"], timeout=0.2) \
+                or bus.latest("sim.twin_state")
+        if twin is None or not twin["solved"]:
+            fault = f" (twin fault: {twin['fault']})" if twin and twin.get("fault") else ""
+            raise StageFailed("verifying", "the plan ran but the twin cube is not "
+                              f"solved{fault}; the motor mapping or the scan is wrong")
+        return "twin"

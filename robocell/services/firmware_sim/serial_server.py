@@ -14,6 +14,8 @@ import random
 import select
 import socket
 import time
+import tty
+from collections.abc import Callable
 from typing import IO
 
 from robocell.services.actuator import protocol as proto
@@ -56,6 +58,46 @@ class _Clock:
         return max(0.0, sim_ms - self.sim()) / 1000.0 / self.speed
 
 
+def _open_line(port: int | None, pty_link: str | None, host: str
+               ) -> tuple[socket.socket | None, int | None, str]:
+    """The firmware's end of the serial line: (TCP listener or None, the pty's file
+    descriptor or None, the URL a client opens)."""
+    if pty_link is None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port or 0))
+        listener.listen(1)
+        return listener, None, f"socket://{host}:{listener.getsockname()[1]}"
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    device = os.ttyname(slave)
+    if pty_link:
+        if os.path.lexists(pty_link):
+            os.unlink(pty_link)
+        os.symlink(device, pty_link)
+    return None, master, device
+
+
+def _feed(core: FirmwareCore, chunk: bytes, buffer: bytearray, now: float,
+          send: Callable[[bytes], None]) -> None:
+    """Give the firmware what arrived at simulated time ``now``: real-time bytes at once,
+    everything else into ``buffer`` until a newline ends a line."""
+    for data in core.advance(now):
+        send(data)
+    for value in chunk:
+        if value in proto.REALTIME_BYTES:
+            for data in core.realtime(bytes([value]), now, time.time()):
+                send(data)
+            continue
+        if value == 0x0A:
+            if buffer:
+                for data in core.line(bytes(buffer), now):
+                    send(data)
+            buffer.clear()
+        elif len(buffer) < proto.MAX_LINE_LENGTH:
+            buffer.append(value)
+
+
 def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None = None,
           speed: float = 1.0, faults: FaultPlan | None = None,
           ready: IO[str] | None = None, max_runtime_s: float | None = None,
@@ -70,27 +112,8 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
     rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
     disconnects = sorted(faults.disconnect_after)
     stall_done = reset_done = False
-    listener: socket.socket | None = None
-    conn_fd: int | None = None
     conn_sock: socket.socket | None = None
-    if pty_link is not None:
-        import tty
-
-        master, slave = os.openpty()
-        tty.setraw(slave)
-        device = os.ttyname(slave)
-        if pty_link:
-            if os.path.lexists(pty_link):
-                os.unlink(pty_link)
-            os.symlink(device, pty_link)
-        conn_fd = master
-        url = device
-    else:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port or 0))
-        listener.listen(1)
-        url = f"socket://{host}:{listener.getsockname()[1]}"
+    listener, conn_fd, url = _open_line(port, pty_link, host)
     if ready is not None:
         ready.write(f"listening {url} boot={core.boot_id}\n")
         ready.flush()
@@ -149,23 +172,7 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
         if not chunk:
             drop_connection()
             continue
-        chunk = rx_noise.apply(chunk)
-        now = clock.sim()
-        for data in core.advance(now):
-            send(data)
-        for value in chunk:
-            byte = bytes([value])
-            if value in proto.REALTIME_BYTES:
-                for data in core.realtime(byte, now, time.time()):
-                    send(data)
-                continue
-            if value == 0x0A:
-                if buffer:
-                    for data in core.line(bytes(buffer), now):
-                        send(data)
-                buffer.clear()
-            elif len(buffer) < proto.MAX_LINE_LENGTH:
-                buffer.append(value)
+        _feed(core, rx_noise.apply(chunk), buffer, clock.sim(), send)
         count = core.accepted_count
         if disconnects and count >= disconnects[0]:
             disconnects.pop(0)
