@@ -299,7 +299,7 @@ class ActuatorService:
                                                 **(extra or {})}})
 
 
-def run_service(args: argparse.Namespace) -> int:
+def serve_actuator(args: argparse.Namespace) -> int:
     """`robocell actuator`: serve until Ctrl-C."""
     from robocell.common.bus import Node
 
