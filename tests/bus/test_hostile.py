@@ -380,11 +380,12 @@ def rejected_so_far(stats: Subscriber) -> tuple[int, bool]:
     """What the broker's check tap and command routing, and the service, refused so far
     (their latest bus.stats and heartbeat), and whether both reported."""
     broker = service = None
-    deadline = time.monotonic() + 3
+    asked = time.time()
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline and (broker is None or service is None):
         env = stats.recv(0.5)
-        if env is None:
-            continue
+        if env is None or env.wall_time < asked:
+            continue  # queued before the question: the counts of an earlier moment
         if env.topic == "bus.stats":
             broker = (sum(env.payload["rejected"].values())
                       + env.payload["commands"].get("malformed", 0)
