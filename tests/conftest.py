@@ -18,7 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.processes import Proc, command_line, descendants, kill_all, running, survivors
+from support.processes import (
+    Proc,
+    command_line,
+    descendants,
+    kill_all,
+    proc,
+    running,
+    survivors,
+)
 from support.processes import carrying as carrying_variable
 
 from robocell.common.paths import shared_data_dir
@@ -36,7 +44,10 @@ _left_over: dict[Proc, str] = {}
 
 
 def _processes_of_this_run() -> set[Proc]:
-    return carrying_variable(RUN_VARIABLE, RUN_ID) | descendants(os.getpid())
+    table = running()
+    this = proc(os.getpid())
+    return (carrying_variable(RUN_VARIABLE, RUN_ID, table, since=this.started if this else 0)
+            | descendants(os.getpid(), table))
 
 
 def _ends_with_this_process(p: Proc, table: dict[int, tuple[int, int, str]]) -> bool:
@@ -47,7 +58,8 @@ def _ends_with_this_process(p: Proc, table: dict[int, tuple[int, int, str]]) -> 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    _seen.update(_processes_of_this_run())
+    if not _seen:  # before the first test: what collection started is nobody's
+        _seen.update(_processes_of_this_run())
     yield  # setup, call, teardown
     for p in _processes_of_this_run() - _seen:
         _started_by[p] = item.nodeid

@@ -24,11 +24,12 @@ class Proc(NamedTuple):
 def _stat(pid: int) -> tuple[int, int, str] | None:
     """(parent pid, start time, state) of ``pid``, or None when it no longer exists."""
     try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+    except OSError:  # ended
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (command) "
-    return int(fields[1]), int(fields[19]), fields[0]
+    fields = text[text.rindex(b")") + 2:].split()  # after "pid (command) "
+    return int(fields[1]), int(fields[19]), fields[0].decode()
 
 
 def proc(pid: int) -> Proc | None:
@@ -39,15 +40,19 @@ def proc(pid: int) -> Proc | None:
 def running() -> dict[int, tuple[int, int, str]]:
     """Every process now: pid -> (parent pid, start time, state)."""
     table = {}
-    for entry in PROC.iterdir():
-        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
-            table[int(entry.name)] = stat
+    for name in os.listdir(PROC):
+        if name.isdigit() and (stat := _stat(int(name))) is not None:
+            table[int(name)] = stat
     return table
 
 
-def descendants(pid: int) -> set[Proc]:
-    """Every live process below ``pid`` (children, their children, ...)."""
-    table = running()
+Table = dict[int, tuple[int, int, str]]
+
+
+def descendants(pid: int, table: Table | None = None) -> set[Proc]:
+    """Every live process below ``pid`` (children, their children, ...), in ``table``
+    (default: `running()` now)."""
+    table = running() if table is None else table
     below: dict[int, list[int]] = {}
     for child, (parent, _, _) in table.items():
         below.setdefault(parent, []).append(child)
@@ -82,12 +87,15 @@ def command_line(pid: int) -> str:
         return "?"
 
 
-def carrying(variable: str, value: str) -> set[Proc]:
-    """Live processes whose environment has ``variable=value`` (inherited from a test run)."""
+def carrying(variable: str, value: str, table: Table | None = None,
+             since: int = 0) -> set[Proc]:
+    """Live processes whose environment has ``variable=value`` (inherited from a test run),
+    among those of ``table`` (default: `running()` now) started at ``since`` or later."""
     needle = f"{variable}={value}".encode()
     found: set[Proc] = set()
-    for pid, (_, started, state) in running().items():
-        if pid == os.getpid() or state in ("Z", "X"):
+    table = running() if table is None else table
+    for pid, (_, started, state) in table.items():
+        if pid == os.getpid() or state in ("Z", "X") or started < since:
             continue
         try:
             environ = (PROC / str(pid) / "environ").read_bytes()
