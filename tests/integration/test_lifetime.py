@@ -171,3 +171,28 @@ def test_a_solver_pool_ended_in_this_process_leaves_no_worker(ending):
         assert not left, f"pool {ending}, workers still running: " + describe(left)
     finally:
         kill_all(workers)
+
+
+@pytest.mark.slow
+def test_a_solver_worker_outlives_the_thread_that_asked_for_it():
+    """The kernel's parent of a worker is the thread that started it: a replacement asked
+    for by a request's thread must not die when that thread ends."""
+    from robocell.services.solver.pool import SolverPool
+
+    pool = SolverPool(1, ("htm",), queue_limit=1)
+    started: list = []
+
+    def replace_and_wait() -> None:  # as a request's thread replaces a dead worker
+        started.append(pool._spawn(0))
+        pool._await_ready(started[0])
+
+    asking = threading.Thread(target=replace_and_wait)
+    asking.start()
+    asking.join(START_TIMEOUT_S)
+    try:
+        assert started, "no worker was started"
+        time.sleep(1.0)
+        assert started[0].process.is_alive(), "the worker ended with the thread that asked"
+    finally:
+        pool._all[:] = started
+        pool.close()
