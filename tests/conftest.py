@@ -1,14 +1,92 @@
 """Shared test fixtures: where the real data lives (skipping only when it is absent), and the
-reference robot profile."""
+reference robot profile.
+
+And a guard over the whole run: no process started by a test may outlive the run. Every
+process this run starts carries ``ROBOCELL_TEST_RUN`` (set here, inherited through the
+environment) or is found below this process; after each test's teardown, the processes of
+the run that are new and still alive are noted with the test's name, and at the end of the
+session those still alive fail the run, named with their test, and are killed. (A process
+kept by a module or session fixture is noted with the first test that used it: it passes
+when the fixture ends it.)
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.processes import (
+    Proc,
+    command_line,
+    descendants,
+    kill_all,
+    proc,
+    running,
+    survivors,
+)
+from support.processes import carrying as carrying_variable
 
 from robocell.common.paths import shared_data_dir
 from robocell.common.profile import Profile, load_profile
+
+RUN_VARIABLE = "ROBOCELL_TEST_RUN"
+RUN_ID = f"{os.getpid()}-{time.time_ns()}"
+os.environ[RUN_VARIABLE] = RUN_ID
+LEFT_OVER_GRACE_S = 5.0
+"""How long processes still ending at the end of the run (a stop just sent) may take."""
+
+_seen: set[Proc] = set()
+_started_by: dict[Proc, str] = {}
+_left_over: dict[Proc, str] = {}
+
+
+def _processes_of_this_run() -> set[Proc]:
+    table = running()
+    this = proc(os.getpid())
+    return (carrying_variable(RUN_VARIABLE, RUN_ID, table, since=this.started if this else 0)
+            | descendants(os.getpid(), table))
+
+
+def _ends_with_this_process(p: Proc, table: dict[int, tuple[int, int, str]]) -> bool:
+    """multiprocessing's resource tracker of this very process: it ends when this one does."""
+    return (table.get(p.pid, (0,))[0] == os.getpid()
+            and "multiprocessing.resource_tracker" in command_line(p.pid))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not _seen:  # before the first test: what collection started is nobody's
+        _seen.update(_processes_of_this_run())
+    yield  # setup, call, teardown
+    for p in _processes_of_this_run() - _seen:
+        _started_by[p] = item.nodeid
+        _seen.add(p)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    table = running()
+    candidates = {p for p in _started_by if not _ends_with_this_process(p, table)}
+    left = survivors(candidates, within=LEFT_OVER_GRACE_S)
+    _left_over.update({p: f"{_started_by[p]}: pid {p.pid}, {command_line(p.pid)[:150]}"
+                       for p in left})
+    kill_all(left)
+    if left:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _left_over:
+        return
+    terminalreporter.section("processes left running", sep="=", red=True, bold=True)
+    terminalreporter.line(f"{len(_left_over)} processes started by these tests were still "
+                          "running at the end of the run (now killed); each test must end "
+                          "what it starts, also when it fails:", red=True)
+    for line in sorted(_left_over.values()):
+        terminalreporter.line(f"  {line}")
 
 
 @pytest.fixture(scope="session")

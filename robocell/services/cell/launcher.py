@@ -5,7 +5,10 @@ in dependency order; its output is copied line by line with a ``[name]`` prefix;
 launcher waits until each service's heartbeat says it is alive before starting the ones
 that depend on it. It ends when asked (Ctrl-C / `stop()`: every child gets SIGTERM, then
 SIGKILL after a grace period) or when a child dies (the others are stopped and the exit
-status is non-zero, naming the service).
+status is non-zero, naming the service). Each child also follows the launcher
+(`robocell.common.lifetime`): however the launcher ends, SIGKILL included, the kernel sends
+every service SIGTERM, and each stops as it would on Ctrl-C (its own helpers follow it in
+turn). Services are started from the thread that calls `start` (the main thread of `up`).
 
 Another cell may already run on the same host. The launcher reads the ports from the one
 configuration (:mod:`robocell.common.config`) and refuses, before starting anything, when
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from robocell.common import config
+from robocell.common.lifetime import follow_parent_at_exec
 from robocell.errors import RobocellError
 from robocell.services.cell.compose import LocalService, find_compose_file, load_services
 
@@ -139,7 +143,8 @@ class Launcher:
         env = {**self.env, **service.environment, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(
             list(service.argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, bufsize=1, start_new_session=True)
+            text=True, bufsize=1, start_new_session=True,
+            preexec_fn=follow_parent_at_exec(signal.SIGTERM))
         tail: list[str] = []
         pump = threading.Thread(target=self._pump, args=(service.name, process.stdout, tail),
                                 daemon=True)

@@ -7,15 +7,23 @@ process hops and no helper threads in between, so the service adds little to the
 itself. Requests beyond ``queue_limit`` (running plus waiting) are refused at once; a request
 still waiting for a worker when its deadline passes is dropped before it starts
 (cancellation); a worker that dies is replaced and its caller told so.
+
+No worker outlives the pool: each follows its parent process (`robocell.common.lifetime`:
+the kernel kills it when the solver ends, however it ends), which is why every worker is
+started by one thread that lives as long as the pool (the kernel's "parent" is the starting
+thread); and a pool dropped without `close` stops its workers when it is collected.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -61,10 +69,18 @@ class SolverPool:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.closed = False
+        # the one thread that starts workers, replacements included (a replacement started
+        # by a short-lived thread would be killed when that thread ends)
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="solver-worker-starter")
+        self._finalizer = weakref.finalize(self, _stop_workers, self._all, self._starter)
 
     def _spawn(self, index: int) -> _Worker:
+        return self._starter.submit(self._start_worker, index).result()
+
+    def _start_worker(self, index: int) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=worker_main, args=(child, self.profiles),
+        process = self._ctx.Process(target=worker_main,
+                                    args=(child, self.profiles, os.getpid()),
                                     name=f"solver-worker-{index}", daemon=True)
         process.start()
         child.close()
@@ -72,7 +88,7 @@ class SolverPool:
 
     def start(self) -> None:
         """Start every worker and wait until each has warmed up."""
-        self._all = [self._spawn(i) for i in range(self.workers)]
+        self._all[:] = [self._spawn(i) for i in range(self.workers)]
         for worker in self._all:
             self._await_ready(worker)
             self._idle.put(worker)
@@ -179,7 +195,10 @@ class SolverPool:
             return
         worker.conn.close()
         worker.process.join(timeout=1.0)
-        fresh = self._spawn(worker.index)
+        try:
+            fresh = self._spawn(worker.index)
+        except RuntimeError:  # closed meanwhile: its starting thread is gone
+            return
         with self._lock:
             self._all[worker.index] = fresh
         threading.Thread(target=self._admit, args=(fresh,), daemon=True).start()
@@ -195,15 +214,22 @@ class SolverPool:
         """Stop every worker (a worker in the middle of a search is terminated)."""
         with self._lock:
             self.closed = True
-            workers = list(self._all)
-        for worker in workers:
-            try:
-                worker.conn.send(None)
-            except (OSError, ValueError):
-                pass
-        for worker in workers:
+        self._finalizer()
+
+
+def _stop_workers(workers: list[_Worker], starter: ThreadPoolExecutor) -> None:
+    """Ask each worker to stop, terminate those that do not within a grace, and let the
+    starting thread go (`SolverPool.close`, or the pool's collection without it)."""
+    workers = list(workers)
+    for worker in workers:
+        try:
+            worker.conn.send(None)
+        except (OSError, ValueError):
+            pass
+    for worker in workers:
+        worker.process.join(timeout=2.0)
+        if worker.process.is_alive():
+            worker.process.terminate()
             worker.process.join(timeout=2.0)
-            if worker.process.is_alive():
-                worker.process.terminate()
-                worker.process.join(timeout=2.0)
-            worker.conn.close()
+        worker.conn.close()
+    starter.shutdown(wait=False)

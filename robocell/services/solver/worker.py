@@ -14,6 +14,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from robocell.common.facelets import solved
+from robocell.common.lifetime import follow_parent
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError
@@ -23,9 +24,12 @@ SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
 """Search budget of a Sokoban solve when the request gives none."""
 
 
-def worker_main(conn: Connection, profiles: tuple[str, ...]) -> None:
+def worker_main(conn: Connection, profiles: tuple[str, ...], parent_pid: int) -> None:
     """Worker process body: warm up, say so, then answer jobs until told to stop (None). A
-    job is ``(function, *arguments)``: a module-level function returning plain data."""
+    job is ``(function, *arguments)``: a module-level function returning plain data. The
+    worker ends with its parent (``parent_pid``, the solver), even in the middle of a warm-up
+    or a search, when it does not read its pipe."""
+    follow_parent(parent_pid)
     warm_worker(profiles)
     conn.send("ready")
     while True:

@@ -17,6 +17,7 @@ is the thin adapter. The worker loop ends when the node stops.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import queue
 import threading
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from robocell.common.facelets import puzzle_name
+from robocell.common.lifetime import follow_parent
 from robocell.errors import CommandError
 from robocell.services.vision.detect import DetectionError, FaceReading
 from robocell.services.vision.resolve import ResolveError
@@ -82,7 +84,10 @@ def read_view(view: np.ndarray | tuple, size: int | None
 
 def _start_reader(size: int | None) -> None:
     """Reader process initialiser: one OpenCV thread (the readers are the parallelism) and
-    the compiled parts loaded before the first scan, the heap kept for frame buffers."""
+    the compiled parts loaded before the first scan, the heap kept for frame buffers. A
+    reader ends with the service: blocked on the executor's queue, whose both ends it holds
+    itself, it would never notice the service gone."""
+    follow_parent(multiprocessing.parent_process().pid)
     import cv2
 
     from robocell.common.cube import random_facelets
