@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_actuator(args: argparse.Namespace) -> int:
     from robocell.common import config
-    from robocell.services.actuator.service import serve_actuator
+    from robocell.services.actuator.service import run_service
 
     if args.serial is None:
         args.serial = os.environ.get("ROBOCELL_SERIAL") or config.sim_serial_url()
-    return serve_actuator(args)
+    return run_service(args)
