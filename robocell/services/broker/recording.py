@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,8 +163,6 @@ class Verification:
 
 
 def _clock(ns: int) -> str:
-    import time
-
     millis = ns % NS_PER_S // 1_000_000
     return time.strftime("%H:%M:%S", time.localtime(ns / NS_PER_S)) + f".{millis:03d}"
 

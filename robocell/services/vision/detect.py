@@ -135,6 +135,7 @@ def _fold_angle(angle: float, width: float, height: float) -> float:
 def _candidates(bgr_small: np.ndarray, opened: bool = True) -> list[_Candidate]:
     """Sticker-like regions; ``opened=False`` skips the eroded cuts (a glance for frames
     without glare bridges)."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     blue, green, red = cv2.split(bgr_small)
@@ -205,6 +206,7 @@ def _fit_transform(lattice: np.ndarray, image: np.ndarray, angle: float, pitch: 
                    ) -> np.ndarray:
     """Homography lattice -> image from point pairs: full homography from 5+ points not on
     one line, affine from 3+, else a similarity from the proposing angle and pitch."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     n = len(lattice)
@@ -353,6 +355,7 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     if bgr.dtype != np.uint8:
         raise DetectionError(f"expected an 8-bit frame, got {bgr.dtype}")
     if size is not None and FAST_WORK_WIDTH < bgr.shape[1] <= 2 * FAST_WORK_WIDTH:
+        # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
         import cv2
 
         height, width = bgr.shape[:2]
@@ -375,6 +378,7 @@ def _detect_at(bgr: np.ndarray, size: int | None, work_width: int,
                small: np.ndarray | None = None, opened: bool = True) -> FaceReading:
     """Detection with the grid searched at ``work_width`` (``small``: the frame already
     reduced to it)."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     height, width = bgr.shape[:2]
@@ -454,6 +458,7 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
 def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
     """A copy of the frame with the face outline, each sticker's centre, number and read
     colour (solid: seen, hollow: inferred) drawn on it."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     out = bgr.copy()

@@ -117,6 +117,7 @@ def find_face_files(folder: str | Path) -> dict[str, Path]:
 
 def read_image(path: str | Path) -> np.ndarray:
     """An image file as an 8-bit BGR frame, or ScanError saying why not."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)

@@ -122,6 +122,7 @@ CLEAN = Conditions(
 
 def _face_texture(stickers_rgb: np.ndarray, size: int) -> np.ndarray:
     """Float RGB image of the face in net orientation: black body, rounded stickers."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     margin = BODY_MARGIN_FRACTION * TEXTURE_PITCH
@@ -147,6 +148,7 @@ def _face_texture(stickers_rgb: np.ndarray, size: int) -> np.ndarray:
 
 def _clutter(rng: np.random.Generator, conditions: Conditions) -> np.ndarray:
     """A busy background: a lit gradient plus random bars, blocks, discs and lines."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     h, w = conditions.height, conditions.width
@@ -254,6 +256,7 @@ def render_face(facelets: str, face: str, rotation: int = 0, seed: int = 0,
                 conditions: Conditions | None = None) -> np.ndarray:
     """Render face ``face`` of the cube ``facelets`` (URFDLB facelet string, 2x2 or 3x3)
     turned ``rotation`` clockwise quarter turns in view, as an 8-bit BGR frame."""
+    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
     import cv2
 
     conditions = conditions or Conditions()
