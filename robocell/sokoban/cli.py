@@ -123,7 +123,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    # lazy: numba and the search compiled on import (SOKTIME); `parse` and `verify` need neither
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.board import build_board
     from robocell.sokoban.graph import GraphTooLarge, build_graph
 
@@ -157,7 +157,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    # lazy: numba and the search compiled on import (SOKTIME); `parse` and `verify` need neither
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.board import build_board
     from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
     from robocell.sokoban.solver import FAST_WEIGHT, solve
@@ -228,7 +228,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    # lazy: numba and the search compiled on import (SOKTIME); `parse` and `verify` need neither
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.generator import generate
 
     level = _load(args.file, args.level)

@@ -74,7 +74,7 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
                             fast: bool) -> dict[str, Any]:
     """Solve one Sokoban level (XSB text) in a worker; the solution is replayed before it is
     returned. Errors come back as data."""
-    # lazy: numba and the Sokoban search compiled on import (SOKTIME); cube-only workers skip it
+    # lazy: numba and the Sokoban search compiled on import (~1 s); cube-only workers skip it
     from robocell.sokoban.board import build_board
     from robocell.sokoban.schedule import default_schedule, solve_scheduled
     from robocell.sokoban.solver import solve as solve_sokoban

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import cv2
+
 from robocell.errors import CommandError
 from robocell.services.vision.detect import DetectionError, detect, draw_debug
 from robocell.services.vision.interchange import ScanFormatError, load_scan
@@ -74,9 +76,6 @@ def _read(path: str):
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-    import cv2
-
     image = _read(args.image)
     try:
         reading = detect(image, args.size)
@@ -127,9 +126,6 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-    import cv2
-
     try:
         files = find_face_files(args.folder)
         frames = {face: read_image(path) for face, path in files.items()}
@@ -152,9 +148,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-    import cv2
-
     facelets = args.facelets.strip()
     if len(facelets) not in (24, 54) or set(facelets) - set("URFDLB"):
         raise CommandError(f"{facelets!r} is not a facelet string: give 24 or 54 letters from "

@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import cv2
 import numpy as np
 
 from robocell.common.bus import Endpoints, Node
@@ -58,9 +59,6 @@ READER_HOLD_S = 0.2
 
 def thumbnail(frame: np.ndarray, width: int = THUMBNAIL_WIDTH) -> tuple[bytes, float]:
     """JPEG of the frame scaled to ``width`` pixels, and the scale used."""
-    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-    import cv2
-
     scale = min(1.0, width / frame.shape[1])
     small = frame if scale == 1.0 else cv2.resize(
         frame, (round(frame.shape[1] * scale), round(frame.shape[0] * scale)),
@@ -88,9 +86,6 @@ def read_view(view: np.ndarray | tuple, size: int | None
 def _start_reader(size: int | None) -> None:
     """Reader process initialiser: one OpenCV thread (the readers are the parallelism) and
     the compiled parts loaded before the first scan, the heap kept for frame buffers."""
-    # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-    import cv2
-
     keep_frame_buffers()
     cv2.setNumThreads(1)
     warm_up(size)
@@ -239,9 +234,6 @@ class VisionService:
         keep_frame_buffers()
 
         if len(self._threads) > 1:
-            # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-            import cv2
-
             # the views are read in parallel already: OpenCV's own threads would only
             # compete with them for the same cores
             cv2.setNumThreads(1)

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from robocell.errors import RobocellError
@@ -31,9 +32,6 @@ class VideoSource:
 
     def __init__(self, spec: str | int, width: int | None = None,
                  height: int | None = None) -> None:
-        # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-        import cv2
-
         self.spec = spec
         self._capture = cv2.VideoCapture(spec)
         if not self._capture.isOpened():
@@ -54,9 +52,6 @@ class VideoSource:
                     self._capture.grab()
             ok, frame = self._capture.read()
             if not ok and self._is_file:
-                # lazy: OpenCV takes CV2TIME; `vision resolve` imports this module and needs none
-                import cv2
-
                 self._capture.set(cv2.CAP_PROP_POS_FRAMES, 0)  # a file: loop it
                 ok, frame = self._capture.read()
         if not ok or frame is None:
