@@ -6,8 +6,23 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
+from robocell.common.cube import (
+    CubeStateError,
+    MoveError,
+    apply_to_facelets,
+    format_moves,
+    invert_moves,
+    random_facelets,
+    simplify_moves,
+    solved,
+    validate,
+)
 from robocell.common.facelets import FACES, size_of
+from robocell.common.notation import NotationError, parse_moves
 from robocell.errors import CommandError
+from robocell.services.solver.scramble import scramble_moves
 
 ANSI_BACKGROUND = {  # face letter -> 256-colour background close to a real cube's sticker
     "U": 231, "R": 160, "F": 34, "D": 226, "L": 208, "B": 27,
@@ -66,8 +81,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _parse(text: str) -> list:
-    from robocell.common.notation import NotationError, parse_moves
-
     try:
         return parse_moves(text)
     except NotationError as exc:
@@ -82,8 +95,6 @@ def _emit(args: argparse.Namespace, payload: dict, text: str) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from robocell.common.cube import CubeStateError, MoveError, apply_to_facelets, solved, validate
-
     if args.start:
         try:
             validate(args.start, args.size)
@@ -97,8 +108,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
         result = apply_to_facelets(start, moves)
     except MoveError as exc:
         raise CommandError(str(exc)) from None
-    from robocell.common.cube import format_moves
-
     _emit(args, {"facelets": result, "moves": format_moves(moves),
                  "solved": result == _solved_look(result)}, result)
     return 0
@@ -112,8 +121,6 @@ def _solved_look(facelets: str) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from robocell.common.cube import CubeStateError, validate
-
     lines = sys.stdin.read().split() if args.facelets == "-" else [args.facelets]
     status = 0
     for facelets in lines:
@@ -134,13 +141,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_scramble(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from robocell.common.cube import format_moves, random_facelets
-
-    # the sequence is the inverse of a plan: the solver and its tables, only when asked for
-    from robocell.services.solver.scramble import scramble_moves
-
     rng = np.random.default_rng(args.seed)
     for _ in range(args.count):
         facelets = random_facelets(args.size, rng)
@@ -155,16 +155,12 @@ def cmd_scramble(args: argparse.Namespace) -> int:
 
 
 def cmd_invert(args: argparse.Namespace) -> int:
-    from robocell.common.cube import format_moves, invert_moves
-
     result = format_moves(invert_moves(_parse(args.moves)))
     _emit(args, {"moves": result}, result)
     return 0
 
 
 def cmd_simplify(args: argparse.Namespace) -> int:
-    from robocell.common.cube import format_moves, simplify_moves
-
     moves = _parse(args.moves)
     simple = simplify_moves(moves)
     _emit(args, {"moves": format_moves(simple), "length": len(simple),
@@ -196,8 +192,6 @@ def render_net(facelets: str, colour: bool = True) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from robocell.common.cube import CubeStateError, solved, validate
-
     facelets = args.facelets or solved(args.size or 3)
     try:
         validate(facelets, args.size)

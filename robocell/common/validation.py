@@ -36,7 +36,9 @@ from robocell.common.facelets import (
     corner_facelets,
     edge_facelets,
     facelet_name,
+    solved,
 )
+from robocell.common.moves import apply_to_facelets
 from robocell.errors import RobocellError
 
 ERROR_CODES = (
@@ -66,9 +68,6 @@ class CubeStateError(RobocellError, ValueError):
 
 def _rotation_centres() -> set[str]:
     """The 24 centre arrangements a rotated cube can show (as 6-letter strings U R F D L B)."""
-    from robocell.common.facelets import solved
-    from robocell.common.moves import apply_to_facelets
-
     seen: set[str] = set()
     frontier = [solved(3)]
     centres = centre_facelets()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.level import Level, LevelError
+from robocell.sokoban.level import Level, LevelError, square_name
 
 N_DIRS = 4
 UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3
@@ -66,8 +66,6 @@ class Board:
         return int(self.index_grid[row, col])
 
     def name(self, square: int) -> str:
-        from robocell.sokoban.level import square_name
-
         r, c = self.square_rc[square]
         return square_name(int(r), int(c))
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from robocell.errors import CommandError
+from robocell.sokoban.level import LevelError, load_level, load_levels
+from robocell.sokoban.lurd import replay
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -87,8 +89,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load(file: Path, number: int):
-    from robocell.sokoban.level import LevelError, load_level
-
     try:
         return load_level(file, number)
     except LevelError as exc:
@@ -96,8 +96,6 @@ def _load(file: Path, number: int):
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    from robocell.sokoban.level import LevelError, load_levels
-
     try:
         levels = load_levels(args.file)
     except LevelError as exc:
@@ -125,6 +123,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.board import build_board
     from robocell.sokoban.graph import GraphTooLarge, build_graph
 
@@ -158,6 +157,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.board import build_board
     from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
     from robocell.sokoban.solver import FAST_WEIGHT, solve
@@ -194,8 +194,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _print_solve(args: argparse.Namespace, level: Any, result: Any) -> int:
-    from robocell.sokoban.lurd import replay
-
     if result.solved and not replay(level, result.lurd).solved:
         raise CommandError("internal error: the solution found does not replay; please report")
     if args.json:
@@ -212,8 +210,6 @@ def _print_solve(args: argparse.Namespace, level: Any, result: Any) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from robocell.sokoban.lurd import replay
-
     level = _load(args.file, args.level)
     lurd = args.lurd
     if lurd.startswith("@"):
@@ -232,6 +228,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.generator import generate
 
     level = _load(args.file, args.level)

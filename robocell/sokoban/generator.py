@@ -15,6 +15,7 @@ import numpy as np
 from robocell.sokoban.board import build_board
 from robocell.sokoban.graph import EXPLORE_TOO_BIG, allocate, explore, goal_roots
 from robocell.sokoban.level import Level, parse_levels
+from robocell.sokoban.solver import METRIC_MOVES, solve
 
 DEFAULT_GENERATE_STATES = 1_000_000
 
@@ -78,8 +79,6 @@ def generate(level: Level, count: int = 3, max_states: int = DEFAULT_GENERATE_ST
         new_level.index = rank
         generated = GeneratedLevel(new_level, int(depth[s]))
         if with_moves:
-            from robocell.sokoban.solver import METRIC_MOVES, solve
-
             result = solve(build_board(new_level), metric=METRIC_MOVES, timeout=moves_timeout)
             if result.solved:
                 generated.moves = result.moves

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import zmq
 
 from robocell.common.bus.endpoints import Endpoints, LinkWatch, send_nowait, zmq_context
 from robocell.common.bus.schema import validate, validate_payload
@@ -157,8 +158,6 @@ class CommandClient:
     (:class:`Node` keeps one per calling thread)."""
 
     def __init__(self, name: str, endpoints: Endpoints | None = None) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         self.name = name
         self.endpoints = endpoints or Endpoints.resolve()
         self._seq = itertools.count()

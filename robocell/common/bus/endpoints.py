@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
 from robocell.common.bus.keys import CurveKey, load_key
 from robocell.common.bus.wire import MAX_MESSAGE_BYTES_ENV, max_message_bytes
 from robocell.common.config import bus_address
@@ -113,8 +116,6 @@ class LinkWatch:
 
     def read(self) -> None:
         """Take every queued event into the counters above."""
-        from zmq.utils.monitor import recv_monitor_message  # lazy, as zmq
-
         zmq = zmq_module()
         while True:
             try:
@@ -164,16 +165,12 @@ def zmq_context() -> Any:
 
 def zmq_module() -> Any:
     """The zmq module, imported on first use (command-line modules import this one)."""
-    import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
     return zmq
 
 
 def send_nowait(sock: Any, frames: list[bytes]) -> bool:
     """Send without blocking; False when the socket has no link to send on right now
     (a DEALER with no connected broker). The caller's retry or the dedup cache covers it."""
-    import zmq  # heavy optional import: command-line modules import this package
-
     try:
         sock.send_multipart(frames, zmq.NOBLOCK)
         return True

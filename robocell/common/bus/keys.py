@@ -21,6 +21,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import zmq
+
 from robocell.errors import RobocellError
 
 Z85_KEY_CHARS = 40
@@ -43,8 +45,6 @@ class CurveKey:
 
     @classmethod
     def generate(cls, name: str, broker_public: str = "") -> CurveKey:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         public, secret = zmq.curve_keypair()
         return cls(name, public.decode("ascii"), secret.decode("ascii"), broker_public)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgpack
+import zmq
 
 from robocell.common.bus.commands import (
     BYE,
@@ -107,8 +108,6 @@ class Node:
     def __init__(self, name: str, endpoints: Endpoints | None = None, *,
                  heartbeat_period: float = HEARTBEAT_PERIOD_S, workers: int = 4,
                  track_peers: bool = True, check: bool = True) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         self.name = name
         self.endpoints = endpoints or Endpoints.resolve()
         self.heartbeat_period = heartbeat_period
@@ -276,8 +275,6 @@ class Node:
 
     def _loop(self) -> None:
         """Poll subscriptions, commands and the inbox until stop(); beat on time."""
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         poller = zmq.Poller()
         for sock in (self.subscriber.sock, self._server, self._inbox):
             poller.register(sock, zmq.POLLIN)
@@ -312,8 +309,6 @@ class Node:
                                        f"{type(exc).__name__}: {exc}", level="error")
 
     def _drain_inbox(self) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         while True:
             try:
                 frames = self._inbox.recv_multipart(zmq.NOBLOCK)

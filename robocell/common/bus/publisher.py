@@ -21,6 +21,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import zmq
+
 from robocell.common.bus.endpoints import (
     CONNECT_WAIT_S,
     COPY_THRESHOLD,
@@ -123,8 +125,6 @@ class Publisher:
     def __init__(self, source: str, endpoints: Endpoints | None = None, *,
                  hwm: int = PUB_HWM, check: bool = True, max_bytes: int | None = None,
                  on_subscription: Callable[[bytes], None] | None = None) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         if not source or len(source) > MAX_SOURCE_CHARS:
             raise ValueError(f"publisher source {source!r} must be 1 to {MAX_SOURCE_CHARS} "
                              "characters")
@@ -174,8 +174,6 @@ class Publisher:
 
     def wait_linked(self, timeout: float = CONNECT_WAIT_S) -> bool:
         """Wait until the broker subscribed to us (the link is up); False on timeout."""
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         deadline = time.monotonic() + timeout
         with self._lock:
             self._drain_subscriptions()
@@ -203,8 +201,6 @@ class Publisher:
         return self._sock
 
     def _drain_subscriptions(self) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         while True:
             try:
                 frame = self._sock.recv(zmq.NOBLOCK)

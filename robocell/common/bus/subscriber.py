@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import zmq
+
 from robocell.common.bus.endpoints import (
     COPY_THRESHOLD,
     ZMQ_NOBLOCK,
@@ -115,8 +117,6 @@ class Subscriber:
     def __init__(self, topics: Iterable[str] = (), endpoints: Endpoints | None = None, *,
                  hwm: int = SUB_HWM, check: bool = True, max_bytes: int | None = None,
                  on_reject: Callable[[Rejection], None] | None = None) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         self.endpoints = endpoints or Endpoints.resolve()
         self.check = check
         self.max_bytes = max_bytes
@@ -146,8 +146,6 @@ class Subscriber:
             self.subscribe(topic)
 
     def subscribe(self, topic: str, prefix: bool = False) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         if prefix or topic == "":
             self._prefixes.add(topic)
         else:
@@ -159,8 +157,6 @@ class Subscriber:
         self.sock.setsockopt(zmq.SUBSCRIBE, self.answer_channel + subscription(topic, prefix))
 
     def unsubscribe(self, topic: str) -> None:
-        import zmq  # lazy: command-line tools import the bus without loading ZeroMQ
-
         prefix = topic in self._prefixes
         self._exact.discard(topic)
         self._prefixes.discard(topic)

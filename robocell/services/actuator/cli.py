@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from robocell.common import config
+from robocell.services.actuator.service import serve_actuator
+
 DEFAULT_PROFILE = "soltvvo-2x2"
 
 
@@ -22,9 +25,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_actuator(args: argparse.Namespace) -> int:
-    from robocell.common import config
-    from robocell.services.actuator.service import serve_actuator
-
     if args.serial is None:
         args.serial = os.environ.get("ROBOCELL_SERIAL") or config.sim_serial_url()
     return serve_actuator(args)

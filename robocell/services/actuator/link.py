@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import serial
+
 from robocell.errors import RobocellError
 from robocell.services.actuator import protocol as proto
 
@@ -124,8 +126,6 @@ class LinkEvents:
 
 def open_port(url: str, timeout: float = READ_POLL_S):
     """A pyserial port for a device path or URL (``socket://``, ``loop://``, a pty path)."""
-    import serial
-
     return serial.serial_for_url(url, baudrate=115200, timeout=timeout, write_timeout=2.0)
 
 
@@ -185,8 +185,6 @@ class Link:
     def _connect(self, first: bool = False) -> proto.Report:
         """(Re)connect and handshake; returns the banner. Raises FirmwareReset if the boot id
         changed since the first handshake."""
-        import serial
-
         started = time.monotonic()
         attempt = 0
         while True:
@@ -256,8 +254,6 @@ class Link:
     def _read_reports(self) -> list[proto.Report]:
         """Reports that arrived (waits up to the poll interval); damaged lines are counted and
         skipped. Raises SerialException/OSError when the connection is gone."""
-        import serial
-
         if self.port is None:
             raise serial.SerialException("port closed")
         if self._fd is not None:
@@ -344,8 +340,6 @@ class Link:
         FirmwareUnreachableError, CommandRejectedError; returns with outcome ``estop`` after an
         e-stop.
         """
-        import serial
-
         if self.info is None:
             self.open()
         assert self.info is not None

@@ -16,8 +16,10 @@ import time
 import uuid
 from typing import Any
 
+from robocell.common.bus import Busy, CommandFailed, Node
 from robocell.common.bus.messages import Plan
 from robocell.common.bus.wire import ValidationError
+from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
 from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
@@ -70,8 +72,6 @@ class ActuatorService:
                         "flash firmware configured for this robot or pick the right --profile")
             self.node.set_state("error", error="motor mismatch")
             return
-        from robocell.common.malloc import freeze_startup_objects
-
         freeze_startup_objects()
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,
                             profile=self.profile.name, serial=self.link.url)
@@ -80,8 +80,6 @@ class ActuatorService:
     def on_execute(self, args: dict, ctx: Any) -> dict:
         """Start executing the plan handed over in ``args["plan"]`` (a `solver.plan`
         payload); answers at once, progress and result follow on the actuator topics."""
-        from robocell.common.bus import Busy, CommandFailed
-
         try:
             plan = Plan.from_payload(args["plan"])
         except ValidationError as exc:
@@ -103,8 +101,6 @@ class ActuatorService:
 
     def on_scan(self, args: dict, ctx: Any) -> dict:
         """Run the scan program; answers when the last pose was held and the cube is back."""
-        from robocell.common.bus import Busy, CommandFailed
-
         scan_id = args.get("scan_id") or f"scan-{uuid.uuid4().hex[:8]}"
         if not self._job_lock.acquire(blocking=False):
             raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
@@ -301,8 +297,6 @@ class ActuatorService:
 
 def serve_actuator(args: argparse.Namespace) -> int:
     """`robocell actuator`: serve until Ctrl-C."""
-    from robocell.common.bus import Node
-
     try:
         profile = load_profile(args.profile)
         Compiler(profile)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import collections
 import dataclasses
 import json
 import math
@@ -13,7 +15,38 @@ import time
 from pathlib import Path
 from typing import Any
 
+from robocell.common.bus import (
+    REPLAY_PREFIX,
+    Endpoints,
+    Liveness,
+    Publisher,
+    Subscriber,
+    is_replayed,
+)
+from robocell.common.bus.keys import KeyFileError
+from robocell.common.bus.topics import TOPIC_SPECS
+from robocell.common.bus.wire import (
+    MAX_SOURCE_CHARS,
+    Envelope,
+    MessageError,
+    decode,
+    encode,
+    message_frame,
+    split_frame,
+    unbatch_frame,
+)
 from robocell.errors import CommandError
+from robocell.services.broker.recording import (
+    NS_PER_S,
+    Recorder,
+    RecordingError,
+    export_json,
+    read_messages,
+    recording_info,
+    require_intact,
+    to_json_value,
+    verify_recording,
+)
 
 LIST_WAIT_S = 1.5
 HZ_REPORT_PERIOD_S = 1.0
@@ -126,9 +159,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _endpoints(args: argparse.Namespace) -> Any:
-    from robocell.common.bus import Endpoints
-    from robocell.common.bus.keys import KeyFileError
-
     try:
         return Endpoints.resolve(args.broker, args.curve_key)
     except (ValueError, KeyFileError) as exc:
@@ -137,9 +167,6 @@ def _endpoints(args: argparse.Namespace) -> Any:
 
 def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = False,
                 endpoints: Any = None) -> Any:
-    from robocell.common.bus import Subscriber
-    from robocell.common.bus.wire import MessageError
-
     def warn(rejection: Any) -> None:
         print(f"rejected message on {rejection.topic!r}: {rejection.error}", file=sys.stderr)
 
@@ -154,8 +181,6 @@ def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = Fals
 
 
 def _publisher(args: argparse.Namespace, source: str) -> Any:
-    from robocell.common.bus import Publisher
-
     endpoints = _endpoints(args)
     try:
         pub = Publisher(source, endpoints)
@@ -194,8 +219,6 @@ def _short(value: Any, full: bool) -> Any:
 
 def format_pretty(env: Any, full: bool = False) -> str:
     """A human-readable rendering of one envelope."""
-    from robocell.common.bus.topics import TOPIC_SPECS
-
     stamp = time.strftime("%H:%M:%S", time.localtime(env.wall_time))
     stamp += f".{int(env.wall_time % 1 * 1000):03d}"
     spec = TOPIC_SPECS.get(env.topic)
@@ -208,16 +231,12 @@ def format_pretty(env: Any, full: bool = False) -> str:
 
 
 def envelope_json(env: Any) -> str:
-    from robocell.services.broker.recording import to_json_value
-
     return json.dumps({"topic": env.topic, "source": env.source, "seq": env.seq,
                        "wall_time": env.wall_time, "mono_time": env.mono_time,
                        "payload": to_json_value(env.payload)}, ensure_ascii=False)
 
 
 def _from_json_value(value: Any) -> Any:
-    import base64
-
     if isinstance(value, dict):
         if set(value) == {"$base64"}:
             return base64.b64decode(value["$base64"])
@@ -231,9 +250,6 @@ def _from_json_value(value: Any) -> Any:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from robocell.common.bus import Liveness
-    from robocell.common.bus.topics import TOPIC_SPECS
-
     endpoints = _endpoints(args)
     sub = _subscriber(args, ["bus.stats", "heartbeat"], endpoints=endpoints)
     liveness = Liveness()
@@ -320,8 +336,6 @@ def run_echo(args: argparse.Namespace) -> int:
 
 
 def run_hz(args: argparse.Namespace) -> int:
-    import collections
-
     sub = _subscriber(args, [args.topic])
     stop = _Stop()
     arrivals: collections.deque[float] = collections.deque(maxlen=args.window + 1)
@@ -358,8 +372,6 @@ def hz_line(arrivals: list[float], gaps: int = 0) -> str:
 
 
 def run_pub(args: argparse.Namespace) -> int:
-    from robocell.common.bus.wire import MessageError
-
     try:
         payload = _from_json_value(json.loads(args.payload))
     except (json.JSONDecodeError, ValueError) as exc:
@@ -392,9 +404,6 @@ def run_pub(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from robocell.common.bus.wire import MessageError, split_frame, unbatch_frame
-    from robocell.services.broker.recording import NS_PER_S, Recorder, RecordingError
-
     endpoints = _endpoints(args)
     if args.tap:
         if endpoints.tap is None:
@@ -443,14 +452,6 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    from robocell.common.bus.wire import message_frame
-    from robocell.services.broker.recording import (
-        NS_PER_S,
-        RecordingError,
-        read_messages,
-        require_intact,
-    )
-
     if args.rate <= 0:
         raise CommandError("--rate must be positive (1 = original speed)")
     skipped = NEVER_PLAYED + (() if args.all_topics else SKIPPED_ON_PLAY)
@@ -499,9 +500,6 @@ def _replayed(data: bytes) -> bytes:
     """The envelope ``data`` with the replay marker in front of its source (see
     robocell.common.bus.REPLAY_PREFIX); anything that does not decode goes as it was
     (receivers refuse it, as they would have)."""
-    from robocell.common.bus import REPLAY_PREFIX, is_replayed
-    from robocell.common.bus.wire import MAX_SOURCE_CHARS, Envelope, MessageError, decode, encode
-
     try:
         env = decode(data)
     except MessageError:
@@ -515,8 +513,6 @@ def _replayed(data: bytes) -> bytes:
 
 def _live_services(args: argparse.Namespace) -> list[str]:
     """The services (not the broker) whose heartbeats are heard within LIVE_CHECK_S."""
-    from robocell.common.bus import Liveness
-
     sub = _subscriber(args, ["heartbeat"])
     liveness = Liveness()
     deadline = time.monotonic() + LIVE_CHECK_S
@@ -531,12 +527,6 @@ def _live_services(args: argparse.Namespace) -> list[str]:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from robocell.services.broker.recording import (
-        RecordingError,
-        recording_info,
-        verify_recording,
-    )
-
     try:
         info = recording_info(args.file)
         verified = verify_recording(args.file) if args.verify else None
@@ -570,8 +560,6 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from robocell.services.broker.recording import RecordingError, export_json, require_intact
-
     out = args.out or args.file.with_suffix(".json.mcap")
     if out.resolve() == args.file.resolve():
         raise CommandError("--out must differ from the input file")

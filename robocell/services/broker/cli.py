@@ -7,7 +7,12 @@ import signal
 import sys
 from pathlib import Path
 
+from robocell.common import config
+from robocell.common.bus import Endpoints
+from robocell.common.bus.keys import CurveKey, KeyFileError, load_key, parse_allow
 from robocell.errors import CommandError
+from robocell.services.broker.broker import Broker
+from robocell.services.broker.zap import RemoteAccess
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,12 +66,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_broker(args: argparse.Namespace) -> int:
-    from robocell.common import config
-    from robocell.common.bus import Endpoints
-    from robocell.common.bus.keys import KeyFileError, load_key, parse_allow
-    from robocell.services.broker.broker import Broker
-    from robocell.services.broker.zap import RemoteAccess
-
     try:
         base = Endpoints.resolve(args.bus)
         if base.subscribe.startswith("tcp://"):  # compose passes the last port: it cannot add
@@ -113,8 +112,6 @@ def run_broker(args: argparse.Namespace) -> int:
 
 
 def run_keys_generate(args: argparse.Namespace) -> int:
-    from robocell.common.bus.keys import CurveKey, KeyFileError, load_key
-
     broker_public = ""
     if args.broker_pub:
         try:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import queue
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from robocell.common.bus import CommandClient, CommandFailed, Endpoints, Liveness, Node, Subscriber
 from robocell.errors import CommandError
+from robocell.services.cell.compose import ComposeError
+from robocell.services.cell.launcher import Launcher, LaunchError
+from robocell.services.cell.service import CellService
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,9 +78,6 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from robocell.services.cell.compose import ComposeError
-    from robocell.services.cell.launcher import Launcher, LaunchError
-
     try:
         launcher = Launcher("sim" if args.sim else "hardware", _env_with(args),
                             compose_file=args.compose)
@@ -90,8 +93,6 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from robocell.common.bus import Endpoints, Liveness, Subscriber
-
     liveness = Liveness()
     sub = Subscriber(["heartbeat"], Endpoints.resolve(args.broker))
     deadline = time.monotonic() + args.wait
@@ -121,8 +122,6 @@ def cmd_health(args: argparse.Namespace) -> int:
 def _commands_route(service: str, endpoints: Any, state: str, timeout: float) -> int:
     """A service that serves commands is healthy only if they reach it through the broker:
     a ``ping`` answered, and how many instances answer to its name."""
-    from robocell.common.bus import CommandClient
-
     client = CommandClient("health", endpoints)
     try:
         reply = client.request(service, "ping", timeout=timeout)
@@ -137,9 +136,6 @@ def _commands_route(service: str, endpoints: Any, state: str, timeout: float) ->
 
 
 def cmd_cell(args: argparse.Namespace) -> int:
-    from robocell.common.bus import Endpoints, Node
-    from robocell.services.cell.service import CellService
-
     speed = float(os.environ.get("ROBOCELL_SPEED", "1") or 1)
     with Node("cell", Endpoints.resolve(args.broker)) as node:
         CellService(node, speed).start()
@@ -149,8 +145,6 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 def follow_cycle(node: object, cycle_id: str, timeout: float, show: bool) -> dict:
     """Wait for the cycle's `cell.result`, printing stages and execution progress."""
-    import queue
-
     events: queue.Queue = queue.Queue()
     for topic in ("cell.status", "cell.result", "actuator.progress", "actuator.scan_pose",
                   "vision.cube_state", "solver.plan", "errors"):
@@ -194,10 +188,6 @@ def print_summary(result: dict) -> None:
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
-    import json
-
-    from robocell.common.bus import CommandFailed, Endpoints, Node
-
     with Node("cycle-cli", Endpoints.resolve(args.broker), track_peers=False) as node:
         try:
             started = node.call("cell", "start", {}, timeout=5.0)
@@ -212,10 +202,6 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from robocell.common.bus import CommandFailed, Endpoints, Node
-    from robocell.services.cell.compose import ComposeError
-    from robocell.services.cell.launcher import Launcher, LaunchError
-
     env = _env_with(args)
     env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
     print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}); "

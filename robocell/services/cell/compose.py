@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from robocell.errors import RobocellError
 
 COMPOSE_FILE_NAME = "docker-compose.yml"
@@ -79,8 +81,6 @@ def load_services(profile: str, env: dict[str, str] | None = None,
                   path: Path | None = None) -> list[LocalService]:
     """Services of a compose profile ("sim" or "hardware") in dependency order, from ``path``
     (default: `find_compose_file`)."""
-    import yaml
-
     path = find_compose_file() if path is None else path
     env = dict(os.environ if env is None else env)
     try:

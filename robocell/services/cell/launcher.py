@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from robocell.common import config
+from robocell.common.bus import Endpoints, Liveness, Subscriber
 from robocell.common.lifetime import follow_parent_at_exec
 from robocell.errors import RobocellError
 from robocell.services.cell.compose import LocalService, find_compose_file, load_services
@@ -195,8 +196,6 @@ class Launcher:
               check_ports: bool = True) -> None:
         """Start every service, each once the services it depends on are alive. First, unless
         ``check_ports`` is false, refuse (PortsInUseError) if a port the cell needs is taken."""
-        from robocell.common.bus import Endpoints, Liveness, Subscriber
-
         if check_ports:
             self.check_ports()
         bus = self.services[0].environment.get("ROBOCELL_BUS") or config.bus_address(self.env)

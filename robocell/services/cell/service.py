@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from robocell.common.bus import Busy, CommandFailed
+from robocell.common.malloc import freeze_startup_objects
 from robocell.services.cell.cycle import CycleTimeouts, run_cycle
 
 WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "sim.twin_state", "errors",
@@ -91,14 +93,10 @@ class CellService:
         self.node.serve("scramble", self.on_scramble, concurrency=1)
         self.node.serve("estop", self.on_estop, concurrency=8)
         self.node.publish("cell.status", {"cycle_id": "", "stage": "idle"})
-        from robocell.common.malloc import freeze_startup_objects
-
         freeze_startup_objects()
         self.node.set_state("ready", cycles=0, failures=0)
 
     def on_start(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        from robocell.common.bus import Busy
-
         with self._lock:
             if self._running is not None and self._running.is_alive():
                 raise Busy("cell: a cycle is already running; wait for its cell.result")
@@ -129,8 +127,6 @@ class CellService:
 
     def on_estop(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Stop the robot at once and abandon the running cycle (it reports `failed`)."""
-        from robocell.common.bus import CommandFailed
-
         self.bus.stop_requested.set()
         try:
             self.node.call("actuator", "estop", {}, timeout=min(1.0, ctx.remaining()))
@@ -142,8 +138,6 @@ class CellService:
 
     def on_scramble(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Simulation only: hand the twin to the firmware simulator's scramble."""
-        from robocell.common.bus import CommandFailed
-
         try:
             return self.node.call("firmware-sim", "scramble", dict(args),
                                   timeout=max(1.0, ctx.remaining() - 0.1))

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+from urllib.parse import urlsplit
 
+from robocell.common import config
+from robocell.common.cube import random_facelets
+from robocell.common.profile import ProfileError, load_profile
+from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError
+from robocell.services.firmware_sim.firmware import FaultPlan
+from robocell.services.firmware_sim.service import main_with_args
+from robocell.services.firmware_sim.twin import Twin
 
 DEFAULT_PROFILE = "soltvvo-2x2"
 
@@ -57,12 +65,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_firmware_sim(args: argparse.Namespace) -> int:
-    from robocell.common import config
-    from robocell.common.profile import ProfileError, load_profile
-    from robocell.services.firmware_sim.firmware import FaultPlan
-    from robocell.services.firmware_sim.service import main_with_args
-    from robocell.services.firmware_sim.twin import Twin
-
     try:
         profile = load_profile(args.profile)
         Twin(profile)  # the motors and geometry must be usable before serving
@@ -79,12 +81,8 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
                            "drop --pty")
     facelets = args.cube
     if args.scramble_seed is not None:
-        from robocell.common.cube import random_facelets
-
         facelets = random_facelets(profile.size or 3, args.scramble_seed)
     if facelets is not None:
-        from robocell.common.validation import CubeStateError, validate
-
         try:
             validate(facelets, profile.size)
         except CubeStateError as exc:
@@ -94,8 +92,6 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
                        args.reset_after)
     host, port = "127.0.0.1", config.sim_port() if args.port is None else args.port
     if args.listen:
-        from urllib.parse import urlsplit
-
         url = urlsplit(args.listen)
         if url.scheme != "tcp" or not url.hostname or url.port is None:
             raise CommandError(f"--listen {args.listen}: expected tcp://HOST:PORT")

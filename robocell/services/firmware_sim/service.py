@@ -10,7 +10,11 @@ import random
 import sys
 from typing import Any
 
+from robocell.common.bus import CommandFailed, Node
+from robocell.common.cube import apply_to_facelets, format_moves, solved
+from robocell.common.notation import Move
 from robocell.common.profile import Profile
+from robocell.common.validation import CubeStateError, validate
 from robocell.services.firmware_sim.firmware import FaultPlan, FirmwareCore
 from robocell.services.firmware_sim.serial_server import serve
 
@@ -22,8 +26,6 @@ class FirmwareSimBus:
     motion and answers ``scramble`` (a person's hands on the simulated cube)."""
 
     def __init__(self, profile: Profile, control: queue.Queue) -> None:
-        from robocell.common.bus import Node
-
         self.profile = profile
         self.control = control
         self.node = Node("firmware-sim")
@@ -48,10 +50,6 @@ class FirmwareSimBus:
             "boot_id": core.boot_id, "line": core.executed})
 
     def on_scramble(self, args: dict, ctx: Any) -> dict:
-        from robocell.common.bus import CommandFailed
-        from robocell.common.cube import apply_to_facelets, format_moves, solved
-        from robocell.common.notation import Move
-
         size = self.profile.size or 3
         facelets = args.get("facelets")
         moves: list[Move] = []
@@ -62,8 +60,6 @@ class FirmwareSimBus:
                 moves.append(Move(rng.choice(faces), rng.choice((1, 2, 3))))
             facelets = apply_to_facelets(solved(size), moves, size)
         else:
-            from robocell.common.validation import CubeStateError, validate
-
             try:
                 validate(facelets, size)
             except CubeStateError as exc:

@@ -31,7 +31,7 @@ from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, NotationError, parse_moves
 from robocell.common.profile import Profile, ProfileError
 from robocell.errors import RobocellError
-from robocell.services.actuator.motion import QUARTER_DEG, Motor, load_motors
+from robocell.services.actuator.motion import QUARTER_DEG, Motor, load_motors, load_scan
 
 ANGLE_TOLERANCE_DEG = 0.5
 """An arm within this of a multiple of 90 degrees counts as square."""
@@ -311,8 +311,6 @@ def observed_views(profile: Profile) -> list[list[tuple[str, str, int]]]:
     per pose and per declared view position ``at``, which face (named by where it is when
     the scan ends) is in view and turned by how many clockwise quarter turns — the truth the
     declared ``views`` must match."""
-    from robocell.services.actuator.motion import load_scan
-
     scan = load_scan(profile)
     twin = Twin(profile)
     size = twin.size

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 
+from robocell.common import config
+from robocell.common.bus import Endpoints
+from robocell.common.bus.keys import KeyFileError
 from robocell.errors import CommandError
+from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
+from robocell.services.monitor.server import MonitorServer, serve
 
 DEFAULT_HTTP = "127.0.0.1:8765"
 """Where the dashboard listens when $ROBOCELL_MONITOR_PORT is unset."""
@@ -48,11 +53,6 @@ def parse_http(text: str) -> tuple[str, int]:
 
 
 def run_monitor(args: argparse.Namespace) -> int:
-    from robocell.common import config
-    from robocell.common.bus import Endpoints
-    from robocell.common.bus.keys import KeyFileError
-    from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
-
     try:
         if args.http is None:
             args.http = config.monitor_http()
@@ -64,8 +64,6 @@ def run_monitor(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-
-    from robocell.services.monitor.server import MonitorServer, serve
 
     try:
         serve(MonitorServer(endpoints, token, name=args.name), host, port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from robocell.common.facelets import relabel_by_centres
 from robocell.common.profile import load_profile
 from robocell.common.validation import validate
 from robocell.services.solver.solution import Solution
@@ -27,10 +28,11 @@ def solve(facelets: str, profile: str | None = None, *, max_length: int | None =
             f"profile {chosen.name} is for a {chosen.puzzle} cube, but this cube is "
             f"{size}x{size}x{size}; pick a profile with puzzle = \"{size}x{size}\" or \"any\"")
     if size == 2:
+        # lazy: numba and the 2x2 tables (~0.6 s); `robocell cube` loads this module
         from robocell.services.solver.cube2.solver import solve_2x2
 
         return solve_2x2(facelets, chosen)
-    from robocell.common.facelets import relabel_by_centres
+    # lazy: numba and the two-phase tables; a 2x2 solve needs neither
     from robocell.services.solver.cube3.solver import solve_3x3
 
     # a cube sitting rotated (centres not in U R F D L B order) is solved in the robot's

@@ -23,9 +23,15 @@ import time
 import uuid
 from typing import Any
 
+from robocell.common import tables
+from robocell.common.bus import Busy, CommandFailed, Endpoints, Node
 from robocell.common.bus.messages import Plan
 from robocell.common.facelets import size_of
+from robocell.common.malloc import freeze_startup_objects
+from robocell.common.profile import ProfileError, load_profile
 from robocell.errors import CommandError
+from robocell.services.solver.pool import PoolBusy, PoolTimeout, SolverPool, WorkerDied
+from robocell.services.solver.tables_cli import all_groups
 from robocell.services.solver.worker import (
     SOKOBAN_DEFAULT_TIMEOUT_S,
     solve_in_worker,
@@ -105,8 +111,6 @@ class SolverService:
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str],
                  default_timeout: float | None = None, split: bool = True) -> None:
-        from robocell.services.solver.pool import SolverPool
-
         self.node = node
         self.workers = workers
         self.profiles = profiles
@@ -123,8 +127,6 @@ class SolverService:
         self.node.serve("solve", self.on_solve, concurrency=self.workers * (1 + QUEUE_PER_WORKER))
         self.node.serve("sokoban", self.on_sokoban,
                         concurrency=self.workers * (1 + QUEUE_PER_WORKER))
-        from robocell.common.malloc import freeze_startup_objects
-
         freeze_startup_objects()
         self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
 
@@ -146,9 +148,6 @@ class SolverService:
                    max_parts: int | None = None) -> list[Any]:
         """Run one request's jobs on the pool (`SolverPool.solve_split`); pool failures
         become the bus's explicit errors."""
-        from robocell.common.bus import Busy, CommandFailed
-        from robocell.services.solver.pool import PoolBusy, PoolTimeout, WorkerDied
-
         self.node.set_state("busy", queued=self.pool.in_flight + 1)
         try:
             return self.pool.solve_split(jobs_for, deadline, max_parts)
@@ -170,8 +169,6 @@ class SolverService:
     def _budget_for(self, profile: str | None, requested_ms: float | None) -> float:
         """Search budget in seconds: the request's, else the service's --timeout, else the
         robot profile's ``search_budget_ms``, else `DEFAULT_TIMEOUT_S`."""
-        from robocell.common.profile import ProfileError, load_profile
-
         if requested_ms is not None:
             return float(requested_ms) / 1000.0
         if self.default_timeout is not None:
@@ -190,8 +187,6 @@ class SolverService:
         return self.profiles.get(size_of(facelets) or 3)
 
     def on_solve(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        from robocell.common.bus import CommandFailed
-
         started = time.perf_counter()
         facelets = args["facelets"]
         profile = self._profile_for(facelets, args.get("profile"))
@@ -213,8 +208,6 @@ class SolverService:
 
     def on_sokoban(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode)."""
-        from robocell.common.bus import CommandFailed
-
         started = time.perf_counter()
         # leave a margin for the reply's way back; never search past the caller's deadline
         budget = min(float(args.get("timeout_s", SOKOBAN_DEFAULT_TIMEOUT_S)),
@@ -256,9 +249,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_solver(args: argparse.Namespace) -> int:
-    from robocell.common.bus import Endpoints, Node
-    from robocell.common.profile import ProfileError, load_profile
-
     profiles = {2: "htm", 3: "htm"}
     if args.profile:
         try:
@@ -269,9 +259,6 @@ def cmd_solver(args: argparse.Namespace) -> int:
             if profile.fits(size):
                 profiles[size] = args.profile
     # build missing tables once, here, before the workers map them
-    from robocell.common import tables
-    from robocell.services.solver.tables_cli import all_groups
-
     for name in dict.fromkeys(profiles.values()):
         for group in all_groups(name):
             tables.load(group)

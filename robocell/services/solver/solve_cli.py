@@ -7,7 +7,10 @@ import json
 import sys
 
 from robocell.common.facelets import puzzle_size
+from robocell.common.profile import ProfileError
+from robocell.common.validation import CubeStateError
 from robocell.errors import CommandError
+from robocell.services.solver.api import solve
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,16 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _plan_dict(facelets: str, args: argparse.Namespace) -> dict:
-    from robocell.services.solver.api import solve
-
     plan = solve(facelets, args.profile, max_length=args.max_length, timeout=args.timeout)
     return plan.to_dict()
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from robocell.common.profile import ProfileError
-    from robocell.common.validation import CubeStateError
-
     size = puzzle_size(args.puzzle) if args.puzzle else None
     if args.facelets == "-":
         status = 0

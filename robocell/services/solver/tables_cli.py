@@ -6,6 +6,8 @@ import argparse
 import importlib
 import json
 
+from robocell.common import tables
+from robocell.common.profile import ProfileError, load_profile
 from robocell.errors import CommandError
 
 # Modules providing `table_groups(profile: str | None) -> list[TableGroup]`: with a profile
@@ -31,8 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def all_groups(profile: str | None = None) -> list:
-    from robocell.common.profile import ProfileError, load_profile
-
     size = None
     if profile is not None:
         try:
@@ -52,8 +52,6 @@ def all_groups(profile: str | None = None) -> list:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from robocell.common import tables
-
     for group in all_groups(args.profile):
         reason = "--force" if args.force else tables.staleness(group)
         if reason is None:
@@ -64,8 +62,6 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from robocell.common import tables
-
     status = 0
     for group in all_groups(args.profile):
         problems = tables.verify(group)
@@ -79,8 +75,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from robocell.common import tables
-
     for group in all_groups(args.profile):
         manifest = tables.read_manifest(group) or {}
         arrays = manifest.get("arrays", {})

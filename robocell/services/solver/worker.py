@@ -19,6 +19,8 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError
 from robocell.services.solver.api import solve
+from robocell.sokoban.level import LevelError, parse_levels
+from robocell.sokoban.lurd import replay
 
 SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
 """Search budget of a Sokoban solve when the request gives none."""
@@ -76,10 +78,8 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
                             fast: bool) -> dict[str, Any]:
     """Solve one Sokoban level (XSB text) in a worker; the solution is replayed before it is
     returned. Errors come back as data."""
-    # numba-compiled search: imported only by a worker that is asked for a Sokoban level
+    # lazy: numba and the Sokoban search compiled on import (~1 s); cube-only workers skip it
     from robocell.sokoban.board import build_board
-    from robocell.sokoban.level import LevelError, parse_levels
-    from robocell.sokoban.lurd import replay
     from robocell.sokoban.schedule import default_schedule, solve_scheduled
     from robocell.sokoban.solver import solve as solve_sokoban
 

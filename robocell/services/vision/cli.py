@@ -8,7 +8,14 @@ import json
 import sys
 from pathlib import Path
 
+import cv2
+
 from robocell.errors import CommandError
+from robocell.services.vision.detect import DetectionError, detect, draw_debug
+from robocell.services.vision.interchange import ScanFormatError, load_scan
+from robocell.services.vision.resolve import ResolveError, resolve
+from robocell.services.vision.scan import ScanError, find_face_files, read_image, scan_frames
+from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     render.set_defaults(func=cmd_render)
 
     try:
+        # lazy and guarded: the service needs the bus, which an installation may leave out
         from robocell.services.vision import service
     except ImportError:  # the bus is not part of this installation
         return
@@ -61,8 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read(path: str):
-    from robocell.services.vision.scan import ScanError, read_image
-
     try:
         return read_image(path)
     except ScanError as exc:
@@ -70,10 +76,6 @@ def _read(path: str):
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    import cv2
-
-    from robocell.services.vision.detect import DetectionError, detect, draw_debug
-
     image = _read(args.image)
     try:
         reading = detect(image, args.size)
@@ -112,9 +114,6 @@ def _resolve_error(where: str, exc) -> CommandError:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    from robocell.services.vision.interchange import ScanFormatError, load_scan
-    from robocell.services.vision.resolve import ResolveError, resolve
-
     try:
         colours, size = load_scan(args.scan, args.size)
         result = resolve(colours, size)
@@ -127,12 +126,6 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    import cv2
-
-    from robocell.services.vision.detect import draw_debug
-    from robocell.services.vision.resolve import ResolveError
-    from robocell.services.vision.scan import ScanError, find_face_files, read_image, scan_frames
-
     try:
         files = find_face_files(args.folder)
         frames = {face: read_image(path) for face, path in files.items()}
@@ -155,10 +148,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    import cv2
-
-    from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses
-
     facelets = args.facelets.strip()
     if len(facelets) not in (24, 54) or set(facelets) - set("URFDLB"):
         raise CommandError(f"{facelets!r} is not a facelet string: give 24 or 54 letters from "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 
 from robocell.errors import RobocellError
@@ -135,8 +136,6 @@ def _fold_angle(angle: float, width: float, height: float) -> float:
 def _candidates(bgr_small: np.ndarray, opened: bool = True) -> list[_Candidate]:
     """Sticker-like regions; ``opened=False`` skips the eroded cuts (a glance for frames
     without glare bridges)."""
-    import cv2
-
     blue, green, red = cv2.split(bgr_small)
     brightness = cv2.max(cv2.max(blue, green), red)
     brightness = cv2.GaussianBlur(brightness, (3, 3), 0)
@@ -205,8 +204,6 @@ def _fit_transform(lattice: np.ndarray, image: np.ndarray, angle: float, pitch: 
                    ) -> np.ndarray:
     """Homography lattice -> image from point pairs: full homography from 5+ points not on
     one line, affine from 3+, else a similarity from the proposing angle and pitch."""
-    import cv2
-
     n = len(lattice)
     if n >= 5 and len(set(lattice[:, 0])) > 1 and len(set(lattice[:, 1])) > 1:
         h, _ = cv2.findHomography(lattice.astype(np.float64), image.astype(np.float64), 0)
@@ -353,8 +350,6 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     if bgr.dtype != np.uint8:
         raise DetectionError(f"expected an 8-bit frame, got {bgr.dtype}")
     if size is not None and FAST_WORK_WIDTH < bgr.shape[1] <= 2 * FAST_WORK_WIDTH:
-        import cv2
-
         height, width = bgr.shape[:2]
         scale = FAST_WORK_WIDTH / width
         small = cv2.resize(bgr, (FAST_WORK_WIDTH, round(height * scale)),
@@ -375,8 +370,6 @@ def _detect_at(bgr: np.ndarray, size: int | None, work_width: int,
                small: np.ndarray | None = None, opened: bool = True) -> FaceReading:
     """Detection with the grid searched at ``work_width`` (``small``: the frame already
     reduced to it)."""
-    import cv2
-
     height, width = bgr.shape[:2]
     scale = min(1.0, work_width / width)
     if small is None:
@@ -454,8 +447,6 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
 def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
     """A copy of the frame with the face outline, each sticker's centre, number and read
     colour (solid: seen, hollow: inferred) drawn on it."""
-    import cv2
-
     out = bgr.copy()
     thickness = max(1, round(out.shape[1] / 640))
     cv2.polylines(out, [np.round(reading.corners).astype(np.int32)], True, (0, 255, 0),

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from robocell.common.facelets import FACES
@@ -117,8 +118,6 @@ def find_face_files(folder: str | Path) -> dict[str, Path]:
 
 def read_image(path: str | Path) -> np.ndarray:
     """An image file as an 8-bit BGR frame, or ScanError saying why not."""
-    import cv2
-
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if image is None:
         raise ScanError(f"{path}: cannot read as an image")

@@ -23,17 +23,25 @@ import queue
 import threading
 import time
 import uuid
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import cv2
 import numpy as np
 
+from robocell.common.bus import Endpoints, Node
+from robocell.common.cube import random_facelets
 from robocell.common.facelets import puzzle_name
 from robocell.common.lifetime import follow_parent
+from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
+from robocell.common.profile import ProfileError, load_profile
 from robocell.errors import CommandError
-from robocell.services.vision.detect import DetectionError, FaceReading
-from robocell.services.vision.resolve import ResolveError
-from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError
+from robocell.services.vision.detect import DetectionError, FaceReading, detect
+from robocell.services.vision.resolve import ResolveError, resolve
+from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError, assemble, scan_frames
+from robocell.services.vision.simcam import capture_poses, render_face
+from robocell.services.vision.sources import SimSource, SourceError, open_source
 
 THUMBNAIL_WIDTH = 320
 JPEG_QUALITY = 80
@@ -52,8 +60,6 @@ READER_HOLD_S = 0.2
 
 def thumbnail(frame: np.ndarray, width: int = THUMBNAIL_WIDTH) -> tuple[bytes, float]:
     """JPEG of the frame scaled to ``width`` pixels, and the scale used."""
-    import cv2
-
     scale = min(1.0, width / frame.shape[1])
     small = frame if scale == 1.0 else cv2.resize(
         frame, (round(frame.shape[1] * scale), round(frame.shape[0] * scale)),
@@ -69,11 +75,7 @@ def read_view(view: np.ndarray | tuple, size: int | None
     """Read one view: (reading or None, why not, (JPEG thumbnail, its scale)). ``view``
     is a frame, or a sim camera frame still to render (`SimSource.take`). Runs in a reader
     process or in the service itself."""
-    from robocell.services.vision.detect import detect
-
     if isinstance(view, tuple):
-        from robocell.services.vision.simcam import render_face
-
         view = render_face(*view)
     try:
         reading, error = detect(view, size), None
@@ -88,12 +90,6 @@ def _start_reader(size: int | None) -> None:
     reader ends with the service: blocked on the executor's queue, whose both ends it holds
     itself, it would never notice the service gone."""
     follow_parent(multiprocessing.parent_process().pid)
-    import cv2
-
-    from robocell.common.cube import random_facelets
-    from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
-    from robocell.services.vision.sources import SimSource
-
     keep_frame_buffers()
     cv2.setNumThreads(1)
     warm_up(size)
@@ -169,9 +165,6 @@ class ScanCollector:
         return self._finish(scan_id, scan)
 
     def _finish(self, scan_id: str, scan: _Scan) -> tuple[str, dict[str, Any]]:
-        from robocell.services.vision.resolve import resolve
-        from robocell.services.vision.scan import assemble
-
         if scan.failed:
             faces = "".join(f for f in FACES if f in scan.failed)
             detail = "; ".join(f"{f}: {scan.failed[f]}" for f in faces)
@@ -203,10 +196,6 @@ class ScanCollector:
 def warm_up(size: int | None) -> None:
     """Render, read and resolve one cube once, so that the compiled parts (sim camera,
     colour assignment) are loaded before the first scan, not during it."""
-    from robocell.common.cube import random_facelets
-    from robocell.services.vision.scan import scan_frames
-    from robocell.services.vision.simcam import capture_poses
-
     state = random_facelets(size or 3, 0)
     scan_frames(capture_poses(state, SCRIPTED_POSES), size, dict(SCRIPTED_POSES))
 
@@ -246,21 +235,13 @@ class VisionService:
         self._pool: Any = None
 
     def start(self) -> None:
-        from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
-        from robocell.services.vision.sources import SimSource
-
         keep_frame_buffers()
 
         if len(self._threads) > 1:
-            import cv2
-
             # the views are read in parallel already: OpenCV's own threads would only
             # compete with them for the same cores
             cv2.setNumThreads(1)
         if self.readers > 0:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
             self._pool = ProcessPoolExecutor(
                 self.readers, mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_reader, initargs=(self.size,))
@@ -321,8 +302,6 @@ class VisionService:
     def handle_pose(self, pose: dict[str, Any]) -> None:
         """Capture and read one view; several views are read at once by the worker threads,
         the scan is gathered and published under one lock."""
-        from robocell.services.vision.sources import SourceError
-
         scan_id, face = str(pose["scan_id"]), str(pose["face"])
         rotation, pose_index = int(pose.get("rotation", 0)), int(pose.get("pose", 0))
         view: Any = None
@@ -402,9 +381,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from robocell.common.bus import Endpoints, Node
-    from robocell.services.vision.sources import SimSource, SourceError, open_source
-
     try:
         source = open_source(args.camera, args.seed)
     except SourceError as exc:
@@ -432,8 +408,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _profile_size() -> int | None:
     """The cube size of the cell's robot ($ROBOCELL_PROFILE), if it is a cube robot."""
-    from robocell.common.profile import ProfileError, load_profile
-
     name = os.environ.get("ROBOCELL_PROFILE")
     if not name:
         return None

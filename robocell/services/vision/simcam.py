@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+import cv2
 import numpy as np
 from numba import njit
 
@@ -122,8 +123,6 @@ CLEAN = Conditions(
 
 def _face_texture(stickers_rgb: np.ndarray, size: int) -> np.ndarray:
     """Float RGB image of the face in net orientation: black body, rounded stickers."""
-    import cv2
-
     margin = BODY_MARGIN_FRACTION * TEXTURE_PITCH
     side = int(round(size * TEXTURE_PITCH + 2 * margin))
     texture = np.empty((side, side, 3), np.float32)
@@ -147,8 +146,6 @@ def _face_texture(stickers_rgb: np.ndarray, size: int) -> np.ndarray:
 
 def _clutter(rng: np.random.Generator, conditions: Conditions) -> np.ndarray:
     """A busy background: a lit gradient plus random bars, blocks, discs and lines."""
-    import cv2
-
     h, w = conditions.height, conditions.width
     base = rng.uniform(40, 200, 3).astype(np.float32)
     tilt_x, tilt_y = (float(t) for t in rng.uniform(-0.4, 0.4, 2))
@@ -254,8 +251,6 @@ def render_face(facelets: str, face: str, rotation: int = 0, seed: int = 0,
                 conditions: Conditions | None = None) -> np.ndarray:
     """Render face ``face`` of the cube ``facelets`` (URFDLB facelet string, 2x2 or 3x3)
     turned ``rotation`` clockwise quarter turns in view, as an 8-bit BGR frame."""
-    import cv2
-
     conditions = conditions or Conditions()
     n_stickers = len(facelets)
     size = {24: 2, 54: 3}.get(n_stickers)

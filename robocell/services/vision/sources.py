@@ -12,10 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from robocell.errors import RobocellError
 from robocell.services.vision.scan import IMAGE_SUFFIXES, find_face_files, read_image
+from robocell.services.vision.simcam import Conditions, render_face, scene
 
 STALE_FRAMES = 4
 """Frames a camera may have buffered before the pose was reached; dropped before capturing."""
@@ -30,8 +32,6 @@ class VideoSource:
 
     def __init__(self, spec: str | int, width: int | None = None,
                  height: int | None = None) -> None:
-        import cv2
-
         self.spec = spec
         self._capture = cv2.VideoCapture(spec)
         if not self._capture.isOpened():
@@ -52,8 +52,6 @@ class VideoSource:
                     self._capture.grab()
             ok, frame = self._capture.read()
             if not ok and self._is_file:
-                import cv2
-
                 self._capture.set(cv2.CAP_PROP_POS_FRAMES, 0)  # a file: loop it
                 ok, frame = self._capture.read()
         if not ok or frame is None:
@@ -120,8 +118,6 @@ class SimSource:
     concurrent_capture = True
 
     def __init__(self, seed: int = 0, conditions=None, facelets: str | None = None) -> None:
-        from robocell.services.vision.simcam import Conditions
-
         self.conditions = conditions or Conditions()
         self.seed = seed
         self.facelets = facelets
@@ -164,16 +160,12 @@ class SimSource:
 
     def capture(self, face: str | None = None, rotation: int = 0,
                 at: str | None = None, line: int | None = None) -> np.ndarray:
-        from robocell.services.vision.simcam import render_face
-
         return render_face(*self.take(face, rotation, at, line))
 
     def take(self, face: str | None = None, rotation: int = 0, at: str | None = None,
              line: int | None = None) -> tuple:
         """The frame as it is taken now, as the arguments of `simcam.render_face` (plain
         data: another process may render it); `capture` renders it here."""
-        from robocell.services.vision.simcam import scene
-
         if at is not None and line is not None:
             self._wait_for_line(line)
         elif at is not None:

@@ -22,7 +22,9 @@ import numpy as np
 from robocell.common import tables
 from robocell.common.profile import Profile, available_profiles, load_profile
 from robocell.services.solver.cube2.coord import N_STATES
+from robocell.services.solver.cube2.moves import class_tables, move_tables
 from robocell.services.solver.cube2.robot import ProfileNotSupported, compile_profile
+from robocell.services.solver.cube2.search import cost_to_go, pack
 
 CODE_VERSION = 3
 """Bump when the coordinates, the search or the packing change: every table goes stale."""
@@ -41,8 +43,6 @@ def classes_group() -> tables.TableGroup:
 
 
 def _build_classes() -> dict[str, np.ndarray]:
-    from robocell.services.solver.cube2.moves import class_tables
-
     return class_tables()
 
 
@@ -60,9 +60,6 @@ def group_for(profile: Profile) -> tables.TableGroup:
 
 
 def _build(profile: Profile) -> dict[str, np.ndarray]:
-    from robocell.services.solver.cube2.moves import move_tables
-    from robocell.services.solver.cube2.search import cost_to_go, pack
-
     model = compile_profile(profile)
     classes = tables.load(classes_group())
     perm_moves, twist_moves = move_tables(model.motion_cp, model.motion_co)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robocell.common.progress import Progress
 from robocell.services.solver.cube3.defs import (
     N_CORNER_CLASS,
     N_CORNERS,
@@ -25,6 +26,7 @@ from robocell.services.solver.cube3.defs import (
     N_FLIPSLICE_CLASS,
     N_MOVE,
     N_PERM_4,
+    N_SLICE,
     N_SYM,
     N_TWIST,
     N_UD_EDGES,
@@ -104,8 +106,6 @@ def _bfs_level(depth, d, backward, n_class, n_inner, moves, rep_outer, outer_mov
 def _sym_bfs(n_class: int, n_inner: int, moves: np.ndarray, rep_outer, outer_move_a,
              outer_move_b, outer_split: int, classidx, symidx, stab, inner_move, inner_conj,
              label: str) -> np.ndarray:
-    from robocell.common.progress import Progress
-
     total = n_class * n_inner
     depth = np.full(total, UNSET, np.uint8)
     depth[0] = 0
@@ -250,8 +250,6 @@ def phase1_pair_depths(move_tables: dict) -> dict[str, np.ndarray]:
     """Exact phase-1 distances of slice * N_TWIST + twist and slice * N_FLIP + flip: weaker
     bounds than the full table but small enough to stay in cache, so the search tries them
     first and reads the full table only for nodes they do not prune."""
-    from robocell.services.solver.cube3.defs import N_SLICE
-
     slice_move = (move_tables["slice_sorted_move"][::N_PERM_4] // N_PERM_4).astype(np.uint16)
     slice_twist = np.full(N_SLICE * N_TWIST, UNSET, np.uint8)
     _pair_bfs(slice_move, move_tables["twist_move"], N_TWIST, ALL_MOVES, slice_twist)

@@ -22,6 +22,9 @@ from robocell.common.facelets import puzzle_name, solved
 from robocell.common.moves import apply_to_cubies, apply_to_facelets
 from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile, load_profile
+from robocell.common.scramble import random_cubie_state
+from robocell.services.solver.cube3.moves import move_of_index
+from robocell.services.solver.cube3.search import TwoPhaseSearch
 from robocell.services.solver.solution import Solution
 
 DEFAULT_TIMEOUT_S = 0.1
@@ -44,8 +47,6 @@ def is_move_count_metric(profile: Profile) -> bool:
 
 @cache
 def _counts_moves(primitives: tuple[tuple[tuple[Move, ...], float], ...]) -> bool:
-    from robocell.services.solver.cube3.moves import move_of_index
-
     if any(len(moves) != 1 for moves, _ in primitives):
         return False
     costs = {moves[0]: cost for moves, cost in primitives}
@@ -56,6 +57,7 @@ def _counts_moves(primitives: tuple[tuple[tuple[Move, ...], float], ...]) -> boo
 def robot_cost_function(profile: Profile) -> CostFunction:
     """The motion compiler for a profile: moves -> (primitive names, cost in units)."""
     try:
+        # lazy and guarded: an installation may leave out the motion compiler (below)
         from robocell.services.solver.cube3.robot import compile_plan
     except ModuleNotFoundError as exc:
         raise ValueError(
@@ -69,9 +71,6 @@ def robot_cost_function(profile: Profile) -> CostFunction:
 @cache
 def warm_up() -> None:
     """Load the tables and compile (or load from numba's cache) the search, once."""
-    from robocell.common.scramble import random_cubie_state
-    from robocell.services.solver.cube3.search import TwoPhaseSearch
-
     TwoPhaseSearch(random_cubie_state(3, 0)).run(timeout=0.0)
 
 
@@ -83,8 +82,6 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
     shortest solution (primitives = move names, cost = length); with it the cheapest of all
     candidates found within the budget. ``part`` = (k, n): this process's share of a search
     split over n processes (see `TwoPhaseSearch`)."""
-    from robocell.services.solver.cube3.search import TwoPhaseSearch
-
     warm_up()  # first: a caller warming up with the solved cube gets the search ready too
     if state.is_solved():
         return [], [], 0.0, {"candidates": 0, "nodes": 0, "optimal": True}
@@ -143,7 +140,8 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     if cost_function is None:
         cost = sum(chosen.primitive(p).cost for p in primitives)
     else:
-        # the plan's moves are what the robot does, in its frame (rotations included)
+        # the plan's moves are what the robot does, in its frame (rotations included); lazy,
+        # as in robot_cost_function (which has run): the motion compiler may be left out
         from robocell.services.solver.cube3.robot import primitive_moves
 
         stats["face_turns"] = format_moves(moves)

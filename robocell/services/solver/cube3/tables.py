@@ -6,6 +6,7 @@ search its arrays (built first, with a progress bar, when missing or stale).
 
 from __future__ import annotations
 
+import sys
 import time
 from functools import cache
 from typing import NamedTuple
@@ -13,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 
 from robocell.common.tables import TableGroup, load
+from robocell.services.solver.cube3 import moves, pruning, symmetries
+from robocell.services.solver.cube3.defs import N_PERM_4
 
 TABLES_CODE_VERSION = 3
 """Bump when any table's content changes."""
@@ -23,10 +26,6 @@ SYM_BITS = 4
 
 def build_all() -> dict[str, np.ndarray]:
     """Every table of the two-phase search (about 25 s on one core)."""
-    import sys
-
-    from robocell.services.solver.cube3 import moves, pruning, symmetries
-
     started = time.monotonic()
     move_tables = moves.build_move_tables()
     sym_tables = symmetries.build_sym_tables()
@@ -82,8 +81,6 @@ class TwoPhaseTables(NamedTuple):
 @cache
 def load_tables(build_if_needed: bool = True) -> TwoPhaseTables:
     """The tables, memory-mapped (built first when missing or stale)."""
-    from robocell.services.solver.cube3.defs import N_PERM_4
-
     arrays = {k: np.asarray(v) for k, v in load(table_groups()[0], build_if_needed).items()}
     arrays["slice_move"] = np.ascontiguousarray(
         arrays["slice_sorted_move"][::N_PERM_4] // N_PERM_4).astype(np.uint16)
