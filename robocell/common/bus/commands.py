@@ -128,29 +128,30 @@ _decode_request_head = _head_decoder(_RequestHead)
 _decode_reply_head = _head_decoder(_ReplyHead)
 
 
+def _peek(decode: Callable[[Any], Any], topic: str, data: bytes) -> Any:
+    """The payload struct ``decode`` reads from ``data`` if it is an envelope of ``topic``
+    of this schema version, else None; never raises."""
+    try:
+        env = decode(data)
+    except Exception:  # msgspec's errors, RecursionError on hostile nesting
+        return None
+    if env.version != SCHEMA_VERSION or env.topic != topic:
+        return None
+    return env.payload
+
+
 def peek_request(data: bytes) -> _RequestHead | None:
     """The routing facts of an encoded ``cmd.request`` (id, service, command, timeout_ms;
     the arguments left undecoded), or None when ``data`` is not one. For the broker, which
     routes a request without judging its arguments (the service does); never raises."""
-    try:
-        env = _decode_request_head(data)
-    except Exception:  # msgspec's errors, RecursionError on hostile nesting
-        return None
-    if env.version != SCHEMA_VERSION or env.topic != "cmd.request":
-        return None
-    return env.payload
+    return _peek(_decode_request_head, "cmd.request", data)
 
 
 def peek_reply_id(data: bytes) -> str | None:
     """The request id an encoded ``cmd.reply`` answers (the result left undecoded), or None
     when ``data`` is not one; never raises."""
-    try:
-        env = _decode_reply_head(data)
-    except Exception:  # msgspec's errors, RecursionError on hostile nesting
-        return None
-    if env.version != SCHEMA_VERSION or env.topic != "cmd.reply":
-        return None
-    return env.payload.id
+    head = _peek(_decode_reply_head, "cmd.reply", data)
+    return None if head is None else head.id
 
 
 class CommandClient:
