@@ -59,6 +59,8 @@ COMMANDS: tuple[Command, ...] = (
             "robocell.services.vision.cli:register"),
     Command("monitor", "live web dashboard of the cell (aiohttp + WebSocket)",
             "robocell.services.monitor.cli:register"),
+    Command("foxglove", "the running cell live in Foxglove (Foxglove WebSocket protocol)",
+            "robocell.services.foxglove.cli:register"),
     Command("up", "start the whole cell as local processes (from docker-compose.yml)",
             "robocell.services.cell.cli:register"),
     Command("demo", "the main job: simulated cell, scramble the twin, one solve cycle",

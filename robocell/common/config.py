@@ -8,6 +8,7 @@ listen, read the same way by every command, by `robocell up` and by docker-compo
 | ``ROBOCELL_BUS`` | ``tcp://127.0.0.1:$ROBOCELL_BUS_PORT`` | the broker's base address |
 | ``ROBOCELL_SIM_PORT`` | 7700 | the firmware simulator's TCP port (the actuator's serial line) |
 | ``ROBOCELL_MONITOR_PORT`` | 8765 | the dashboard's HTTP port |
+| ``ROBOCELL_FOXGLOVE_PORT`` | 8766 | the Foxglove WebSocket bridge's port |
 
 ``ROBOCELL_FIRMWARE_PORT``, the firmware simulator's old variable, is read as an alias of
 ``ROBOCELL_SIM_PORT`` when that is unset. Every function takes the environment to read
@@ -33,9 +34,12 @@ SIM_PORT_ENV = "ROBOCELL_SIM_PORT"
 FIRMWARE_PORT_ENV = "ROBOCELL_FIRMWARE_PORT"
 """Old name of ROBOCELL_SIM_PORT, still read when ROBOCELL_SIM_PORT is unset."""
 MONITOR_PORT_ENV = "ROBOCELL_MONITOR_PORT"
+FOXGLOVE_PORT_ENV = "ROBOCELL_FOXGLOVE_PORT"
 DEFAULT_BUS_PORT = 7600
 DEFAULT_SIM_PORT = 7700
 DEFAULT_MONITOR_PORT = 8765
+DEFAULT_FOXGLOVE_PORT = 8766
+"""Foxglove's own default is 8765, the dashboard's: the bridge takes the next one."""
 BUS_PORT_COUNT = 4
 """The broker listens on the base port and the next three (subscribe, publish, command, tap)."""
 HIGHEST_PORT = 65535
@@ -136,6 +140,12 @@ def monitor_http(env: Mapping[str, str] | None = None) -> str:
     return f"{LOOPBACK}:{monitor_port(env)}"
 
 
+def foxglove_port(env: Mapping[str, str] | None = None) -> int:
+    """The Foxglove bridge's port: $ROBOCELL_FOXGLOVE_PORT, else 8766."""
+    port = _port(_environ(env), FOXGLOVE_PORT_ENV)
+    return DEFAULT_FOXGLOVE_PORT if port is None else port
+
+
 def settled(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` with every port variable set to the value the commands above read from it, so
     that docker-compose.yml's ``${VAR:-default}`` interpolation agrees with them (it knows
@@ -146,6 +156,7 @@ def settled(env: Mapping[str, str]) -> dict[str, str]:
     out[BUS_PORT_LAST_ENV] = str(base + BUS_PORT_COUNT - 1)
     out[SIM_PORT_ENV] = str(sim_port(env))
     out[MONITOR_PORT_ENV] = str(monitor_port(env))
+    out[FOXGLOVE_PORT_ENV] = str(foxglove_port(env))
     return out
 
 

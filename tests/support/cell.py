@@ -9,10 +9,13 @@ from robocell.services.cell.launcher import Launcher, isolated_cell_env
 
 
 @contextmanager
-def running_cell(profile: str, speed: float = 50.0) -> Iterator[Launcher]:
-    """The simulated cell of docker-compose.yml as local processes, stopped afterwards."""
-    launcher = Launcher("sim", isolated_cell_env(profile, speed), quiet={
-        "broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor"})
+def running_cell(profile: str, speed: float = 50.0, env: dict[str, str] | None = None
+                 ) -> Iterator[Launcher]:
+    """The simulated cell of docker-compose.yml as local processes, stopped afterwards;
+    ``env`` adds variables (e.g. the monitor's token)."""
+    launcher = Launcher("sim", {**isolated_cell_env(profile, speed), **(env or {})}, quiet={
+        "broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor",
+        "foxglove"})
     with launcher:
         launcher.start()
         yield launcher
@@ -20,3 +23,8 @@ def running_cell(profile: str, speed: float = 50.0) -> Iterator[Launcher]:
 
 def bus_address(launcher: Launcher) -> str:
     return launcher.services[0].environment["ROBOCELL_BUS"]
+
+
+def foxglove_url(launcher: Launcher) -> str:
+    """The WebSocket address of the cell's Foxglove bridge."""
+    return f"ws://127.0.0.1:{launcher.env['ROBOCELL_FOXGLOVE_PORT']}"

@@ -21,8 +21,9 @@ from robocell.services.cell.service import CellService
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "up", help="start the whole cell as local processes (from docker-compose.yml)",
-        description="Start broker, solver, vision, actuator, cell coordinator and monitor "
-                    "(and the firmware simulator with --sim) as local processes, with the "
+        description="Start broker, solver, vision, actuator, cell coordinator, monitor and "
+                    "Foxglove bridge (and the firmware simulator with --sim) as local "
+                    "processes, with the "
                     "commands and environment of docker-compose.yml. Ctrl-C stops them all; "
                     "the exit status is non-zero if a service dies.")
     p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
@@ -209,7 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
                             else {"broker", "solver", "firmware-sim", "actuator-sim",
-                                  "vision-sim", "cell", "monitor"})
+                                  "vision-sim", "cell", "monitor", "foxglove"})
     except ComposeError as exc:
         raise CommandError(str(exc)) from None
     with launcher:

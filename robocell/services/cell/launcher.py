@@ -79,7 +79,8 @@ def port_taken(port: int, host: str = config.LOOPBACK) -> bool:
 def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
                       env: dict[str, str] | None = None) -> dict[str, str]:
     """``env`` (default the process's) for a simulated cell beside any other on this host:
-    its bus, simulator and monitor ports moved to free loopback ports (a benchmark, a test)."""
+    its bus, simulator, monitor and Foxglove ports moved to free loopback ports (a benchmark,
+    a test)."""
     cell = dict(os.environ if env is None else env)
     cell.update({
         "ROBOCELL_PROFILE": profile,
@@ -87,6 +88,7 @@ def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
         config.BUS_PORT_ENV: str(config.free_port_block(config.BUS_PORT_COUNT)),
         config.SIM_PORT_ENV: str(config.free_port_block(1)),
         config.MONITOR_PORT_ENV: str(config.free_port_block(1)),
+        config.FOXGLOVE_PORT_ENV: str(config.free_port_block(1)),
         "ROBOCELL_SOLVER_WORKERS": str(solver_workers),
     })
     return cell
@@ -167,6 +169,9 @@ class Launcher:
         if "monitor" in names:
             ports.append(CellPort(config.monitor_port(self.env), config.MONITOR_PORT_ENV,
                                   "the dashboard"))
+        if "foxglove" in names:
+            ports.append(CellPort(config.foxglove_port(self.env), config.FOXGLOVE_PORT_ENV,
+                                  "the Foxglove bridge"))
         return ports
 
     def check_ports(self) -> None:

@@ -20,6 +20,8 @@ from robocell.errors import RobocellError
 TOKEN_ENV = "ROBOCELL_MONITOR_TOKEN"
 MIN_TOKEN_CHARS = 8
 CONTROL_TIMEOUT_S = 3.0
+WRONG_TOKEN_DELAY_S = 0.5
+"""How long a refused token is answered late (slows down guessing)."""
 ESTOP_TIMEOUT_S = 1.0
 
 

@@ -41,6 +41,7 @@ from aiohttp import WSMsgType, web
 from robocell.common.bus import Endpoints, Node
 from robocell.services.monitor.control import (
     ACTIONS,
+    WRONG_TOKEN_DELAY_S,
     ControlRefusedError,
     check_token,
     plan_control,
@@ -49,7 +50,6 @@ from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard, json
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
-WRONG_TOKEN_DELAY_S = 0.5
 MAX_OUTBOX = 64
 """Direct messages (replies) queued for one browser before the oldest are dropped."""
 CONTROL_WORKERS = 4

@@ -1,0 +1,63 @@
+"""Command line of the Foxglove bridge: `robocell foxglove` serves the running cell to Foxglove."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from robocell.common import config
+from robocell.common.bus import Endpoints
+from robocell.common.bus.keys import KeyFileError
+from robocell.errors import CommandError
+from robocell.services.foxglove.server import FoxgloveBridge, serve
+from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "foxglove", help="the running cell live in Foxglove (Foxglove WebSocket protocol)",
+        description="Serve the running cell over the Foxglove WebSocket protocol: every bus "
+                    "topic as a channel with its JSON Schema, the camera frames "
+                    "(foxglove.CompressedImage), the cube as read and the twin in 3D "
+                    "(foxglove.SceneUpdate), the plan and its progress, service states, and "
+                    "errors (foxglove.Log). cell.start, cell.scramble, cell.estop and "
+                    "solver.solve are offered as Foxglove services, accepted only with the "
+                    "monitor's token in the request. In Foxglove: Open connection > Foxglove "
+                    "WebSocket > ws://HOST:PORT, then import docs/foxglove-layout.json.")
+    p.add_argument("--port", type=int, default=None,
+                   help="WebSocket port (default $ROBOCELL_FOXGLOVE_PORT, "
+                        f"{config.DEFAULT_FOXGLOVE_PORT}; 0 picks a free one)")
+    p.add_argument("--host", default=config.LOOPBACK,
+                   help="address to listen on (default 127.0.0.1: this host only)")
+    p.add_argument("--broker", metavar="tcp://HOST:PORT",
+                   help="broker base address (default $ROBOCELL_BUS or "
+                        "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600); with --curve-key, the "
+                        "broker's remote (CURVE) address")
+    p.add_argument("--curve-key", metavar="FILE",
+                   help="client key file for a remote broker's CURVE endpoint "
+                        "(default $ROBOCELL_BUS_CURVE_KEY)")
+    p.add_argument("--token", default=None,
+                   help="the monitor's token, which the services require (default "
+                        "$ROBOCELL_MONITOR_TOKEN; without one the services refuse every call)")
+    p.add_argument("--name", default="foxglove", help="service name on the bus (default "
+                                                       "foxglove)")
+    p.set_defaults(func=run_foxglove)
+
+
+def run_foxglove(args: argparse.Namespace) -> int:
+    port = config.foxglove_port() if args.port is None else args.port
+    if not 0 <= port < 65536:
+        raise CommandError(f"--port {port} is not a port number; use 1-65535 (0: any free one)")
+    try:
+        endpoints = Endpoints.resolve(args.broker, args.curve_key)
+        token = check_configured_token(args.token if args.token is not None
+                                       else os.environ.get(TOKEN_ENV))
+    except (KeyFileError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        serve(FoxgloveBridge(endpoints, token, args.host, port, name=args.name))
+    except (OSError, RuntimeError) as exc:
+        raise CommandError(f"cannot listen on {args.host}:{port} ({exc}); is another bridge "
+                           f"running? choose another port with --port or "
+                           f"${config.FOXGLOVE_PORT_ENV}") from None
+    return 0
