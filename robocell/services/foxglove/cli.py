@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from robocell.common import config
 from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import KeyFileError
 from robocell.errors import CommandError
+from robocell.services.foxglove.layout import LAYOUT_FILE, write_layout
 from robocell.services.foxglove.server import FoxgloveBridge, serve
 from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
 
@@ -23,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "errors (foxglove.Log). cell.start, cell.scramble, cell.estop and "
                     "solver.solve are offered as Foxglove services, accepted only with the "
                     "monitor's token in the request. In Foxglove: Open connection > Foxglove "
-                    "WebSocket > ws://HOST:PORT, then import docs/foxglove-layout.json.")
+                    "WebSocket > ws://HOST:PORT, then import the layout "
+                    "(docs/foxglove-layout.json, or --write-layout).")
     p.add_argument("--port", type=int, default=None,
                    help="WebSocket port (default $ROBOCELL_FOXGLOVE_PORT, "
                         f"{config.DEFAULT_FOXGLOVE_PORT}; 0 picks a free one)")
@@ -41,10 +44,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "$ROBOCELL_MONITOR_TOKEN; without one the services refuse every call)")
     p.add_argument("--name", default="foxglove", help="service name on the bus (default "
                                                        "foxglove)")
+    p.add_argument("--write-layout", metavar="FILE", type=Path,
+                   help=f"write the Foxglove layout of the cell (as in {LAYOUT_FILE}) to FILE "
+                        "and exit")
     p.set_defaults(func=run_foxglove)
 
 
 def run_foxglove(args: argparse.Namespace) -> int:
+    if args.write_layout is not None:
+        try:
+            path = write_layout(args.write_layout)
+        except OSError as exc:
+            raise CommandError(f"cannot write {args.write_layout}: {exc}") from None
+        print(f"wrote {path}: in Foxglove, Layouts > Import from file")
+        return 0
     port = config.foxglove_port() if args.port is None else args.port
     if not 0 <= port < 65536:
         raise CommandError(f"--port {port} is not a port number; use 1-65535 (0: any free one)")
