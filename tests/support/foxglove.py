@@ -29,6 +29,21 @@ SERVICE_CALL_REQUEST = 0x02
 SERVICE_CALL_RESPONSE = 0x03
 
 
+def protobuf_class(name: str, file_descriptor_set: bytes) -> Any:
+    """The protobuf message class ``name`` of a schema (a serialised FileDescriptorSet)."""
+    files = descriptor_pb2.FileDescriptorSet.FromString(file_descriptor_set)
+    pool = descriptor_pool.DescriptorPool()
+    for proto in files.file:
+        pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def decoded(message: Any) -> Any:
+    """A foxglove-sdk message (opaque) as the protobuf message a client decodes."""
+    schema = message.get_schema()
+    return protobuf_class(schema.name, schema.data).FromString(message.encode())
+
+
 @dataclass
 class Received:
     topic: str
@@ -124,13 +139,8 @@ class FoxgloveClient:
         if channel["encoding"] == "protobuf":
             decoder = self._decoders.get(channel["id"])
             if decoder is None:
-                files = descriptor_pb2.FileDescriptorSet.FromString(
-                    base64.b64decode(channel["schema"]))
-                pool = descriptor_pool.DescriptorPool()
-                for proto in files.file:
-                    pool.Add(proto)
-                decoder = message_factory.GetMessageClass(
-                    pool.FindMessageTypeByName(channel["schemaName"]))
+                decoder = protobuf_class(channel["schemaName"],
+                                         base64.b64decode(channel["schema"]))
                 self._decoders[channel["id"]] = decoder
             return decoder.FromString(data)
         return data

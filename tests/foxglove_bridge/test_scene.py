@@ -1,0 +1,71 @@
+"""The cube drawn for Foxglove: cubies and sticker colours, and the layer turn between two
+states of the twin found and drawn part way."""
+
+from __future__ import annotations
+
+import pytest
+from support.foxglove import decoded
+
+from robocell.common.cube import apply_to_facelets, solved
+from robocell.common.notation import parse_moves
+from robocell.services.foxglove.scene import (
+    STICKER_RGB,
+    CubeLabel,
+    Turn,
+    apply_turn,
+    cube_scene,
+    find_turn,
+)
+
+LABEL = CubeLabel("twin", "twin")
+SCRAMBLE = "R U F' D2 L B"
+
+
+@pytest.mark.parametrize("size,move,expected", [
+    (3, "R", Turn("R", 1, 1)), (3, "U'", Turn("U", 1, -1)), (3, "F2", Turn("F", 1, 2)),
+    (3, "D", Turn("D", 1, 1)), (3, "L'", Turn("L", 1, -1)), (3, "B", Turn("B", 1, 1)),
+    (3, "Rw", Turn("R", 2, 1)), (3, "x", Turn("R", 3, 1)), (3, "y'", Turn("U", 3, -1)),
+    (2, "R", Turn("R", 1, 1)), (2, "z", Turn("F", 2, 1)),
+])
+def test_the_turn_between_two_states_is_found_and_moves_stickers_as_the_cube_model(
+        size, move, expected):
+    before = apply_to_facelets(solved(size), parse_moves(SCRAMBLE), size)
+    after = apply_to_facelets(before, parse_moves(move), size)
+    assert apply_turn(before, expected) == after
+    turn = find_turn(before, after, prefer=[expected.face])
+    assert turn is not None and apply_turn(before, turn) == after
+
+
+def test_states_no_single_turn_explains_have_no_turn():
+    before = solved(3)
+    assert find_turn(before, before) is None
+    assert find_turn(before, apply_to_facelets(before, parse_moves("R U"), 3)) is None
+    assert find_turn(before, solved(2)) is None
+
+
+def sticker_colours(entities):
+    """(entity id, colour) of every sticker box (each cubie's first box is its body)."""
+    return [(e.id, box.color) for e in entities for box in e.cubes[1:]]
+
+
+@pytest.mark.parametrize("size,cubies", [(3, 27), (2, 8)])
+def test_every_cubie_is_drawn_with_its_stickers(size, cubies):
+    entities = decoded(cube_scene(solved(size), LABEL)).entities
+    assert len(entities) == cubies + 1  # and the label
+    assert len(sticker_colours(entities)) == 6 * size * size
+    assert entities[-1].texts[0].text == "twin"
+    rgb = {(round(c.r * 255), round(c.g * 255), round(c.b * 255))
+           for _, c in sticker_colours(entities)}
+    assert rgb == set(STICKER_RGB.values())
+
+
+def test_a_turn_part_way_rotates_only_the_cubies_of_its_layer():
+    facelets = solved(3)
+    still = decoded(cube_scene(facelets, LABEL)).entities
+    halfway = decoded(cube_scene(facelets, LABEL, Turn("R", 1, 1), 0.5)).entities
+    turned = [e.id for e in halfway if any(abs(b.pose.orientation.w) < 0.999 for b in e.cubes)]
+    assert len(turned) == 9
+    assert all(abs(b.pose.orientation.w) == 1.0 for e in still for b in e.cubes)
+    # 45 degrees: w = cos(22.5 degrees)
+    box = next(e for e in halfway if e.id == turned[0]).cubes[0]
+    assert box.pose.orientation.w == pytest.approx(0.92388, abs=1e-4)
