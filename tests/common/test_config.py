@@ -40,3 +40,4 @@ def test_settled_environment_spells_out_what_compose_cannot_work_out():
                           "ROBOCELL_FIRMWARE_PORT": "7001"})
     assert env["ROBOCELL_BUS_PORT"] == "7620" and env["ROBOCELL_BUS_PORT_LAST"] == "7623"
     assert env["ROBOCELL_SIM_PORT"] == "7001" and env["ROBOCELL_MONITOR_PORT"] == "8765"
+    assert env["ROBOCELL_FOXGLOVE_PORT"] == "8766"

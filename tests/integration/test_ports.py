@@ -24,6 +24,7 @@ from robocell.services.cell.launcher import Launcher, LaunchError
 
 PORT_VARIABLES = ("ROBOCELL_BUS", "ROBOCELL_BUS_PORT", "ROBOCELL_BUS_PORT_LAST",
                   "ROBOCELL_SIM_PORT", "ROBOCELL_FIRMWARE_PORT", "ROBOCELL_MONITOR_PORT",
+                  "ROBOCELL_FOXGLOVE_PORT",
                   "ROBOCELL_BUS_SUB", "ROBOCELL_BUS_PUB", "ROBOCELL_BUS_CMD", "ROBOCELL_BUS_TAP",
                   "ROBOCELL_BUS_CURVE_KEY")
 REFUSAL_TIMEOUT_S = 30.0
@@ -101,7 +102,8 @@ def test_health_and_bus_list_reach_the_broker_on_ROBOCELL_BUS_PORT():
 
 def free_ports() -> dict[str, int]:
     return {"ROBOCELL_BUS_PORT": free_port_block(4), "ROBOCELL_SIM_PORT": free_port_block(1),
-            "ROBOCELL_MONITOR_PORT": free_port_block(1)}
+            "ROBOCELL_MONITOR_PORT": free_port_block(1),
+            "ROBOCELL_FOXGLOVE_PORT": free_port_block(1)}
 
 
 def assert_refused(out: subprocess.CompletedProcess, port: int, variable: str) -> None:
@@ -126,8 +128,9 @@ def test_up_on_the_ports_of_another_cell_refuses_and_leaves_that_cell_running(co
         assert broker_pid_heard(base) == broker.pid
 
 
-@pytest.mark.parametrize("variable", ["ROBOCELL_SIM_PORT", "ROBOCELL_MONITOR_PORT"])
-def test_up_refuses_a_taken_sim_or_monitor_port_before_starting_anything(variable):
+@pytest.mark.parametrize("variable", ["ROBOCELL_SIM_PORT", "ROBOCELL_MONITOR_PORT",
+                                      "ROBOCELL_FOXGLOVE_PORT"])
+def test_up_refuses_a_taken_sim_monitor_or_foxglove_port_before_starting_anything(variable):
     ports = free_ports()
     with listener(ports[variable]):
         out = robocell("up", "--sim", env=clean_env(**ports), timeout=REFUSAL_TIMEOUT_S)
@@ -155,8 +158,9 @@ def test_launcher_does_not_take_another_process_heartbeat_for_its_own_service():
     (["firmware-sim", "--max-runtime", "30"], "ROBOCELL_SIM_PORT"),
     (["firmware-sim", "--max-runtime", "30"], "ROBOCELL_FIRMWARE_PORT"),  # the old name
     (["monitor"], "ROBOCELL_MONITOR_PORT"),
+    (["foxglove"], "ROBOCELL_FOXGLOVE_PORT"),
 ])
-def test_simulator_and_dashboard_listen_where_the_variables_say(command, variable):
+def test_simulator_dashboard_and_foxglove_listen_where_the_variables_say(command, variable):
     port = free_port_block(1)
     env = clean_env(ROBOCELL_BUS_PORT=free_port_block(4), **{variable: port})
     proc = subprocess.Popen([sys.executable, "-m", "robocell", *command], env=env,
