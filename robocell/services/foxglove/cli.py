@@ -44,6 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "$ROBOCELL_MONITOR_TOKEN; without one the services refuse every call)")
     p.add_argument("--name", default="foxglove", help="service name on the bus (default "
                                                        "foxglove)")
+    p.add_argument("--record", metavar="FILE.mcap", type=Path,
+                   help="also write every channel the bridge serves (scenes, camera, logs "
+                        "included) to FILE.mcap with foxglove-sdk's writer; it opens in "
+                        "Foxglove with the same layout (`robocell bus record` keeps the exact "
+                        "bus messages for replay)")
     p.add_argument("--write-layout", metavar="FILE", type=Path,
                    help=f"write the Foxglove layout of the cell (as in {LAYOUT_FILE}) to FILE "
                         "and exit")
@@ -58,6 +63,9 @@ def run_foxglove(args: argparse.Namespace) -> int:
             raise CommandError(f"cannot write {args.write_layout}: {exc}") from None
         print(f"wrote {path}: in Foxglove, Layouts > Import from file")
         return 0
+    if args.record is not None and not args.record.parent.is_dir():
+        raise CommandError(f"--record {args.record}: folder {args.record.parent} does not "
+                           "exist; create it or record elsewhere")
     port = config.foxglove_port() if args.port is None else args.port
     if not 0 <= port < 65536:
         raise CommandError(f"--port {port} is not a port number; use 1-65535 (0: any free one)")
@@ -68,7 +76,8 @@ def run_foxglove(args: argparse.Namespace) -> int:
     except (KeyFileError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     try:
-        serve(FoxgloveBridge(endpoints, token, args.host, port, name=args.name))
+        serve(FoxgloveBridge(endpoints, token, args.host, port, name=args.name,
+                             record=args.record))
     except (OSError, RuntimeError) as exc:
         raise CommandError(f"cannot listen on {args.host}:{port} ({exc}); is another bridge "
                            f"running? choose another port with --port or "

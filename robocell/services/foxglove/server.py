@@ -14,6 +14,8 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+from pathlib import Path
+from typing import Any
 
 import foxglove
 from foxglove import Context
@@ -44,13 +46,16 @@ class FoxgloveBridge:
     """The running bridge: start(), then wait() until Ctrl-C, then stop()."""
 
     def __init__(self, endpoints: Endpoints, token: str | None, host: str, port: int, *,
-                 name: str = "foxglove") -> None:
+                 name: str = "foxglove", record: Path | None = None) -> None:
         self.endpoints = endpoints
         self.token = token
         self.host = host
         self.port = port
         self.name = name
+        self.record = record
+        """also write every channel to this MCAP file (the SDK's writer), if set"""
         self.context = Context()
+        self._recording: Any = None
         self.channels: CellChannels | None = None
         self.services: CellServices | None = None
         self.node: Node | None = None
@@ -63,6 +68,9 @@ class FoxgloveBridge:
     def start(self) -> FoxgloveBridge:
         """Listen (OSError if the port is taken), then join the bus."""
         self.node = Node(self.name, self.endpoints, track_peers=False)
+        if self.record is not None:
+            self._recording = foxglove.open_mcap(self.record, allow_overwrite=True,
+                                                 context=self.context)
         self.channels = CellChannels(self.context)
         self.services = CellServices(self.token, self.node.request)
         self.server = foxglove.start_server(
@@ -92,6 +100,9 @@ class FoxgloveBridge:
             self.channels.close()
         if self.services is not None:
             self.services.close()
+        if self._recording is not None:
+            self._recording.close()
+            self._recording = None
 
     def wait(self) -> None:
         if self.node is not None:
@@ -138,9 +149,10 @@ class FoxgloveBridge:
 def describe(bridge: FoxgloveBridge) -> str:
     """The line the process prints when it listens."""
     control = "needs the monitor's token" if bridge.token else "off: no token"
+    recording = f"; recording to {bridge.record}" if bridge.record else ""
     return (f"foxglove: ws://{bridge.host}:{bridge.port}  (bus {bridge.endpoints.subscribe}"
-            f"{', remote CURVE' if bridge.endpoints.curve else ''}; services {control}); "
-            "open it in Foxglove: Open connection > Foxglove WebSocket")
+            f"{', remote CURVE' if bridge.endpoints.curve else ''}; services {control}"
+            f"{recording}); open it in Foxglove: Open connection > Foxglove WebSocket")
 
 
 def serve(bridge: FoxgloveBridge) -> None:

@@ -1,0 +1,77 @@
+"""The bridge process's parts on a real broker: latched state that was published before the
+bridge started reaches a Foxglove client that subscribes late, and --record writes every
+channel to an MCAP file with the SDK's writer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from mcap.reader import make_reader
+from support.foxglove import FoxgloveClient
+from support.monitor import start_broker
+
+from robocell.common.bus import Endpoints, Node, Subscriber
+from robocell.common.cube import apply_to_facelets, solved
+from robocell.common.notation import parse_moves
+from robocell.services.foxglove.server import FoxgloveBridge
+
+TOKEN = "foxglove-server-token"
+FACELETS = apply_to_facelets(solved(3), parse_moves("R U R' U'"), 3)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    proc, bus = start_broker(tmp_path)
+    yield bus
+    proc.stop()
+
+
+def foxglove_state(endpoints: Endpoints, timeout: float = 10.0) -> dict:
+    """The bridge's own heartbeat."""
+    sub = Subscriber(["heartbeat"], endpoints)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            env = sub.recv(timeout=0.5)
+            if env is not None and env.payload["service"] == "foxglove":
+                return env.payload
+    finally:
+        sub.close()
+    raise AssertionError("the bridge never beat")
+
+
+async def late_client(url: str) -> tuple[object, object]:
+    async with FoxgloveClient.connect(url) as fox:
+        await fox.until_advertised(["/cube/scene", "vision.cube_state"], [], timeout=10.0)
+        await fox.subscribe(["/cube/scene", "vision.cube_state"])
+        state = await fox.receive("vision.cube_state", 10.0)
+        scene = await fox.receive("/cube/scene", 10.0)
+        return state.decoded, scene.decoded
+
+
+def test_a_late_client_gets_the_latched_state_and_the_recording_holds_every_channel(
+        broker, tmp_path):
+    endpoints = Endpoints.from_base(broker)
+    with Node("vision", endpoints, track_peers=False) as vision:
+        vision.publish("vision.cube_state", {"scan_id": "s1", "puzzle": "3x3x3",
+                                             "facelets": FACELETS, "confidence": [1.0] * 54})
+        time.sleep(0.3)  # latched by the broker before the bridge exists
+        bridge = FoxgloveBridge(endpoints, TOKEN, "127.0.0.1", 0, record=tmp_path / "live.mcap")
+        bridge.start()
+        try:
+            beat = foxglove_state(endpoints)
+            assert beat["state"] == "ready" and beat["health"]["port"] == bridge.port
+            time.sleep(0.5)  # the client connects well after the state arrived
+            state, scene = asyncio.run(late_client(f"ws://127.0.0.1:{bridge.port}"))
+        finally:
+            bridge.stop()
+    assert state["facelets"] == FACELETS
+    assert len(scene.entities) == 28
+    with open(tmp_path / "live.mcap", "rb") as stream:
+        reader = make_reader(stream)
+        topics = {channel.topic: schema.name for schema, channel, _ in reader.iter_messages()}
+    assert topics["vision.cube_state"] == "robocell.CubeState"
+    assert topics["/cube/scene"] == "foxglove.SceneUpdate"
+    assert topics["/services"] == "robocell.ServiceStates"
