@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPICS
 from robocell.common.bus.wire import Envelope
 from robocell.services.broker.recording import IMAGE_CHANNEL
-from robocell.services.foxglove.scene import CubeLabel, Turn, cube_scene, find_turn
+from robocell.services.foxglove.scene import CubeLabel, cube_scene, find_turn
 
 NS_PER_S = 1_000_000_000
 COMMAND_TOPICS = ("cmd.request", "cmd.reply")
@@ -205,21 +206,24 @@ def diagnostic_log(env: Envelope) -> Log:
 
 class TwinMotion:
     """Draws the twin turning: after a new twin state that one layer turn explains, frames of
-    that turn for TURN_S seconds on a thread of its own, then the state itself; a newer state
-    cuts a turn short. Ends with stop()."""
+    that turn for TURN_S seconds on a thread of its own (while someone watches), then the
+    state itself; a newer state cuts a turn short. Ends with stop()."""
 
-    def __init__(self, show: Any) -> None:
+    def __init__(self, show: Callable[[SceneUpdate, int], None],
+                 watching: Callable[[], bool] = lambda: True) -> None:
         self._show = show  # show(SceneUpdate, log_time_ns)
-        self._job: tuple[str, str, Turn | None] | None = None
+        self._watching = watching
+        self._job: tuple[str, str, set[str]] | None = None
         self._wake = threading.Condition()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="foxglove-twin", daemon=True)
         self._thread.start()
 
     def play(self, before: str | None, after: str, arms: set[str]) -> None:
-        turn = find_turn(before, after, sorted(arms)) if before else None
+        """Show ``after``, turning from ``before`` if one layer turn explains it (``arms``:
+        the faces whose arms moved, tried first). Returns at once."""
         with self._wake:
-            self._job = (before or after, after, turn)
+            self._job = (before or after, after, arms)
             self._wake.notify()
 
     def stop(self) -> None:
@@ -236,7 +240,8 @@ class TwinMotion:
                 if self._stopped:
                     return
                 job, self._job = self._job, None
-            before, after, turn = job
+            before, after, arms = job
+            turn = find_turn(before, after, arms) if self._watching() else None
             if turn is not None:
                 for frame in range(1, TURN_FRAMES):
                     with self._wake:
@@ -279,7 +284,7 @@ class CellChannels:
         self._latest: dict[int, _Latest] = {}
         self._lock = threading.Lock()
         self._twin: tuple[str, dict[str, float]] | None = None
-        self.twin_motion = TwinMotion(self._show_twin)
+        self.twin_motion = TwinMotion(self._show_twin, self.twin_scene.has_sinks)
 
     def close(self) -> None:
         self.twin_motion.stop()

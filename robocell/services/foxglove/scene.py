@@ -13,8 +13,9 @@ through it: the cube turns in Foxglove as the twin turns.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from foxglove.messages import (
@@ -74,6 +75,7 @@ class CubeLabel:
     """position of the cube's centre in Foxglove's frame, metres"""
 
 
+@cache
 def _geometry(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     positions, normals = sticker_geometry(size)
     return positions, normals, positions - normals  # the centre of each sticker's cubie
@@ -92,21 +94,37 @@ def _in_layers(centres: np.ndarray, size: int, turn: Turn) -> np.ndarray:
     return along >= (size - 1) - 2 * (turn.layers - 1)
 
 
-def apply_turn(facelets: str, turn: Turn) -> str:
-    """The facelet string after ``turn``, by moving stickers in space."""
-    size = size_of(facelets)
-    if size is None:
-        raise ValueError(f"a cube has 24 or 54 facelets, not {len(facelets)}")
+@cache
+def _source(size: int, turn: Turn) -> np.ndarray:
+    """For each sticker position after ``turn``, the position its sticker came from."""
     positions, normals, centres = _geometry(size)
     index = {(tuple(p), tuple(n)): i for i, (p, n) in
              enumerate(zip(positions.tolist(), normals.tolist(), strict=True))}
     rotation = np.rint(_rotation(FACE_NORMALS[turn.face], turn.angle())).astype(np.int64)
-    out = list(facelets)
+    source = np.arange(len(positions))
     for i in np.flatnonzero(_in_layers(centres, size, turn)):
-        target = index[(tuple((rotation @ positions[i]).tolist()),
-                        tuple((rotation @ normals[i]).tolist()))]
-        out[target] = facelets[i]
-    return "".join(out)
+        source[index[(tuple((rotation @ positions[i]).tolist()),
+                      tuple((rotation @ normals[i]).tolist()))]] = i
+    return source
+
+
+@cache
+def _turns(size: int) -> tuple[Turn, ...]:
+    return tuple(Turn(face, layers, quarters) for layers in range(1, size + 1)
+                 for face in FACES for quarters in (1, -1, 2))
+
+
+def _size(facelets: str) -> int:
+    size = size_of(facelets)
+    if size is None:
+        raise ValueError(f"a cube has 24 or 54 facelets, not {len(facelets)}")
+    return size
+
+
+def apply_turn(facelets: str, turn: Turn) -> str:
+    """The facelet string after ``turn``, by moving stickers in space."""
+    stickers = np.frombuffer(facelets.encode(), dtype=np.uint8)
+    return stickers[_source(_size(facelets), turn)].tobytes().decode()
 
 
 def find_turn(before: str, after: str, prefer: Iterable[str] = ()) -> Turn | None:
@@ -116,25 +134,49 @@ def find_turn(before: str, after: str, prefer: Iterable[str] = ()) -> Turn | Non
     size = size_of(before)
     if size is None or len(after) != len(before) or before == after:
         return None
-    preferred = [f for f in prefer if f in FACES]
-    faces = preferred + [f for f in FACES if f not in preferred]
-    for layers in range(1, size + 1):
-        for face in faces:
-            for quarters in (1, -1, 2):
-                turn = Turn(face, layers, quarters)
-                if apply_turn(before, turn) == after:
-                    return turn
+    was = np.frombuffer(before.encode(), dtype=np.uint8)
+    now = np.frombuffer(after.encode(), dtype=np.uint8)
+    preferred = set(prefer)
+    turns = sorted(_turns(size), key=lambda t: (t.layers, t.face not in preferred))
+    for turn in turns:
+        if np.array_equal(was[_source(size, turn)], now):
+            return turn
     return None
+
+
+@dataclass(frozen=True)
+class _Cubie:
+    centre: tuple[int, int, int]
+    stickers: tuple[tuple[int, tuple[float, float, float], Vector3], ...]
+    """(facelet index, sticker centre in cube units, its box's extent in Foxglove's frame)"""
+
+
+@cache
+def _cubies(size: int) -> tuple[_Cubie, ...]:
+    """Every cubie of a size x size x size cube with its stickers, in a fixed order."""
+    _, normals, centres = _geometry(size)
+    coords = range(-(size - 1), size, 2)
+    cubies = []
+    for cx in coords:
+        for cy in coords:
+            for cz in coords:
+                stickers = []
+                for i in np.flatnonzero((centres == (cx, cy, cz)).all(axis=1)):
+                    n = normals[i]
+                    at = centres[i] + n * (1.0 + STICKER_THICKNESS / 2)
+                    stickers.append((int(i), tuple(float(v) for v in at), _sticker_extent(n)))
+                cubies.append(_Cubie((cx, cy, cz), tuple(stickers)))
+    return tuple(cubies)
 
 
 def _rgb(values: tuple[int, int, int], alpha: float = 1.0) -> Color:
     return Color(r=values[0] / 255, g=values[1] / 255, b=values[2] / 255, a=alpha)
 
 
-def _to_frame(point: np.ndarray, offset: tuple[float, float, float]) -> Vector3:
+def _to_frame(point: Sequence[float], offset: tuple[float, float, float]) -> Vector3:
     """A point of the cube (y up, cube units) in Foxglove's frame (z up, metres)."""
-    x, y, z = (float(v) * UNIT_M for v in point)
-    return Vector3(x=z + offset[0], y=x + offset[1], z=y + offset[2])
+    x, y, z = point
+    return Vector3(x=z * UNIT_M + offset[0], y=x * UNIT_M + offset[1], z=y * UNIT_M + offset[2])
 
 
 def _orientation(axis: tuple[int, int, int], angle: float) -> Quaternion:
@@ -151,50 +193,53 @@ def _sticker_extent(normal: np.ndarray) -> Vector3:
     return Vector3(x=sizes[2] * UNIT_M, y=sizes[0] * UNIT_M, z=sizes[1] * UNIT_M)
 
 
+def _turned(point: Sequence[float], rotation: Sequence[Sequence[float]] | None
+            ) -> Sequence[float]:
+    if rotation is None:
+        return point
+    x, y, z = point
+    return tuple(r[0] * x + r[1] * y + r[2] * z for r in rotation)
+
+
 def cube_entities(facelets: str, label: CubeLabel, turn: Turn | None = None,
                   fraction: float = 0.0, stamp_ns: int = 0) -> list[SceneEntity]:
     """One entity per cubie (27 for a 3x3, 8 for a 2x2: a dark body and its stickers in the
     colours of ``facelets``) and one for the label. With ``turn``, the cubies it carries are
     drawn ``fraction`` of the way through it."""
-    size = size_of(facelets)
-    if size is None:
-        raise ValueError(f"a cube has 24 or 54 facelets, not {len(facelets)}")
-    positions, normals, centres = _geometry(size)
+    size = _size(facelets)
+    threshold = (size - 1) - 2 * (turn.layers - 1) if turn is not None else 0
     axis = FACE_NORMALS[turn.face] if turn is not None else (0, 1, 0)
     angle = turn.angle(fraction) if turn is not None else 0.0
-    spin = _rotation(axis, angle)
+    spin = _rotation(axis, angle).tolist()
     turned = _orientation(axis, angle)
     still = Quaternion(x=0.0, y=0.0, z=0.0, w=1.0)
     stamp = Timestamp(sec=stamp_ns // 1_000_000_000, nsec=stamp_ns % 1_000_000_000)
-    coords = range(-(size - 1), size, 2)
+    body = Vector3(x=BODY_SIZE * UNIT_M, y=BODY_SIZE * UNIT_M, z=BODY_SIZE * UNIT_M)
+    body_colour = _rgb(BODY_RGB)
+    colours = {letter: _rgb(rgb) for letter, rgb in STICKER_RGB.items()}
+    unknown = _rgb(UNKNOWN_RGB)
     entities = []
-    for cx in coords:
-        for cy in coords:
-            for cz in coords:
-                centre = np.array([cx, cy, cz])
-                stickers = np.flatnonzero((centres == centre).all(axis=1))
-                carried = turn is not None and bool(_in_layers(centre[None], size, turn)[0])
-                place = spin if carried else np.eye(3)
-                orientation = turned if carried else still
-                body_size = BODY_SIZE * UNIT_M
-                cubes = [CubePrimitive(
-                    pose=Pose(position=_to_frame(place @ centre, label.offset),
-                              orientation=orientation),
-                    size=Vector3(x=body_size, y=body_size, z=body_size), color=_rgb(BODY_RGB))]
-                for i in stickers:
-                    at = centres[i] + normals[i] * (1.0 + STICKER_THICKNESS / 2)
-                    cubes.append(CubePrimitive(
-                        pose=Pose(position=_to_frame(place @ at, label.offset),
-                                  orientation=orientation),
-                        size=_sticker_extent(normals[i]),
-                        color=_rgb(STICKER_RGB.get(facelets[i], UNKNOWN_RGB))))
-                entities.append(SceneEntity(timestamp=stamp, frame_id=FRAME,
-                                            id=f"{label.name}/cubie{cx:+d}{cy:+d}{cz:+d}",
-                                            cubes=cubes))
-    above = np.array([0.0, size + 2.0, 0.0])
+    for cubie in _cubies(size):
+        carried = turn is not None and sum(
+            c * a for c, a in zip(cubie.centre, axis, strict=True)) >= threshold
+        rotation = spin if carried else None
+        orientation = turned if carried else still
+        cubes = [CubePrimitive(pose=Pose(position=_to_frame(_turned(cubie.centre, rotation),
+                                                            label.offset),
+                                         orientation=orientation),
+                               size=body, color=body_colour)]
+        for index, at, extent in cubie.stickers:
+            cubes.append(CubePrimitive(
+                pose=Pose(position=_to_frame(_turned(at, rotation), label.offset),
+                          orientation=orientation),
+                size=extent, color=colours.get(facelets[index], unknown)))
+        cx, cy, cz = cubie.centre
+        entities.append(SceneEntity(timestamp=stamp, frame_id=FRAME,
+                                    id=f"{label.name}/cubie{cx:+d}{cy:+d}{cz:+d}", cubes=cubes))
     entities.append(SceneEntity(timestamp=stamp, frame_id=FRAME, id=f"{label.name}/label",
                                 texts=[TextPrimitive(
-                                    pose=Pose(position=_to_frame(above, label.offset),
+                                    pose=Pose(position=_to_frame((0.0, size + 2.0, 0.0),
+                                                                 label.offset),
                                               orientation=still),
                                     billboard=True, font_size=14.0, scale_invariant=True,
                                     color=_rgb((255, 255, 255)), text=label.text)]))
