@@ -12,10 +12,12 @@ import time
 from collections import Counter
 
 from support.cell import foxglove_url, running_cell
-from support.foxglove import FoxgloveClient
+from support.foxglove import FoxgloveClient, expected_colours, sticker_colours
 
 from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPICS
+from robocell.common.cube import solved
+from robocell.services.foxglove.scene import STICKER_RGB
 
 TOKEN = "foxglove-test-token-7d2e"
 PROFILE = "six-motor"  # a 3x3: 27 cubies
@@ -25,22 +27,6 @@ DERIVED = {"/vision.face/image": "foxglove.CompressedImage", "/cube/scene": "fox
            "/twin/scene": "foxglove.SceneUpdate", "/log": "foxglove.Log",
            "/plan/progress": "robocell.PlanProgress", "/services": "robocell.ServiceStates"}
 CYCLE_TIMEOUT_S = 240.0
-
-
-def sticker_faces(scene) -> dict[tuple[int, int, int], set[tuple[float, float, float]]]:
-    """For each outward direction of the cube, the colours of the stickers facing it (the
-    thin boxes of each cubie entity, whose smallest extent is along their normal)."""
-    faces: dict[tuple[int, int, int], set] = {}
-    for entity in scene.entities:
-        for box in entity.cubes[1:]:  # the first is the cubie's body
-            extent = (box.size.x, box.size.y, box.size.z)
-            axis = extent.index(min(extent))
-            position = (box.pose.position.x, box.pose.position.y, box.pose.position.z)
-            direction = [0, 0, 0]
-            direction[axis] = 1 if position[axis] > 0 else -1
-            faces.setdefault(tuple(direction), set()).add(
-                (round(box.color.r, 2), round(box.color.g, 2), round(box.color.b, 2)))
-    return faces
 
 
 def is_turning(scene) -> bool:
@@ -85,8 +71,8 @@ async def converse(url: str) -> list[str]:
         twin = await fox.receive("sim.twin_state", 10.0)  # latched: replayed at once
         first = await fox.receive("/twin/scene", 10.0)
         assert len(first.decoded.entities) == SCENE_ENTITIES
-        solved_faces = sticker_faces(first.decoded)
-        assert len(solved_faces) == 6
+        assert sticker_colours(first.decoded) == expected_colours(twin.decoded["facelets"],
+                                                                  STICKER_RGB)
         fox.note(f"<- /twin/scene SceneUpdate: {len(first.decoded.entities)} entities, "
                  f"{sum(len(e.cubes) for e in first.decoded.entities)} boxes, twin solved="
                  f"{twin.decoded['solved']}")
@@ -111,12 +97,11 @@ async def converse(url: str) -> list[str]:
         facelets = scrambled.payload["replies"][0]["result"]["facelets"]
         fox.note(f"-> call cell.scramble {{token, seed: 3}}\n<- serviceCallResponse: ok, "
                  f"twin {facelets}")
-        scene = await fox.receive("/twin/scene", 10.0,
-                                  lambda r: any(len(c) > 1 for c in
-                                                sticker_faces(r.decoded).values()))
-        colours = sum(len(c) for c in sticker_faces(scene.decoded).values())
-        fox.note(f"<- /twin/scene SceneUpdate: the scrambled twin ({colours} colours over "
-                 "the 6 faces)")
+        shown = expected_colours(facelets, STICKER_RGB)
+        await fox.receive("/twin/scene", 10.0, lambda r: not is_turning(r.decoded)
+                          and sticker_colours(r.decoded) == shown)
+        fox.note("<- /twin/scene SceneUpdate: the scrambled twin, each face's stickers in "
+                 "the colours of its facelets")
 
         plan = await fox.call("solver.solve", {"token": TOKEN, "facelets": facelets},
                               timeout=60.0)
@@ -149,8 +134,9 @@ async def converse(url: str) -> list[str]:
         assert progress.decoded["step"] == progress.decoded["n_steps"] > 0
         fox.note(f"<- /plan/progress: {progress.decoded['state']} "
                  f"{progress.decoded['step']}/{progress.decoded['n_steps']}")
-        last = await fox.receive("/twin/scene", 10.0, lambda r: not is_turning(r.decoded) and all(
-            len(c) == 1 for c in sticker_faces(r.decoded).values()))
+        solved_colours = expected_colours(solved(3), STICKER_RGB)
+        last = await fox.receive("/twin/scene", 10.0, lambda r: not is_turning(r.decoded)
+                                 and sticker_colours(r.decoded) == solved_colours)
         assert turning.log_time_ns < last.log_time_ns
         fox.note(f"<- cell.result ok={done.decoded['ok']} total_s={done.decoded['total_s']:.1f};"
                  " /twin/scene shows the twin solved")

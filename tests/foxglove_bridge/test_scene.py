@@ -4,7 +4,7 @@ states of the twin found and drawn part way."""
 from __future__ import annotations
 
 import pytest
-from support.foxglove import decoded
+from support.foxglove import decoded, expected_colours, sticker_colours
 
 from robocell.common.cube import apply_to_facelets, solved
 from robocell.common.notation import parse_moves
@@ -43,7 +43,7 @@ def test_states_no_single_turn_explains_have_no_turn():
     assert find_turn(before, solved(2)) is None
 
 
-def sticker_colours(entities):
+def sticker_boxes(entities):
     """(entity id, colour) of every sticker box (each cubie's first box is its body)."""
     return [(e.id, box.color) for e in entities for box in e.cubes[1:]]
 
@@ -52,10 +52,10 @@ def sticker_colours(entities):
 def test_every_cubie_is_drawn_with_its_stickers(size, cubies):
     entities = decoded(cube_scene(solved(size), LABEL)).entities
     assert len(entities) == cubies + 1  # and the label
-    assert len(sticker_colours(entities)) == 6 * size * size
+    assert len(sticker_boxes(entities)) == 6 * size * size
     assert entities[-1].texts[0].text == "twin"
     rgb = {(round(c.r * 255), round(c.g * 255), round(c.b * 255))
-           for _, c in sticker_colours(entities)}
+           for _, c in sticker_boxes(entities)}
     assert rgb == set(STICKER_RGB.values())
 
 
@@ -69,3 +69,10 @@ def test_a_turn_part_way_rotates_only_the_cubies_of_its_layer():
     # 45 degrees: w = cos(22.5 degrees)
     box = next(e for e in halfway if e.id == turned[0]).cubes[0]
     assert box.pose.orientation.w == pytest.approx(0.92388, abs=1e-4)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_each_face_shows_the_colours_of_its_facelets(size):
+    facelets = apply_to_facelets(solved(size), parse_moves(SCRAMBLE), size)
+    scene = decoded(cube_scene(facelets, LABEL))
+    assert sticker_colours(scene) == expected_colours(facelets, STICKER_RGB)

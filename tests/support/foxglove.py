@@ -16,6 +16,7 @@ import base64
 import json
 import struct
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,38 @@ def decoded(message: Any) -> Any:
     """A foxglove-sdk message (opaque) as the protobuf message a client decodes."""
     schema = message.get_schema()
     return protobuf_class(schema.name, schema.data).FromString(message.encode())
+
+
+FACE_DIRECTIONS = {"F": (1, 0, 0), "R": (0, 1, 0), "U": (0, 0, 1), "B": (-1, 0, 0),
+                   "L": (0, -1, 0), "D": (0, 0, -1)}
+"""Where each face of the cube looks in Foxglove's frame (z up)."""
+
+
+def sticker_colours(scene: Any) -> dict[tuple[int, int, int], Counter]:
+    """For each outward direction of a still cube in a decoded SceneUpdate, how many stickers
+    of each colour (r, g, b, 0-255) face it. A sticker is a thin box: its smallest extent is
+    along its normal; each cubie entity's first box is its body."""
+    faces: dict[tuple[int, int, int], Counter] = {}
+    for entity in scene.entities:
+        for box in entity.cubes[1:]:
+            extent = (box.size.x, box.size.y, box.size.z)
+            axis = extent.index(min(extent))
+            position = (box.pose.position.x, box.pose.position.y, box.pose.position.z)
+            direction = [0, 0, 0]
+            direction[axis] = 1 if position[axis] > 0 else -1
+            colour = (round(box.color.r * 255), round(box.color.g * 255),
+                      round(box.color.b * 255))
+            faces.setdefault(tuple(direction), Counter())[colour] += 1
+    return faces
+
+
+def expected_colours(facelets: str, rgb: dict[str, tuple[int, int, int]]
+                     ) -> dict[tuple[int, int, int], Counter]:
+    """What :func:`sticker_colours` should find for ``facelets`` (faces U R F D L B)."""
+    per_face = len(facelets) // 6
+    return {FACE_DIRECTIONS[face]: Counter(rgb[letter] for letter in
+                                           facelets[i * per_face:(i + 1) * per_face])
+            for i, face in enumerate("URFDLB")}
 
 
 @dataclass
