@@ -75,12 +75,19 @@ def cell_layout() -> dict[str, Any]:
                              "diffMethod": "custom", "diffTopicPath": "",
                              "showFullMessageForDiff": False, "expansion": "all"},
     }
+    titles = {"3D!cell": "twin (turning) and cube as read", "Image!camera": "camera",
+              "RosOut!errors": "errors", "StateTransitions!stage": "cycle stage",
+              "Indicator!verdict": "last cycle", "Table!services": "services",
+              "RawMessages!plan": "plan and progress"}
+    for key, title in titles.items():
+        panels[key]["foxglovePanelTitle"] = title
     buttons = []
     for service, text, request, colour in _BUTTONS:
         key = f"CallService!{service.replace('.', '-')}"
         panels[key] = {"serviceName": service, "requestPayload": json.dumps(request, indent=2),
                        "layout": "vertical", "buttonText": text, "buttonColor": colour,
-                       "editingMode": False, "timeoutSeconds": 30}
+                       "editingMode": False, "timeoutSeconds": 30,
+                       "foxglovePanelTitle": service}
         buttons.append(key)
     left = _split("column", "3D!cell", _split("row", "Image!camera", "RosOut!errors", 50.0),
                   62.0)
