@@ -77,7 +77,7 @@ def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
     env = isolated_cell_env(profile, speed)
     env["ROBOCELL_SOLVER_WORKERS"] = "2"
     launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
-                                           "vision-sim", "cell", "monitor"})
+                                           "vision-sim", "cell", "monitor", "foxglove"})
     totals, failures, stages, service_over, round_trip = [], [], {}, [], []
     with launcher:
         launcher.start()

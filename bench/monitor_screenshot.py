@@ -79,7 +79,7 @@ def live_screenshot(profile: str, out: Path) -> int:
     env = isolated_cell_env(profile, speed=0.5)
     env["ROBOCELL_MONITOR_TOKEN"] = token
     launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
-                                           "vision-sim", "cell", "monitor"})
+                                           "vision-sim", "cell", "monitor", "foxglove"})
     url = f"http://127.0.0.1:{env['ROBOCELL_MONITOR_PORT']}/#token={token}"
     with launcher:
         launcher.start()

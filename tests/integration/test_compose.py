@@ -37,7 +37,8 @@ def test_compose_file_is_valid(profile):
 def test_local_services_follow_the_compose_file():
     sim = {s.name: s for s in load_services("sim", {"ROBOCELL_BUS_PORT": "7900"})}
     assert {"broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell",
-            "monitor"} <= set(sim)
+            "monitor", "foxglove"} <= set(sim)
+    assert sim["foxglove"].argv[-4:] == ("--host", "127.0.0.1", "--port", "8766")
     hardware = {s.name for s in load_services("hardware", {})}
     assert "firmware-sim" not in hardware and "actuator" in hardware
     # the broker binds loopback locally, and every client points at it
@@ -69,8 +70,10 @@ def published(service: dict) -> set[int]:
 
 def test_compose_publishes_the_ports_the_variables_name():
     env = {"ROBOCELL_BUS_PORT": "7610", "ROBOCELL_BUS_PORT_LAST": "7613",
-           "ROBOCELL_SIM_PORT": "7710", "ROBOCELL_MONITOR_PORT": "8775"}
+           "ROBOCELL_SIM_PORT": "7710", "ROBOCELL_MONITOR_PORT": "8775",
+           "ROBOCELL_FOXGLOVE_PORT": "8776"}
     services = compose_config("sim", env)
+    assert published(services["foxglove"]) == {8776}
     assert published(services["broker"]) == {7610, 7611, 7612, 7613}
     assert {int(p["target"]) for p in services["broker"]["ports"]} == {7610, 7611, 7612, 7613}
     assert published(services["monitor"]) == {8775}
