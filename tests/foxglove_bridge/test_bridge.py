@@ -42,7 +42,8 @@ def twin(facelets: str, angle: float) -> dict:
             "grips": {}, "arm_angles": {"R": angle, "U": 0.0}}
 
 
-def record(path: Path, envelopes: list[Envelope], settle_s: float = 0.0) -> dict[str, list]:
+def record(path: Path, envelopes: list[Envelope], settle_s: float = 0.0,
+           pause_s: float = 0.0) -> dict[str, list]:
     """Feed ``envelopes`` to the channels while the SDK records them; the messages by
     channel, each as (schema name, encoding, schema data, message data)."""
     context = foxglove.Context()
@@ -51,6 +52,7 @@ def record(path: Path, envelopes: list[Envelope], settle_s: float = 0.0) -> dict
     try:
         for env in envelopes:
             channels.ingest(env)
+            time.sleep(pause_s)
         time.sleep(settle_s)
     finally:
         channels.close()
@@ -151,3 +153,15 @@ def test_service_states_say_which_heartbeats_are_stale():
     assert [(s["service"], s["stale"]) for s in view["services"]] == [
         ("cell", True), ("solver", True), ("vision", False)]
     assert view["alive"] == 1
+
+
+def test_a_twin_state_that_cannot_be_drawn_does_not_stop_the_next(tmp_path, capfd):
+    bad = dict(twin(solved(3), 0.0), facelets="UUU")
+    good = apply_to_facelets(solved(3), parse_moves("F"), 3)
+    got = record(tmp_path / "bad.mcap", [envelope("sim.twin_state", bad, 1, 0.0),
+                                         envelope("sim.twin_state", twin(good, 0.0), 2, 0.5)],
+                 settle_s=TURN_S * 2, pause_s=0.3)
+    assert "cannot draw the twin: ValueError: a cube has 24" in capfd.readouterr().err
+    assert [decode(item)["facelets"] for item in got["sim.twin_state"]] == ["UUU", good]
+    assert len(got["/twin/scene"]) >= 1
+    assert len(decode(got["/twin/scene"][-1]).entities) == 28

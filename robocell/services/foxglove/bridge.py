@@ -29,6 +29,7 @@ state channel again when a client subscribes to it.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -216,6 +217,7 @@ class TwinMotion:
         self._job: tuple[str, str, set[str]] | None = None
         self._wake = threading.Condition()
         self._stopped = False
+        self.failures = 0
         self._thread = threading.Thread(target=self._run, name="foxglove-twin", daemon=True)
         self._thread.start()
 
@@ -240,19 +242,25 @@ class TwinMotion:
                 if self._stopped:
                     return
                 job, self._job = self._job, None
-            before, after, arms = job
-            turn = find_turn(before, after, arms) if self._watching() else None
-            if turn is not None:
-                for frame in range(1, TURN_FRAMES):
-                    with self._wake:
-                        if self._wake.wait_for(lambda: self._job is not None or self._stopped,
-                                               TURN_S / TURN_FRAMES):
-                            break  # a newer state (or stop): show this one at once
-                    now = time.time_ns()
-                    self._show(cube_scene(before, TWIN_LABEL, turn, frame / TURN_FRAMES, now),
-                               now)
-            now = time.time_ns()
-            self._show(cube_scene(after, TWIN_LABEL, stamp_ns=now), now)
+            try:
+                self._draw(*job)
+            except Exception as exc:  # a bad twin state must not end the drawing of the next
+                self.failures += 1
+                print(f"foxglove: cannot draw the twin: {type(exc).__name__}: {exc}",
+                      file=sys.stderr, flush=True)
+
+    def _draw(self, before: str, after: str, arms: set[str]) -> None:
+        turn = find_turn(before, after, arms) if self._watching() else None
+        if turn is not None:
+            for frame in range(1, TURN_FRAMES):
+                with self._wake:
+                    if self._wake.wait_for(lambda: self._job is not None or self._stopped,
+                                           TURN_S / TURN_FRAMES):
+                        break  # a newer state (or stop): show this one at once
+                now = time.time_ns()
+                self._show(cube_scene(before, TWIN_LABEL, turn, frame / TURN_FRAMES, now), now)
+        now = time.time_ns()
+        self._show(cube_scene(after, TWIN_LABEL, stamp_ns=now), now)
 
 
 class CellChannels:
