@@ -94,3 +94,32 @@ def test_a_late_joiner_gets_the_newest_latched_message_first_while_a_publisher_r
     assert not wrong, f"{len(wrong)} older first messages, e.g. {wrong[:5]}"
     assert missing == 0
     assert elapsed < TIME_LIMIT_S
+
+
+def test_a_subscriber_to_everything_ignores_the_latched_answers_meant_for_another(
+        broker: Broker) -> None:
+    """The broker answers a late joiner on the joiner's own channel; a subscription to every
+    topic matches that channel too. Such an answer is someone else's mail: not a bad message,
+    not a delivery."""
+    endpoints = broker.endpoints
+    everything = Subscriber([""], endpoints)
+    try:
+        with Node(SOURCE, endpoints) as node:
+            node.publish("cell.result", PAYLOADS["cell.result"](1))
+            first = everything.recv(5.0)
+            while first is not None and first.topic != "cell.result":
+                first = everything.recv(5.0)
+            assert first is not None
+            time.sleep(0.3)  # cached by the broker
+            late = Subscriber(["cell.result"], endpoints)
+            try:
+                answer = late.recv(5.0)
+                assert answer is not None and answer.topic == "cell.result"
+                time.sleep(0.3)
+                while (env := everything.recv(0.2)) is not None:
+                    assert env.topic != "cell.result", "someone else's answer delivered"
+            finally:
+                late.close()
+        assert not everything.stats.rejected, everything.stats.rejected
+    finally:
+        everything.close()

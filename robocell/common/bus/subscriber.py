@@ -107,7 +107,9 @@ class Subscriber:
     Latched state: each subscription is followed by a second one on this subscriber's own
     answer channel (``answer_channel`` + the topic's subscription); the broker answers that
     with the newest message of each latched topic it matches, on the channel, so only this
-    subscriber receives it. It is asked after the topic's own subscription has passed the
+    subscriber receives it (a subscription to every topic matches the other subscribers'
+    channels too: their answers are dropped unseen, neither delivered nor counted as bad).
+    It is asked after the topic's own subscription has passed the
     proxy, so the answer is at least as new as anything forwarded before this subscriber
     joined; what comes after arrives directly. (An answer sent to everyone instead could
     still be on its way when someone else joins and a newer message passes: that one would
@@ -280,6 +282,8 @@ class Subscriber:
         if route is None:
             if end == 0 and frame.startswith(self.answer_channel):  # the broker's answer
                 return self.handle_frame(frame[len(self.answer_channel):])
+            if end == 0 and frame.startswith(ANSWER_MARK):
+                return None  # another subscriber's answer (a subscription to "" matches it)
             route = self._route(frame, end)
             if route is None:
                 return self._handle_slow(frame)  # undeclared topic or no topic at all
