@@ -109,9 +109,9 @@ class Subscriber:
     with the newest message of each latched topic it matches, on the channel, so only this
     subscriber receives it (a subscription to every topic matches the other subscribers'
     channels too: their answers are dropped unseen, neither delivered nor counted as bad).
-    It is asked after the topic's own subscription has passed the
-    proxy, so the answer is at least as new as anything forwarded before this subscriber
-    joined; what comes after arrives directly. (An answer sent to everyone instead could
+    It is asked after the topic's own subscription has passed the proxy, so the answer is at
+    least as new as anything forwarded before this subscriber joined; what comes after
+    arrives directly. (An answer sent to everyone instead could
     still be on its way when someone else joins and a newer message passes: that one would
     get the older message first.)
     """
