@@ -21,6 +21,21 @@ def test_the_layout_in_docs_is_the_generated_one():
         f"regenerate it: robocell foxglove --write-layout {LAYOUT_FILE}")
 
 
+def _paths(config: object) -> list[str]:
+    """Every topic or message path a panel's settings name."""
+    found = []
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key in ("topicPath", "path", "value", "topicToRender", "imageTopic"):
+                found.append(value)
+            else:
+                found += _paths(value)
+    elif isinstance(config, list):
+        for value in config:
+            found += _paths(value)
+    return found
+
+
 def test_every_panel_shows_a_channel_or_service_the_bridge_offers():
     channels = CellChannels(foxglove.Context())
     try:
@@ -32,11 +47,16 @@ def test_every_panel_shows_a_channel_or_service_the_bridge_offers():
     layout = cell_layout()
     named: set[str] = set()
     for key, config in layout["configById"].items():
-        text = json.dumps(config)
-        for path in re.findall(r'"(?:topicPath|path|value|topicToRender|imageTopic)": "([^"]+)"',
-                               text):
-            named.add(next(t for t in sorted(topics, key=len, reverse=True)
-                           if path == t or path.startswith(t + ".")))
+        for path in _paths(config):
+            quoted = re.fullmatch(r'"([^"]+)"(\..*)?', path)
+            if quoted:  # a topic with dots in its name must be quoted
+                named.add(quoted.group(1))
+            elif path in topics:  # a topic name (imageTopic, topicToRender) or a whole message
+                named.add(path)
+            else:
+                topic = path.split(".")[0]
+                assert "." not in topic and path.startswith(topic), path
+                named.add(topic)
         named.update(config.get("topics", {}))
         if key.startswith("CallService!"):
             assert config["serviceName"] in CALLS

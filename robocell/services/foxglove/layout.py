@@ -30,6 +30,12 @@ _BUTTONS = (
 )
 
 
+def message_path(topic: str, field: str) -> str:
+    """A Foxglove message path: a topic whose name holds dots (the bus's) is quoted, else
+    Foxglove would read ``cell.status.stage`` as topic ``cell``."""
+    return f'"{topic}".{field}' if "." in topic else f"{topic}.{field}"
+
+
 def _split(direction: str, first: Any, second: Any, percent: float) -> dict[str, Any]:
     return {"direction": direction, "first": first, "second": second,
             "splitPercentage": percent}
@@ -58,19 +64,19 @@ def cell_layout() -> dict[str, Any]:
         "Image!camera": {"imageMode": {"imageTopic": IMAGE_CHANNEL}},
         "RosOut!errors": {"topicToRender": LOG, "minLogLevel": 1, "searchTerms": []},
         "StateTransitions!stage": {
-            "paths": [{"value": "cell.status.stage", "timestampMethod": "receiveTime",
-                       "label": "cycle stage"},
-                      {"value": f"{PLAN_PROGRESS}.state", "timestampMethod": "receiveTime",
-                       "label": "plan"}],
+            "paths": [{"value": message_path("cell.status", "stage"),
+                       "timestampMethod": "receiveTime", "label": "cycle stage"},
+                      {"value": message_path(PLAN_PROGRESS, "state"),
+                       "timestampMethod": "receiveTime", "label": "plan"}],
             "isSynced": True},
         "Indicator!verdict": {
-            "path": "cell.result.ok", "style": "background",
+            "path": message_path("cell.result", "ok"), "style": "background",
             "rules": [{"operator": "=", "rawValue": "true", "color": "#2e7d32",
                        "label": "last cycle: solved"},
                       {"operator": "=", "rawValue": "false", "color": "#c62828",
                        "label": "last cycle: failed"}],
             "fallbackColor": "#607d8b", "fallbackLabel": "no cycle yet"},
-        "Table!services": {"topicPath": f"{SERVICES}.services"},
+        "Table!services": {"topicPath": message_path(SERVICES, "services")},
         "RawMessages!plan": {"topicPath": PLAN_PROGRESS, "diffEnabled": False,
                              "diffMethod": "custom", "diffTopicPath": "",
                              "showFullMessageForDiff": False, "expansion": "all"},
