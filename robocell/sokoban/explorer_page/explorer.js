@@ -318,14 +318,13 @@ const SokobanExplorer = (() => {
     const info = el('section', { class: 'sx-state', 'data-role': 'state' });
     side.append(info);
     const legend = el('section', { class: 'sx-legend' });
-    legend.innerHTML =
-      '<span><i style="background:' + COLOURS.start + '"></i>start</span>' +
-      '<span><i style="background:' + COLOURS.goal + '"></i>goal</span>' +
-      '<span><i style="background:' + COLOURS.solution + '"></i>solution</span>' +
-      '<span><i style="background:' + COLOURS.live + '"></i>live</span>' +
-      '<span><i style="background:' + COLOURS.dead + '"></i>dead</span>' +
-      '<span><i class="ring" style="border-color:' + COLOURS.tail + '"></i>tail</span>' +
-      '<span><b style="color:' + COLOURS.tail + '">✕</b> dead end</span>';
+    for (const [kind, label] of [['start', 'start'], ['goal', 'goal'], ['solution', 'solution'],
+                                 ['live', 'live'], ['dead', 'dead'], ['tail', 'tail'],
+                                 ['dead-end', 'dead end']]) {
+      const item = el('span', {});
+      item.append(el('i', { class: 'sx-key sx-key-' + kind }), label);
+      legend.append(item);
+    }
     side.append(legend);
 
     // ---------------------------------------------------------------- drawing
