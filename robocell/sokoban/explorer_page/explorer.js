@@ -381,7 +381,7 @@ const SokobanExplorer = (() => {
       const w = canvas.clientWidth, h = canvas.clientHeight;
       ctx.clearRect(0, 0, w, h);
       if (!view.pos) return;
-      const radius = Math.max(1.5, Math.min(7, 5 * view.scale));
+      const radius = Math.max(2, Math.min(7, 5 * view.scale));
       // arcs: live ones, then those into dead states (drawn only when dead states are)
       for (const deadPass of [false, true]) {
         ctx.beginPath();
