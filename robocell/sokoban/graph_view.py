@@ -167,8 +167,9 @@ def reduce_view(graph: StateGraph, path: list[int], max_drawn: int
     if 0 < n_live <= max_drawn:
         return np.flatnonzero(live), {
             "rule": "live", "k": None, "shown": n_live,
-            "message": f"This graph has {n:,} states, more than the {max_drawn:,} a browser "
-                       f"draws smoothly: its {n_live:,} live states are drawn, the "
+            "message": f"This graph has {n:,} states, above the drawing limit of "
+                       f"{max_drawn:,} (about what a browser draws smoothly): its {n_live:,} "
+                       f"live states are drawn, the "
                        f"{n - n_live:,} dead states are left out."}
     keep = live[graph.arc_src] & live[graph.arc_dst]
     src, dst = graph.arc_src[keep], graph.arc_dst[keep]
@@ -192,9 +193,10 @@ def reduce_view(graph: StateGraph, path: list[int], max_drawn: int
     around = "the optimal solution" if path else "the start"
     return chosen, {
         "rule": "near_solution", "k": k, "shown": len(chosen),
-        "message": f"This graph has {n:,} states ({n_live:,} live), more than the "
-                   f"{max_drawn:,} a browser draws smoothly: only the {len(chosen):,} live "
-                   f"states within {k} push{'es' if k != 1 else ''} of {around} are drawn."}
+        "message": f"This graph has {n:,} states ({n_live:,} live), above the drawing limit "
+                   f"of {max_drawn:,} (about what a browser draws smoothly): only the "
+                   f"{len(chosen):,} live states within {k} push{'es' if k != 1 else ''} of "
+                   f"{around} are drawn."}
 
 
 def board_data(graph: StateGraph) -> dict:
