@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from robocell.common.bus import Publisher
+from robocell.services.monitor.sokoban_graph import SokobanGraphError, SokobanGraphs
 from robocell.sokoban.board import build_board
 from robocell.sokoban.graph import build_graph
 from robocell.sokoban.level import load_level
@@ -33,6 +34,19 @@ def get_json(url: str) -> tuple[int, dict]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
+
+
+def test_graphs_are_built_once_per_level_and_refused_with_a_reason():
+    level = load_level(TWENTY_THREE, 1).xsb()
+    graphs = SokobanGraphs()
+    first = graphs.data_for(level)
+    assert first["summary"]["states"] == 23 and graphs.data_for(level) is first
+    for text, status, says in ((None, 404, "no Sokoban level solved yet"),
+                               ("#####\n#@$ #\n#####", 422, "cannot be read"),
+                               (level, 413, "too large to draw")):
+        with pytest.raises(SokobanGraphError, match=says) as caught:
+            (SokobanGraphs(max_states=10) if status == 413 else graphs).data_for(text)
+        assert caught.value.status == status
 
 
 def test_before_any_level_the_graph_endpoint_says_what_to_do(cell, page):

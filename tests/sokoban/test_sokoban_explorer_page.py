@@ -82,6 +82,11 @@ def click_state(page, local: int) -> None:
     page.mouse.click(spot["x"], spot["y"])
 
 
+def hover_state(page, local: int) -> None:
+    spot = page.evaluate("s => window.sokobanExplorer.screenPosition(s)", local)
+    page.mouse.move(spot["x"], spot["y"])
+
+
 def test_page_loads_alone_with_the_cli_counts_and_the_solvers_optimal_path(
         page, tmp_path, capsys, level_file):
     file, number = level_file
@@ -122,12 +127,16 @@ def test_a_click_on_a_state_shows_its_board_and_arcs(page, tmp_path, capsys, lev
     ids = page.evaluate("window.sokobanExplorer.view.model.data.states.id")
     chosen = range(len(ids)) if len(ids) <= 30 else range(1, len(ids), 9)
     for local in chosen:
-        click_state(page, local)
         state = ids[local]
+        render = graph.board.render(graph.boxes[state], int(graph.player[state]))
+        hover_state(page, local)
+        hovered = page.wait_for_selector(f"[data-role=hover-board][data-state='{state}']",
+                                         timeout=UI_TIMEOUT_MS)
+        assert hovered.get_attribute("data-xsb") == render
+        click_state(page, local)
         page.wait_for_selector(f"[data-role=board][data-state='{state}']",
                                timeout=UI_TIMEOUT_MS)
-        xsb = page.get_attribute("[data-role=board]", "data-xsb")
-        assert xsb == graph.board.render(graph.boxes[state], int(graph.player[state]))
+        assert page.get_attribute("[data-role=board]", "data-xsb") == render
         assert page.eval_on_selector_all("[data-role=board] rect.box:not(.fixed)",
                                          "b => b.length") == graph.board.n_boxes
         assert int(page.get_attribute("[data-role=distance]", "data-distance")) == \

@@ -126,8 +126,8 @@ class MonitorServer:
         app.router.add_get("/api/snapshot", self._snapshot)
         app.router.add_get("/healthz", self._health)
         app.router.add_get("/api/sokoban/graph", self._sokoban_graph)
-        app.router.add_get("/sokoban/explorer.js", lambda _: web.FileResponse(SCRIPT_FILE))
-        app.router.add_get("/sokoban/explorer.css", lambda _: web.FileResponse(STYLE_FILE))
+        app.router.add_get("/sokoban/explorer.js", self._explorer_file)
+        app.router.add_get("/sokoban/explorer.css", self._explorer_file)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
@@ -180,6 +180,11 @@ class MonitorServer:
 
     async def _snapshot(self, request: web.Request) -> web.Response:
         return web.json_response(self.dashboard.snapshot(), dumps=json.dumps)
+
+    async def _explorer_file(self, request: web.Request) -> web.StreamResponse:
+        """The explorer's script or style, from the Sokoban package (the same files the
+        standalone page inlines)."""
+        return web.FileResponse(SCRIPT_FILE if request.path.endswith(".js") else STYLE_FILE)
 
     async def _sokoban_graph(self, request: web.Request) -> web.Response:
         """The explorer data of the level the solver last solved (built off the loop)."""

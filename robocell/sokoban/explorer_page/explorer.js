@@ -468,12 +468,13 @@ const SokobanExplorer = (() => {
     }
 
     // ---------------------------------------------------------------- the state panel
-    function drawBoard(s) {
+    function drawBoard(s, role = 'board', widthPx = 300) {
       const b = data.board;
-      const size = Math.max(12, Math.min(28, Math.floor(300 / Math.max(b.width, b.height))));
+      const size = Math.max(role === 'board' ? 12 : 6,
+                            Math.min(28, Math.floor(widthPx / Math.max(b.width, b.height))));
       const svg = svgEl('svg', { width: b.width * size, height: b.height * size,
                                  viewBox: `0 0 ${b.width * size} ${b.height * size}`,
-                                 class: 'sx-board', 'data-role': 'board',
+                                 class: 'sx-board', 'data-role': role,
                                  'data-state': String(st.id[s]), 'data-xsb': xsb(m, s) });
       const reachable = reach(m, s);
       b.rows.forEach((row, r) => {
@@ -598,8 +599,29 @@ const SokobanExplorer = (() => {
         return;
       }
       const s = stateAt(e.offsetX, e.offsetY);
-      if (s !== view.hovered) { view.hovered = s; redraw(); canvas.title = s >= 0 ? `#${st.id[s]}: ${st.distance[s] >= 0 ? st.distance[s] + ' to goal' : 'dead'}` : ''; }
+      if (s !== view.hovered) { view.hovered = s; redraw(); showHover(s); }
+      if (s >= 0) placeHover(e.offsetX, e.offsetY);
     });
+    canvas.addEventListener('mouseleave', () => { view.hovered = -1; showHover(-1); redraw(); });
+
+    // the hovered state's board, beside the pointer
+    const hoverCard = el('div', { class: 'sx-hover', 'data-role': 'hover' });
+    hoverCard.hidden = true;
+    wrap.append(hoverCard);
+    function showHover(s) {
+      hoverCard.hidden = s < 0;
+      hoverCard.textContent = '';
+      if (s < 0) return;
+      const d = st.distance[s];
+      hoverCard.append(el('div', {}, `#${st.id[s]}: ${d >= 0 ? d + ' to goal' : 'dead'}`),
+                       drawBoard(s, 'hover-board', 140));
+    }
+    function placeHover(px, py) {
+      const r = wrap.getBoundingClientRect();
+      const w = hoverCard.offsetWidth, h = hoverCard.offsetHeight;
+      hoverCard.style.left = Math.max(0, px + 16 + w > r.width ? px - 16 - w : px + 16) + 'px';
+      hoverCard.style.top = Math.max(0, py + 16 + h > r.height ? py - 16 - h : py + 16) + 'px';
+    }
     window.addEventListener('mouseup', (e) => {
       if (drag && !drag.moved && e.target === canvas) {
         const s = stateAt(e.offsetX, e.offsetY);
