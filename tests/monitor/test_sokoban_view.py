@@ -1,5 +1,5 @@
 """The dashboard's Sokoban state-space view in real headless Chromium, against a real broker
-and monitor: the level published on `solver.sokoban` is drawn by the explorer."""
+and monitor: the level published on `solver.sokoban_result` is drawn by the explorer."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_the_level_last_solved_is_drawn_with_its_counts_and_boards(cell, page, s
     graph = build_graph(build_board(level))
     page.goto(cell.url + "/")
     page.wait_for_selector("#conn[data-state=live]", timeout=UI_TIMEOUT_MS)
-    solver.publish("solver.sokoban", {
+    solver.publish("solver.sokoban_result", {
         "level": level.xsb(), "status": "solved", "solved": True, "lurd": "x", "pushes": 5,
         "moves": 17, "metric": "pushes", "optimal": True})
     page.wait_for_selector("#sokoban-explorer[data-ready=true]", timeout=UI_TIMEOUT_MS)

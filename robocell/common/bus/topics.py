@@ -235,7 +235,7 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("predicted_ms", "float", "predicted robot execution time"),
         F("search", "map", "search statistics (nodes, time_ms, depth, ...)"),
     ), "The plan for the current cube state."),
-    TopicSpec("solver.sokoban", "SokobanSolved", LATCHED, "solver", (
+    TopicSpec("solver.sokoban_result", "SokobanResult", LATCHED, "solver", (
         F("level", "str", "the level solved, in XSB text"),
         F("status", "str", "how the search ended (solved, no solution, timeout, ...)"),
         F("solved", "bool", "a solution was found"),

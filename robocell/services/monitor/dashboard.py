@@ -102,7 +102,7 @@ _LAST_VALUE_VIEWS = {
     "actuator.progress": "progress",
     "actuator.result": "actuator",
     "cell.status": "cell",
-    "solver.sokoban": "sokoban",
+    "solver.sokoban_result": "sokoban",
 }
 
 
@@ -207,7 +207,7 @@ class Dashboard:
     def last_sokoban_level(self) -> str | None:
         """XSB text of the Sokoban level the solver last solved (None before any)."""
         with self._lock:
-            env = self._latest.by_topic.get("solver.sokoban")
+            env = self._latest.by_topic.get("solver.sokoban_result")
             return None if env is None else env.payload["level"]
 
     def note_error(self, service: str, stage: str, code: str, message: str,

@@ -1,5 +1,6 @@
 """The state space of the Sokoban level the solver last solved, for the dashboard's explorer
-view: built once per level (the last one kept) from the level text on `solver.sokoban`."""
+view: built once per level (the last one kept) from the level text on
+`solver.sokoban_result`."""
 
 from __future__ import annotations
 

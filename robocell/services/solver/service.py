@@ -222,7 +222,7 @@ class SolverService:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments", f"{err['message']} [{err['code']}]")
         result = outcome["result"]
-        self.node.publish("solver.sokoban", {
+        self.node.publish("solver.sokoban_result", {
             "level": args["level"], "status": result["status"], "solved": result["solved"],
             "lurd": result["lurd"] or "", "pushes": result["pushes"], "moves": result["moves"],
             "metric": result["metric"], "optimal": result["optimal"]})
