@@ -103,8 +103,10 @@ def test_page_loads_alone_with_the_cli_counts_and_the_solvers_optimal_path(
     distances = page.evaluate("p => p.map(s => window.sokobanExplorer.view.model.data.states"
                               ".distance[s])", path_states)
     assert distances == list(range(solved.pushes, -1, -1))
+    highlighted = page.evaluate("""() => { const m = window.sokobanExplorer.view.model;
+        return [...Array(m.n).keys()].filter(s => m.has(s, 'solution')); }""")
+    assert sorted(highlighted) == sorted(path_states)
     # stepping to the end with the keyboard shows a solved board
-    page.focus("#explorer")
     for _ in range(solved.pushes):
         page.keyboard.press("ArrowRight")
     assert page.inner_text("[data-role=step-text]").startswith(

@@ -135,7 +135,7 @@ const SokobanExplorer = (() => {
   function layeredLayout(m) {
     const st = m.data.states;
     const x = new Float64Array(m.n), y = new Float64Array(m.n);
-    const maxDist = Math.max(0, ...st.distance);
+    const maxDist = st.distance.reduce((a, b) => Math.max(a, b), 0);
     const live = [], dead = [];
     for (let s = 0; s < m.n; s++) (st.distance[s] >= 0 ? live : dead).push(s);
     const column = (s) => (st.distance[s] >= 0 ? maxDist - st.distance[s] : st.from_start[s]);
