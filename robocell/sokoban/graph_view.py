@@ -12,8 +12,9 @@ Marks (bits of ``flags``):
 - ``dead_end``: a state that is not a goal and allows no push at all;
 - ``tail``: a state with exactly one push, which leads into a dead end or another tail (the
   forced corridor that runs into a dead end);
-- ``solution``: on the push-optimal path drawn; ``largest_scc``: in the largest strongly
-  connected component of the live graph (the states one can go back and forth between).
+- ``solution``: on the solution drawn (push-optimal, and the fewest moves among those);
+- ``largest_scc``: in the largest strongly connected component of the live graph (the states
+  one can go back and forth between).
 
 Above ``max_drawn`` states the view is reduced: dead states are left out first, then only the
 live states within k pushes (either way along an arc) of the solution path are kept, with k
@@ -27,6 +28,7 @@ from collections import deque
 import numpy as np
 from numba import njit
 
+from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board
 from robocell.sokoban.graph import StateGraph, csr
 from robocell.sokoban.solution import pushes_to_lurd
 
@@ -118,14 +120,53 @@ def dead_ends_and_tails(graph: StateGraph) -> tuple[np.ndarray, np.ndarray]:
     return dead_end, tail
 
 
+def walk_lengths(board: Board, start: int, boxes: np.ndarray) -> np.ndarray:
+    """Fewest steps from ``start`` to every square around the boxes (-1: out of reach)."""
+    steps = np.full(board.n_squares, -1, dtype=np.int32)
+    blocked = set(int(b) for b in boxes)
+    steps[start] = 0
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        for t in board.neighbours[s]:
+            if t != NO_SQUARE and steps[t] < 0 and int(t) not in blocked:
+                steps[t] = steps[s] + 1
+                queue.append(int(t))
+    return steps
+
+
 def solution_path(graph: StateGraph) -> tuple[list[int], list[int], str]:
-    """States and arcs of the push-optimal path drawn, and its LURD (true walks between the
-    pushes); empty when the start is dead."""
-    arcs = graph.shortest_solution()
+    """States and arcs of the solution drawn, and its LURD: of all push-optimal paths, one
+    with the fewest moves (a layer-by-layer search over (state, the player's true square),
+    the player standing where the box was after each push). Empty when the start is dead."""
     if graph.solution_length is None:
         return [], [], ""
+    board, dist = graph.board, graph.distance_to_goal
+    by_source = np.argsort(graph.arc_src, kind="stable")
+    first = np.searchsorted(graph.arc_src[by_source], np.arange(graph.n_states + 1))
+    # layer: (state, player square) -> (moves so far, previous key, arc taken)
+    layers: list[dict] = [{(0, int(board.start_player)): (0, None, -1)}]
+    for _ in range(graph.solution_length):
+        following: dict = {}
+        for (state, player), (moves, _, _) in layers[-1].items():
+            walk = walk_lengths(board, player, graph.boxes[state])
+            for arc in by_source[first[state]:first[state + 1]]:
+                if dist[graph.arc_dst[arc]] != dist[state] - 1:
+                    continue
+                box, d = divmod(int(graph.arc_push[arc]), N_DIRS)
+                cost = moves + int(walk[board.neighbours[box, d ^ 1]]) + 1
+                key = (int(graph.arc_dst[arc]), box)
+                if key not in following or cost < following[key][0]:
+                    following[key] = (cost, (state, player), int(arc))
+        layers.append(following)
+    key = min(layers[-1], key=lambda k: layers[-1][k][0])
+    arcs = []
+    for layer in reversed(layers[1:]):
+        _, key, arc = layer[key]
+        arcs.append(arc)
+    arcs.reverse()
     states = [0] + [int(graph.arc_dst[a]) for a in arcs]
-    lurd = pushes_to_lurd(graph.board, [int(graph.arc_push[a]) for a in arcs])
+    lurd = pushes_to_lurd(board, [int(graph.arc_push[a]) for a in arcs])
     return states, arcs, lurd
 
 

@@ -101,6 +101,16 @@ def test_view_data_holds_the_whole_small_graph_and_an_optimal_path(microban):
     assert scc == data["summary"]["largest_live_scc"] > 1
 
 
+def test_the_solution_drawn_has_the_fewest_moves_of_the_push_optimal_paths(microban):
+    # Microban 6: the move-optimal solution (107 moves) is also push-optimal (29 pushes), so
+    # no push-optimal path has fewer moves; the push-optimal solver's own answer has 147.
+    level = load_level(microban, 6)
+    data = view_data(build_graph(build_board(level)))
+    result = replay(level, data["solution"]["lurd"])
+    assert result.solved and (result.pushes, result.moves) == (29, 107)
+    assert (data["summary"]["solution_pushes"], data["summary"]["solution_moves"]) == (29, 107)
+
+
 def test_above_the_drawing_limit_the_view_keeps_the_states_near_the_solution(microban):
     graph = graph_of(microban, 1)
     live_only = view_data(graph, max_drawn=20)

@@ -100,6 +100,7 @@ def test_page_loads_alone_with_the_cli_counts_and_the_solvers_optimal_path(
     assert solved.optimal and solved.solved
     path_states = page.evaluate("window.sokobanExplorer.view.model.data.solution.states")
     assert len(path_states) - 1 == solved.pushes == int(cells["solution_pushes"])
+    assert int(cells["solution_moves"]) <= solved.moves
     distances = page.evaluate("p => p.map(s => window.sokobanExplorer.view.model.data.states"
                               ".distance[s])", path_states)
     assert distances == list(range(solved.pushes, -1, -1))
