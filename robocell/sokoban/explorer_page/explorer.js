@@ -9,6 +9,7 @@ const SokobanExplorer = (() => {
   const LAYER_GAP = 90;
   const ROW_GAP = 16;
   const BAND_GAP = 60;
+  const MANY_ARCS = 20000;
   const COLOURS = {
     arc: 'rgba(90, 100, 120, 0.35)', deadArc: 'rgba(200, 80, 70, 0.30)',
     live: '#4a6fa5', dead: '#d9786c', goal: '#2e9d4f', start: '#e0a100',
@@ -178,38 +179,60 @@ const SokobanExplorer = (() => {
     return { x, y };
   }
 
-  // Force layout: springs along arcs, repulsion between states in neighbouring grid cells,
+  // Force layout: springs along arcs, repulsion from the states in neighbouring cells of a
+  // grid (a crowded cell repels as one weight at its centre, so a step stays near linear),
   // run a few milliseconds per frame so the page stays responsive.
   function forceLayout(m, visible, start, onFrame) {
     const x = Float64Array.from(start.x), y = Float64Array.from(start.y);
     const idx = [];
     for (let s = 0; s < m.n; s++) if (visible[s]) idx.push(s);
-    const L = 40, cell = 2 * L;
-    const iterations = idx.length > 5000 ? 60 : 200;
+    const nv = idx.length;
+    const L = 40, CROWDED = 12, MAX_CELLS_PER_SIDE = 256;
+    const iterations = nv > 5000 ? 80 : 200;
     let iteration = 0, temperature = L * 2;
     const dx = new Float64Array(m.n), dy = new Float64Array(m.n);
+    const cellOf = new Int32Array(nv), members = new Int32Array(nv);
     const job = { cancelled: false };
     const step = () => {
       dx.fill(0); dy.fill(0);
-      const grid = new Map();
+      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
       for (const s of idx) {
-        const key = Math.floor(x[s] / cell) + ',' + Math.floor(y[s] / cell);
-        if (!grid.has(key)) grid.set(key, []);
-        grid.get(key).push(s);
+        x0 = Math.min(x0, x[s]); x1 = Math.max(x1, x[s]);
+        y0 = Math.min(y0, y[s]); y1 = Math.max(y1, y[s]);
       }
-      for (const s of idx) {
-        const gx = Math.floor(x[s] / cell), gy = Math.floor(y[s] / cell);
-        for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
-          const others = grid.get((gx + i) + ',' + (gy + j));
-          if (!others) continue;
-          for (const t of others) {
-            if (t === s) continue;
-            let ex = x[s] - x[t], ey = y[s] - y[t];
-            let d2 = ex * ex + ey * ey;
-            if (d2 > cell * cell) continue;
-            if (d2 < 0.01) { ex = Math.random() - 0.5; ey = Math.random() - 0.5; d2 = 0.5; }
-            const f = (L * L) / d2;
-            dx[s] += ex * f; dy[s] += ey * f;
+      const size = Math.max(2 * L, (x1 - x0) / MAX_CELLS_PER_SIDE, (y1 - y0) / MAX_CELLS_PER_SIDE);
+      const W = Math.floor((x1 - x0) / size) + 1, H = Math.floor((y1 - y0) / size) + 1;
+      const first = new Int32Array(W * H + 1), cx = new Float64Array(W * H), cy = new Float64Array(W * H);
+      for (let i = 0; i < nv; i++) {
+        const s = idx[i];
+        const c = Math.floor((x[s] - x0) / size) * H + Math.floor((y[s] - y0) / size);
+        cellOf[i] = c; first[c + 1]++; cx[c] += x[s]; cy[c] += y[s];
+      }
+      for (let c = 0; c < W * H; c++) {
+        const count = first[c + 1];
+        if (count) { cx[c] /= count; cy[c] /= count; }
+        first[c + 1] += first[c];
+      }
+      const fill = first.slice(0, W * H);
+      for (let i = 0; i < nv; i++) members[fill[cellOf[i]]++] = idx[i];
+      const push = (s, ox, oy, weight) => {
+        let ex = x[s] - ox, ey = y[s] - oy;
+        let d2 = ex * ex + ey * ey;
+        if (d2 > 4 * size * size) return;
+        if (d2 < 0.01) { ex = Math.random() - 0.5; ey = Math.random() - 0.5; d2 = 0.5; }
+        const f = weight * (L * L) / d2;
+        dx[s] += ex * f; dy[s] += ey * f;
+      };
+      for (let i = 0; i < nv; i++) {
+        const s = idx[i];
+        const gx = Math.floor(cellOf[i] / H), gy = cellOf[i] % H;
+        for (let a = Math.max(0, gx - 1); a <= Math.min(W - 1, gx + 1); a++) {
+          for (let b = Math.max(0, gy - 1); b <= Math.min(H - 1, gy + 1); b++) {
+            const c = a * H + b, count = first[c + 1] - first[c];
+            if (count > CROWDED && c !== cellOf[i]) { push(s, cx[c], cy[c], count); continue; }
+            for (let k = first[c]; k < first[c + 1] && k - first[c] < 4 * CROWDED; k++) {
+              if (members[k] !== s) push(s, x[members[k]], y[members[k]], 1);
+            }
           }
         }
       }
@@ -382,8 +405,10 @@ const SokobanExplorer = (() => {
       ctx.clearRect(0, 0, w, h);
       if (!view.pos) return;
       const radius = Math.max(2, Math.min(7, 5 * view.scale));
-      // arcs: live ones, then those into dead states (drawn only when dead states are)
-      for (const deadPass of [false, true]) {
+      // arcs: live ones, then those into dead states (drawn only when dead states are);
+      // left out while a large force layout settles, so its frames stay short
+      const skipArcs = view.settling && m.src.length > MANY_ARCS;
+      for (const deadPass of skipArcs ? [] : [false, true]) {
         ctx.beginPath();
         for (let a = 0; a < m.src.length; a++) {
           const s = m.src[a], t = m.dst[a];
@@ -662,6 +687,7 @@ const SokobanExplorer = (() => {
       layersBtn.setAttribute('aria-pressed', String(name === 'layers'));
       forceBtn.setAttribute('aria-pressed', String(name === 'force'));
       if (view.forceJob) view.forceJob.cancelled = true;
+      view.settling = false;
       root.dataset.layout = name;
       if (name === 'layers') {
         view.pos = view.layered;
@@ -671,8 +697,10 @@ const SokobanExplorer = (() => {
       }
       root.dataset.layoutDone = 'false';
       let first = true;
+      view.settling = true;
       view.forceJob = forceLayout(m, shown, view.layered, (pos, done) => {
         view.pos = pos;
+        view.settling = !done;
         if (first || done) fit(); else redraw();
         first = false;
         if (done) root.dataset.layoutDone = 'true';
