@@ -38,7 +38,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-export", type=int, default=5_000,
                    help="largest live graph that will be exported (default 5000 states)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--html", type=Path, help="write the interactive explorer here: one "
+                   "self-contained page (open it in any browser, no network needed)")
+    p.add_argument("--max-drawn", type=int, default=20_000,
+                   help="above this many states the page draws a reduced view (default "
+                   "20000)")
     p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("explore", help="the push graph of a small level, explored in the "
+                       "browser (served on loopback)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--level", type=int, default=1)
+    p.add_argument("--max-states", type=int, default=2_000_000,
+                   help="stop with a message above this many states (default 2000000)")
+    p.add_argument("--max-drawn", type=int, default=20_000,
+                   help="above this many states the page draws a reduced view (default "
+                   "20000)")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free)")
+    p.add_argument("--no-browser", action="store_true",
+                   help="only print the address; do not open a browser")
+    p.set_defaults(func=cmd_explore)
 
     p = sub.add_parser("solve", help="solve a level (push- or move-optimal, or fast)")
     p.add_argument("file", type=Path)
@@ -122,17 +141,40 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bad else EXIT_OK
 
 
-def cmd_graph(args: argparse.Namespace) -> int:
+def _build_graph(args: argparse.Namespace) -> Any:
     # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.board import build_board
     from robocell.sokoban.graph import GraphTooLarge, build_graph
 
     level = _load(args.file, args.level)
-    board = build_board(level)
     try:
-        graph = build_graph(board, max_states=args.max_states)
+        return build_graph(build_board(level), max_states=args.max_states)
     except GraphTooLarge as exc:
         raise CommandError(f"level {args.level}: {exc}") from exc
+
+
+def _explorer_page(args: argparse.Namespace, graph: Any) -> tuple[str, dict]:
+    # lazy: the page's data needs numba like the graph itself
+    from robocell.sokoban.explorer import render_page
+    from robocell.sokoban.graph_view import view_data
+
+    if args.max_drawn < 1:
+        raise CommandError("--max-drawn must be at least 1")
+    data = view_data(graph, max_drawn=args.max_drawn)
+    return render_page(data), data
+
+
+def _drawn(data: dict) -> str:
+    n_drawn = len(data["states"]["id"])
+    note = f"; reduced view: {data['reduced']['message']}" if data["reduced"] else ""
+    return f"{n_drawn} states, {len(data['arcs']['source'])} arcs drawn{note}"
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
+    from robocell.sokoban.graph import GraphTooLarge
+
+    graph = _build_graph(args)
     summary = graph.summary()
     if args.json:
         print(json.dumps(summary))
@@ -153,6 +195,27 @@ def cmd_graph(args: argparse.Namespace) -> int:
         args.export.write_text(text)
         print(f"wrote {args.export} ({summary['live_states']} states, "
               f"{summary['live_arcs']} arcs)")
+    if args.html:
+        page, data = _explorer_page(args, graph)
+        try:
+            args.html.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot write {args.html}: {exc.strerror}") from exc
+        print(f"wrote {args.html} ({_drawn(data)})", file=sys.stderr if args.json else sys.stdout)
+    return EXIT_OK
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from robocell.sokoban.explorer import serve_page
+
+    graph = _build_graph(args)
+    page, data = _explorer_page(args, graph)
+    print(f"level {args.level}: {graph.n_states} states; {_drawn(data)}", flush=True)
+    try:
+        serve_page(page, args.port, open_browser=not args.no_browser)
+    except OSError as exc:
+        raise CommandError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror}; pick "
+                           "another --port or leave it out") from exc
     return EXIT_OK
 
 

@@ -215,6 +215,15 @@ def test_sokoban_levels_are_solved_by_the_service(solver_bus):
     assert moves["solved"] and moves["optimal"] and replay(level, moves["lurd"]).solved
     assert moves["moves"] <= pushes["moves"] and moves["pushes"] >= pushes["pushes"]
     assert pushes["service_ms"] >= pushes["solve_ms"]
+    # the level last solved stays on the bus (latched) for the dashboard's state-space view
+    last = Subscriber(["solver.sokoban_result"], solver_bus.endpoints)
+    try:
+        env = last.recv(timeout=10.0)
+    finally:
+        last.close()
+    assert env is not None, "no latched solver.sokoban_result after a Sokoban solve"
+    assert env.payload["level"] == SMALL_LEVEL and env.payload["metric"] == "moves"
+    assert env.payload["lurd"] == moves["lurd"] and env.payload["optimal"]
 
 
 def test_a_fast_sokoban_request_runs_the_schedule(solver_bus, shared_data):

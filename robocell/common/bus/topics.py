@@ -235,6 +235,17 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("predicted_ms", "float", "predicted robot execution time"),
         F("search", "map", "search statistics (nodes, time_ms, depth, ...)"),
     ), "The plan for the current cube state."),
+    TopicSpec("solver.sokoban_result", "SokobanResult", LATCHED, "solver", (
+        F("level", "str", "the level solved, in XSB text"),
+        F("status", "str", "how the search ended (solved, no solution, timeout, ...)"),
+        F("solved", "bool", "a solution was found"),
+        F("lurd", "str", "the solution in LURD (empty when none)"),
+        F("pushes", "int?", "pushes of the solution"),
+        F("moves", "int?", "moves of the solution"),
+        F("metric", "enum(pushes,moves)", "what the solution minimises"),
+        F("optimal", "bool", "proven optimal in that metric"),
+    ), "The Sokoban level the solver last answered a `sokoban` command for, and its result "
+       "(the dashboard draws its state space)."),
     # --- simulation -----------------------------------------------------------------------
     TopicSpec("sim.twin_state", "TwinState", LATCHED, "firmware-sim", (
         F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),

@@ -18,6 +18,7 @@ Views (the keys of an update, each a JSON-able value or None when cleared):
 ``plan``       the current plan                        ``progress``  its execution
 ``actuator``   the last plan execution result          ``cell``      the cycle stage now
 ``cycles``     finished cycles with stage durations   ``errors``    the latest errors
+``sokoban``    the Sokoban level the solver last solved (its graph: ``/api/sokoban/graph``)
 
 Replayed messages (``bus play``: source ``replay:...``) are shown, marked ``replayed`` in
 every view they feed (the page labels them), and counted in ``monitor.replay``; replayed
@@ -101,6 +102,7 @@ _LAST_VALUE_VIEWS = {
     "actuator.progress": "progress",
     "actuator.result": "actuator",
     "cell.status": "cell",
+    "solver.sokoban_result": "sokoban",
 }
 
 
@@ -201,6 +203,12 @@ class Dashboard:
             "message": message, "action": action or "", "level": level, "topic": env.topic,
             "replayed": is_replayed(env.source)})
         self._latest.dirty.add("errors")
+
+    def last_sokoban_level(self) -> str | None:
+        """XSB text of the Sokoban level the solver last solved (None before any)."""
+        with self._lock:
+            env = self._latest.by_topic.get("solver.sokoban_result")
+            return None if env is None else env.payload["level"]
 
     def note_error(self, service: str, stage: str, code: str, message: str,
                    action: str = "") -> None:

@@ -47,6 +47,8 @@ from robocell.services.monitor.control import (
     plan_control,
 )
 from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard, jsonable
+from robocell.services.monitor.sokoban_graph import SokobanGraphError, SokobanGraphs
+from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
@@ -108,6 +110,7 @@ class MonitorServer:
         self.name = name
         self.update_period = update_period
         self.dashboard = Dashboard()
+        self.sokoban_graphs = SokobanGraphs()
         self.browsers: set[Browser] = set()
         self.node: Node | None = None
         self.refused_controls = 0
@@ -122,6 +125,9 @@ class MonitorServer:
         app.router.add_get("/ws", self._websocket)
         app.router.add_get("/api/snapshot", self._snapshot)
         app.router.add_get("/healthz", self._health)
+        app.router.add_get("/api/sokoban/graph", self._sokoban_graph)
+        app.router.add_get("/sokoban/explorer.js", self._explorer_file)
+        app.router.add_get("/sokoban/explorer.css", self._explorer_file)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
@@ -174,6 +180,21 @@ class MonitorServer:
 
     async def _snapshot(self, request: web.Request) -> web.Response:
         return web.json_response(self.dashboard.snapshot(), dumps=json.dumps)
+
+    async def _explorer_file(self, request: web.Request) -> web.StreamResponse:
+        """The explorer's script or style, from the Sokoban package (the same files the
+        standalone page inlines)."""
+        return web.FileResponse(SCRIPT_FILE if request.path.endswith(".js") else STYLE_FILE)
+
+    async def _sokoban_graph(self, request: web.Request) -> web.Response:
+        """The explorer data of the level the solver last solved (built off the loop)."""
+        level = self.dashboard.last_sokoban_level()
+        try:
+            data = await asyncio.get_running_loop().run_in_executor(
+                self._pool, self.sokoban_graphs.data_for, level)
+        except SokobanGraphError as exc:
+            return web.json_response({"error": exc.message}, status=exc.status)
+        return web.json_response(data, dumps=json.dumps)
 
     async def _health(self, request: web.Request) -> web.Response:
         linked = self.node is not None

@@ -221,8 +221,12 @@ class SolverService:
         if "error" in outcome:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments", f"{err['message']} [{err['code']}]")
-        return {**outcome["result"],
-                "service_ms": round((time.perf_counter() - started) * 1e3, 3)}
+        result = outcome["result"]
+        self.node.publish("solver.sokoban_result", {
+            "level": args["level"], "status": result["status"], "solved": result["solved"],
+            "lurd": result["lurd"] or "", "pushes": result["pushes"], "moves": result["moves"],
+            "metric": result["metric"], "optimal": result["optimal"]})
+        return {**result, "service_ms": round((time.perf_counter() - started) * 1e3, 3)}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -148,7 +148,7 @@
   const RENDERERS = {
     services: drawServices, bus: drawBus, monitor: drawMonitor, cube: drawCube,
     twin: drawTwin, scan: drawScan, plan: drawPlan, progress: drawPlan, actuator: drawPlan,
-    cell: drawCell, cycles: drawCycles, errors: drawErrors,
+    cell: drawCell, cycles: drawCycles, errors: drawErrors, sokoban: drawSokoban,
   };
 
   function el(tag, attrs, ...children) {
@@ -181,6 +181,34 @@
       }
     }
     return parts.join(" · ");
+  }
+
+  // The state space of the level the solver last solved: fetched once per level, drawn by
+  // the explorer of robocell.sokoban (/sokoban/explorer.js).
+  let sokobanLevel = null;
+  function drawSokoban(view) {
+    const status = $("sokoban-status");
+    if (!view || view.unavailable) {
+      status.textContent = view ? view.unavailable : "no Sokoban level solved yet";
+      return;
+    }
+    $("sokoban-meta").textContent = (view.solved ? `${view.pushes} pushes, ${view.moves} moves`
+      : view.status) + (view.solved && view.optimal ? `, ${view.metric}-optimal` : "");
+    if (view.level === sokobanLevel) return;
+    sokobanLevel = view.level;
+    status.textContent = "building the state space ...";
+    fetch("/api/sokoban/graph").then(async (response) => {
+      const body = await response.json();
+      if (view.level !== sokobanLevel) return;  // a newer level came meanwhile
+      if (!response.ok) { status.textContent = body.error; return; }
+      status.textContent = "";
+      const box = $("sokoban-explorer");
+      box.classList.add("sx-embedded");
+      window.SokobanExplorer.mount(box, body);
+    }).catch((err) => {
+      status.textContent = `cannot load the state space: ${err}`;
+      sokobanLevel = null;
+    });
   }
 
   function drawServices(list) {
