@@ -6,7 +6,6 @@ import sys
 import time
 from typing import TextIO
 
-
 ETA_MIN_FRACTION = 0.02
 """An ETA is shown once this much of the job is done: before that, the rate of the first
 moments (start-up, the first small chunk) says little about the rest."""
