@@ -314,9 +314,7 @@ def run_echo(args: argparse.Namespace) -> int:
             shown += 1
     except KeyboardInterrupt:
         pass
-    except BrokenPipeError:  # `| head`
-        pass
-    finally:
+    finally:  # a closed pipe (`| head`) goes on to the entry point
         sub.close()
     return 0
 
