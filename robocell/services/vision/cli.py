@@ -72,7 +72,7 @@ def _read(path: str):
     try:
         return read_image(path)
     except ScanError as exc:
-        raise CommandError(f"{exc}; give a PNG or JPEG file") from exc
+        raise CommandError(str(exc)) from exc
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
