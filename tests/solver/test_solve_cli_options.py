@@ -96,3 +96,10 @@ def test_info_on_unbuilt_tables_prints_no_none(tmp_path: Path):
     assert done.returncode == 0
     assert "None" not in done.stdout
     assert "cube2-soltvvo-2x2: not built yet — " in done.stdout
+
+
+def test_the_docs_table_of_shipped_profiles_lists_every_one():
+    docs = Path(__file__).resolve().parents[2] / "docs" / "profiles.md"
+    rows = {line.split("|")[1].strip().strip("`") for line in docs.read_text().splitlines()
+            if line.startswith("| `")}
+    assert set(available_profiles()) <= rows
