@@ -160,3 +160,35 @@ def test_vision_serve_refuses_a_bad_calibration_before_starting(tmp_path, by):
                           env=env if by == "environment" else None)
     assert done.returncode == 2
     assert "missing.json: no such calibration file" in done.stderr
+
+
+def _video_of_a_solved_cube(path: Path) -> None:
+    """A video file whose six frames show the solved 2x2 face by face (U R F D L B)."""
+    import cv2
+
+    from robocell.services.vision.sources import SimSource
+
+    source = SimSource(facelets=solved(2))
+    frames = [source.capture(face, 0) for face in FACES]
+    height, width = frames[0].shape[:2]
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 5, (width, height))
+    assert writer.isOpened()
+    for frame in frames:
+        writer.write(frame)
+    writer.release()
+
+
+def test_a_live_camera_is_calibrated_one_face_at_a_time(tmp_path):
+    video = tmp_path / "camera.avi"
+    _video_of_a_solved_cube(video)
+    out = tmp_path / "cal.json"
+    command = [sys.executable, "-m", "robocell", "vision", "calibrate", "--camera", str(video),
+               "--size", "2", "--out", str(out)]
+    done = subprocess.run(command, input="\n" * 6, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("then press Enter") == 6
+    assert load(out).size == 2
+    closed = subprocess.run(command, input="\n", capture_output=True, text=True, timeout=120)
+    assert closed.returncode == 2
+    assert "stdin closed before face R was shown" in closed.stderr
