@@ -289,8 +289,8 @@ def dead_start_reason(board: Board) -> str:
     if stuck:
         return (f"box{'es' if len(stuck) > 1 else ''} at {' and '.join(stuck)} can reach no "
                 "goal by pushes")
-    return ("the boxes cannot each be pushed to a goal of their own (too many boxes can only "
-            "reach the same few goals, from where the player stands)")
+    return ("the boxes cannot each be pushed to a goal of their own: too many of them can "
+            "only reach the same few goals from where the player stands")
 
 
 def _frozen_goal_cache(board: Board, on: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,6 +3,7 @@ how a long search is going (on a terminal only), and why a level is unsolvable."
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support.bus import REPO
 
 from robocell.cli import main
@@ -23,14 +25,25 @@ def robocell(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
                           text=True, timeout=600, env=env)
 
 
-def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path):
+CROWDED_START = "########\n#.$ $@.#\n########\n"
+"""Each box alone could reach a goal, but both can only be pushed to the left one."""
+
+
+@pytest.mark.parametrize("drawing, why", [
+    (DEAD_START, "box at row 2, column 2 can reach no goal by pushes"),
+    (CROWDED_START, "the boxes cannot each be pushed to a goal of their own: too many of them "
+                    "can only reach the same few goals"),
+])
+def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, drawing: str,
+                                                              why: str):
     level = tmp_path / "dead.xsb"
-    level.write_text(DEAD_START)
+    level.write_text(drawing)
     done = robocell("sokoban", "solve", str(level))
     assert done.returncode == 1
-    assert done.stdout.startswith("status: unsolvable (dead start: box at row 2, column 2 "
-                                  "can reach no goal by pushes)")
+    assert done.stdout.startswith(f"status: unsolvable (dead start: {why}")
     assert "1048576" not in done.stdout
+    as_json = json.loads(robocell("sokoban", "solve", str(level), "--json").stdout)
+    assert as_json["status"] == "no solution" and why in as_json["dead_start"]
 
 
 def test_the_first_solve_after_install_says_it_compiles(tmp_path: Path):
