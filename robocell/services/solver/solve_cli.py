@@ -10,7 +10,7 @@ import textwrap
 from robocell.common.facelets import puzzle_size
 from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.validation import CubeStateError
-from robocell.errors import CommandError
+from robocell.errors import CommandError, RobocellError
 from robocell.services.solver.api import solve
 
 
@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_solve)
 
 
-class TooLongError(ValueError):
+class TooLongError(RobocellError, ValueError):
     """No solution within ``--max-length`` was found."""
 
     code = "too_long"
