@@ -19,8 +19,9 @@ def announce_compiling(stream: TextIO | None = None) -> bool:
     returns whether it said so."""
     if search_compiled():
         return False
-    print("sokoban: compiling the search for this installation (once; about 20 s, later "
-          "solves start at once)...", file=stream or sys.stderr, flush=True)
+    print("sokoban: compiling the search for this installation (once: about 20 s on an "
+          "idle machine; later solves start at once)...", file=stream or sys.stderr,
+          flush=True)
     return True
 
 
