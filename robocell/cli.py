@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -139,6 +140,24 @@ I/O thread, command handlers and job threads hand over to each other on every me
 Python's default (5 ms) a thread woken by a reply could wait that long for its turn."""
 
 
+EXIT_READER_LEFT = 128 + signal.SIGPIPE
+"""Exit status when the reader of our output went away (`robocell ... --json | head`): what
+a shell reports for a command stopped by SIGPIPE."""
+
+
+def _reader_left() -> int:
+    """The reader of stdout has closed the pipe: stop quietly. Stdout is pointed at
+    /dev/null so that the interpreter's final flush does not fail (and print a traceback)
+    again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in a test)
+        pass
+    return EXIT_READER_LEFT
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
     if threading.current_thread() is threading.main_thread():
@@ -154,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 2
     try:
-        return int(func(args) or 0)
+        status = int(func(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
+        return status
+    except BrokenPipeError:
+        return _reader_left()
     except (CommandError, ConfigError) as exc:  # ConfigError: a port variable, from anywhere
         print(f"robocell {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from typing import TextIO
 
 import numpy as np
 
@@ -191,13 +193,19 @@ def render_net(facelets: str, colour: bool = True) -> str:
     return "\n".join(lines)
 
 
+def colour_wanted(stream: TextIO, plain: bool) -> bool:
+    """Colour only on a terminal, unless --plain or $NO_COLOR (set and not empty, as
+    https://no-color.org asks) says no."""
+    return not plain and not os.environ.get("NO_COLOR") and stream.isatty()
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     facelets = args.facelets or solved(args.size or 3)
     try:
         validate(facelets, args.size)
     except CubeStateError as exc:
         raise CommandError(f"{exc} [{exc.code}]") from None
-    colour = not args.plain and sys.stdout.isatty()
+    colour = colour_wanted(sys.stdout, args.plain)
     _emit(args, {"facelets": facelets, "net": render_net(facelets, colour=False).splitlines()},
           render_net(facelets, colour=colour))
     return 0

@@ -6,6 +6,20 @@ import sys
 import time
 from typing import TextIO
 
+ETA_MIN_FRACTION = 0.02
+"""An ETA is shown once this much of the job is done: before that, the rate of the first
+moments (start-up, the first small chunk) says little about the rest."""
+ETA_MIN_ELAPSED_S = 1.0
+"""...and once the job has run this long."""
+
+
+def eta_text(fraction: float, elapsed: float) -> str:
+    """The tail of the bar: ``eta 12.3s`` once an estimate means something, else the time
+    elapsed so far."""
+    if fraction < ETA_MIN_FRACTION or elapsed < ETA_MIN_ELAPSED_S:
+        return f"{elapsed:5.1f}s, eta --"
+    return f"eta {elapsed / fraction - elapsed:5.1f}s"
+
 
 class Progress:
     """Progress of one job with a known total amount of work.
@@ -54,8 +68,7 @@ class Progress:
             width = 30
             filled = int(width * fraction)
             bar = "#" * filled + "-" * (width - filled)
-            eta = elapsed / fraction - elapsed if fraction > 0 else 0.0
-            tail = f"{elapsed:5.1f}s" if final else f"eta {eta:5.1f}s"
+            tail = f"{elapsed:5.1f}s" if final else eta_text(fraction, elapsed)
             self.stream.write(f"\r{self.label} [{bar}] {100 * fraction:5.1f}% {tail}")
             if final:
                 self.stream.write("\n")

@@ -118,20 +118,7 @@ def validate(facelets: str, size: int | None = None) -> CubieState:
     if size == 3:
         _check_edges(facelets)
     state = from_facelets(facelets)
-    if int(state.corner_twist.sum()) % 3:
-        raise CubeStateError(
-            "corner_twist", "total corner twist is wrong: a corner has been twisted in place",
-            (), size)
-    if size == 3:
-        if int(state.edge_flip.sum()) % 2:
-            raise CubeStateError(
-                "edge_flip", "total edge flip is wrong: an edge has been flipped in place",
-                (), size)
-        parity = (permutation_parity(state.corner_perm) ^ permutation_parity(state.edge_perm)
-                  ^ permutation_parity(state.centre_perm))
-        if parity:
-            raise CubeStateError(
-                "parity", "permutation parity is wrong: two pieces have been swapped", (), size)
+    _check_orientation_and_parity(state, size)
     return state
 
 
@@ -141,6 +128,72 @@ def is_valid(facelets: str, size: int | None = None) -> bool:
     except CubeStateError:
         return False
     return True
+
+
+def _odd_one(values: list[int], excess: int) -> list[int]:
+    """Positions whose orientation is exactly ``excess``: turning any one of them back by
+    ``excess`` makes the total right. When only one piece shows it, that piece is the one
+    twisted (or flipped) in place; among several, any of them could be."""
+    return [pos for pos, value in enumerate(values) if value == excess]
+
+
+def _check_orientation_and_parity(state: CubieState, size: int) -> None:
+    corners = corner_facelets(size)
+    excess = int(state.corner_twist.sum()) % 3
+    if excess:
+        suspects = _odd_one([int(t) for t in state.corner_twist], excess)
+        if len(suspects) == 1:
+            at = CORNER_NAMES[suspects[0]]
+            raise CubeStateError(
+                "corner_twist", f"total corner twist is wrong: the corner at {at} is twisted "
+                "in place (no other corner is twisted that way); turn it back, or "
+                "re-read its stickers", corners[suspects[0]], size)
+        raise CubeStateError(
+            "corner_twist", "total corner twist is wrong: a corner has been twisted in place; "
+            "it cannot be told which, but untwisting any of the corners at "
+            f"{', '.join(CORNER_NAMES[p] for p in suspects)} (each twisted that way) would "
+            "fix it", (), size)
+    if size == 2:
+        return
+    if int(state.edge_flip.sum()) % 2:
+        suspects = _odd_one([int(f) for f in state.edge_flip], 1)
+        if len(suspects) == 1:
+            at = EDGE_NAMES[suspects[0]]
+            raise CubeStateError(
+                "edge_flip", f"total edge flip is wrong: the edge at {at} is flipped in place "
+                "(the only flipped edge); flip it back, or re-read its stickers",
+                edge_facelets()[suspects[0]], size)
+        raise CubeStateError(
+            "edge_flip", "total edge flip is wrong: an edge has been flipped in place; it "
+            f"cannot be told which of the {len(suspects)} flipped edges "
+            f"({', '.join(EDGE_NAMES[p] for p in suspects)}) it is", (), size)
+    parity = (permutation_parity(state.corner_perm) ^ permutation_parity(state.edge_perm)
+              ^ permutation_parity(state.centre_perm))
+    if parity:
+        _parity_error(state)
+
+
+def _parity_error(state: CubieState) -> None:
+    """Two pieces swapped. When only two corners (or two edges) are out of their places and
+    every other piece is home, those two are named; otherwise no piece can be: exchanging
+    any two corners, or any two edges, would make the cube valid."""
+    corners_out = [p for p, c in enumerate(state.corner_perm) if int(c) != p]
+    edges_out = [p for p, e in enumerate(state.edge_perm) if int(e) != p]
+    pair = None
+    if len(corners_out) == 2 and not edges_out:
+        pair = ("corners", CORNER_NAMES, corners_out, corner_facelets(3))
+    elif len(edges_out) == 2 and not corners_out:
+        pair = ("edges", EDGE_NAMES, edges_out, edge_facelets())
+    if pair is not None:
+        kind, names, where, stickers = pair
+        raise CubeStateError(
+            "parity", f"permutation parity is wrong: the {kind} at {names[where[0]]} and "
+            f"{names[where[1]]} have been swapped (every other piece is in place); exchange "
+            "them, or re-read their stickers", stickers[where[0]] + stickers[where[1]], 3)
+    raise CubeStateError(
+        "parity", "permutation parity is wrong: two pieces have been swapped; no piece can be "
+        "named, since exchanging any two corners or any two edges would make the cube valid "
+        "(re-read the cube, or check it was assembled right)", (), 3)
 
 
 def _check_centres(facelets: str) -> None:

@@ -223,6 +223,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
     from robocell.sokoban.board import build_board
     from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
+    from robocell.sokoban.search_report import SearchReport, announce_compiling
     from robocell.sokoban.solver import FAST_WEIGHT, solve
 
     level = _load(args.file, args.level)
@@ -234,6 +235,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         try:
             stages = (parse_schedule(args.schedule) if args.schedule
                       else default_schedule(args.metric, args.timeout))
+            announce_compiling()
             result, spent = solve_scheduled(level, stages, args.metric)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -251,8 +253,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
             raise CommandError(f"{flag} searches in the push metric: leave out --metric moves")
     if args.packing and weight == 1:
         raise CommandError("--packing needs a fast mode: add --fast or --weight W (W > 1)")
-    result = solve(build_board(level), metric=args.metric, timeout=args.timeout, weight=weight,
-                   packing=args.packing, features=args.features, box_moves=args.box_moves)
+    with SearchReport(sys.stderr) as report:
+        result = solve(build_board(level), metric=args.metric, timeout=args.timeout,
+                       weight=weight, packing=args.packing, features=args.features,
+                       box_moves=args.box_moves, on_progress=report)
     return _print_solve(args, level, result)
 
 
@@ -261,6 +265,8 @@ def _print_solve(args: argparse.Namespace, level: Any, result: Any) -> int:
         raise CommandError("internal error: the solution found does not replay; please report")
     if args.json:
         print(json.dumps(result.__dict__))
+    elif result.dead_start:
+        print(f"status: unsolvable (dead start: {result.dead_start}); {result.seconds:.2f} s")
     else:
         if result.solved:
             print(result.lurd)

@@ -8,12 +8,14 @@ chunks), and turns the solution's push codes into LURD (``solution``).
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from robocell.sokoban.board import Board
+from robocell.sokoban.board import UNREACHABLE, Board
 from robocell.sokoban.bounds import INFEASIBLE
 from robocell.sokoban.corrals import (
     CORRAL_DEEP_MAX_BOXES,
@@ -91,6 +93,20 @@ def feature_depth(board: Board, rooms: GoalRooms) -> np.ndarray:
     return depth
 
 
+@dataclass(frozen=True)
+class SearchProgress:
+    """Where a running search stands, after each chunk of expansions."""
+
+    expanded: int
+    stored: int
+    bound: int | None
+    """Optimal searches: no solution is shorter (in the metric); None in the fast modes."""
+    seconds: float
+
+
+ProgressCallback = Callable[[SearchProgress], None]
+
+
 @dataclass
 class SolveResult:
     """Outcome of one solve: status, LURD solution and search statistics."""
@@ -117,6 +133,7 @@ class SolveResult:
     patterns: int = 0                # deadlock patterns learned
     cells: int = 0                   # feature search: cells that held a position
     most_packed: int = 0             # feature search: most boxes packed in one position
+    dead_start: str = ""             # why the start position is dead (unsolvable at once)
 
     @property
     def solved(self) -> bool:
@@ -129,7 +146,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           patterns: tuple | None = None, packing: bool = False,
           features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
           box_moves: bool = False, frozen_goals: bool = True,
-          deep_corrals: bool = False) -> SolveResult:
+          deep_corrals: bool = False,
+          on_progress: ProgressCallback | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
     (default: on in the fast push mode) fills goal rooms by macro arcs (see ``rooms``);
@@ -145,7 +163,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     place it can reach (``box_moves.box_reach``), which takes far fewer expansions on big levels.
     ``frozen_goals`` (default on) drops positions whose boxes frozen on goals leave the other
     goals unfillable (``deadlocks.frozen_goals_dead``). ``deep_corrals`` raises the corral
-    deadlock search's limits (CORRAL_DEEP_NODES states, CORRAL_DEEP_MAX_BOXES boxes)."""
+    deadlock search's limits (CORRAL_DEEP_NODES states, CORRAL_DEEP_MAX_BOXES boxes).
+    ``on_progress`` is called before every chunk of expansions (a few times a second),
+    the first time before the first (which compiles the search if it is not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -204,6 +224,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
             nodes = grown_store(nodes, n_nodes, int(stats[ST_HEAP]))
             if features:
                 fs = grown_feature_space(fs, 2 * capacity, n_nodes)
+        if on_progress is not None:
+            on_progress(_progress(nodes, stats, weight, exact, time.monotonic() - started))
         status = search_chunk(arrays, room_arrays, settings, pruning, nodes, fs, chunk, stats)
     result.seconds = time.monotonic() - started
     _fill_counts(result, stats, patterns, fs if features else None)
@@ -226,11 +248,49 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     elif status == STATUS_NO_SOLUTION:
         result.status = "no solution"
         result.optimal = True
+        if lb >= INFEASIBLE:
+            result.dead_start = dead_start_reason(board)
     elif timed_out:
         result.status = "timeout"
     else:
         result.status = "memory"
     return result
+
+
+def search_compiled() -> bool:
+    """Whether the compiled search is in numba's cache already: False on the first solve
+    after an install (or a change of the search's code), which compiles it first (about
+    20 s). True when the cache cannot be inspected (nothing is claimed then)."""
+    try:
+        index = search_chunk._cache._cache_file._index_path  # numba's cache index file
+    except AttributeError:
+        return True
+    return os.path.exists(index)
+
+
+def _progress(nodes: object, stats: np.ndarray, weight: int, exact: bool,
+              seconds: float) -> SearchProgress:
+    """The search's standing: the smallest f in the open heap is a lower bound on the
+    solution's length when the search is optimal (weight 1)."""
+    bound = None
+    if weight == 1 and stats[ST_HEAP] > 0:
+        f = int(nodes.heap_f[0])  # type: ignore[attr-defined]
+        bound = f // MOVE_SCALE if exact else f
+    return SearchProgress(int(stats[ST_EXPANDED]), int(stats[ST_NODES]), bound, seconds)
+
+
+def dead_start_reason(board: Board) -> str:
+    """Why no push from the start can lead to a solution, naming the boxes at fault where the
+    bound can name them: a box that can reach no goal (on a dead square or walled off), or
+    else boxes that cannot be given a goal each."""
+    stuck = [board.name(int(b)) for b in board.start_boxes
+             if board.dead[b] or int(board.push_distance[:, b].min(initial=UNREACHABLE))
+             >= UNREACHABLE]
+    if stuck:
+        return (f"box{'es' if len(stuck) > 1 else ''} at {' and '.join(stuck)} can reach no "
+                "goal by pushes")
+    return ("the boxes cannot each be pushed to a goal of their own: too many of them can "
+            "only reach the same few goals from where the player stands")
 
 
 def _frozen_goal_cache(board: Board, on: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -67,3 +67,33 @@ def test_scramble_state_only_is_valid_and_seeded():
     b = robocell("cube", "scramble", "--seed", "7", "--no-moves", "--json")
     assert a.stdout == b.stdout
     assert robocell("cube", "check", json.loads(a.stdout)["facelets"]).returncode == 0
+
+
+def test_show_is_coloured_on_a_terminal_unless_no_color_is_set():
+    import os
+    import pty
+
+    def drawn(env: dict) -> str:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-m", "robocell", "cube", "show"],
+                                stdout=slave, stderr=subprocess.PIPE, env=env)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        proc.wait(60)
+        proc.stderr.close()
+        return out.decode()
+
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    assert "\x1b[" in drawn(env)
+    plain = drawn({**env, "NO_COLOR": "1"})
+    assert "\x1b[" not in plain
+    assert "U U U" in plain

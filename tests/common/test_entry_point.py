@@ -33,3 +33,28 @@ def test_help_imports_no_command_module() -> None:
 def test_a_subcommand_runs_through_its_own_module(capsys) -> None:
     assert main(["cube", "invert", "R U"]) == 0
     assert capsys.readouterr().out.strip() == "U' R'"
+
+
+def test_json_piped_into_head_ends_quietly() -> None:
+    """`robocell ... --json | head -1`: the reader leaves early; no BrokenPipeError traceback."""
+    producer = subprocess.Popen([sys.executable, "-m", "robocell", "cube", "scramble",
+                                 "--count", "20000", "--json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    first = producer.stdout.readline()
+    producer.stdout.close()  # what head does after its first line
+    status = producer.wait(120)
+    err = producer.stderr.read().decode()
+    producer.stderr.close()
+    assert first.startswith(b'{"size": 3')
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert status == 141  # as a shell reports a command stopped by SIGPIPE
+
+
+def test_dev_with_an_unknown_command_exits_non_zero_with_its_usage() -> None:
+    from support.bus import REPO
+
+    done = subprocess.run([str(REPO / "dev"), "frob"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert "dev: unknown command 'frob'" in done.stderr
+    assert "./dev test" in done.stderr

@@ -138,3 +138,57 @@ def test_error_carries_machine_readable_fields():
     assert isinstance(err, ValueError)
     d = err.to_dict()
     assert d["code"] == "colour_count" and 53 in d["stickers"]
+
+
+def _twist_corner(cube: str, position: int, size: int = 3) -> str:
+    a, b, c = corner_facelets(size)[position]
+    out = list(cube)
+    out[a], out[b], out[c] = cube[c], cube[a], cube[b]
+    return "".join(out)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_a_lone_twisted_corner_is_named_with_its_stickers(size):
+    with pytest.raises(CubeStateError) as info:
+        validate(_twist_corner(solved(size), 3, size))
+    assert info.value.code == "corner_twist"
+    assert set(info.value.stickers) == set(corner_facelets(size)[3])
+    assert "the corner at UBR is twisted in place" in str(info.value)
+
+
+def test_a_twist_in_a_scrambled_cube_lists_the_corners_that_could_be_at_fault():
+    cube = apply_to_facelets(solved(3), "R U F' D2 L B' U R2", 3)
+    with pytest.raises(CubeStateError) as info:
+        validate(_twist_corner(cube, 3))
+    message = str(info.value)
+    assert "it cannot be told which" in message
+    assert "URF, ULB, UBR, DFR" in message  # UBR, the one twisted, among them
+
+
+def test_a_lone_flipped_edge_is_named_with_its_stickers():
+    e0, e1 = edge_facelets()[7]
+    with pytest.raises(CubeStateError) as info:
+        validate(swap(solved(3), e0, e1))
+    assert info.value.code == "edge_flip"
+    assert set(info.value.stickers) == {e0, e1}
+    assert "the edge at DB is flipped in place" in str(info.value)
+
+
+def test_two_swapped_pieces_are_named_when_every_other_piece_is_home():
+    (p0, p1), (q0, q1) = edge_facelets()[0], edge_facelets()[1]
+    with pytest.raises(CubeStateError) as info:
+        validate(swap(swap(solved(3), p0, q0), p1, q1))
+    assert info.value.code == "parity"
+    assert "the edges at UR and UF have been swapped" in str(info.value)
+    assert set(info.value.stickers) == {p0, p1, q0, q1}
+
+
+def test_a_parity_error_in_a_scrambled_cube_says_why_no_piece_is_named():
+    cube = apply_to_facelets(solved(3), "R U F' D2 L B' U R2", 3)
+    (p0, p1), (q0, q1) = edge_facelets()[0], edge_facelets()[1]
+    with pytest.raises(CubeStateError) as info:
+        validate(swap(swap(cube, p0, q0), p1, q1))
+    assert info.value.code == "parity"
+    assert info.value.stickers == ()
+    assert "no piece can be named, since exchanging any two corners or any two edges" \
+        in str(info.value)

@@ -55,3 +55,19 @@ def test_user_errors_exit_2_with_what_to_do(tmp_path, capsys):
     assert "no image for face(s) URFDLB" in capsys.readouterr().err
     assert main(["vision", "render", "XYZ", "--out", str(tmp_path)]) == 2
     assert "not a facelet string" in capsys.readouterr().err
+
+
+def test_a_missing_or_unreadable_image_gets_our_error_only(tmp_path):
+    import subprocess
+    import sys
+
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a png")
+    for path, needle in ((tmp_path / "missing.png", "missing.png: no such file"),
+                         (broken, "broken.png: cannot read as an image")):
+        done = subprocess.run([sys.executable, "-m", "robocell", "vision", "detect", str(path)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2
+        assert needle in done.stderr
+        assert "WARN" not in done.stderr + done.stdout  # OpenCV's own log lines
+        assert done.stderr.count("\n") == 1

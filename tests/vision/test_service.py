@@ -168,3 +168,26 @@ def test_unreadable_faces_end_in_an_error_naming_them(bus, tmp_path):
     assert error["service"] == "vision" and error["code"] == "detection"
     assert error["detail"]["faces"] == "URFDLB" and "rescan" in error["action"]
     assert good["scan_id"] == "scan-good"
+
+
+def test_a_frame_that_no_longer_matches_the_calibration_is_reported_on_errors(
+        bus, shared_data, tmp_path):
+    from robocell.services.vision.calibration import calibrate
+    from robocell.services.vision.scan import find_face_files, read_image
+
+    folder = shared_data / "vision" / "photos" / "3x3x3-random-01"
+    frames = {face: read_image(path) for face, path in find_face_files(folder).items()}
+    calibration = calibrate(frames, cube="LBBUURDDRDDLBRFRBDLLFRFRBLURFFLDLDBLURFULFBUUUDFDBFBUR")
+    for face, frame in frames.items():  # the light has gone down since the calibration
+        cv2.imwrite(str(tmp_path / f"dim-{face}.png"), (frame * 0.55).astype(np.uint8))
+    node, service = run_service(bus, FolderSource(tmp_path), 3, calibration=calibration)
+    with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
+        listen = Listener(monitor, "errors")
+        time.sleep(0.3)
+        send_poses(actuator, "scan-dim", SCRIPTED_POSES[:1])
+        error = listen.next("errors")
+    service.stop()
+    node.stop()
+    assert error["code"] == "calibration" and error["detail"]["faces"] == "U"
+    assert "no longer matches its calibration" in error["message"]
+    assert "the light or the camera's exposure changed" in error["message"]

@@ -1,9 +1,9 @@
-"""Bus tools: `robocell bus list|echo|hz|pub|record|play|info|export` (like `ros2 topic`/`bag`)."""
+"""Bus tools: `robocell bus list|echo|hz|pub|call|record|play|info|export` (like `ros2 topic`,
+`ros2 service` and `ros2 bag`)."""
 
 from __future__ import annotations
 
 import argparse
-import base64
 import collections
 import dataclasses
 import json
@@ -17,13 +17,11 @@ from typing import Any
 
 from robocell.common.bus import (
     REPLAY_PREFIX,
-    Endpoints,
     Liveness,
     Publisher,
     Subscriber,
     is_replayed,
 )
-from robocell.common.bus.keys import KeyFileError
 from robocell.common.bus.topics import TOPIC_SPECS
 from robocell.common.bus.wire import (
     MAX_SOURCE_CHARS,
@@ -36,6 +34,12 @@ from robocell.common.bus.wire import (
     unbatch_frame,
 )
 from robocell.errors import CommandError
+from robocell.services.broker.call_cli import add_call_parser
+from robocell.services.broker.client_options import (
+    add_remote_options,
+    endpoints_of,
+    json_object_argument,
+)
 from robocell.services.broker.recording import (
     NS_PER_S,
     Recorder,
@@ -65,13 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = bus.add_subparsers(dest="bus_command", metavar="SUBCOMMAND")
     bus.set_defaults(func=lambda args: bus.print_help() or 2)
 
-    def remote_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--broker", metavar="tcp://HOST:PORT",
-                       help="broker base address (default $ROBOCELL_BUS or "
-                            "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)")
-        p.add_argument("--curve-key", metavar="FILE",
-                       help="client key file for a remote broker's CURVE endpoint "
-                            "(default $ROBOCELL_BUS_CURVE_KEY)")
+    remote_options = add_remote_options
 
     p = sub.add_parser("list", help="topics with types, rates and publishers; services")
     remote_options(p)
@@ -113,6 +111,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="number of messages (default 1, or endless with --rate)")
     p.add_argument("--source", default="cli", help="source name in the envelope")
     p.set_defaults(func=run_pub)
+
+    add_call_parser(sub)
 
     p = sub.add_parser("record", help="record topics into an MCAP file")
     remote_options(p)
@@ -158,11 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _endpoints(args: argparse.Namespace) -> Any:
-    try:
-        return Endpoints.resolve(args.broker, args.curve_key)
-    except (ValueError, KeyFileError) as exc:
-        raise CommandError(str(exc)) from None
+_endpoints = endpoints_of
 
 
 def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = False,
@@ -234,16 +230,6 @@ def envelope_json(env: Any) -> str:
     return json.dumps({"topic": env.topic, "source": env.source, "seq": env.seq,
                        "wall_time": env.wall_time, "mono_time": env.mono_time,
                        "payload": to_json_value(env.payload)}, ensure_ascii=False)
-
-
-def _from_json_value(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"$base64"}:
-            return base64.b64decode(value["$base64"])
-        return {k: _from_json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_json_value(v) for v in value]
-    return value
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -328,9 +314,7 @@ def run_echo(args: argparse.Namespace) -> int:
             shown += 1
     except KeyboardInterrupt:
         pass
-    except BrokenPipeError:  # `| head`
-        pass
-    finally:
+    finally:  # a closed pipe (`| head`) goes on to the entry point
         sub.close()
     return 0
 
@@ -372,12 +356,7 @@ def hz_line(arrivals: list[float], gaps: int = 0) -> str:
 
 
 def run_pub(args: argparse.Namespace) -> int:
-    try:
-        payload = _from_json_value(json.loads(args.payload))
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise CommandError(f"payload is not valid JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise CommandError("payload must be a JSON object, e.g. '{\"field\": 1}'")
+    payload = json_object_argument(args.payload, "payload", '{"field": 1}')
     count = args.count or (0 if args.rate > 0 else 1)
     pub = _publisher(args, args.source)
     stop = _Stop()

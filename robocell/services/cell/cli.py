@@ -1,4 +1,4 @@
-"""`robocell up | demo | cycle | cell | health`: run the cell and talk to it."""
+"""`robocell up | demo | cycle | cell [scramble] | health`: run the cell and talk to it."""
 
 from __future__ import annotations
 
@@ -56,10 +56,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_cycle)
 
-    p = subparsers.add_parser("cell", help="run the cycle coordinator service")
+    p = subparsers.add_parser("cell", help="run the cycle coordinator service",
+                              description="Without a subcommand: run the cycle coordinator "
+                                          "service. `robocell cell scramble` scrambles the "
+                                          "twin of a running simulated cell.")
     p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
                    "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
     p.set_defaults(func=cmd_cell)
+    cell_sub = p.add_subparsers(dest="cell_command", metavar="SUBCOMMAND")
+    s = cell_sub.add_parser("scramble", help="scramble the twin of a running simulated cell",
+                            description="Scramble the digital twin of a cell started with "
+                                        "`robocell up --sim` (the cell.scramble command); "
+                                        "then `robocell cycle` solves it.")
+    s.add_argument("--seed", type=int, help="random seed (the same seed, the same scramble)")
+    s.add_argument("--moves", type=int, help="number of random moves (default: the "
+                   "simulator's)")
+    s.add_argument("--broker", dest="broker", default=argparse.SUPPRESS,
+                   help="broker base address (as for `robocell cell`)")
+    s.set_defaults(func=cmd_scramble)
 
     p = subparsers.add_parser("health", help="exit 0 when SERVICE's heartbeat is current")
     p.add_argument("service", metavar="SERVICE")
@@ -142,6 +156,29 @@ def cmd_cell(args: argparse.Namespace) -> int:
         CellService(node, speed).start()
         node.wait()
     return 0
+
+
+def cmd_scramble(args: argparse.Namespace) -> int:
+    if args.moves is not None and args.moves < 1:
+        raise CommandError(f"--moves must be at least 1, not {args.moves}")
+    request = {k: v for k, v in (("seed", args.seed), ("moves", args.moves)) if v is not None}
+    with Node("scramble-cli", Endpoints.resolve(args.broker), track_peers=False) as node:
+        try:
+            scrambled = node.call("cell", "scramble", request, timeout=10.0)
+        except CommandFailed as exc:
+            hint = (" (is the cell running? `robocell up --sim`)"
+                    if exc.code == "unavailable" else "")
+            raise CommandError(f"cannot scramble the twin: {exc}{hint}") from None
+    print(_scramble_line(scrambled))
+    return 0
+
+
+def _scramble_line(scrambled: Any) -> str:
+    """What `cell scramble` prints of the simulator's answer."""
+    if isinstance(scrambled, dict) and "facelets" in scrambled:
+        extra = ", ".join(f"{k} {v}" for k, v in scrambled.items() if k != "facelets")
+        return f"twin scrambled: {scrambled['facelets']}" + (f" ({extra})" if extra else "")
+    return f"twin scrambled: {json.dumps(scrambled)}"
 
 
 def follow_cycle(node: object, cycle_id: str, timeout: float, show: bool) -> dict:

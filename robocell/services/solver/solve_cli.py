@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from robocell.common.facelets import puzzle_size
-from robocell.common.profile import ProfileError
+from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.validation import CubeStateError
-from robocell.errors import CommandError
+from robocell.errors import CommandError, RobocellError
 from robocell.services.solver.api import solve
 
 
@@ -18,23 +19,82 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "solve", help="plan the fastest solution of a cube for a robot profile",
         description="Plan a solution. FACELETS is a kociemba-style facelet string; with - read "
                     "one per line from stdin and write one JSON line per cube.")
-    p.add_argument("facelets", metavar="FACELETS", help="facelet string, or - for stdin")
+    p.add_argument("facelets", metavar="FACELETS", nargs="?",
+                   help="facelet string, or - for stdin")
+    p.add_argument("--list-profiles", action="store_true",
+                   help="list the shipped robot profiles (name, puzzle, primitives, "
+                        "description) and exit")
     p.add_argument("--puzzle", choices=("2x2", "3x3", "2x2x2", "3x3x3"), default=None,
                    help="expected puzzle (default: from the string's length)")
     p.add_argument("--profile", default=None, help="robot profile name or .toml file "
                    "(default htm; shipped: see `robocell solve --list-profiles`)")
-    p.add_argument("--max-length", type=int, default=None, help="3x3: stop at this length")
-    p.add_argument("--timeout", type=float, default=None, help="3x3: search budget in seconds")
+    p.add_argument("--max-length", type=int, default=None, metavar="N",
+                   help="fail unless a solution of at most N face turns is found (3x3: the "
+                        "search stops at the first one; see --timeout)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="3x3: search budget in seconds (0: the first solution found)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_solve)
 
 
+class TooLongError(RobocellError, ValueError):
+    """No solution within ``--max-length`` was found."""
+
+    code = "too_long"
+
+
 def _plan_dict(facelets: str, args: argparse.Namespace) -> dict:
     plan = solve(facelets, args.profile, max_length=args.max_length, timeout=args.timeout)
+    turns = plan.stats.get("face_turn_count", plan.length)
+    if args.max_length is not None and turns > args.max_length:
+        if plan.optimal:
+            found = f"the optimal solution for profile {plan.profile} has {turns} moves"
+        else:
+            budget = "the default search budget" if args.timeout is None else \
+                f"a search budget of {args.timeout:g} s"
+            found = f"the shortest found in {budget} has {turns} face turns"
+        raise TooLongError(f"no solution of at most {args.max_length} moves: {found} "
+                           f"({plan.to_dict()['moves']}); allow more moves with --max-length"
+                           + ("" if plan.optimal else ", or search longer with --timeout S"))
     return plan.to_dict()
 
 
+def list_profiles(as_json: bool) -> str:
+    """The shipped profiles: name, puzzle, number of primitives, description."""
+    rows = []
+    for name in available_profiles():
+        profile = load_profile(name)
+        rows.append({"name": profile.name, "puzzle": profile.puzzle,
+                     "primitives": len(profile.primitives),
+                     "description": " ".join(profile.description.split())})
+    if as_json:
+        return json.dumps(rows, indent=2)
+    lines = [f"{'NAME':<14} {'PUZZLE':<7} PRIMITIVES"]
+    for row in rows:
+        lines.append(f"{row['name']:<14} {row['puzzle']:<7} {row['primitives']}")
+        lines.extend(textwrap.wrap(row["description"], 96, initial_indent="    ",
+                                   subsequent_indent="    "))
+    lines.append("Use one with `robocell solve --profile NAME FACELETS`; docs/profiles.md "
+                 "describes the file format.")
+    return "\n".join(lines)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.timeout is not None and not args.timeout >= 0:
+        raise CommandError(f"--timeout must be 0 or more seconds, not {args.timeout:g} "
+                           "(0 takes the first solution found)")
+    if args.max_length is not None and args.max_length < 0:
+        raise CommandError(f"--max-length must be 0 or more, not {args.max_length}")
+    if args.facelets is None:
+        raise CommandError("give a FACELETS string (or - to read one per line from stdin); "
+                           "`robocell solve --list-profiles` lists the robot profiles")
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
+    if args.list_profiles:
+        print(list_profiles(args.json))
+        return 0
+    _check_options(args)
     size = puzzle_size(args.puzzle) if args.puzzle else None
     if args.facelets == "-":
         status = 0
@@ -61,6 +121,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
         row = _plan_dict(args.facelets, args)
     except CubeStateError as exc:
         raise CommandError(f"{exc} [{exc.code}]") from None
+    except TooLongError as exc:
+        print(f"robocell solve: {exc}", file=sys.stderr)
+        return 1
     except (ProfileError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 
 from robocell.common import tables
 from robocell.common.profile import ProfileError, load_profile
@@ -62,16 +63,37 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    status = 0
+    unbuilt, damaged = [], []
     for group in all_groups(args.profile):
         problems = tables.verify(group)
-        if problems:
-            status = 1
+        if tables.staleness(group) is not None:
+            unbuilt.append(group.name)
+        elif problems:
+            damaged.append(group.name)
         if args.json:
             print(json.dumps({"group": group.name, "ok": not problems, "problems": problems}))
         else:
             print(f"{group.name}: " + ("ok" if not problems else "; ".join(problems)))
-    return status
+    hint = rebuild_hint(unbuilt, damaged, args.profile)
+    if hint:
+        print(hint, file=sys.stderr)
+    return 1 if unbuilt or damaged else 0
+
+
+def rebuild_hint(unbuilt: list[str], damaged: list[str], profile: str | None) -> str:
+    """What to run when ``verify`` found groups missing or stale (``unbuilt``) or with a
+    checksum mismatch (``damaged``); empty when there is nothing to do."""
+    only = f" --profile {profile}" if profile else ""
+    lines = []
+    if unbuilt:
+        lines.append(f"{len(unbuilt)} table group(s) in {tables.tables_dir()} are not usable "
+                     f"({', '.join(unbuilt)}): build them with `robocell tables build{only}` "
+                     "(the solver also builds what it needs on first use, with a progress "
+                     "bar)")
+    if damaged:
+        lines.append(f"checksum mismatch in {', '.join(damaged)}: rebuild with `robocell "
+                     f"tables build --force{only}`")
+    return "\n".join(lines)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -88,6 +110,14 @@ def cmd_info(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(row))
         else:
-            print(f"{row['group']}: {row['status']}, {row['megabytes']} MB, "
-                  f"built in {row['build_seconds']}s — {row['description']}")
+            print(f"{row['group']}: {_info_status(row)} — {row['description']}")
     return 0
+
+
+def _info_status(row: dict) -> str:
+    """Status, size and build time of one row of `tables info`, as far as they are known."""
+    if not row["arrays"]:
+        return row["status"]  # e.g. "not built yet": no size, no build time
+    seconds = row["build_seconds"]
+    built = "build time not recorded" if seconds is None else f"built in {seconds:.1f} s"
+    return f"{row['status']}, {row['megabytes']} MB, {built}"

@@ -1,21 +1,36 @@
 """`robocell vision ...`: detect a face in an image, resolve a colour scan, scan a folder of
-six face images, render sim-camera frames, and run the vision service."""
+six face images, calibrate a camera, render sim-camera frames, and run the vision service."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 import cv2
 
+from robocell.common.cube import solved
+from robocell.common.facelets import FACES
 from robocell.errors import CommandError
+from robocell.services.vision.calibration import ENV_VAR as CALIBRATION_ENV
+from robocell.services.vision.calibration import (
+    Calibration,
+    CalibrationError,
+    calibrate,
+    read_cube,
+)
+from robocell.services.vision.calibration import load as load_calibration
+from robocell.services.vision.calibration import save as save_calibration
 from robocell.services.vision.detect import DetectionError, detect, draw_debug
 from robocell.services.vision.interchange import ScanFormatError, load_scan
 from robocell.services.vision.resolve import ResolveError, resolve
 from robocell.services.vision.scan import ScanError, find_face_files, read_image, scan_frames
 from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses
+from robocell.services.vision.sources import SimSource, SourceError, open_source
+
+DEFAULT_CALIBRATION_FILE = "vision-calibration.json"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,7 +63,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scan.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: guess)")
     scan.add_argument("--debug", metavar="DIR", help="write annotated images here")
     scan.add_argument("--json", action="store_true", help="print the result as JSON")
+    scan.add_argument("--calibration", metavar="FILE", help="read with this calibration "
+                      "(`vision calibrate`): faces not found are read at their calibrated "
+                      "place, colours named by the calibrated ones; says where the frames "
+                      "no longer match it")
     scan.set_defaults(func=cmd_scan)
+
+    calibrate = commands.add_parser(
+        "calibrate", help="learn where each face is in the frame and the cube's colours under "
+                          "this light, from a solved cube in the scan poses",
+        description="Show the camera a solved cube (or the cube given with --cube) in each "
+                    "scan pose: from a folder of six photos (*-U.png ... *-D.png), or live "
+                    "from a camera, one face at a time. Writes the calibration file that "
+                    "`vision serve` and `vision scan` read (--calibration or "
+                    f"${CALIBRATION_ENV}).")
+    calibrate.add_argument("--camera", required=True, metavar="SRC",
+                           help="folder of six photos, device index, video file or URL, "
+                                "or sim")
+    calibrate.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: "
+                           "found in the frames)")
+    calibrate.add_argument("--cube", metavar="FACELETS",
+                           help="the state the cube is in (default: solved)")
+    calibrate.add_argument("--out", default=None, metavar="FILE",
+                           help=f"calibration file to write (default ${CALIBRATION_ENV}, "
+                                f"else {DEFAULT_CALIBRATION_FILE})")
+    calibrate.add_argument("--json", action="store_true", help="print the calibration")
+    calibrate.set_defaults(func=cmd_calibrate)
 
     render = commands.add_parser(
         "render", help="render the six faces of a cube state with the sim camera")
@@ -72,7 +112,7 @@ def _read(path: str):
     try:
         return read_image(path)
     except ScanError as exc:
-        raise CommandError(f"{exc}; give a PNG or JPEG file") from exc
+        raise CommandError(str(exc)) from exc
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -129,7 +169,13 @@ def cmd_scan(args: argparse.Namespace) -> int:
     try:
         files = find_face_files(args.folder)
         frames = {face: read_image(path) for face, path in files.items()}
-        result = scan_frames(frames, args.size)
+        if args.calibration:
+            calibrated = read_cube(frames, _load_calibration(args.calibration))
+            for problem in calibrated.problems:
+                print(f"calibration: {problem}", file=sys.stderr)
+            result = calibrated.scan
+        else:
+            result = scan_frames(frames, args.size)
     except ScanError as exc:
         raise CommandError(f"{exc}" + (f" (rescan faces {exc.faces})" if exc.faces else "")
                            ) from exc
@@ -144,6 +190,72 @@ def cmd_scan(args: argparse.Namespace) -> int:
         print(_resolution_json(result.resolution, result.colours))
     else:
         print(result.resolution.facelets)
+    return 0
+
+
+def _load_calibration(path: str) -> Calibration:
+    try:
+        return load_calibration(path)
+    except CalibrationError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def calibration_frames(camera: str, cube: str | None, size: int | None = None) -> dict:
+    """One frame per face: from a folder of six photos; from the sim camera (looking at
+    ``cube``, default solved); or from a live camera, one face at a time as the user shows
+    it (Enter when the face is in its scan pose)."""
+    if Path(camera).is_dir():
+        return {face: read_image(path) for face, path in find_face_files(camera).items()}
+    if camera == "sim":
+        source = SimSource(facelets=cube or solved(size or 3))
+        return {face: source.capture(face, 0) for face in FACES}
+    try:
+        source = open_source(camera)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from None
+    frames = {}
+    try:
+        for face in FACES:
+            print(f"put face {face} in view as in its scan pose, then press Enter",
+                  file=sys.stderr, flush=True)
+            if not sys.stdin.readline():
+                raise CommandError(f"stdin closed before face {face} was shown")
+            frames[face] = source.capture(face, 0)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        source.close()
+    return frames
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    out = Path(args.out or os.environ.get(CALIBRATION_ENV) or DEFAULT_CALIBRATION_FILE)
+    try:
+        frames = calibration_frames(args.camera, args.cube, args.size)
+        calibration = calibrate(frames, args.size, args.cube, source=args.camera)
+    except (ScanError, CalibrationError) as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        save_calibration(calibration, out)
+    except OSError as exc:
+        raise CommandError(f"cannot write {out}: {exc.strerror}") from None
+    if args.json:
+        print(json.dumps(calibration.to_json()))
+    else:
+        n = calibration.size
+        state = "solved" if calibration.cube == solved(n) else calibration.cube
+        print(f"{n}x{n}x{n} cube, {state}")
+        for face in FACES:
+            region = calibration.regions[face]
+            x, y = region.centres.mean(axis=0)
+            r, g, b = (int(round(v)) for v in calibration.colours[face])
+            print(f"  {face}: {n * n} stickers around ({x:.0f}, {y:.0f}) px, pitch "
+                  f"{region.pitch_px:.0f} px; colour rgb({r}, {g}, {b}), spread Delta E "
+                  f"{calibration.spread[face]:.1f}")
+    for warning in calibration.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"wrote {out}; the vision service reads it with --calibration {out} or "
+          f"${CALIBRATION_ENV}", file=sys.stderr)
     return 0
 
 

@@ -7,7 +7,9 @@ orientation, and its reading is turned back before the stickers are put in facel
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,11 +118,31 @@ def find_face_files(folder: str | Path) -> dict[str, Path]:
     return {f: found[f][0] for f in FACES}
 
 
+@contextlib.contextmanager
+def opencv_quiet() -> Iterator[None]:
+    """OpenCV's own log lines (``[ WARN:0@0.5] global loadsave.cpp ...``) silenced while the
+    block runs: our errors say what went wrong, in our words, once."""
+    before = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+    try:
+        yield
+    finally:
+        cv2.utils.logging.setLogLevel(before)
+
+
 def read_image(path: str | Path) -> np.ndarray:
     """An image file as an 8-bit BGR frame, or ScanError saying why not."""
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    path = Path(path)
+    if not path.exists():
+        raise ScanError(f"{path}: no such file")
+    if not path.is_file():
+        raise ScanError(f"{path}: not a file (give an image file: "
+                        f"{', '.join(IMAGE_SUFFIXES)})")
+    with opencv_quiet():
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if image is None:
-        raise ScanError(f"{path}: cannot read as an image")
+        raise ScanError(f"{path}: cannot read as an image (is it a PNG or JPEG file, "
+                        "complete and readable?)")
     return image
 
 

@@ -37,6 +37,9 @@ from robocell.common.lifetime import follow_parent
 from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
 from robocell.common.profile import ProfileError, load_profile
 from robocell.errors import CommandError
+from robocell.services.vision.calibration import ENV_VAR as CALIBRATION_ENV
+from robocell.services.vision.calibration import Calibration, CalibrationError, check_reading
+from robocell.services.vision.calibration import load as load_calibration
 from robocell.services.vision.detect import DetectionError, FaceReading, detect
 from robocell.services.vision.resolve import ResolveError, resolve
 from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError, assemble, scan_frames
@@ -193,6 +196,22 @@ class ScanCollector:
         }
 
 
+def calibration_mismatch(calibration: Calibration | None, scan_id: str, face: str,
+                         reading: FaceReading | None) -> dict[str, Any] | None:
+    """The ``errors`` message saying how a view no longer matches the calibration (None when
+    it does, or when there is no calibration or no reading)."""
+    if calibration is None or reading is None:
+        return None
+    problems = check_reading(calibration, face, reading)
+    if not problems:
+        return None
+    payload = error_payload(scan_id, "calibration", "the frame no longer matches its "
+                            "calibration: " + "; ".join(problems), face, [])
+    payload["action"] = ("check the camera and the light, or calibrate again with `robocell "
+                         "vision calibrate`")
+    return payload
+
+
 def warm_up(size: int | None) -> None:
     """Render, read and resolve one cube once, so that the compiled parts (sim camera,
     colour assignment) are loaded before the first scan, not during it."""
@@ -216,8 +235,10 @@ class VisionService:
     """Captures at each scan pose and publishes face results and the cube state."""
 
     def __init__(self, node: Any, source: Any, size: int | None = None,
-                 threads: int = DEFAULT_THREADS, readers: int = 0) -> None:
+                 threads: int = DEFAULT_THREADS, readers: int = 0,
+                 calibration: Calibration | None = None) -> None:
         self.node = node
+        self.calibration = calibration
         self.source = source
         self.size = size
         self.collector = ScanCollector(size)
@@ -325,8 +346,11 @@ class VisionService:
                 else:
                     reading, error, thumb = read_view(view, self.size)
             message = face_payload(scan_id, pose_index, face, rotation, thumb, reading, error)
+            mismatch = calibration_mismatch(self.calibration, scan_id, face, reading)
             with self._lock:
                 self.node.publish("vision.face", message)
+                if mismatch is not None:
+                    self.node.publish("errors", mismatch)
                 outcome = self.collector.add(scan_id, face, rotation, reading, error)
                 if outcome is not None:
                     topic, payload = outcome
@@ -375,6 +399,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--scripted", type=float, metavar="SECONDS", default=None,
                        help="without an actuator: run the scripted pose sequence now and "
                             "then every SECONDS (0: once)")
+    serve.add_argument("--calibration", metavar="FILE",
+                       default=os.environ.get(CALIBRATION_ENV) or None,
+                       help="calibration file from `vision calibrate` (default "
+                            f"${CALIBRATION_ENV}); a frame that no longer matches it is "
+                            "reported on the errors topic")
     serve.add_argument("--broker", help="broker base address tcp://HOST:PORT "
                                         "(default $ROBOCELL_BUS)")
     serve.set_defaults(func=cmd_serve)
@@ -392,9 +421,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.readers < 0:
         raise CommandError(f"--readers {args.readers}: give 0 or more")
     size = args.size or _profile_size()
+    calibration = None
+    if args.calibration:
+        try:
+            calibration = load_calibration(args.calibration)
+        except CalibrationError as exc:
+            raise CommandError(str(exc)) from None
+        if size is not None and calibration.size != size:
+            raise CommandError(f"{args.calibration} calibrates a {calibration.size}x"
+                               f"{calibration.size} cube, this cell reads {size}x{size}; "
+                               "calibrate again with this cube")
     with Node("vision", Endpoints.resolve(args.broker)) as node:
         threads = args.readers + CAPTURE_AHEAD if args.readers > 0 else 1
-        service = VisionService(node, source, size, threads, args.readers)
+        service = VisionService(node, source, size, threads, args.readers, calibration)
         try:
             service.start()
             if args.scripted is not None:

@@ -16,7 +16,12 @@ import cv2
 import numpy as np
 
 from robocell.errors import RobocellError
-from robocell.services.vision.scan import IMAGE_SUFFIXES, find_face_files, read_image
+from robocell.services.vision.scan import (
+    IMAGE_SUFFIXES,
+    find_face_files,
+    opencv_quiet,
+    read_image,
+)
 from robocell.services.vision.simcam import Conditions, render_face, scene
 
 STALE_FRAMES = 4
@@ -33,7 +38,8 @@ class VideoSource:
     def __init__(self, spec: str | int, width: int | None = None,
                  height: int | None = None) -> None:
         self.spec = spec
-        self._capture = cv2.VideoCapture(spec)
+        with opencv_quiet():  # a missing device or file: our SourceError says so
+            self._capture = cv2.VideoCapture(spec)
         if not self._capture.isOpened():
             raise SourceError(f"camera {spec!r} cannot be opened; check the device index, "
                               "file or URL and that no other program holds it")
