@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -23,10 +24,20 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
 from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
-from robocell.services.actuator.link import FirmwareReset, Link, LinkError
+from robocell.services.actuator.link import (
+    CommandRejectedError,
+    FirmwareReset,
+    Link,
+    LinkError,
+    SerialUrlError,
+    check_serial_url,
+)
 
 POSE_HOLD_TIMEOUT_S = 5.0
 """Longest wait at a scan pose for the vision service's capture of it."""
+CONNECT_RETRY_S = 2.0
+"""Pause between rounds of connecting to a firmware that cannot be reached (each round
+already retries with backoff); the actuator never stops trying."""
 
 
 class ActuatorService:
@@ -44,6 +55,9 @@ class ActuatorService:
         self.job_kind: str | None = None
         self.executed_plans = 0
         self.cube_state_known = True
+        self.connection = "connecting"
+        """connecting, connected, or why the line cannot be opened (status and health)."""
+        self._stop = threading.Event()
         link.on_event = self._link_event
 
     # --- wiring ----------------------------------------------------------------------------
@@ -55,15 +69,29 @@ class ActuatorService:
         self.node.serve("resume", self.on_resume, concurrency=4)
         self.node.serve("estop", self.on_estop, concurrency=8)
         self.node.serve("status", self.on_status, concurrency=4)
+        self.node.serve("home", self.on_home)
         threading.Thread(target=self._connect, name="actuator-connect", daemon=True).start()
 
+    def stop(self) -> None:
+        self._stop.set()
+
     def _connect(self) -> None:
-        try:
-            info = self.link.open()
-        except LinkError as exc:
-            self._error("connect", exc.code, str(exc), "start the firmware (or "
-                        "`robocell firmware-sim`) and restart the actuator")
-            self.node.set_state("error", error=str(exc))
+        """Connect until the firmware answers, however long it takes; meanwhile the state is
+        ``error`` with the reason (so `robocell health actuator` fails and says why)."""
+        while not self._stop.is_set():
+            try:
+                info = self.link.open()
+                break
+            except FirmwareReset:
+                continue  # rebooted while we were away: its new boot id is accepted
+            except SerialUrlError as exc:
+                self._unreachable(exc, "give a device path or socket://HOST:PORT")
+                return
+            except LinkError as exc:
+                self._unreachable(exc, "start the firmware (or `robocell firmware-sim`); the "
+                                  "actuator keeps trying")
+                self._stop.wait(CONNECT_RETRY_S)
+        else:
             return
         missing = sorted(set(self.compiler.motors) - set(info.motors))
         if missing:
@@ -73,8 +101,18 @@ class ActuatorService:
             self.node.set_state("error", error="motor mismatch")
             return
         freeze_startup_objects()
+        self.connection = "connected"
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,
-                            profile=self.profile.name, serial=self.link.url)
+                            profile=self.profile.name, serial=self.link.url, error=None)
+        print(f"actuator: connected to {info.name} {info.version} at {self.link.url} "
+              f"(boot {info.boot_id})", file=sys.stderr, flush=True)
+
+    def _unreachable(self, exc: LinkError, action: str) -> None:
+        message = str(exc)
+        if self.connection != message:
+            self.connection = message
+            self._error("connect", exc.code, message, action)
+        self.node.set_state("error", error=message, serial=self.link.url, retrying=True)
 
     # --- bus inputs ------------------------------------------------------------------------
     def on_execute(self, args: dict, ctx: Any) -> dict:
@@ -108,7 +146,9 @@ class ActuatorService:
         try:
             return self._run_scan(scan_id)
         except LinkError as exc:
+            self.cube_state_known = False
             self._fault("scan", exc)
+            self.node.set_state("ready", cube_state_known=False)
             raise CommandFailed("failed", f"scan {scan_id} stopped: {exc}") from None
         finally:
             self.job_kind = None
@@ -131,10 +171,70 @@ class ActuatorService:
     def on_status(self, args: dict, ctx: Any) -> dict:
         info = self.link.info
         return {"profile": self.profile.name, "serial": self.link.url, "job": self.job_kind,
+                "connection": self.connection,
                 "firmware": None if info is None else f"{info.name} {info.version}",
                 "boot_id": None if info is None else info.boot_id,
                 "cube_state_known": self.cube_state_known,
                 "link": {k: v for k, v in vars(self.link.events).items() if k != "notes"}}
+
+    def on_home(self, args: dict, ctx: Any) -> dict:
+        """Bring the robot to its reference position (docs/serial-protocol.md, "Homing"):
+        CLEAR if the firmware is e-stopped or faulted, then ``HOME [motors]``; answers when
+        the firmware reports it done, or fails naming what went wrong."""
+        motors = args.get("motors") or []
+        if not isinstance(motors, list) or not all(isinstance(m, str) for m in motors):
+            raise CommandFailed("invalid_arguments", "motors: expected a list of motor names")
+        unknown = sorted(set(motors) - set(self.compiler.motors))
+        if unknown:
+            raise CommandFailed("invalid_arguments", f"no motor(s) {', '.join(unknown)} in "
+                                f"profile {self.profile.name} (motors: "
+                                f"{', '.join(self.compiler.motors)})")
+        if not self._job_lock.acquire(blocking=False):
+            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result or "
+                       "send estop first")
+        self.job_kind = "home"
+        self.node.set_state("busy", job="home")
+        try:
+            return self._home(motors)
+        except CommandRejectedError as exc:
+            self._error("home", exc.code, str(exc), "update the firmware or the profile")
+            raise CommandFailed("failed", f"homing refused: {exc}") from None
+        except LinkError as exc:
+            self.cube_state_known = False
+            self._fault("home", exc)
+            raise CommandFailed("failed", f"homing failed: {exc}") from None
+        finally:
+            self.job_kind = None
+            self._job_lock.release()
+            self.node.set_state("ready" if self.connection == "connected" else "error",
+                                cube_state_known=self.cube_state_known)
+
+    def _home(self, motors: list[str]) -> dict:
+        started = time.monotonic()
+        rebooted = False
+        try:
+            self.link.open()
+        except FirmwareReset:
+            rebooted = True  # the new boot id is accepted; homing is what a reboot needs
+        info = self.link.info
+        assert info is not None
+        if "home" not in info.capabilities:
+            raise CommandRejectedError(f"firmware {info.name} {info.version} at {self.link.url} "
+                                       f"does not support HOME (capabilities: "
+                                       f"{', '.join(info.capabilities)})")
+        state = self.link.status().fields.get("state")
+        cleared = state in ("estop", "fault")
+        if cleared:
+            self.link.clear()
+        result = self.link.stream([" ".join(("HOME", *motors))], lambda i: None)
+        if result.outcome == "estop":
+            raise LinkError("emergency stop during homing; send home again")
+        status = self.link.status()
+        self.connection = "connected"
+        return {"ok": True, "homed": motors or list(self.compiler.motors),
+                "cleared": cleared, "rebooted": rebooted, "boot_id": info.boot_id,
+                "duration_s": round(time.monotonic() - started, 4),
+                "status": dict(status.fields)}
 
     def _idle_estop(self) -> None:
         try:
@@ -178,12 +278,18 @@ class ActuatorService:
                 error = "emergency stop: motion stopped part way; check the cube, then rescan"
                 known = False
                 report = result.estop
-                self._error("execute", "estop", f"e-stop: motors stood still "
-                            f"{report.stop_after_receipt_ms:.1f} ms (firmware time) after the "
-                            "stop byte arrived", "check the cube, then rescan",
-                            extra={"received_ms": report.received_ms,
-                                   "stopped_ms": report.stopped_ms,
-                                   "rx_wall": report.rx_wall, "sent_wall": report.sent_wall})
+                if report is None:
+                    self._error("execute", "estop", "e-stop sent but the firmware did not "
+                                "confirm it (it does not answer)", "check the robot by hand, "
+                                "then home and rescan")
+                else:
+                    self._error("execute", "estop", f"e-stop: motors stood still "
+                                f"{report.stop_after_receipt_ms:.1f} ms (firmware time) after "
+                                "the stop byte arrived", "check the cube, then rescan",
+                                extra={"received_ms": report.received_ms,
+                                       "stopped_ms": report.stopped_ms,
+                                       "rx_wall": report.rx_wall,
+                                       "sent_wall": report.sent_wall})
         except FirmwareReset as exc:
             error, known = str(exc), False
             self._fault("execute", exc)
@@ -275,13 +381,21 @@ class ActuatorService:
                         "check the cable and its shielding if this keeps happening")
 
     def _link_event(self, kind: str, message: str) -> None:
+        if kind == "open_failed":
+            # on the actuator's own output at once, and in its state for `health`
+            print(f"actuator: {message}; retrying", file=sys.stderr, flush=True)
+            self.connection = message
+            self.node.set_state("error", error=message, serial=self.link.url, retrying=True)
         self._error("serial", f"serial_{kind}", message,
                     "none: the actuator recovers by itself" if kind in (
                         "reconnected", "recovered") else "wait; check the serial line if it "
                     "persists", level_info=kind in ("reconnected", "recovered"))
 
     def _fault(self, stage: str, exc: LinkError) -> None:
-        action = {"firmware_reset": "the cube state is unknown: rescan before the next plan",
+        action = {"firmware_reset": "the cube state is unknown: home (actuator `home`) and "
+                  "rescan before the next plan",
+                  "protocol": "the firmware sent nonsense: check its version against "
+                  "docs/serial-protocol.md; home and rescan",
                   "fault": "free the mechanism, check the motor mapping, then rescan",
                   "unreachable": "check the serial line and the firmware"}.get(
                       exc.code, "check the robot")
@@ -302,11 +416,16 @@ def serve_actuator(args: argparse.Namespace) -> int:
         Compiler(profile)
     except ProfileError as exc:
         raise CommandError(str(exc)) from None
+    try:
+        check_serial_url(args.serial)
+    except SerialUrlError as exc:
+        raise CommandError(str(exc)) from None
     link = Link(args.serial)
     with Node("actuator") as node:
         service = ActuatorService(node, profile, link)
         service.start()
         node.wait()
+        service.stop()
     link.close()
     return 0
 
