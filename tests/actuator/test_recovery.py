@@ -1,0 +1,96 @@
+"""Recovery through the actuator's bus commands, with real processes: after an e-stop in the
+middle of a turn, ``home`` squares the twin and the next plan solves; after a firmware reboot
+the plan in progress fails at once with the cube state unknown, ``home`` realigns the arms
+(from the home switches of the profile) and the next plan solves."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from robocell.common.profile import PROFILE_DIR
+
+from .test_service import cell_factory, scrambled_twin  # noqa: F401 - the fixture
+
+__all__ = ["cell_factory"]
+
+
+def switch_profile(tmp_path: Path) -> Path:
+    """soltvvo-2x2 with a home switch on every arm (same name: plans for it still fit)."""
+    text = (PROFILE_DIR / "soltvvo-2x2.toml").read_text()
+    for arm in "RBLF":
+        text = text.replace(f"[motors.{arm}]\n",
+                            f"[motors.{arm}]\nhome_switch = \"sw{arm}\"\nhome_dir = -1\n")
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    path = folder / "soltvvo-2x2.toml"
+    path.write_text(text)
+    return path
+
+
+def test_home_after_an_estop_mid_plan_squares_the_twin_and_the_next_plan_solves(
+        cell_factory):  # noqa: F811 - the fixture
+    cell = cell_factory(speed=1)
+    plan_id = cell.make_plan(["R2", "B2"] * 20)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    time.sleep(0.6)
+    cell.node.call("actuator", "estop", {}, timeout=2)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=10)
+    assert result and not result["ok"] and result["cube_state_known"] is False
+    homed = cell.node.call("actuator", "home", {}, timeout=10)
+    assert homed["ok"] and homed["cleared"] is True
+    assert homed["status"]["state"] == "idle"
+    since = time.monotonic()
+    twin = cell.wait("sim.twin_state", lambda p: not p["misaligned"] and not p["fault"]
+                     and set(p["grips"].values()) == {"closed"}, timeout=5)
+    assert twin, cell.seen.get("sim.twin_state", [])[-1:]
+    assert time.monotonic() - since < 5
+    plan = scrambled_twin(cell)
+    plan_id = cell.make_plan(plan)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=30)
+    assert result and result["ok"], result
+    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
+
+
+def test_after_a_firmware_reboot_home_and_the_next_plan_succeed(cell_factory, tmp_path):  # noqa: F811
+    cell = cell_factory("--reset-after", "15", "--profile", str(switch_profile(tmp_path)))
+    plan_id = cell.make_plan(["R'", "B'"] * 10)
+    started = time.monotonic()
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=20)
+    assert result and not result["ok"] and result["cube_state_known"] is False
+    assert time.monotonic() - started < 5.0, "reported at once, not after 30 s"
+    assert cell.wait("errors", lambda e: e["code"] == "firmware_reset"
+                     and "home" in e["action"], timeout=3)
+    status = cell.node.call("actuator", "status", {}, timeout=3)
+    assert status["cube_state_known"] is False and status["link"]["reboots"] == 1
+    homed = cell.node.call("actuator", "home", {}, timeout=10)
+    assert homed["ok"] and homed["boot_id"] == status["boot_id"]
+    assert cell.wait("sim.twin_state", lambda p: not p["misaligned"] and not p["fault"],
+                     timeout=5)
+    for _ in range(2):
+        plan = scrambled_twin(cell)
+        plan_id = cell.make_plan(plan)
+        cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+        result = cell.wait("actuator.result", lambda p, i=plan_id: p["plan_id"] == i,
+                           timeout=30)
+        assert result and result["ok"], result
+
+
+def test_home_names_unknown_motors_and_is_refused_while_busy(cell_factory):  # noqa: F811
+    cell = cell_factory(speed=1)
+    try:
+        cell.node.call("actuator", "home", {"motors": ["Z"]}, timeout=5)
+    except Exception as exc:  # noqa: BLE001 - the bus reports the failure as an exception
+        assert "no motor(s) Z" in str(exc)
+    else:
+        raise AssertionError("home of an unknown motor was accepted")
+    plan_id = cell.make_plan(["R2", "B2"] * 10)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    try:
+        cell.node.call("actuator", "home", {}, timeout=5)
+    except Exception as exc:  # noqa: BLE001
+        assert "running a plan" in str(exc)
+    else:
+        raise AssertionError("home was accepted during a plan")
