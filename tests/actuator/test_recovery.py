@@ -5,9 +5,21 @@ the plan in progress fails at once with the cube state unknown, ``home`` realign
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import time
+import uuid
 from pathlib import Path
 
+from support.bus import (
+    free_base_port,
+    robocell_cmd,
+    robocell_env,
+    stop_process,
+    wait_for_broker,
+)
+
+from robocell.common.bus import Endpoints, Node
 from robocell.common.profile import PROFILE_DIR
 
 from .test_service import cell_factory, scrambled_twin  # noqa: F401 - the fixture
@@ -94,3 +106,77 @@ def test_home_names_unknown_motors_and_is_refused_while_busy(cell_factory):  # n
         assert "running a plan" in str(exc)
     else:
         raise AssertionError("home was accepted during a plan")
+
+
+def test_a_firmware_killed_and_restarted_while_idle_is_noticed_at_once_and_homing_recovers(
+        tmp_path):
+    """The issue's case: the simulator process is killed and started again; the actuator
+    reports the reboot within seconds without a job, accepts the new boot id, homes, and the
+    next plans run (before: every later job failed until the actuator was restarted)."""
+    base = f"tcp://127.0.0.1:{free_base_port()}"
+    env = robocell_env(base)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sim_cmd = robocell_cmd("firmware-sim", "--port", str(port), "--speed", "50",
+                           "--publish-twin", "--max-runtime", "300")
+    procs: list[subprocess.Popen] = []
+    seen: dict[str, list[dict]] = {}
+    node = Node(f"tester-{uuid.uuid4().hex[:4]}", Endpoints.from_base(base))
+    try:
+        procs.append(subprocess.Popen(robocell_cmd("broker"), env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for_broker(Endpoints.from_base(base))
+        sim = subprocess.Popen(sim_cmd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+        procs.append(sim)
+        assert sim.stdout.readline().startswith("listening")
+        procs.append(subprocess.Popen(robocell_cmd(
+            "actuator", "--serial", f"socket://127.0.0.1:{port}"), env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        node.subscribe("errors", lambda e: seen.setdefault("errors", []).append(e.payload))
+        node.subscribe("actuator.result",
+                       lambda e: seen.setdefault("result", []).append(e.payload))
+        node.start()
+        wait_until(lambda: node.call("actuator", "status", {}, timeout=2)["boot_id"], 20)
+        first_boot = node.call("actuator", "status", {}, timeout=2)["boot_id"]
+        sim.kill()
+        sim.wait(5)
+        sim = subprocess.Popen(sim_cmd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+        procs.append(sim)
+        assert sim.stdout.readline().startswith("listening")
+        restarted = time.monotonic()
+        reset = wait_until(lambda: [e for e in seen.get("errors", [])
+                                    if e["code"] == "firmware_reset"], 10)
+        print(f"\nreboot reported {time.monotonic() - restarted:.2f} s after the restart")
+        status = node.call("actuator", "status", {}, timeout=2)
+        assert status["cube_state_known"] is False and status["boot_id"] != first_boot
+        assert "home" in reset[0]["action"]
+        assert node.call("actuator", "home", {}, timeout=10)["ok"]
+        for n in range(2):
+            plan_id = f"plan-{n}-{uuid.uuid4().hex[:4]}"
+            plan = {"plan_id": plan_id, "puzzle": "2x2x2", "profile": "soltvvo-2x2",
+                    "facelets": "", "primitives": ["R'", "B'", "R2"], "face_turns": [],
+                    "predicted_ms": 1000.0, "search": {}}
+            node.call("actuator", "execute", {"plan": plan}, timeout=5)
+            result = wait_until(lambda i=plan_id: [r for r in seen.get("result", [])
+                                                   if r["plan_id"] == i], 20)
+            assert result[0]["ok"], result
+    finally:
+        node.stop()
+        for proc in reversed(procs):
+            stop_process(proc)
+
+
+def wait_until(condition, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except Exception:  # noqa: BLE001 - not there yet (the service is still starting)
+            value = None
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s")

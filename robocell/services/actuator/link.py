@@ -42,6 +42,8 @@ flooded with ``?``."""
 ESTOP_CONFIRM_S = 0.5
 """An e-stop the firmware does not confirm within this long (it is stalled) ends the stream
 anyway: the job stops at the e-stop, not at the stall give-up."""
+IDLE_RECONNECT_GIVE_UP_S = 1.0
+"""While idle, one round of reconnecting (`Link.poll`) lasts at most this long."""
 STREAM_RECONNECT_GIVE_UP_S = 3.0
 """Mid-job, a connection lost for this long ends the job (reported at once); reconnecting
 goes on at the next job."""
@@ -341,6 +343,24 @@ class Link:
                         self._check_boot(report)
                         return report
         raise FirmwareUnreachableError(f"no status report from {self.url} within {timeout} s")
+
+    def poll(self) -> None:
+        """While no job runs: read what the firmware sent on its own and reconnect a dropped
+        line, so that a reboot is noticed when it happens (FirmwareReset, new boot id
+        accepted), not at the next job. FirmwareUnreachableError if the line stays down."""
+        if self.port is None:
+            self._connect(give_up_s=IDLE_RECONNECT_GIVE_UP_S)
+            return
+        try:
+            reports = self._read_reports()
+        except (serial.SerialException, OSError) as exc:
+            self.close()
+            self.on_event("disconnected", f"lost {self.url} while idle ({exc}); reconnecting")
+            self._connect(give_up_s=IDLE_RECONNECT_GIVE_UP_S)
+            return
+        for report in reports:
+            if report.kind in ("start", "status"):
+                self._check_boot(report)
 
     def clear(self) -> proto.Report:
         """Leave the e-stop/fault state (a new plan after a rescan). Line numbers continue

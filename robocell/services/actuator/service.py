@@ -35,6 +35,11 @@ from robocell.services.actuator.link import (
 
 POSE_HOLD_TIMEOUT_S = 5.0
 """Longest wait at a scan pose for the vision service's capture of it."""
+IDLE_POLL_S = 0.5
+"""While idle, how often the serial line is read for reports the firmware sends on its own
+(a reboot's banner) and a dropped line reconnected."""
+JOB_WAIT_S = 3.0
+"""Longest a new job waits for the idle watcher to let go of the line."""
 CONNECT_RETRY_S = 2.0
 """Pause between rounds of connecting to a firmware that cannot be reached (each round
 already retries with backoff); the actuator never stops trying."""
@@ -106,6 +111,34 @@ class ActuatorService:
                             profile=self.profile.name, serial=self.link.url, error=None)
         print(f"actuator: connected to {info.name} {info.version} at {self.link.url} "
               f"(boot {info.boot_id})", file=sys.stderr, flush=True)
+        threading.Thread(target=self._watch, name="actuator-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Between jobs, notice a firmware reboot or a dropped line when it happens: the
+        cube state becomes unknown at once (errors, status), not at the next job."""
+        while not self._stop.wait(IDLE_POLL_S):
+            if not self._job_lock.acquire(blocking=False):
+                continue
+            try:
+                self.link.poll()
+                if self.connection != "connected":
+                    self.connection = "connected"
+                    self.node.set_state("ready", error=None, retrying=False)
+            except FirmwareReset as exc:
+                self.cube_state_known = False
+                self._fault("idle", exc)
+                info = self.link.info
+                self.connection = "connected"
+                self.node.set_state("ready", error=None, cube_state_known=False,
+                                    boot_id=None if info is None else info.boot_id)
+            except LinkError as exc:
+                self._unreachable(exc, "start the firmware (or `robocell firmware-sim`); the "
+                                  "actuator keeps trying")
+            except Exception as exc:  # noqa: BLE001 - the watcher must outlive any surprise
+                self._error("idle", "internal", f"{type(exc).__name__}: {exc}",
+                            "report this bug")
+            finally:
+                self._job_lock.release()
 
     def _unreachable(self, exc: LinkError, action: str) -> None:
         message = str(exc)
@@ -130,9 +163,7 @@ class ActuatorService:
         except PlanMismatch as exc:
             self._error("execute", "plan_mismatch", str(exc), "re-plan for this robot")
             raise CommandFailed("invalid_arguments", str(exc)) from None
-        if not self._job_lock.acquire(blocking=False):
-            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
-        self.job_kind = "plan"
+        self._take_job("plan")
         threading.Thread(target=self._run_plan, args=(plan_id, job), daemon=True).start()
         return {"plan_id": plan_id, "n_steps": job.n_steps,
                 "predicted_ms": round(job.predicted_ms, 1)}
@@ -140,9 +171,7 @@ class ActuatorService:
     def on_scan(self, args: dict, ctx: Any) -> dict:
         """Run the scan program; answers when the last pose was held and the cube is back."""
         scan_id = args.get("scan_id") or f"scan-{uuid.uuid4().hex[:8]}"
-        if not self._job_lock.acquire(blocking=False):
-            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
-        self.job_kind = "scan"
+        self._take_job("scan")
         try:
             return self._run_scan(scan_id)
         except LinkError as exc:
@@ -153,6 +182,18 @@ class ActuatorService:
         finally:
             self.job_kind = None
             self._job_lock.release()
+
+    def _take_job(self, kind: str) -> None:
+        """Hold the robot for a job; Busy if another job runs. The idle watcher holds the
+        line only briefly (longer while it reconnects): a job waits for it."""
+        deadline = time.monotonic() + JOB_WAIT_S
+        while not self._job_lock.acquire(timeout=0.02):
+            if self.job_kind is not None:
+                raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
+            if time.monotonic() > deadline:
+                raise Busy(f"the actuator is reconnecting to the firmware at {self.link.url}: "
+                           f"{self.connection}")
+        self.job_kind = kind
 
     def on_pause(self, args: dict, ctx: Any) -> dict:
         self.link.pause()
@@ -189,10 +230,7 @@ class ActuatorService:
             raise CommandFailed("invalid_arguments", f"no motor(s) {', '.join(unknown)} in "
                                 f"profile {self.profile.name} (motors: "
                                 f"{', '.join(self.compiler.motors)})")
-        if not self._job_lock.acquire(blocking=False):
-            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result or "
-                       "send estop first")
-        self.job_kind = "home"
+        self._take_job("home")
         self.node.set_state("busy", job="home")
         try:
             return self._home(motors)
