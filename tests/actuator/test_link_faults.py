@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from robocell.common.profile import PROFILE_DIR
 from robocell.services.actuator import protocol as proto
 from robocell.services.actuator.executor import Compiler, Execution
 from robocell.services.actuator.link import (
@@ -99,9 +100,21 @@ def run(link: Link, compiler: Compiler, primitives: list[str]):
     return link.stream(job.texts, execution.line_done, pause_points=job.pause_points)
 
 
+def switch_profile(tmp_path: Path) -> str:
+    """soltvvo-2x2 with a home switch on every arm: HOME realigns even after a reboot."""
+    text = (PROFILE_DIR / "soltvvo-2x2.toml").read_text()
+    for arm in "RBLF":
+        text = text.replace(f"[motors.{arm}]\n",
+                            f"[motors.{arm}]\nhome_switch = \"sw{arm}\"\nhome_dir = 1\n")
+    (tmp_path / "profiles").mkdir()
+    path = tmp_path / "profiles" / "soltvvo-2x2.toml"
+    path.write_text(text)
+    return str(path)
+
+
 def test_after_a_reboot_the_new_boot_id_is_accepted_and_the_next_job_runs(
-        firmware_factory, soltvvo):
-    fw = firmware_factory("--reset-after", "12", speed=200)
+        firmware_factory, soltvvo, tmp_path):
+    fw = firmware_factory("--reset-after", "12", speed=200, profile=switch_profile(tmp_path))
     link = Link(fw.url)
     link.open()
     compiler = Compiler(soltvvo)
@@ -110,7 +123,9 @@ def test_after_a_reboot_the_new_boot_id_is_accepted_and_the_next_job_runs(
         run(link, compiler, ["R'", "B'"] * 10)
     assert time.monotonic() - started < 5.0, "the reboot ends the job at once"
     assert link.events.reboots == 1
-    # the next jobs reach the rebooted firmware (before: FirmwareReset for ever)
+    # the next jobs reach the rebooted firmware (before: FirmwareReset for ever); HOME first
+    # squares an arm the reboot left part-turned
+    assert link.stream(["HOME"], lambda i: None).outcome == "completed"
     for _ in range(2):
         link.close()
         link.open()

@@ -5,6 +5,7 @@ program). `link.Link` uses it; so does `robocell actuator` to refuse a bad URL a
 from __future__ import annotations
 
 import errno
+import os
 
 import serial
 
@@ -45,6 +46,18 @@ def open_port(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> serial.SerialBase
                                      **({} if "://" in url else {"exclusive": True}))
     except ValueError as exc:  # pyserial's word for a URL or setting it cannot use
         raise SerialUrlError(f"serial device {url!r}: {exc}") from None
+
+
+def precheck_device(url: str) -> str | None:
+    """Without opening it (opening a board's port may reset it): why a device path cannot be
+    opened, if the file system already tells (missing, no permission); None otherwise."""
+    if "://" in url:
+        return None
+    if not os.path.exists(url):
+        return describe_open_error(url, FileNotFoundError(errno.ENOENT, "No such file", url))
+    if not os.access(url, os.R_OK | os.W_OK):
+        return describe_open_error(url, PermissionError(errno.EACCES, "Permission denied", url))
+    return None
 
 
 def describe_open_error(url: str, exc: BaseException) -> str:

@@ -61,6 +61,8 @@ class ActuatorService:
         self.executed_plans = 0
         self.cube_state_known = True
         self.connection = "connecting"
+        self.printed = ""
+        """The last problem printed on the actuator's output (each is printed once)."""
         """connecting, connected, or why the line cannot be opened (status and health)."""
         self._stop = threading.Event()
         link.on_event = self._link_event
@@ -421,7 +423,9 @@ class ActuatorService:
     def _link_event(self, kind: str, message: str) -> None:
         if kind == "open_failed":
             # on the actuator's own output at once, and in its state for `health`
-            print(f"actuator: {message}; retrying", file=sys.stderr, flush=True)
+            if message != self.printed:
+                self.printed = message
+                print(f"actuator: {message}; retrying", file=sys.stderr, flush=True)
             self.connection = message
             self.node.set_state("error", error=message, serial=self.link.url, retrying=True)
         self._error("serial", f"serial_{kind}", message,
@@ -461,6 +465,7 @@ def serve_actuator(args: argparse.Namespace) -> int:
     link = Link(args.serial)
     with Node("actuator") as node:
         service = ActuatorService(node, profile, link)
+        service.printed = getattr(args, "serial_problem", None) or ""
         service.start()
         node.wait()
         service.stop()
