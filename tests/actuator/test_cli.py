@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from support.bus import (
     free_base_port,
     robocell_cmd,
@@ -19,7 +20,7 @@ from support.bus import (
 from robocell.cli import main
 from robocell.common.bus import Endpoints
 
-REASON_WITHIN_S = 1.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -82,3 +83,24 @@ def test_a_bogus_serial_url_exits_with_the_reason_and_no_traceback():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "unknown scheme 'bogus'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_robocell_up_on_hardware_names_the_missing_serial_device(tmp_path: Path):
+    """`robocell up` (hardware) stops with the actuator's reason instead of waiting out its
+    ready timeout (183 s before) and pointing at an empty output."""
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    compose["services"] = {name: spec for name, spec in compose["services"].items()
+                           if name in ("broker", "actuator")}
+    path = tmp_path / "compose.yml"
+    path.write_text(yaml.safe_dump(compose))
+    port = free_base_port()
+    device = str(tmp_path / "ttyUSB9")
+    env = {**robocell_env(f"tcp://127.0.0.1:{port}"), "ROBOCELL_SERIAL": device,
+           "ROBOCELL_BUS_PORT": str(port), "ROBOCELL_BUS_PORT_LAST": str(port + 3)}
+    env.pop("ROBOCELL_BUS", None)
+    started = time.monotonic()
+    proc = subprocess.run(robocell_cmd("up", "--compose", str(path)), env=env,
+                          capture_output=True, text=True, timeout=150)
+    print(f"\nrobocell up named the reason after {time.monotonic() - started:.1f} s")
+    assert proc.returncode != 0
+    assert f"actuator is not ready: cannot open {device}: no such device" in proc.stderr

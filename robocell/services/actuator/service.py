@@ -422,12 +422,20 @@ class ActuatorService:
 
     def _link_event(self, kind: str, message: str) -> None:
         if kind == "open_failed":
-            # on the actuator's own output at once, and in its state for `health`
+            # on the actuator's own output at once, and in its state for `health`; each
+            # distinct reason once on errors (the line is retried every few seconds)
             if message != self.printed:
                 self.printed = message
                 print(f"actuator: {message}; retrying", file=sys.stderr, flush=True)
-            self.connection = message
             self.node.set_state("error", error=message, serial=self.link.url, retrying=True)
+            if message == self.connection:
+                return
+            self.connection = message
+        elif kind == "reconnected":
+            self.connection = "connected"
+            self.printed = ""
+            self.node.set_state("busy" if self.job_kind else "ready", error=None,
+                                retrying=False)
         self._error("serial", f"serial_{kind}", message,
                     "none: the actuator recovers by itself" if kind in (
                         "reconnected", "recovered") else "wait; check the serial line if it "
