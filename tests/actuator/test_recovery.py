@@ -180,3 +180,18 @@ def wait_until(condition, timeout: float):
             return value
         time.sleep(0.05)
     raise AssertionError(f"not within {timeout} s")
+
+
+def test_a_firmware_killed_mid_plan_ends_the_plan_within_seconds(cell_factory):  # noqa: F811
+    cell = cell_factory(speed=1)
+    plan_id = cell.make_plan(["R2", "B2"] * 20)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    time.sleep(0.5)
+    cell.procs[1].kill()  # the firmware simulator
+    killed = time.monotonic()
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=20)
+    took = time.monotonic() - killed
+    print(f"\nplan reported {took:.2f} s after the firmware was killed")
+    assert result and not result["ok"] and result["cube_state_known"] is False
+    assert took < 10.0, "the stream gives up after 1 s, not the 30 s reconnect give-up"
+    assert cell.wait("errors", lambda e: e["code"] == "serial_open", timeout=3)

@@ -44,7 +44,7 @@ ESTOP_CONFIRM_S = 0.5
 anyway: the job stops at the e-stop, not at the stall give-up."""
 IDLE_RECONNECT_GIVE_UP_S = 1.0
 """While idle, one round of reconnecting (`Link.poll`) lasts at most this long."""
-STREAM_RECONNECT_GIVE_UP_S = 3.0
+STREAM_RECONNECT_GIVE_UP_S = 1.0
 """Mid-job, a connection lost for this long ends the job (reported at once); reconnecting
 goes on at the next job."""
 STALL_REPORT_S = 0.5

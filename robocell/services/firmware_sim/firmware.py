@@ -5,6 +5,10 @@ motor model, moves the digital twin and logs every executed line.
 Its serial line (TCP or a pty, the clock, fault injection) is `serial_server.serve`; its bus
 side is `service.FirmwareSimBus`; `robocell firmware-sim` is `cli`.
 
+HOME (docs/serial-protocol.md, "Homing"): its targets are fixed when it starts, from the
+step counts (or, for a stepper with a home switch, from where the arm physically stands:
+a reboot zeroes the count, not the arm); steppers first, then servos.
+
 Timing: simulated time is real time since start multiplied by the speed factor. A command
 starts when the previous one ends if it is already queued then (no idle), else when it
 arrives; so the logged gaps between motions measure how well the host keeps the queue fed.
