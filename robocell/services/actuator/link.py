@@ -197,13 +197,13 @@ class Link:
         self._resume = threading.Event()
 
     # --- connection ------------------------------------------------------------------------
-    def open(self) -> FirmwareInfo:
+    def open(self, give_up_s: float | None = None) -> FirmwareInfo:
         """Connect and shake hands (retrying with backoff until the give-up time). Safe to
         call from several threads: the first connects, the others get its result. Raises
         FirmwareReset (having accepted the new boot id) if the firmware rebooted meanwhile."""
         with self._open_lock:
             if self.info is None or self.port is None:
-                self._connect(first=self.info is None)
+                self._connect(first=self.info is None, give_up_s=give_up_s)
             assert self.info is not None
             return self.info
 

@@ -38,6 +38,8 @@ POSE_HOLD_TIMEOUT_S = 5.0
 IDLE_POLL_S = 0.5
 """While idle, how often the serial line is read for reports the firmware sends on its own
 (a reboot's banner) and a dropped line reconnected."""
+JOB_CONNECT_GIVE_UP_S = 2.0
+"""A job (plan, scan, home) on a line that is down fails after this long."""
 JOB_WAIT_S = 3.0
 """Longest a new job waits for the idle watcher to let go of the line."""
 CONNECT_RETRY_S = 2.0
@@ -253,7 +255,7 @@ class ActuatorService:
         started = time.monotonic()
         rebooted = False
         try:
-            self.link.open()
+            self.link.open(give_up_s=JOB_CONNECT_GIVE_UP_S)
         except FirmwareReset:
             rebooted = True  # the new boot id is accepted; homing is what a reboot needs
         info = self.link.info
@@ -288,7 +290,9 @@ class ActuatorService:
 
     # --- jobs ------------------------------------------------------------------------------
     def _prepare(self) -> None:
-        self.link.open()  # waits for the connecting thread if it is still at it
+        # waits for the connecting thread if it is still at it; a line that is down fails
+        # the job within seconds (the watcher keeps reconnecting between jobs)
+        self.link.open(give_up_s=JOB_CONNECT_GIVE_UP_S)
         state = self.link.status().fields.get("state")
         if state in ("estop", "fault"):
             self.link.clear()
