@@ -27,6 +27,7 @@ from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMi
 from robocell.services.actuator.link import (
     CommandRejectedError,
     FirmwareReset,
+    FirmwareUnreachableError,
     Link,
     LinkError,
     SerialUrlError,
@@ -42,6 +43,9 @@ JOB_CONNECT_GIVE_UP_S = 2.0
 """A job (plan, scan, home) on a line that is down fails after this long."""
 JOB_WAIT_S = 3.0
 """Longest a new job waits for the idle watcher to let go of the line."""
+CONNECT_ROUND_S = 5.0
+"""One round of connecting at start (retries with backoff inside); the reason is reported
+at the first failure and in the state after each round."""
 CONNECT_RETRY_S = 2.0
 """Pause between rounds of connecting to a firmware that cannot be reached (each round
 already retries with backoff); the actuator never stops trying."""
@@ -89,7 +93,7 @@ class ActuatorService:
         ``error`` with the reason (so `robocell health actuator` fails and says why)."""
         while not self._stop.is_set():
             try:
-                info = self.link.open()
+                info = self.link.open(give_up_s=CONNECT_ROUND_S)
                 break
             except FirmwareReset:
                 continue  # rebooted while we were away: its new boot id is accepted
@@ -254,6 +258,7 @@ class ActuatorService:
     def _home(self, motors: list[str]) -> dict:
         started = time.monotonic()
         rebooted = False
+        self._check_reachable()
         try:
             self.link.open(give_up_s=JOB_CONNECT_GIVE_UP_S)
         except FirmwareReset:
@@ -289,9 +294,16 @@ class ActuatorService:
             pass
 
     # --- jobs ------------------------------------------------------------------------------
+    def _check_reachable(self) -> None:
+        """Fail a job at once while the firmware has never answered (the reason is known)."""
+        if self.link.info is None and self.connection not in ("connecting", "connected"):
+            raise FirmwareUnreachableError(f"the firmware has not answered yet: "
+                                           f"{self.connection}")
+
     def _prepare(self) -> None:
         # waits for the connecting thread if it is still at it; a line that is down fails
         # the job within seconds (the watcher keeps reconnecting between jobs)
+        self._check_reachable()
         self.link.open(give_up_s=JOB_CONNECT_GIVE_UP_S)
         state = self.link.status().fields.get("state")
         if state in ("estop", "fault"):
