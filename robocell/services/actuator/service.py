@@ -185,7 +185,7 @@ class ActuatorService:
         except LinkError as exc:
             self.cube_state_known = False
             self._fault("scan", exc)
-            self.node.set_state("ready", cube_state_known=False)
+            self.node.set_state(self._idle_state(), cube_state_known=False)
             raise CommandFailed("failed", f"scan {scan_id} stopped: {exc}") from None
         finally:
             self.job_kind = None
@@ -252,7 +252,7 @@ class ActuatorService:
         finally:
             self.job_kind = None
             self._job_lock.release()
-            self.node.set_state("ready" if self.connection == "connected" else "error",
+            self.node.set_state(self._idle_state(),
                                 cube_state_known=self.cube_state_known)
 
     def _home(self, motors: list[str]) -> dict:
@@ -294,6 +294,10 @@ class ActuatorService:
             pass
 
     # --- jobs ------------------------------------------------------------------------------
+    def _idle_state(self) -> str:
+        """The lifecycle state after a job: ready, or error while the line is down."""
+        return "ready" if self.connection in ("connected", "connecting") else "error"
+
     def _check_reachable(self) -> None:
         """Fail a job at once while the firmware has never answered (the reason is known)."""
         if self.link.info is None and self.connection not in ("connecting", "connected"):
@@ -373,7 +377,7 @@ class ActuatorService:
             "executed": execution.steps_done, "n_steps": job.n_steps,
             "duration_s": round(time.monotonic() - started, 4), "error": error,
             "cube_state_known": known})
-        self.node.set_state("ready", executed_plans=self.executed_plans,
+        self.node.set_state(self._idle_state(), executed_plans=self.executed_plans,
                             cube_state_known=known)
 
     def _run_scan(self, scan_id: str) -> dict:
