@@ -249,7 +249,7 @@ class Link:
                 if time.monotonic() - started > give_up_s:
                     self.close()
                     error = FirmwareUnreachableError if opened else SerialOpenError
-                    raise error(f"{reason} (tried for {give_up_s:g} s)") from None
+                    raise error(reason) from None
                 delay = RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)]
                 attempt += 1
                 time.sleep(delay)
