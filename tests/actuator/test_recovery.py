@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -195,3 +196,28 @@ def test_a_firmware_killed_mid_plan_ends_the_plan_within_seconds(cell_factory): 
     assert result and not result["ok"] and result["cube_state_known"] is False
     assert took < 10.0, "the stream gives up after 1 s, not the 30 s reconnect give-up"
     assert cell.wait("errors", lambda e: e["code"] == "serial_open", timeout=3)
+
+
+def test_a_scan_on_a_stalled_firmware_ends_at_the_estop(cell_factory):  # noqa: F811
+    """The firmware stops answering mid-scan (for 40 s); the e-stop ends the scan at once
+    (before: the scan ran on to the 30 s stall give-up)."""
+    cell = cell_factory("--stall-after", "4", "--stall-ms", "2000000", speed=50)
+    outcome: dict[str, object] = {}
+
+    def scan() -> None:
+        try:
+            outcome["reply"] = cell.node.call("actuator", "scan", {}, timeout=60)
+        except Exception as exc:  # noqa: BLE001 - the failure is what the test looks at
+            outcome["error"] = str(exc)
+        outcome["at"] = time.monotonic()
+
+    worker = threading.Thread(target=scan)
+    worker.start()
+    assert cell.wait("errors", lambda e: e["code"] == "serial_stall", timeout=15)
+    stopped = time.monotonic()
+    cell.node.call("actuator", "estop", {}, timeout=2)
+    worker.join(30)
+    took = outcome["at"] - stopped
+    print(f"\nscan on a stalled firmware ended {took:.2f} s after the e-stop")
+    assert "emergency stop" in str(outcome.get("error")) and took < 5.0
+    assert cell.wait("errors", lambda e: e["code"] == "serial_estop_unconfirmed", timeout=3)
