@@ -11,7 +11,7 @@ import time
 
 import aiohttp
 import pytest
-from support.monitor import TOKEN, run_async
+from support.monitor import TOKEN, run_async, start_broker, start_monitor
 
 from robocell.services.monitor.server import host_name, served_hosts
 
@@ -104,3 +104,20 @@ def test_a_right_token_still_authorises(cell):
     replies = run_async(converse(cell.url, [{"type": "auth", "token": TOKEN}], "auth"))
     assert replies[0]["authorised"] is True
     assert json.dumps(replies[0])
+
+
+def test_an_allowed_extra_name_is_served(tmp_path):
+    broker, bus = start_broker(tmp_path)
+    try:
+        monitor, url = start_monitor(tmp_path, bus, ["--allow-host", "Cell.Example"])
+        try:
+            async def status(host: str) -> int:
+                async with aiohttp.ClientSession() as session, \
+                        session.get(url + "/healthz", headers={"Host": host}) as response:
+                    return response.status
+            assert run_async(status(f"cell.example:{port_of(url)}")) == 200
+            assert run_async(status(f"other.example:{port_of(url)}")) == 421
+        finally:
+            monitor.stop()
+    finally:
+        broker.stop()

@@ -363,9 +363,11 @@ async def _security_headers(request: web.Request, handler: Any) -> web.StreamRes
     return response
 
 
-def serve(server: MonitorServer, host: str, port: int) -> None:
-    """Run the server until Ctrl-C or SIGTERM."""
-    server.allowed_hosts = served_hosts(host)
+def serve(server: MonitorServer, host: str, port: int,
+          extra_hosts: list[str] | tuple[str, ...] = ()) -> None:
+    """Run the server until Ctrl-C or SIGTERM; browsers may name ``host`` (see
+    `served_hosts`) or one of ``extra_hosts``."""
+    server.allowed_hosts = served_hosts(host) | {name.lower() for name in extra_hosts}
     def announce(text: str) -> None:
         print(f"monitor: dashboard on http://{host}:{port}/  (bus {server.endpoints.subscribe}"
               f"{', remote CURVE' if server.endpoints.curve else ''}; control "
