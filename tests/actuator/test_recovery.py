@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from support.bus import (
     free_base_port,
     robocell_cmd,
@@ -66,8 +67,11 @@ def test_home_after_an_estop_mid_plan_squares_the_twin_and_the_next_plan_solves(
     assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
 
 
-def test_after_a_firmware_reboot_home_and_the_next_plan_succeed(cell_factory, tmp_path):  # noqa: F811
-    cell = cell_factory("--reset-after", "15", "--profile", str(switch_profile(tmp_path)))
+@pytest.mark.parametrize("switches", [False, True], ids=["step-counts", "home-switches"])
+def test_after_a_firmware_reboot_home_and_the_next_plan_succeed(
+        cell_factory, tmp_path, switches):  # noqa: F811
+    sim_profile = str(switch_profile(tmp_path)) if switches else "soltvvo-2x2"
+    cell = cell_factory("--reset-after", "15", "--profile", sim_profile)
     plan_id = cell.make_plan(["R'", "B'"] * 10)
     started = time.monotonic()
     cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)

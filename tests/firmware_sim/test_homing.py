@@ -117,15 +117,27 @@ def switch_profile(tmp_path: Path) -> Profile:
     return load_profile(path)
 
 
-def test_a_reboot_mid_turn_is_realigned_by_a_home_switch_but_not_by_the_step_count(
-        soltvvo, tmp_path):
+def test_a_watchdog_reset_mid_turn_keeps_the_step_counts_and_home_realigns(soltvvo):
+    core = FirmwareCore(soltvvo)
+    for n, text in enumerate(ALL_GRIPPED_TURN, 1):
+        core.line(line(n, text), 0.0)
+    core.advance(45.0)
+    core.reset(90.0)
+    assert core.twin.misaligned == ["R", "L"]
+    assert reports(core.line(line(1, "HOME"), 110.0))[0].kind == "ok"
+    assert [r.kind for r in reports(core.advance(3000.0))] == ["done"]
+    assert core.twin.misaligned == [] and core.twin.fault is None
+    assert run_primitive(core, soltvvo, "R'", 2, 4000.0)[-1].kind == "done"
+
+
+def test_after_a_power_up_mid_turn_only_a_home_switch_realigns(soltvvo, tmp_path):
     for profile, realigned in ((soltvvo, False), (switch_profile(tmp_path), True)):
         core = FirmwareCore(profile)
         for n, text in enumerate(ALL_GRIPPED_TURN, 1):
             core.line(line(n, text), 0.0)
         core.advance(45.0)
         old_boot = core.boot_id
-        core.reset(90.0)
+        core.reset(90.0, counts_kept=False)
         assert core.boot_id != old_boot and core.twin.misaligned == ["R", "L"]
         clear(core, 100.0)
         assert reports(core.line(line(1, "HOME"), 110.0))[0].kind == "ok"

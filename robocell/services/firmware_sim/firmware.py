@@ -7,7 +7,7 @@ side is `service.FirmwareSimBus`; `robocell firmware-sim` is `cli`.
 
 HOME (docs/serial-protocol.md, "Homing"): its targets are fixed when it starts, from the
 step counts (or, for a stepper with a home switch, from where the arm physically stands:
-a reboot zeroes the count, not the arm); steppers first, then servos.
+a power-up zeroes the count, not the arm); steppers first, then servos.
 
 Timing: simulated time is real time since start multiplied by the speed factor. A command
 starts when the previous one ends if it is already queued then (no idle), else when it
@@ -392,17 +392,21 @@ class FirmwareCore:
         self.expected = (self.current.command.line if self.current else self.executed) + 1
         self.resend_pending = False
 
-    def reset(self, now: float) -> bytes:
-        """A reboot: new boot id, queue and line numbers gone; the cube stays as it is."""
+    def reset(self, now: float, counts_kept: bool = True) -> bytes:
+        """A reboot: new boot id, queue and line numbers gone; the motion in progress stops
+        where it is and the cube stays as it is. ``counts_kept``: a watchdog reset, whose
+        step counts survive in RAM the start-up leaves alone; False: a power-up, the counts
+        restart at 0 wherever the arms stand (only a home switch finds them again)."""
         if self.current is not None:
             self._apply_partial(self.current, min(1.0, (now - self.current.start) / max(
                 1e-9, self.current.end - self.current.start)))
         self.boot_id = uuid.uuid4().hex[:8]
         # the rebooted firmware knows of no fault; what stands misaligned stays so physically
         self.twin.fault = None
-        for name in self.physical_offset:  # the step count restarts wherever the arm stands
-            self.physical_offset[name] += self.model.positions[name]
-            self.model.positions[name] = 0.0
+        if not counts_kept:
+            for name in self.physical_offset:
+                self.physical_offset[name] += self.model.positions[name]
+                self.model.positions[name] = 0.0
         self._boot_state()
         self.last_end = now
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")
