@@ -24,6 +24,7 @@ from support.bus import (
 from robocell.common.bus import Endpoints, Node
 from robocell.common.profile import PROFILE_DIR
 
+from .test_link_faults import ScriptedFirmware
 from .test_service import cell_factory, scrambled_twin  # noqa: F401 - the fixture
 
 __all__ = ["cell_factory"]
@@ -225,3 +226,45 @@ def test_a_scan_on_a_stalled_firmware_ends_at_the_estop(cell_factory):  # noqa: 
     print(f"\nscan on a stalled firmware ended {took:.2f} s after the e-stop")
     assert "emergency stop" in str(outcome.get("error")) and took < 5.0
     assert cell.wait("errors", lambda e: e["code"] == "serial_estop_unconfirmed", timeout=3)
+
+
+def test_a_report_with_a_bad_number_is_reported_on_errors_and_stops_the_plan():
+    """`status ... last=notanumber` with a good checksum: the plan fails naming the field,
+    `errors` says so, and the e-stop byte went out (before: a bare ValueError, nothing on
+    errors, no stop)."""
+    firmware = ScriptedFirmware(
+        "status state=run boot=b00710ad last=notanumber accepted=1 queue=1 pos=")
+    base = f"tcp://127.0.0.1:{free_base_port()}"
+    env = robocell_env(base)
+    procs: list[subprocess.Popen] = []
+    seen: dict[str, list[dict]] = {}
+    node = Node(f"tester-{uuid.uuid4().hex[:4]}", Endpoints.from_base(base))
+    try:
+        procs.append(subprocess.Popen(robocell_cmd("broker"), env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for_broker(Endpoints.from_base(base))
+        procs.append(subprocess.Popen(robocell_cmd("actuator", "--serial", firmware.url),
+                                      env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        node.subscribe("errors", lambda e: seen.setdefault("errors", []).append(e.payload))
+        node.subscribe("actuator.result",
+                       lambda e: seen.setdefault("result", []).append(e.payload))
+        node.start()
+        wait_until(lambda: node.call("actuator", "status", {}, timeout=2)["boot_id"], 20)
+        firmware.status = firmware.status.replace("state=run", "state=idle", 1)
+        plan = {"plan_id": "plan-nan", "puzzle": "2x2x2", "profile": "soltvvo-2x2",
+                "facelets": "", "primitives": ["R'"], "face_turns": [], "predicted_ms": 1.0,
+                "search": {}}
+        node.call("actuator", "execute", {"plan": plan}, timeout=5)
+        result = wait_until(lambda: seen.get("result"), 10)[0]
+        assert not result["ok"] and result["cube_state_known"] is False
+        assert "status report field last: 'notanumber'" in result["error"]
+        error = wait_until(lambda: [e for e in seen.get("errors", [])
+                                    if e["code"] == "protocol"], 5)[0]
+        assert "last" in error["message"] and "motion stopped" in error["message"]
+        assert firmware.wait_for(b"\x85")
+    finally:
+        node.stop()
+        for proc in reversed(procs):
+            stop_process(proc)
+        firmware.close()
