@@ -13,6 +13,7 @@ from collections import Counter
 
 from support.cell import foxglove_url, running_cell
 from support.foxglove import FoxgloveClient, expected_colours, sticker_colours
+from support.monitor import run_async
 
 from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPICS
@@ -149,7 +150,7 @@ async def converse(url: str) -> list[str]:
 def test_a_foxglove_client_watches_and_commands_the_running_cell(tmp_path):
     started = time.monotonic()
     with running_cell(PROFILE, speed=20.0, env={"ROBOCELL_MONITOR_TOKEN": TOKEN}) as cell:
-        transcript = asyncio.run(converse(foxglove_url(cell)))
+        transcript = run_async(converse(foxglove_url(cell)))
     text = "\n".join(transcript) + f"\n(test took {time.monotonic() - started:.0f} s)\n"
     (tmp_path / "foxglove-transcript.txt").write_text(text)
     print(text)

@@ -4,13 +4,12 @@ channel to an MCAP file with the SDK's writer."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
 from mcap.reader import make_reader
 from support.foxglove import FoxgloveClient
-from support.monitor import start_broker
+from support.monitor import run_async, start_broker
 
 from robocell.common.bus import Endpoints, Node, Subscriber
 from robocell.common.cube import apply_to_facelets, solved
@@ -64,7 +63,7 @@ def test_a_late_client_gets_the_latched_state_and_the_recording_holds_every_chan
             beat = foxglove_state(endpoints)
             assert beat["state"] == "ready" and beat["health"]["port"] == bridge.port
             time.sleep(0.5)  # the client connects well after the state arrived
-            state, scene = asyncio.run(late_client(f"ws://127.0.0.1:{bridge.port}"))
+            state, scene = run_async(late_client(f"ws://127.0.0.1:{bridge.port}"))
         finally:
             bridge.stop()
     assert state["facelets"] == FACELETS
