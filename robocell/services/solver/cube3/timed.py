@@ -121,12 +121,44 @@ def kind_map(face_map: dict[str, str]) -> np.ndarray:
     return out
 
 
+def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS) -> np.ndarray:
+    """H[n, t, a]: least cost of n more steps (blocks in the axial metric, face turns in the
+    face-turn metric) from robot state t when the open block is of axis a (3: none). Blocks
+    in a row are of different axes, which for a robot that re-orients the cube between them
+    is what makes a turn dear."""
+    n_states = cost.shape[1]
+    H = np.zeros((levels, n_states, 4))
+    kinds = axial.block_kinds()
+    steps = [1 if axial_steps else int(k % 16 >= 4) + int(k % 4 > 0) for k in kinds]
+    for n in range(1, levels):
+        for a in range(4):
+            best = np.full(n_states, np.inf)
+            for k, step in zip(kinds, steps, strict=True):
+                if k // 16 == a:
+                    continue
+                rest = H[max(n - step, 0), :, k // 16]
+                best = np.minimum(best, (cost[k] + rest[None, :]).min(axis=1))
+            H[n, :, a] = best
+    return H
+
+
+_STEPS: dict[tuple, np.ndarray] = {}
+
+
+def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool) -> np.ndarray:
+    if key not in _STEPS:
+        _STEPS[key] = steps_bound(cost, axial_steps)
+    return _STEPS[key]
+
+
 class _DirectionState:
     """A direction and its resumable robot-time search."""
 
     def __init__(self, direction: Direction, costs: ProfileCosts, T, D) -> None:
         self.direction = direction
-        self.cost = np.ascontiguousarray(costs.cost[kind_map(direction.face_map)])
+        kinds = kind_map(direction.face_map)
+        self.cost = np.ascontiguousarray(costs.cost[kinds])
+        self.H = _steps_for((id(costs), kinds.tobytes()), self.cost, costs.axial)
         n = costs.cost.shape[1]
         self.ints = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
         self.before = np.zeros((ts.LEVELS, n))
@@ -164,8 +196,9 @@ class RobotTimeSearch:
         self.before2 = np.zeros((ts.LEVELS, n))
         self.after2 = np.zeros((ts.LEVELS, n))
         self.g2 = np.zeros(ts.LEVELS)
-        self.counters = np.zeros(3, np.int64)
+        self.counters = np.zeros(4, np.int64)
         self.exhausted = False
+        self.phase2_cap = PHASE2_CAP
 
     @property
     def nodes(self) -> int:
@@ -180,16 +213,17 @@ class RobotTimeSearch:
         while True:
             active = [d for d in self.directions if not d.exhausted]
             if not active:
-                self.exhausted = True
+                # complete unless a phase-2 search was cut short at PHASE2_CAP
+                self.exhausted = not self.counters[ts.CAPPED]
                 return
             for ds in active:
                 ds.fctl[ts.BEST] = best
                 status, cost, length = ts.search_direction(
-                    self.T, self.D, self.W, ds.cost, self.costs.finish, self.costs.step,
+                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, self.costs.step,
                     ds.direction.start_cp, ds.direction.start_ep, ds.ints, ds.before,
                     ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
                     self.ints2, self.before2, self.after2, self.g2, self.out_path,
-                    self.counters, PHASE2_CAP)
+                    self.counters, self.phase2_cap)
                 if status == ts.EXHAUSTED:
                     ds.exhausted = True
                 elif status == ts.FOUND:

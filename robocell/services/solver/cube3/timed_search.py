@@ -55,8 +55,8 @@ TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
 N_FIELDS = 8
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
-# control words: ints [sp, nodes, phase-2 nodes], floats [c1, previous c1, next c1, best]
-SP, NODES, P2NODES = 0, 1, 2
+# control words: ints [sp]; counters [-, nodes, phase-2 nodes, phase-2 searches cut short], floats [c1, previous c1, next c1, best]
+SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
 C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
 
@@ -189,15 +189,33 @@ def weighted2(T, W, corners, ud_edges, slice_perm, last, ext):
 
 
 @njit(cache=True)
-def bound(g, w, steps, ext):
+def bound(after, H, steps, ext, axis):
+    """Least over the robot states t of after[t] + H[steps left, t, axis of the open block]:
+    the cost so far and the least cost of that many more steps from t (`steps_bound`)."""
     s = steps - ext
     if s < 0:
         s = 0
-    return g + w * s
+    if s >= H.shape[0]:
+        s = H.shape[0] - 1
+    best = INF
+    if ext:
+        # the open block may still grow and end elsewhere: bound its state and the rest apart
+        least = INF
+        for t in range(after.shape[0]):
+            if after[t] < best:
+                best = after[t]
+            if H[s, t, axis] < least:
+                least = H[s, t, axis]
+        return best + least
+    for t in range(after.shape[0]):
+        c = after[t] + H[s, t, axis]
+        if c < best:
+            best = c
+    return best
 
 
 @njit(cache=True)
-def phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before0, after0, kind0,
+def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0, after0, kind0,
            last_move, g0, best, offset, path, ints2, before2, after2, g2, out_path, counters,
            cap):
     """Cheapest phase-2 finish (IDA* on cost) of the phase-1 path in path[:offset], ending in
@@ -207,7 +225,7 @@ def phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before0, a
     cs_root = np.int64(D.cornslice_depth[np.int64(corners) * N_PERM_4 + slice_sorted % N_PERM_4])
     ext0 = 1 if (last_move >= 0 and last_move // 3 < 3) else 0
     h_root = max(d_root, cs_root)
-    threshold = max(bound(g0, w, h_root, ext0),
+    threshold = max(bound(after0, H, h_root, ext0, kind0 // 16 if last_move >= 0 else 3),
                     g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move, ext0))
     if h_root == 0:
         c = final_cost(after0, finish)
@@ -241,6 +259,7 @@ def phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before0, a
                 sp -= 1
                 continue
             if counters[P2NODES] >= limit:
+                counters[CAPPED] += 1
                 return found_cost, found_length
             ints2[sp, NEXT] = k + 1
             m = P2_FACE_MOVES[k]
@@ -265,7 +284,8 @@ def phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before0, a
                 ext = 1 if m // 3 < 3 else 0
             g = chain(before2[child], cost, kind, after2[child])
             u1 = T.ud_edges_move[ints2[sp, UE], col]
-            f = max(bound(g, w, cs, ext), g + weighted2(T, W, c1, u1, s1, m, ext))
+            f = max(bound(after2[child], H, cs, ext, kind // 16),
+                    g + weighted2(T, W, c1, u1, s1, m, ext))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -273,7 +293,7 @@ def phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before0, a
                     next_threshold = f
                 continue
             d1 = next_depth(ints2[sp, DD], ints2[sp, DD] % 3, residue2(T, D, c1, u1))
-            f = bound(g, w, max(d1, cs), ext)
+            f = max(f, bound(after2[child], H, d1, ext, kind // 16))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -307,7 +327,7 @@ def phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before0, a
 
 
 @njit(cache=True)
-def leaf_phase2(T, D, W, cost, finish, w, start_cp, start_ep, ints, before, after, g, sp, best,
+def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, sp, best,
                 path, work, ints2, before2, after2, g2, out_path, counters, cap):
     """Replay the phase-1 path (levels 1..sp) on the permutations, then `phase2`."""
     cp = work[0, :N_CORNER]
@@ -333,7 +353,7 @@ def leaf_phase2(T, D, W, cost, finish, w, start_cp, start_ep, ints, before, afte
     for i in range(FIRST_SLICE_EDGE, N_EDGE):
         tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
     slice_sorted = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
-    return phase2(T, D, W, cost, finish, w, corners, ud_edges, slice_sorted, before[sp], after[sp],
+    return phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before[sp], after[sp],
                   ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2, before2, after2,
                   g2, out_path, counters, cap)
 
@@ -360,7 +380,7 @@ def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
 
 
 @njit(cache=True)
-def search_direction(T, D, W, cost, finish, w, start_cp, start_ep, ints, before, after, g, ctl,
+def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, ctl,
                      fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
                      cap):
     """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
@@ -380,13 +400,13 @@ def search_direction(T, D, W, cost, finish, w, start_cp, start_ep, ints, before,
                 ctl[SP] = -1
                 return EXHAUSTED, INF, 0
             fctl[PREV_C1] = fctl[C1]
-            fctl[C1] = max(fctl[NEXT_C1], bound(0.0, w, ints[0, DD], 0),
+            fctl[C1] = max(fctl[NEXT_C1], bound(after[0], H, ints[0, DD], 0, 3),
                            fctl[C1] + w)  # thresholds rise by a step at least
             fctl[NEXT_C1] = INF
             ints[0, NEXT] = 0
             sp = 0
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
-                c, n = leaf_phase2(T, D, W, cost, finish, w, start_cp, start_ep, ints, before,
+                c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before,
                                    after, g, 0, best, path, work, ints2, before2, after2, g2,
                                    out_path, counters, cap)
                 if n > 0:
@@ -428,7 +448,7 @@ def search_direction(T, D, W, cost, finish, w, start_cp, start_ep, ints, before,
                 fctl[NEXT_C1] = f
             continue
         d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
-        f = bound(gc, w, d1, ext)
+        f = max(f, bound(after[child], H, d1, ext, kind // 16))
         if f > c1 + EPS or f >= best - EPS:
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
@@ -444,7 +464,7 @@ def search_direction(T, D, W, cost, finish, w, start_cp, start_ep, ints, before,
         g[child] = gc
         sp = child
         if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
-            c, n = leaf_phase2(T, D, W, cost, finish, w, start_cp, start_ep, ints, before, after,
+            c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after,
                                g, sp, best, path, work, ints2, before2, after2, g2, out_path,
                                counters, cap)
             if n > 0:
