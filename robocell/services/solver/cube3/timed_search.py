@@ -55,7 +55,8 @@ TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
 N_FIELDS = 8
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
-# control words: ints [sp]; counters [-, nodes, phase-2 nodes, phase-2 searches cut short], floats [c1, previous c1, next c1, best]
+# control words: ints [sp]; floats [c1, previous c1, next c1, best]; counters
+# [-, nodes, phase-2 nodes, phase-2 searches cut short]
 SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
 C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
@@ -353,9 +354,9 @@ def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, a
     for i in range(FIRST_SLICE_EDGE, N_EDGE):
         tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
     slice_sorted = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
-    return phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before[sp], after[sp],
-                  ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2, before2, after2,
-                  g2, out_path, counters, cap)
+    return phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before[sp],
+                  after[sp], ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2,
+                  before2, after2, g2, out_path, counters, cap)
 
 
 @njit(cache=True)
