@@ -52,7 +52,9 @@ def build(mode: str) -> Path:
         return binary
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(source, target)
+    shutil.copytree(source, target, copy_function=shutil.copyfile)  # writable copies
+    for folder in (target, *[p for p in target.rglob("*") if p.is_dir()]):
+        folder.chmod(0o755)  # the tables are written next to the binary
     flags = f"-std=c++11 -lpthread -O3 {MODES[mode]}".strip()
     subprocess.run(["make", "-C", str(target), f"CPPFLAGS={flags}"], check=True,
                    stdout=subprocess.DEVNULL)

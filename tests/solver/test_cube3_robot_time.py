@@ -4,12 +4,14 @@ for short scrambles it finds the least robot time an exhaustive search finds."""
 from __future__ import annotations
 
 import heapq
+import json
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from robocell.cli import main
 from robocell.common.cube import apply_to_facelets, random_facelets, solved
 from robocell.common.moves import move_facelet_permutation
 from robocell.common.notation import Move
@@ -141,3 +143,28 @@ def test_short_scrambles_get_the_least_robot_time(profile_name: str, turns: int,
         _, _, cost, stats = solve_robot_time(state, profile, timeout=30.0)
         assert stats["exhausted"], f"{scramble}: the search did not finish in 30 s"
         assert cost == _least_robot_time(facelets, profile), scramble
+
+
+def test_cli_splits_a_batch_over_two_processes_in_input_order(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    cubes = [random_facelets(3, seed) for seed in (41, 42, 43)]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(cubes) + "\n"))
+    assert main(["solve", "--profile", "six-motor", "--workers", "2", "--timeout", "0.02",
+                 "-"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["facelets"] for r in rows] == cubes
+    for row in rows:
+        assert row["stats"]["workers"] == 2
+        assert row["cost_ms"] == 10 * row["cost"] > 0  # six-motor: 10 ms a unit
+        assert row["stats"]["face_turn_count"] == len(row["stats"]["face_turns"].split())
+        assert _solved_any_orientation(apply_to_facelets(row["facelets"], row["moves"]))
+
+
+def test_cli_prints_the_predicted_robot_time_beside_the_face_turns(
+        capsys: pytest.CaptureFixture) -> None:
+    assert main(["solve", "--profile", "six-motor", "--workers", "1", "--timeout", "0.02",
+                 random_facelets(3, 44)]) == 0
+    err = capsys.readouterr().err
+    assert "face turns" in err and "predicted robot time" in err and "ms" in err

@@ -30,9 +30,9 @@ from robocell.services.solver.cube3.search import Direction, make_directions
 from robocell.services.solver.cube3.tables import load_tables
 from robocell.services.solver.cube3.weighted import weighted_tables
 
-NODE_SLICE = 2000
+NODE_SLICE = 1000
 """Phase-1 nodes a direction may visit before the driver looks at the clock again."""
-PHASE2_CAP = 20000
+PHASE2_CAP = 5000
 """Phase-2 nodes one phase-1 path may take: past it, the path is left for the next one."""
 AXIAL_GAIN = 1.2
 """Bound by the axial metric when its cost per step beats the face-turn metric's by this."""
