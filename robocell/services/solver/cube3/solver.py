@@ -146,7 +146,7 @@ def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None 
     first = TwoPhaseSearch(state, part=part)
     moves = first.run(timeout=0.0).solutions[-1]
     primitives, cost = compile_plan(moves, profile)
-    first_cost = cost
+    first_cost, first_length = cost, len(moves)
     search = RobotTimeSearch(state, profile, part=part)
     found = 1
     left = budget - (time.perf_counter() - started)
@@ -162,6 +162,8 @@ def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None 
     stats = {"candidates": found, "nodes": search.nodes + first.nodes,
              "optimal": False, "exhausted": search.exhausted, "search_cost": cost,
              "first_cost": first_cost,
+             # the face-turn search's solution the robot-time search started from
+             "shortest_length": first_length, "shortest_cost": first_cost,
              "bound": "axial" if search.costs.axial else "face turns"}
     return moves, primitives, cost, stats
 
