@@ -18,9 +18,9 @@ from robocell.common.notation import Move
 from robocell.common.profile import Profile, load_profile
 from robocell.common.validation import validate
 from robocell.services.solver.api import solve
+from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3 import timed
 from robocell.services.solver.cube3.robot import compile_plan
-from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3.solver import solve_robot_time
 from robocell.services.solver.cube3.timed import RobotTimeSearch, profile_costs
 
