@@ -9,7 +9,7 @@ computed by robocell's motion compiler from the profile; printed: mean and p99 r
 the change of the mean against the shortest-face-turn plan of the same run (rob-twophase HT),
 mean face turns, and search time p50/p99 (as each planner reports it). `--htm` adds plain
 move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s. Also prints
-the motion compiler's own speed. The machine's other load slows the budgeted searches; run
+the motion compiler's own speed with `--speed-only`. The machine's other load slows the budgeted searches; run
 it on a quiet machine for the best figures.
 
     python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
@@ -141,12 +141,13 @@ def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
             "s50": float(np.percentile(search_ms, 50)), "s99": float(np.percentile(search_ms, 99))}
 
 
-def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool) -> None:
+def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
+                  profiles: list[str]) -> None:
     have_peer = source_dir() is not None
     if not have_peer:
         print("rob-twophase: skipped (../shared/peers/rob-twophase is absent; set "
               "ROBOCELL_PEERS to its folder)")
-    for profile_name in ROBOT_PROFILES:
+    for profile_name in profiles:
         profile = load_profile(profile_name)
         for budget in budgets_ms:
             ms = budget if budget is not None else int(round(1000 * profile.search_budget_s))
@@ -193,20 +194,21 @@ def main() -> None:
                         help="comma-separated budgets a cube in ms; 'profile' = the profile's "
                              "search_budget_ms (default 50)")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--profiles", nargs="+", default=list(ROBOT_PROFILES))
     parser.add_argument("--htm", type=int, default=0, metavar="N",
                         help="also the htm move counts on N cubes at 10 ms, 100 ms and 1 s")
     parser.add_argument("--speed-only", action="store_true",
                         help="only the motion compiler's speed")
     args = parser.parse_args()
-    compiler_speed(args.seed)
     if args.speed_only:
+        compiler_speed(args.seed)
         return
     budgets = [None if b == "profile" else int(b) for b in args.budgets.split(",")]
     cubes = [random_facelets(3, np.random.default_rng([args.seed, i])) for i in range(args.cubes)]
-    pool = SolverPool(WORKERS, ("htm",) + ROBOT_PROFILES, queue_limit=WORKERS)
+    pool = SolverPool(WORKERS, ("htm", *args.profiles), queue_limit=WORKERS)
     pool.start()
     try:
-        planner_table(cubes, budgets, pool)
+        planner_table(cubes, budgets, pool, args.profiles)
         if args.htm:
             htm_table(cubes[:args.htm], pool)
     finally:
