@@ -8,9 +8,9 @@ split over two solver processes as the solver service splits it. Every plan's ro
 computed by robocell's motion compiler from the profile; printed: mean and p99 robot time,
 the change of the mean against the shortest-face-turn plan of the same run (rob-twophase HT),
 mean face turns, and search time p50/p99 (as each planner reports it). `--htm` adds plain
-move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s. Also prints
-the motion compiler's own speed with `--speed-only`. The machine's other load slows the budgeted searches; run
-it on a quiet machine for the best figures.
+move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s;
+`--speed-only` the motion compiler's own speed. The machine's other load slows the budgeted
+searches; run it on a quiet machine for the best figures.
 
     python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
 """
