@@ -222,12 +222,17 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
     """Cheapest phase-2 finish (IDA* on cost) of the phase-1 path in path[:offset], ending in
     (kind0, before0/after0), with a total under ``best``. Writes the whole solution into
     ``out_path`` and returns (its cost, its length), or (inf, 0)."""
-    d_root = distance2(T, D, corners, ud_edges)
     cs_root = np.int64(D.cornslice_depth[np.int64(corners) * N_PERM_4 + slice_sorted % N_PERM_4])
     ext0 = 1 if (last_move >= 0 and last_move // 3 < 3) else 0
-    h_root = max(d_root, cs_root)
-    threshold = max(bound(after0, H, h_root, ext0, kind0 // 16 if last_move >= 0 else 3),
+    axis0 = kind0 // 16 if last_move >= 0 else 3
+    # the cheap bounds first: most phase-1 paths end here
+    threshold = max(bound(after0, H, cs_root, ext0, axis0),
                     g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move, ext0))
+    if threshold >= best - EPS:
+        return INF, 0
+    d_root = distance2(T, D, corners, ud_edges)
+    h_root = max(d_root, cs_root)
+    threshold = max(threshold, bound(after0, H, h_root, ext0, axis0))
     if h_root == 0:
         c = final_cost(after0, finish)
         if c < best - EPS:
