@@ -152,12 +152,13 @@ def distance2(T, D, corners, ud_edges):
 
 
 @njit(cache=True)
-def weighted1(T, W, twist, flip, slc, last, ext):
+def weighted1(T, W, twist, flip, slc, last, ext, enough):
     """Exact least cost of the slice with the twist, and with the flip, to G1 (the larger);
-    while the block of ``last`` may take the opposite face, the least over doing so first."""
+    while the block of ``last`` may take the opposite face, the least over doing so first.
+    A value at most ``enough`` (which prunes nothing) may be returned before that least."""
     h = max(W.slice_twist[np.int64(slc) * N_TWIST + twist],
             W.slice_flip[np.int64(slc) * N_FLIP + flip])
-    if ext:
+    if ext and h > enough:
         face = last // 3 + 3
         for q in range(3):
             col = FACE_KIND[face * 3 + q]
@@ -170,12 +171,12 @@ def weighted1(T, W, twist, flip, slc, last, ext):
 
 
 @njit(cache=True)
-def weighted2(T, W, corners, ud_edges, slice_perm, last, ext):
+def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
     """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
     solved within G1 (the larger); with a block open, as in `weighted1`."""
     h = max(W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm],
             W.edge_slice[np.int64(ud_edges) * N_PERM_4 + slice_perm])
-    if ext:
+    if ext and h > enough:
         face = last // 3 + 3
         for q in range(3):
             if face != 3 and q != 1:
@@ -227,7 +228,8 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
     axis0 = kind0 // 16 if last_move >= 0 else 3
     # the cheap bounds first: most phase-1 paths end here
     threshold = max(bound(after0, H, cs_root, ext0, axis0),
-                    g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move, ext0))
+                    g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move, ext0,
+                                   -INF))
     if threshold >= best - EPS:
         return INF, 0
     d_root = distance2(T, D, corners, ud_edges)
@@ -291,7 +293,8 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
             g = chain(before2[child], cost, kind, after2[child])
             u1 = T.ud_edges_move[ints2[sp, UE], col]
             f = max(bound(after2[child], H, cs, ext, kind // 16),
-                    g + weighted2(T, W, c1, u1, s1, m, ext))
+                    g + weighted2(T, W, c1, u1, s1, m, ext,
+                                  min(threshold + EPS, best - 2 * EPS) - g))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -448,7 +451,7 @@ def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, befo
             ext = 1 if m // 3 < 3 else 0
         gc = chain(before[child], cost, kind, after[child])
         c1 = fctl[C1]
-        f = gc + weighted1(T, W, t1, f1, s1, m, ext)
+        f = gc + weighted1(T, W, t1, f1, s1, m, ext, min(c1 + EPS, best - 2 * EPS) - gc)
         if f > c1 + EPS or f >= best - EPS:
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
