@@ -120,22 +120,30 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
 
 
 _WARM_PROFILES: set[tuple[str, str]] = set()
-SEED_SHARE = {"one-state": 0.5, "re-orienting": 0.5}
+SEED_SHARE = {"one-state": 0.8, "re-orienting": 0.5}
 """Share of the budget spent collecting face-turn candidates (the motion compiler pricing
 each) to start the robot-time search from: a good start prunes most of the search. Measured
-on a loaded 2-core machine, six-motor, mean robot units: at 50 ms a cube 0 -> 250, 0.5 ->
-235, all candidates -> 234; at 500 ms 0.2 -> 209, all candidates -> 215. tilt-spin at 500
-ms: 0 -> 3,723, 0.5 -> 3,463, all candidates -> 3,446 (its bounds are weak: the search adds
-little there yet)."""
+on a loaded 2-core machine, six-motor, mean robot units, 40 cubes: at 50 ms a cube 0.2 ->
+226-232, 0.5 -> 225-227, 0.8 -> 223; at 200 ms (15 cubes) 0.3, 0.8, 0.8 capped at 40 ms all
+214-216; at 500 ms (10 cubes) 0.2 -> 209, all candidates -> 215. tilt-spin at 500 ms: 0 ->
+3,723, 0.5 -> 3,463, all candidates -> 3,446 (its bounds are weak: the search adds little
+there yet)."""
 
 
-def seed_share(profile: Profile) -> float:
-    """`SEED_SHARE` for the profile's kind of robot."""
+SEED_CAP_S = {"one-state": 0.04, "re-orienting": None}
+"""Longest the candidates may take (None: no cap): past a start this good, the robot-time
+search pays better."""
+
+
+def seed_seconds(profile: Profile, budget: float) -> float:
+    """Seconds of `SEED_SHARE` (at most `SEED_CAP_S`) for the profile's kind of robot."""
     # lazy and guarded as in robot_cost_function
     from robocell.services.solver.cube3.timed import profile_costs
 
-    states = profile_costs(profile).cost.shape[1]
-    return SEED_SHARE["one-state" if states == 1 else "re-orienting"]
+    kind = "one-state" if profile_costs(profile).cost.shape[1] == 1 else "re-orienting"
+    seconds = max(0.0, budget) * SEED_SHARE[kind]
+    cap = SEED_CAP_S[kind]
+    return seconds if cap is None else min(seconds, cap)
 
 
 def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None = None,
@@ -163,11 +171,11 @@ def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None 
     moves = first.run(timeout=0.0).solutions[-1]
     primitives, cost = compile_plan(moves, profile)
     first_cost, first_length = cost, len(moves)
-    share = seed_share(profile)
-    if share > 0 and budget > 0:
+    seed_s = seed_seconds(profile, budget)
+    if seed_s > 0:
         # a start as good as the face-turn candidates give: every later bound is tighter
         moves, primitives, cost, _ = solve_state(
-            state, None, budget * share, lambda m: compile_plan(m, profile), part=part)
+            state, None, seed_s, lambda m: compile_plan(m, profile), part=part)
     search = RobotTimeSearch(state, profile, part=part)
     found = 1
     left = budget - (time.perf_counter() - started)
