@@ -1,30 +1,42 @@
-"""Robot time of 3x3 plans: shortest solution versus the robot-time-best one, per robot profile.
+"""Robot time of 3x3 plans, planner against planner, per robot profile.
 
-For the same seeded random cubes, the 3x3 solver is run once per robot profile with a time
-budget; among the solutions it found, the shortest (fewest face turns; the first found among
-equals, what a move-count solver returns) and the one with the least robot time are compared
-by their robot time, as compiled by the motion compiler. Also prints the motion compiler's
-own speed (the solver calls it on every candidate).
+The same seeded random cubes go to each planner at the same budget a cube, each using both
+cores: rob-twophase in its HT (shortest face turns) and AX (axial metric) modes, built from
+../shared/peers/rob-twophase (skipped, with a line saying so, when absent), `-t 2`; robocell's
+face-turn search (the htm profile) and its robot-time search (the robot's profile), each
+split over two solver processes as the solver service splits it. Every plan's robot time is
+computed by robocell's motion compiler from the profile; printed: mean and p99 robot time,
+the change of the mean against the shortest-face-turn plan of the same run (rob-twophase HT),
+mean face turns, and search time p50/p99 (as each planner reports it). `--htm` adds plain
+move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s;
+`--speed-only` the motion compiler's own speed. The machine's other load slows the budgeted
+searches; run it on a quiet machine for the best figures.
 
-    python bench/robot_profiles_3x3.py [--cubes 300] [--timeout 0.5] [--seed 2026]
+    python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from robocell.common.notation import Move
-from robocell.common.profile import Profile, load_profile
+from robocell.common.notation import Move, parse_moves
+from robocell.common.profile import load_profile
 from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
-from robocell.common.validation import validate
-from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3.robot import compile_plan, motion_tables
+from robocell.services.solver.pool import SolverPool
+from robocell.services.solver.service import merge_outcomes
+from robocell.services.solver.worker import solve_in_worker
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_twophase import TwoPhasePeer, source_dir  # noqa: E402  (a sibling bench module)
 
 ROBOT_PROFILES = ("six-motor", "tilt-spin")
 FACE_TURNS = [Move(face, turns) for face in "URFDLB" for turns in (1, 2, 3)]
@@ -78,90 +90,129 @@ def compiler_speed(seed: int) -> None:
     print()
 
 
+WORKERS = 2
+HTM_BUDGETS_MS = (10, 100, 1000)
+
+Planner = Callable[[str], tuple[list[Move] | None, float, float | None]]
+"""facelets -> (face turns, or None when the plan's robot time is known; search ms; robot
+time in profile units when known)."""
+
+
+def robocell_planner(pool: SolverPool, profile: str, budget_s: float) -> Planner:
+    """A split search on the pool's two processes, each sharing the whole budget (as the
+    peer's threads do)."""
+    def plan(facelets: str) -> tuple[list[Move] | None, float, float | None]:
+        until = time.monotonic() + budget_s
+        jobs = [(solve_in_worker, facelets, profile, None, budget_s, (k, WORKERS), until)
+                for k in range(WORKERS)]
+        outcome = merge_outcomes(pool.solve_split(lambda n: jobs, time.monotonic() + 60))
+        if "error" in outcome:
+            raise RuntimeError(f"robocell could not plan {facelets}: {outcome['error']}")
+        found = outcome["plan"]
+        if profile == "htm":
+            return parse_moves(found["moves"]), found["solve_ms"], None
+        return None, found["solve_ms"], float(found["cost"])
+    return plan
+
+
+def peer_planner(peer: TwoPhasePeer) -> Planner:
+    def plan(facelets: str) -> tuple[list[Move] | None, float, float | None]:
+        moves, millis = peer.solve(facelets)
+        return moves, millis, None
+    return plan
+
+
+def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
+                ) -> dict[str, float]:
+    profile = load_profile(profile_name)
+    robot_ms, search_ms, turns = [], [], []
+    with Progress(f"{profile_name} {name}", len(cubes)) as progress:
+        for facelets in cubes:
+            moves, millis, cost = planner(facelets)
+            if cost is None:
+                assert moves is not None
+                cost = compile_plan(moves, profile)[1]
+                turns.append(len(moves))
+            robot_ms.append(profile.cost_ms(cost))
+            search_ms.append(millis)
+            progress.advance()
+    return {"mean": statistics.fmean(robot_ms), "p99": float(np.percentile(robot_ms, 99)),
+            "turns": statistics.fmean(turns) if turns else float("nan"),
+            "s50": float(np.percentile(search_ms, 50)), "s99": float(np.percentile(search_ms, 99))}
+
+
+def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
+                  profiles: list[str]) -> None:
+    have_peer = source_dir() is not None
+    if not have_peer:
+        print("rob-twophase: skipped (../shared/peers/rob-twophase is absent; set "
+              "ROBOCELL_PEERS to its folder)")
+    for profile_name in profiles:
+        profile = load_profile(profile_name)
+        for budget in budgets_ms:
+            ms = budget if budget is not None else int(round(1000 * profile.search_budget_s))
+            rows: list[tuple[str, dict[str, float]]] = []
+            if have_peer:
+                for mode in ("HT", "AX"):
+                    with TwoPhasePeer(mode, WORKERS, ms) as peer:
+                        rows.append((f"rob-twophase {mode} mode (-t 2)",
+                                     run_planner(mode, peer_planner(peer), cubes, profile_name)))
+            rows.append(("robocell face-turn search (htm, 2 procs)",
+                         run_planner("htm", robocell_planner(pool, "htm", ms / 1000), cubes,
+                                     profile_name)))
+            rows.append(("robocell robot-time search (2 procs)",
+                         run_planner("robot", robocell_planner(pool, profile_name, ms / 1000),
+                                     cubes, profile_name)))
+            reference = rows[0][1]["mean"]
+            print(f"\n{profile_name}: {len(cubes)} seeded random cubes, {ms} ms a cube"
+                  f"{' (the profile budget)' if budget is None else ''}; robot time from the "
+                  "motion compiler; vs = mean against the first row (shortest face turns)")
+            print(f"{'planner':<42} {'mean ms':>9} {'p99 ms':>9} {'vs':>7} {'turns':>6} "
+                  f"{'search p50':>10} {'p99 ms':>7}")
+            for label, r in rows:
+                print(f"{label:<42} {r['mean']:>9,.0f} {r['p99']:>9,.0f} "
+                      f"{100 * (r['mean'] / reference - 1):>+6.1f}% {r['turns']:>6.2f} "
+                      f"{r['s50']:>10.1f} {r['s99']:>7.1f}")
+
+
+def htm_table(cubes: list[str], pool: SolverPool) -> None:
+    print(f"\nhtm: mean face turns, {len(cubes)} seeded random cubes")
+    print(f"{'budget':>8} {'robocell htm (2 procs)':>24} {'rob-twophase HT (-t 2)':>24}")
+    for ms in HTM_BUDGETS_MS:
+        ours = [len(robocell_planner(pool, "htm", ms / 1000)(f)[0] or []) for f in cubes]
+        theirs = float("nan")
+        if source_dir() is not None:
+            with TwoPhasePeer("HT", WORKERS, ms) as peer:
+                theirs = statistics.fmean(len(peer.solve(f)[0]) for f in cubes)
+        print(f"{ms:>6}ms {statistics.fmean(ours):>24.2f} {theirs:>24.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cubes", type=int, default=300)
-    parser.add_argument("--timeout", type=float, default=cube3_solver.DEFAULT_ROBOT_TIMEOUT_S,
-                        help="solver budget per cube and plan, s (default: the solver's "
-                             "budget for robot profiles)")
+    parser.add_argument("--budgets", default="50",
+                        help="comma-separated budgets a cube in ms; 'profile' = the profile's "
+                             "search_budget_ms (default 50)")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--profiles", nargs="+", default=list(ROBOT_PROFILES))
+    parser.add_argument("--htm", type=int, default=0, metavar="N",
+                        help="also the htm move counts on N cubes at 10 ms, 100 ms and 1 s")
     parser.add_argument("--speed-only", action="store_true",
                         help="only the motion compiler's speed")
     args = parser.parse_args()
-    compiler_speed(args.seed)
     if args.speed_only:
+        compiler_speed(args.seed)
         return
+    budgets = [None if b == "profile" else int(b) for b in args.budgets.split(",")]
     cubes = [random_facelets(3, np.random.default_rng([args.seed, i])) for i in range(args.cubes)]
-    solver_figures(cubes, args.timeout)
-
-
-@dataclass
-class CubeFigures:
-    """One cube, one profile: lengths and robot times (s) of the plans compared."""
-
-    htm_length: int
-    htm_robot_s: float
-    shortest_length: int
-    shortest_robot_s: float
-    best_length: int
-    best_robot_s: float
-    candidates: int
-
-
-def profile_figures(facelets: str, profile: Profile, timeout: float) -> CubeFigures:
-    """Run the solver for ``profile`` recording every candidate it prices, and the plain
-    move-count solver with the same budget."""
-    priced: list[tuple[int, float]] = []
-
-    def price(moves: list[Move]) -> tuple[list[str], float]:
-        primitives, cost = compile_plan(moves, profile)
-        priced.append((len(moves), cost))
-        return primitives, cost
-
-    moves, _, best_cost, _ = cube3_solver.solve_state(
-        validate(facelets, 3), timeout=timeout, cost_function=price)
-    # the shortest candidate, first found among equals: what a move-count solver keeps
-    shortest_length = min(length for length, _ in priced)
-    shortest_cost = next(cost for length, cost in priced if length == shortest_length)
-    htm_plan = cube3_solver.solve_3x3(facelets, "htm", timeout=timeout)
-    _, htm_cost = compile_plan(htm_plan.moves, profile)
-    to_s = profile.unit_ms / 1000
-    return CubeFigures(
-        htm_length=htm_plan.length, htm_robot_s=htm_cost * to_s,
-        shortest_length=shortest_length, shortest_robot_s=shortest_cost * to_s,
-        best_length=len(moves), best_robot_s=best_cost * to_s, candidates=len(priced))
-
-
-def solver_figures(cubes: list[str], timeout: float) -> None:
-    cube3_solver.warm_up()
-    print(f"robot time of 3x3 plans: {len(cubes)} seeded random cubes, solver budget "
-          f"{timeout:g} s per cube and plan; candidates = solutions up to "
-          f"{cube3_solver.ROBOT_LENGTH_SLACK} moves longer than the shortest found")
-    print(f"{'profile':<10} {'plan':<34} {'moves':>6} {'robot s':>8} {'max s':>7} "
-          f"{'vs shortest':>11}")
-    for name in ROBOT_PROFILES:
-        profile = load_profile(name)
-        rows: list[CubeFigures] = []
-        with Progress(f"{name} solves", len(cubes)) as progress:
-            for facelets in cubes:
-                rows.append(profile_figures(facelets, profile, timeout))
-                progress.advance()
-        shortest_s = statistics.fmean(r.shortest_robot_s for r in rows)
-        for label, lengths, times in (
-            ("htm plan (move-count solver)", [r.htm_length for r in rows],
-             [r.htm_robot_s for r in rows]),
-            ("shortest candidate", [r.shortest_length for r in rows],
-             [r.shortest_robot_s for r in rows]),
-            ("robot-time-best candidate", [r.best_length for r in rows],
-             [r.best_robot_s for r in rows]),
-        ):
-            mean_s = statistics.fmean(times)
-            print(f"{name:<10} {label:<34} {statistics.fmean(lengths):>6.2f} {mean_s:>8.2f} "
-                  f"{max(times):>7.2f} {100 * (mean_s / shortest_s - 1):>+10.1f}%")
-        better = sum(r.best_robot_s < r.shortest_robot_s - 1e-9 for r in rows)
-        mean_candidates = statistics.fmean(r.candidates for r in rows)
-        print(f"{name:<10} candidates per cube: mean {mean_candidates:.0f}"
-              f"; the robot-time-best is faster than the shortest on {better}/{len(rows)} cubes")
+    pool = SolverPool(WORKERS, ("htm", *args.profiles), queue_limit=WORKERS)
+    pool.start()
+    try:
+        planner_table(cubes, budgets, pool, args.profiles)
+        if args.htm:
+            htm_table(cubes[:args.htm], pool)
+    finally:
+        pool.close()
 
 
 if __name__ == "__main__":

@@ -1,17 +1,30 @@
-"""`robocell solve`: plan a solution for one cube, or one per stdin line with `-`."""
+"""`robocell solve`: plan a solution for one cube, or one per stdin line with `-`.
+
+A 3x3x3 search is split over every core, as the solver service splits it (worker processes,
+`robocell.services.solver.pool`; ``--workers 1`` searches in this process); a batch keeps
+its input order. Each plan reports its face turns and the robot time it predicts.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
+import time
+from typing import Any
 
-from robocell.common.facelets import puzzle_size
+from robocell.common.facelets import puzzle_size, size_of
 from robocell.common.profile import ProfileError, available_profiles, load_profile
-from robocell.common.validation import CubeStateError
+from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError, RobocellError
 from robocell.services.solver.api import solve
+from robocell.services.solver.pool import SolverPool
+from robocell.services.solver.service import DEFAULT_TIMEOUT_S, merge_outcomes, split_jobs
+
+POOL_DEADLINE_S = 600.0
+"""Longest a split solve may take before the command gives up on it (a budget is far less)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "search stops at the first one; see --timeout)")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="3x3: search budget in seconds (0: the first solution found)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="3x3: processes to split a search over (default: every core, "
+                        f"{os.cpu_count()} here; 1: in this process)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_solve)
 
@@ -43,20 +59,67 @@ class TooLongError(RobocellError, ValueError):
     code = "too_long"
 
 
-def _plan_dict(facelets: str, args: argparse.Namespace) -> dict:
-    plan = solve(facelets, args.profile, max_length=args.max_length, timeout=args.timeout)
-    turns = plan.stats.get("face_turn_count", plan.length)
+class _Planner:
+    """Plans cubes in this process, or split over a pool started on the first 3x3 cube."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+        if self.workers < 1:
+            raise CommandError(f"--workers {self.workers}: give 1 or more")
+        self.pool: SolverPool | None = None
+
+    def plan(self, facelets: str) -> dict[str, Any]:
+        args = self.args
+        if self.workers == 1 or args.max_length is not None or size_of(facelets) != 3:
+            plan = solve(facelets, args.profile, max_length=args.max_length,
+                         timeout=args.timeout)
+            return plan.to_dict()
+        validate(facelets)  # an impossible cube is refused here, as solve() refuses it
+        profile = load_profile(args.profile or "htm")
+        budget = args.timeout
+        if budget is None:
+            budget = profile.search_budget_s or DEFAULT_TIMEOUT_S
+        if self.pool is None:
+            self.pool = SolverPool(self.workers, (profile.name,), queue_limit=self.workers)
+            self.pool.start()
+        # the whole budget on each core, so a plan is at least as good as one core's
+        jobs = split_jobs(facelets, args.profile, budget * self.workers, self.workers)
+        outcome = merge_outcomes(self.pool.solve_split(
+            lambda n: jobs[:n], time.monotonic() + POOL_DEADLINE_S))
+        if "error" in outcome:
+            error = outcome["error"]
+            raise ValueError(error.get("message", str(error)))
+        return outcome["plan"]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _summary(row: dict[str, Any]) -> str:
+    stats = row.get("stats", {})
+    turns = stats.get("face_turn_count", row["length"])
+    workers = stats.get("workers", 1)
+    return (f"# {turns} face turns, {len(row['primitives'])} primitives, predicted robot time "
+            f"{row['cost_ms']:,.0f} ms ({row['profile']}: {row['cost']:g} units), searched "
+            f"{row['solve_ms']:.1f} ms on {workers} process{'es' if workers > 1 else ''}")
+
+
+def _plan_dict(facelets: str, args: argparse.Namespace, planner: _Planner) -> dict:
+    row = planner.plan(facelets)
+    turns = row.get("stats", {}).get("face_turn_count", row["length"])
     if args.max_length is not None and turns > args.max_length:
-        if plan.optimal:
-            found = f"the optimal solution for profile {plan.profile} has {turns} moves"
+        if row.get("optimal"):
+            found = f"the optimal solution for profile {row['profile']} has {turns} moves"
         else:
             budget = "the default search budget" if args.timeout is None else \
                 f"a search budget of {args.timeout:g} s"
             found = f"the shortest found in {budget} has {turns} face turns"
         raise TooLongError(f"no solution of at most {args.max_length} moves: {found} "
-                           f"({plan.to_dict()['moves']}); allow more moves with --max-length"
-                           + ("" if plan.optimal else ", or search longer with --timeout S"))
-    return plan.to_dict()
+                           f"({row['moves']}); allow more moves with --max-length"
+                           + ("" if row.get("optimal") else ", or search longer with --timeout S"))
+    return row
 
 
 def list_profiles(as_json: bool) -> str:
@@ -95,6 +158,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(list_profiles(args.json))
         return 0
     _check_options(args)
+    planner = _Planner(args)
+    try:
+        return _run(args, planner)
+    finally:
+        planner.close()
+
+
+def _run(args: argparse.Namespace, planner: _Planner) -> int:
     size = puzzle_size(args.puzzle) if args.puzzle else None
     if args.facelets == "-":
         status = 0
@@ -107,7 +178,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                     raise CubeStateError("length", f"line {number}: expected a {args.puzzle} "
                                          f"facelet string ({6 * size * size} letters), "
                                          f"got {len(facelets)}")
-                row = _plan_dict(facelets, args)
+                row = _plan_dict(facelets, args, planner)
             except (CubeStateError, ValueError) as exc:
                 status = 1
                 code = getattr(exc, "code", "invalid")
@@ -118,7 +189,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if size is not None and len(args.facelets) != 6 * size * size:
             raise CommandError(f"--puzzle {args.puzzle} needs {6 * size * size} letters, "
                                f"got {len(args.facelets)}")
-        row = _plan_dict(args.facelets, args)
+        row = _plan_dict(args.facelets, args, planner)
     except CubeStateError as exc:
         raise CommandError(f"{exc} [{exc.code}]") from None
     except TooLongError as exc:
@@ -130,7 +201,5 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(json.dumps(row))
     else:
         print(row["moves"] if row["moves"] else "(already solved)")
-        print(f"# {row['length']} moves, {len(row['primitives'])} primitives, cost "
-              f"{row['cost']:g} units = {row['cost_ms']:.0f} ms ({row['profile']}), "
-              f"solved in {row['solve_ms']:.2f} ms", file=sys.stderr)
+        print(_summary(row), file=sys.stderr)
     return 0

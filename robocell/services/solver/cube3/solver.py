@@ -1,14 +1,17 @@
 """The 3x3x3 solver: a cube and a robot profile -> the plan (face turns and primitives).
 
 For the half-turn metric the plan is the shortest solution the two-phase search finds within
-the budget. For any other profile (a robot, or the quarter-turn metric) the search keeps
-collecting candidate solutions up to ``ROBOT_LENGTH_SLACK`` moves longer than the shortest
-found so far, the motion compiler (`robocell.services.solver.cube3.robot.compile_plan`)
-prices each one in the robot's primitives, and the plan is the one with the least robot time.
-A solution two moves longer often needs fewer re-grips or tilts, so it pays to look at them;
-beyond that the candidates are rarely better and only slow the search down. For such
-profiles the plan's ``moves`` are what the robot does in its own frame (whole-cube rotations
-included); the face-turn solution is in ``stats["face_turns"]``.
+the budget. For any other profile (a robot, or the quarter-turn metric) the search runs in
+the robot's own time (`robocell.services.solver.cube3.timed`): it starts from the first
+face-turn solution, priced by the motion compiler, and keeps finding cheaper ones until the
+budget is spent; the motion compiler then turns the cheapest into the robot's primitives (at
+the cost the search computed: ``stats["search_cost"]``). For such profiles the plan's
+``moves`` are what the robot does in its own frame (whole-cube rotations included); the
+face-turn solution is in ``stats["face_turns"]``.
+
+`solve_state` with a ``cost_function`` is the earlier way, kept for comparison: collect
+face-turn solutions up to ``ROBOT_LENGTH_SLACK`` moves longer than the shortest and keep the
+one the motion compiler prices cheapest.
 """
 
 from __future__ import annotations
@@ -116,6 +119,84 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
     return best[1], best[2], best[0], stats
 
 
+_WARM_PROFILES: set[tuple[str, str]] = set()
+SEED_SHARE = {"one-state": 0.8, "re-orienting": 0.5}
+"""Share of the budget spent collecting face-turn candidates (the motion compiler pricing
+each) to start the robot-time search from: a good start prunes most of the search. Measured
+on a loaded 2-core machine, six-motor, mean robot units, 40 cubes: at 50 ms a cube 0.2 ->
+226-232, 0.5 -> 225-227, 0.8 -> 223; at 200 ms (15 cubes) 0.3, 0.8, 0.8 capped at 40 ms all
+214-216; at 500 ms (10 cubes) 0.2 -> 209, all candidates -> 215. tilt-spin at 500 ms: 0 ->
+3,723, 0.5 -> 3,463, all candidates -> 3,446 (its bounds are weak: the search adds little
+there yet)."""
+
+
+SEED_CAP_S = {"one-state": 0.04, "re-orienting": None}
+"""Longest the candidates may take (None: no cap): past a start this good, the robot-time
+search pays better."""
+
+
+def seed_seconds(profile: Profile, budget: float) -> float:
+    """Seconds of `SEED_SHARE` (at most `SEED_CAP_S`) for the profile's kind of robot."""
+    # lazy and guarded as in robot_cost_function
+    from robocell.services.solver.cube3.timed import profile_costs
+
+    kind = "one-state" if profile_costs(profile).cost.shape[1] == 1 else "re-orienting"
+    seconds = max(0.0, budget) * SEED_SHARE[kind]
+    cap = SEED_CAP_S[kind]
+    return seconds if cap is None else min(seconds, cap)
+
+
+def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None = None,
+                     part: tuple[int, int] = (0, 1)
+                     ) -> tuple[list[Move], list[str], float, dict]:
+    """Search in the robot's time (see the module docstring): (face turns, primitives, cost,
+    stats). The budget counts from the call; at least one solution comes back."""
+    # lazy and guarded as in robot_cost_function: an installation may leave out the compiler
+    from robocell.services.solver.cube3.robot import compile_plan
+    from robocell.services.solver.cube3.timed import RobotTimeSearch
+
+    started = time.perf_counter()
+    warm_up()
+    key = (profile.name, profile.content_hash)
+    if key not in _WARM_PROFILES:
+        # the profile's tables and the numba search, once, before any clock matters
+        for _ in RobotTimeSearch(random_cubie_state(3, 0), profile).solutions(0.0):
+            break
+        _WARM_PROFILES.add(key)
+        started = time.perf_counter()
+    if state.is_solved():
+        return [], [], 0.0, {"candidates": 0, "nodes": 0, "optimal": True, "search_cost": 0.0}
+    budget = DEFAULT_ROBOT_TIMEOUT_S if timeout is None else timeout
+    first = TwoPhaseSearch(state, part=part)
+    moves = first.run(timeout=0.0).solutions[-1]
+    primitives, cost = compile_plan(moves, profile)
+    first_cost, first_length = cost, len(moves)
+    seed_s = seed_seconds(profile, budget)
+    if seed_s > 0:
+        # a start as good as the face-turn candidates give: every later bound is tighter
+        moves, primitives, cost, _ = solve_state(
+            state, None, seed_s, lambda m: compile_plan(m, profile), part=part)
+    search = RobotTimeSearch(state, profile, part=part)
+    found = 1
+    left = budget - (time.perf_counter() - started)
+    if budget > 0:  # a zero budget asks for the first solution
+        for better, search_cost in search.solutions(max(0.0, left), best=cost):
+            moves, cost = better, search_cost
+            found += 1
+    if found > 1:
+        primitives, compiled = compile_plan(moves, profile)
+        if abs(compiled - cost) > 1e-6:
+            raise RuntimeError(f"internal error: the search priced {moves} at {cost}, the "
+                               f"motion compiler at {compiled}")
+    stats = {"candidates": found, "nodes": search.nodes + first.nodes,
+             "optimal": False, "exhausted": search.exhausted, "search_cost": cost,
+             "first_cost": first_cost,
+             # the face-turn search's solution the robot-time search started from
+             "shortest_length": first_length, "shortest_cost": first_cost,
+             "bound": "axial" if search.costs.axial else "face turns"}
+    return moves, primitives, cost, stats
+
+
 def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = None,
               timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Solution:
     """Plan for a validated 3x3x3 facelet string, centres in U R F D L B order (the caller
@@ -133,8 +214,10 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     cost_function = None if is_move_count_metric(chosen) else robot_cost_function(chosen)
     if timeout is None:
         timeout = chosen.search_budget_s
-    moves, primitives, cost, stats = solve_state(state, max_length, timeout, cost_function,
-                                                 part=part)
+    if cost_function is None:
+        moves, primitives, cost, stats = solve_state(state, max_length, timeout, part=part)
+    else:
+        moves, primitives, cost, stats = solve_robot_time(state, chosen, timeout, part=part)
     if not apply_to_cubies(state, moves).is_solved():
         raise RuntimeError(f"internal error: solution {moves} does not solve {facelets}")
     if cost_function is None:

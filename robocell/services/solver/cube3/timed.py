@@ -1,0 +1,233 @@
+"""Driver of the robot-time search: a profile's block costs, the directions, the budget.
+
+`profile_costs` reads what the search needs from the motion compiler's tables of a profile
+(`robocell.services.solver.cube3.robot.motion_tables`): the least cost of every block from
+every robot state the robot can reach to every other, the cost of ending, and the bound per
+step of the cheaper-to-bound metric. Nothing of it is compiled in: a new robot is a TOML
+file. `RobotTimeSearch` runs the numba search (`timed_search`) from several directions in
+turns of `NODE_SLICE` nodes, each solution lowering the cost every direction must beat, until
+the budget is spent or no direction can do better (then the best is the least robot time of
+any two-phase solution, which for short scrambles is the least of all).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from robocell.common.cubie import CubieState
+from robocell.common.facelets import FACES
+from robocell.common.notation import Move
+from robocell.common.profile import Profile
+from robocell.services.solver.cube3 import axial
+from robocell.services.solver.cube3 import timed_search as ts
+from robocell.services.solver.cube3.robot import motion_tables
+from robocell.services.solver.cube3.search import Direction, make_directions
+from robocell.services.solver.cube3.tables import load_tables
+from robocell.services.solver.cube3.weighted import weighted_tables
+
+NODE_SLICE = 1000
+"""Phase-1 nodes a direction may visit before the driver looks at the clock again."""
+PHASE2_CAP = 5000
+"""Phase-2 nodes one phase-1 path may take: past it, the path is left for the next one."""
+AXIAL_GAIN = 1.2
+"""Bound by the axial metric when its cost per step beats the face-turn metric's by this."""
+N_KIND = axial.N_KIND
+
+
+@dataclass(frozen=True)
+class ProfileCosts:
+    """A profile as the robot-time search sees it (see the module docstring)."""
+
+    cost: np.ndarray
+    """cost[kind, s, t]: least cost of a block of ``kind`` from state s to state t."""
+    start: np.ndarray
+    """Cost vector at the start: 0 for the start state, inf elsewhere."""
+    finish: np.ndarray
+    """finish[t]: least cost of ending from state t (re-orienting when the profile must)."""
+    axial: bool
+    """True: bound by the axial metric (the robot turns opposite faces at once)."""
+    step: float
+    """Least cost of a step of that metric."""
+    reversible: bool
+    """A block and its inverse cost the same from the one state: the inverse cube may be
+    searched instead."""
+
+
+def _reachable(block_cost: np.ndarray, start: int) -> list[int]:
+    finite = np.isfinite(block_cost).any(axis=0)  # [s, t]
+    seen = {start}
+    frontier = [start]
+    while frontier:
+        s = frontier.pop()
+        for t in np.nonzero(finite[s])[0]:
+            if int(t) not in seen:
+                seen.add(int(t))
+                frontier.append(int(t))
+    return sorted(seen)
+
+
+def _inverse_kind(kind: int) -> int:
+    r1, r2 = divmod(kind % 16, 4)
+    return (kind // 16) * 16 + (-r1 % 4) * 4 + (-r2 % 4)
+
+
+@cache
+def _profile_costs(key: tuple[str, str], profile: Profile) -> ProfileCosts:
+    tables = motion_tables(profile)
+    states = _reachable(tables.block_cost, tables.start_state)
+    cost = np.ascontiguousarray(tables.block_cost[:, states][:, :, states])
+    start = np.full(len(states), np.inf)
+    start[states.index(tables.start_state)] = 0.0
+    final = tables.final_states[states]
+    reorient = cost[0].copy()
+    np.fill_diagonal(reorient, 0.0)
+    finish = np.where(final[None, :], reorient, np.inf).min(axis=1)
+    kinds = axial.block_kinds()
+    least = np.array([cost[k].min() for k in kinds])
+    faces = np.array([int(k % 16 >= 4) + int(k % 4 > 0) for k in kinds])
+    if not np.isfinite(least).all():
+        # a block the robot cannot do: the search never takes it, the bounds ignore it
+        least = np.where(np.isfinite(least), least, np.inf)
+    step_axial = float(least.min())
+    step_face = float((least / faces).min())
+    use_axial = step_axial > AXIAL_GAIN * step_face
+    reversible = len(states) == 1 and all(
+        cost[k, 0, 0] == cost[_inverse_kind(k), 0, 0] for k in kinds)
+    return ProfileCosts(cost=cost, start=start, finish=finish, axial=bool(use_axial),
+                        step=step_axial if use_axial else step_face, reversible=reversible)
+
+
+def profile_costs(profile: Profile) -> ProfileCosts:
+    """The search's view of a profile (built once per process, well under a second)."""
+    return _profile_costs((profile.name, profile.content_hash), profile)
+
+
+def kind_map(face_map: dict[str, str]) -> np.ndarray:
+    """Block kind in a direction's frame -> block kind in the cube's frame."""
+    out = np.zeros(N_KIND, dtype=np.int64)
+    for kind in range(N_KIND):
+        axis, rest = divmod(kind, 16)
+        r1, r2 = divmod(rest, 4)
+        first = FACES.index(face_map[FACES[axis]])
+        if first < 3:
+            out[kind] = first * 16 + r1 * 4 + r2
+        else:
+            out[kind] = (first - 3) * 16 + r2 * 4 + r1
+    return out
+
+
+def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS) -> np.ndarray:
+    """H[n, t, a]: least cost of n more steps (blocks in the axial metric, face turns in the
+    face-turn metric) from robot state t when the open block is of axis a (3: none). Blocks
+    in a row are of different axes, which for a robot that re-orients the cube between them
+    is what makes a turn dear."""
+    n_states = cost.shape[1]
+    H = np.zeros((levels, n_states, 4))
+    kinds = axial.block_kinds()
+    steps = [1 if axial_steps else int(k % 16 >= 4) + int(k % 4 > 0) for k in kinds]
+    for n in range(1, levels):
+        for a in range(4):
+            best = np.full(n_states, np.inf)
+            for k, step in zip(kinds, steps, strict=True):
+                if k // 16 == a:
+                    continue
+                rest = H[max(n - step, 0), :, k // 16]
+                best = np.minimum(best, (cost[k] + rest[None, :]).min(axis=1))
+            H[n, :, a] = best
+    return H
+
+
+_STEPS: dict[tuple, np.ndarray] = {}
+
+
+def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool) -> np.ndarray:
+    if key not in _STEPS:
+        _STEPS[key] = steps_bound(cost, axial_steps)
+    return _STEPS[key]
+
+
+class _DirectionState:
+    """A direction and its resumable robot-time search."""
+
+    def __init__(self, direction: Direction, costs: ProfileCosts, T, D) -> None:
+        self.direction = direction
+        kinds = kind_map(direction.face_map)
+        self.cost = np.ascontiguousarray(costs.cost[kinds])
+        self.H = _steps_for((id(costs), kinds.tobytes()), self.cost, costs.axial)
+        n = costs.cost.shape[1]
+        self.ints = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
+        self.before = np.zeros((ts.LEVELS, n))
+        self.after = np.zeros((ts.LEVELS, n))
+        self.g = np.zeros(ts.LEVELS)
+        self.ctl = np.zeros(3, np.int64)
+        self.fctl = np.zeros(4)
+        self.exhausted = False
+        root = direction.root[:3].copy()
+        ts.init_direction(T, D, root, costs.start, self.ints, self.before, self.after,
+                          self.g, self.ctl, self.fctl)
+
+
+class RobotTimeSearch:
+    """Search a cube for plans of least robot time under a profile (module docstring)."""
+
+    def __init__(self, state: CubieState, profile: Profile,
+                 part: tuple[int, int] = (0, 1)) -> None:
+        index, parts = part
+        if not 0 <= index < parts:
+            raise ValueError(f"search part {index} of {parts}: give 0 <= k < n")
+        self.costs = profile_costs(profile)
+        self.T = axial.block_tables()
+        self.D = axial.distances(self.costs.axial)
+        self.W = weighted_tables(profile, self.costs.cost)
+        directions = [d for d in make_directions(state, load_tables())
+                      if self.costs.reversible or not d.inverse]
+        self.directions = [_DirectionState(d, self.costs, self.T, self.D)
+                           for d in directions[index::parts]]
+        n = self.costs.cost.shape[1]
+        self.path = np.zeros(ts.LEVELS, np.int64)
+        self.out_path = np.zeros(ts.LEVELS, np.int64)
+        self.work = np.zeros((3, ts.LEVELS), np.int64)
+        self.ints2 = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
+        self.before2 = np.zeros((ts.LEVELS, n))
+        self.after2 = np.zeros((ts.LEVELS, n))
+        self.g2 = np.zeros(ts.LEVELS)
+        self.counters = np.zeros(4, np.int64)
+        self.exhausted = False
+        self.phase2_cap = PHASE2_CAP
+
+    @property
+    def nodes(self) -> int:
+        return int(self.counters[ts.NODES] + self.counters[ts.P2NODES])
+
+    def solutions(self, timeout: float | None, best: float = np.inf
+                  ) -> Iterator[tuple[list[Move], float]]:
+        """Yield (moves in the cube's frame, cost in profile units), each cheaper than the
+        one before and than ``best``, until ``timeout`` seconds are spent or nothing cheaper
+        exists (then ``exhausted`` is True)."""
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        while True:
+            active = [d for d in self.directions if not d.exhausted]
+            if not active:
+                # complete unless a phase-2 search was cut short at PHASE2_CAP
+                self.exhausted = not self.counters[ts.CAPPED]
+                return
+            for ds in active:
+                ds.fctl[ts.BEST] = best
+                status, cost, length = ts.search_direction(
+                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, self.costs.step,
+                    ds.direction.start_cp, ds.direction.start_ep, ds.ints, ds.before,
+                    ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
+                    self.ints2, self.before2, self.after2, self.g2, self.out_path,
+                    self.counters, self.phase2_cap)
+                if status == ts.EXHAUSTED:
+                    ds.exhausted = True
+                elif status == ts.FOUND:
+                    best = float(cost)
+                    yield ds.direction.to_original(self.out_path[:length]), best
+                if deadline is not None and time.perf_counter() >= deadline:
+                    return

@@ -1,0 +1,482 @@
+"""The two-phase search in a robot's time: IDA* on the profile's cost, not on face turns.
+
+Moves are face turns in canonical order (`search.allowed_after`), but a path is priced the way
+the motion compiler prices it: consecutive turns of one axis make a *block* (kind ``axis * 16
++ r1 * 4 + r2``), and a block done from robot state ``s`` (orientation, last group) ending in
+``t`` costs ``cost[kind, s, t]``, the motion compiler's least cost of that block. A node keeps
+the least cost to have done every block before its current one, ending in each state (a
+vector over the states the robot can reach), and the block under way; its cost ``g`` is the
+least over the states after the block. A robot that never re-orients the cube has one state.
+
+The bound on what is left is ``w`` times a distance in a metric whose every step costs at least
+``w``: the axial metric (a block is a step) for robots that turn opposite faces at once, the
+face-turn metric otherwise (`robocell.services.solver.cube3.axial`). While the current block
+could still take the opposite face, that next step may be free, so the bound counts one
+step less. Phase 1 runs IDA* on its cost to G1 (thresholds rising to the next f seen); every
+phase-1 path that enters G1 with a cost new to this threshold is finished by IDA* on the cost
+within G1, under the best total found so far. Both are resumable explicit-stack searches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from robocell.services.solver.cube3 import coord
+from robocell.services.solver.cube3.defs import (
+    FIRST_SLICE_EDGE,
+    MAX_LENGTH,
+    N_CORNER,
+    N_EDGE,
+    N_FLIP,
+    N_MOVE,
+    N_PERM_4,
+    N_TWIST,
+    N_UD_EDGES,
+    PHASE2_MOVES,
+)
+from robocell.services.solver.cube3.pruning import mod3, next_depth
+from robocell.services.solver.cube3.search import allowed_after
+from robocell.services.solver.cube3.tables import SYM_BITS
+
+SYM_MASK = (1 << SYM_BITS) - 1
+EPS = 1e-9
+INF = np.inf
+LEVELS = MAX_LENGTH + 2
+FACE_KIND = np.array([(m // 3 % 3) * 16 + ((m % 3 + 1) * 4 if m // 3 < 3 else m % 3 + 1)
+                      for m in range(N_MOVE)], dtype=np.int64)
+"""Block kind of each face turn alone."""
+P2_FACE_MOVES = np.array(PHASE2_MOVES, dtype=np.int64)
+IS_P2 = np.zeros(N_MOVE, dtype=np.bool_)
+IS_P2[list(PHASE2_MOVES)] = True
+
+# per-level integer fields of the phase-1 and phase-2 stacks
+TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
+N_FIELDS = 8
+# phase-2 names of the first three fields: corners, ud_edges, slice_sorted
+CO, UE, SS = 0, 1, 2
+# control words: ints [sp]; floats [c1, previous c1, next c1, best]; counters
+# [-, nodes, phase-2 nodes, phase-2 searches cut short]
+SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
+C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
+BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
+
+
+@njit(cache=True)
+def merge_kind(kind, m):
+    """Block kind after face turn ``m`` joins a block of its axis."""
+    face = m // 3
+    q = m % 3 + 1
+    r1 = (kind % 16) // 4
+    r2 = kind % 4
+    if face < 3:
+        r1 = (r1 + q) % 4
+    else:
+        r2 = (r2 + q) % 4
+    return (kind // 16) * 16 + r1 * 4 + r2
+
+
+@njit(cache=True)
+def chain(before, cost, kind, after):
+    """after[t] = least over s of before[s] + cost[kind, s, t]; returns the least."""
+    n = before.shape[0]
+    best = INF
+    for t in range(n):
+        v = INF
+        for s in range(n):
+            c = before[s] + cost[kind, s, t]
+            if c < v:
+                v = c
+        after[t] = v
+        if v < best:
+            best = v
+    return best
+
+
+@njit(cache=True)
+def final_cost(after, finish):
+    """Least cost to end: ``finish[t]`` re-orients from state ``t`` to an allowed end."""
+    best = INF
+    for t in range(after.shape[0]):
+        c = after[t] + finish[t]
+        if c < best:
+            best = c
+    return best
+
+
+@njit(cache=True)
+def residue1(T, D, twist, flip, slc):
+    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
+    index = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
+    return mod3(D.phase1_pruning, index)
+
+
+@njit(cache=True)
+def residue2(T, D, corners, ud_edges):
+    index = (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
+             + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
+    return mod3(D.phase2_pruning, index)
+
+
+@njit(cache=True)
+def distance1(T, D, twist, flip, slc):
+    """Exact phase-1 distance in the metric of ``D``: walk down the residues."""
+    depth = 0
+    while twist != 0 or flip != 0 or slc != 0:
+        r = residue1(T, D, twist, flip, slc)
+        for m in D.moves1:
+            t1 = T.twist_move[twist, m]
+            f1 = T.flip_move[flip, m]
+            s1 = T.slice_move[slc, m]
+            if residue1(T, D, t1, f1, s1) == (r + 2) % 3:
+                twist, flip, slc = t1, f1, s1
+                depth += 1
+                break
+    return depth
+
+
+@njit(cache=True)
+def distance2(T, D, corners, ud_edges):
+    """Exact phase-2 distance (slice order ignored) in the metric of ``D``."""
+    depth = 0
+    while corners != 0 or ud_edges != 0:
+        r = residue2(T, D, corners, ud_edges)
+        for m in D.moves2:
+            c1 = T.corners_move[corners, m]
+            u1 = T.ud_edges_move[ud_edges, m]
+            if residue2(T, D, c1, u1) == (r + 2) % 3:
+                corners, ud_edges = c1, u1
+                depth += 1
+                break
+    return depth
+
+
+@njit(cache=True)
+def weighted1(T, W, twist, flip, slc, last, ext, enough):
+    """Exact least cost of the slice with the twist, and with the flip, to G1 (the larger);
+    while the block of ``last`` may take the opposite face, the least over doing so first.
+    A value at most ``enough`` (which prunes nothing) may be returned before that least."""
+    h = max(W.slice_twist[np.int64(slc) * N_TWIST + twist],
+            W.slice_flip[np.int64(slc) * N_FLIP + flip])
+    if ext and h > enough:
+        face = last // 3 + 3
+        for q in range(3):
+            col = FACE_KIND[face * 3 + q]
+            s1 = np.int64(T.slice_move[slc, col])
+            h1 = max(W.slice_twist[s1 * N_TWIST + T.twist_move[twist, col]],
+                     W.slice_flip[s1 * N_FLIP + T.flip_move[flip, col]])
+            if h1 < h:
+                h = h1
+    return h
+
+
+@njit(cache=True)
+def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
+    """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
+    solved within G1 (the larger); with a block open, as in `weighted1`."""
+    h = max(W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm],
+            W.edge_slice[np.int64(ud_edges) * N_PERM_4 + slice_perm])
+    if ext and h > enough:
+        face = last // 3 + 3
+        for q in range(3):
+            if face != 3 and q != 1:
+                continue  # only D turns and half turns keep the cube in G1
+            col = FACE_KIND[face * 3 + q]
+            s1 = np.int64(T.slice_sorted_move[slice_perm, col])
+            h1 = max(W.corner_slice[np.int64(T.corners_move[corners, col]) * N_PERM_4 + s1],
+                     W.edge_slice[np.int64(T.ud_edges_move[ud_edges, col]) * N_PERM_4 + s1])
+            if h1 < h:
+                h = h1
+    return h
+
+
+@njit(cache=True)
+def bound(after, H, steps, ext, axis):
+    """Least over the robot states t of after[t] + H[steps left, t, axis of the open block]:
+    the cost so far and the least cost of that many more steps from t (`steps_bound`)."""
+    s = steps - ext
+    if s < 0:
+        s = 0
+    if s >= H.shape[0]:
+        s = H.shape[0] - 1
+    best = INF
+    if ext:
+        # the open block may still grow and end elsewhere: bound its state and the rest apart
+        least = INF
+        for t in range(after.shape[0]):
+            if after[t] < best:
+                best = after[t]
+            if H[s, t, axis] < least:
+                least = H[s, t, axis]
+        return best + least
+    for t in range(after.shape[0]):
+        c = after[t] + H[s, t, axis]
+        if c < best:
+            best = c
+    return best
+
+
+@njit(cache=True)
+def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0, after0, kind0,
+           last_move, g0, best, offset, path, ints2, before2, after2, g2, out_path, counters,
+           cap):
+    """Cheapest phase-2 finish (IDA* on cost) of the phase-1 path in path[:offset], ending in
+    (kind0, before0/after0), with a total under ``best``. Writes the whole solution into
+    ``out_path`` and returns (its cost, its length), or (inf, 0)."""
+    cs_root = np.int64(D.cornslice_depth[np.int64(corners) * N_PERM_4 + slice_sorted % N_PERM_4])
+    ext0 = 1 if (last_move >= 0 and last_move // 3 < 3) else 0
+    axis0 = kind0 // 16 if last_move >= 0 else 3
+    # the cheap bounds first: most phase-1 paths end here
+    threshold = max(bound(after0, H, cs_root, ext0, axis0),
+                    g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move, ext0,
+                                   -INF))
+    if threshold >= best - EPS:
+        return INF, 0
+    d_root = distance2(T, D, corners, ud_edges)
+    h_root = max(d_root, cs_root)
+    threshold = max(threshold, bound(after0, H, h_root, ext0, axis0))
+    if h_root == 0:
+        c = final_cost(after0, finish)
+        if c < best - EPS:
+            for i in range(offset):
+                out_path[i] = path[i]
+            return c, offset
+    found_cost = INF
+    found_length = 0
+    limit = counters[P2NODES] + cap
+    max_depth = MAX_LENGTH - offset
+    n_states = before0.shape[0]
+    while threshold < best - EPS:
+        next_threshold = INF
+        # level 0 is the phase-1 leaf
+        ints2[0, CO] = corners
+        ints2[0, UE] = ud_edges
+        ints2[0, SS] = slice_sorted
+        ints2[0, DD] = d_root
+        ints2[0, MV] = last_move
+        ints2[0, KIND] = kind0
+        ints2[0, NEXT] = 0
+        for s in range(n_states):
+            before2[0, s] = before0[s]
+            after2[0, s] = after0[s]
+        g2[0] = g0
+        sp = 0
+        while sp >= 0:
+            k = ints2[sp, NEXT]
+            if k >= P2_FACE_MOVES.shape[0] or sp >= max_depth:
+                sp -= 1
+                continue
+            if counters[P2NODES] >= limit:
+                counters[CAPPED] += 1
+                return found_cost, found_length
+            ints2[sp, NEXT] = k + 1
+            m = P2_FACE_MOVES[k]
+            prev = ints2[sp, MV]
+            if not allowed_after(prev, m):
+                continue
+            counters[P2NODES] += 1
+            col = FACE_KIND[m]
+            c1 = T.corners_move[ints2[sp, CO], col]
+            s1 = T.slice_sorted_move[ints2[sp, SS], col]
+            cs = np.int64(D.cornslice_depth[np.int64(c1) * N_PERM_4 + s1 % N_PERM_4])
+            child = sp + 1
+            if prev >= 0 and (m // 3) % 3 == (prev // 3) % 3:
+                kind = merge_kind(ints2[sp, KIND], m)
+                for s in range(n_states):
+                    before2[child, s] = before2[sp, s]
+                ext = 0
+            else:
+                kind = FACE_KIND[m]
+                for s in range(n_states):
+                    before2[child, s] = after2[sp, s]
+                ext = 1 if m // 3 < 3 else 0
+            g = chain(before2[child], cost, kind, after2[child])
+            u1 = T.ud_edges_move[ints2[sp, UE], col]
+            f = max(bound(after2[child], H, cs, ext, kind // 16),
+                    g + weighted2(T, W, c1, u1, s1, m, ext,
+                                  min(threshold + EPS, best - 2 * EPS) - g))
+            if f >= best - EPS:
+                continue
+            if f > threshold + EPS:
+                if f < next_threshold:
+                    next_threshold = f
+                continue
+            d1 = next_depth(ints2[sp, DD], ints2[sp, DD] % 3, residue2(T, D, c1, u1))
+            f = max(f, bound(after2[child], H, d1, ext, kind // 16))
+            if f >= best - EPS:
+                continue
+            if f > threshold + EPS:
+                if f < next_threshold:
+                    next_threshold = f
+                continue
+            path[offset + sp] = m
+            if d1 == 0 and cs == 0:
+                c = final_cost(after2[child], finish)
+                if c < best - EPS:
+                    # keep looking under this threshold for a cheaper one
+                    for i in range(offset + sp + 1):
+                        out_path[i] = path[i]
+                    found_cost = c
+                    found_length = offset + sp + 1
+                    best = c
+                continue
+            ints2[child, CO] = c1
+            ints2[child, UE] = u1
+            ints2[child, SS] = s1
+            ints2[child, DD] = d1
+            ints2[child, MV] = m
+            ints2[child, KIND] = kind
+            ints2[child, NEXT] = 0
+            g2[child] = g
+            sp = child
+        if found_length > 0 or next_threshold == INF:
+            break
+        threshold = max(next_threshold, threshold + w)
+    return found_cost, found_length
+
+
+@njit(cache=True)
+def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, sp, best,
+                path, work, ints2, before2, after2, g2, out_path, counters, cap):
+    """Replay the phase-1 path (levels 1..sp) on the permutations, then `phase2`."""
+    cp = work[0, :N_CORNER]
+    ep = work[1, :N_EDGE]
+    tmp = work[2, :N_EDGE]
+    for i in range(N_CORNER):
+        cp[i] = start_cp[i]
+    for i in range(N_EDGE):
+        ep[i] = start_ep[i]
+    for j in range(1, sp + 1):
+        m = ints[j, MV]
+        path[j - 1] = m
+        for i in range(N_CORNER):
+            tmp[i] = cp[T.move_corner_perm[m, i]]
+        for i in range(N_CORNER):
+            cp[i] = tmp[i]
+        for i in range(N_EDGE):
+            tmp[i] = ep[T.move_edge_perm[m, i]]
+        for i in range(N_EDGE):
+            ep[i] = tmp[i]
+    corners = coord.get_corners(cp)
+    ud_edges = coord.get_ud_edges(ep)
+    for i in range(FIRST_SLICE_EDGE, N_EDGE):
+        tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
+    slice_sorted = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
+    return phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before[sp],
+                  after[sp], ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2,
+                  before2, after2, g2, out_path, counters, cap)
+
+
+@njit(cache=True)
+def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
+    """Set up a direction's phase-1 stack at its root (twist, flip, slice)."""
+    ints[0, TW] = root[0]
+    ints[0, FL] = root[1]
+    ints[0, SL] = root[2]
+    ints[0, DD] = distance1(T, D, root[0], root[1], root[2])
+    ints[0, MV] = -1
+    ints[0, KIND] = 0
+    ints[0, NEXT] = 0
+    ints[0, EXT] = 0
+    for s in range(start_vector.shape[0]):
+        before[0, s] = start_vector[s]
+        after[0, s] = start_vector[s]
+    g[0] = 0.0
+    ctl[SP] = -1
+    fctl[C1] = -1.0
+    fctl[PREV_C1] = -1.0
+    fctl[NEXT_C1] = 0.0
+
+
+@njit(cache=True)
+def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, ctl,
+                     fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
+                     cap):
+    """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
+    cost less than fctl[BEST]. Returns (status, cost, length): FOUND with the solution in
+    ``out_path`` (fctl[BEST] lowered to its cost), EXHAUSTED when no phase-1 threshold under
+    the best is left, or BUDGET_SPENT."""
+    sp = ctl[SP]
+    n_states = before.shape[1]
+    spent = 0
+    while True:
+        best = fctl[BEST]
+        if spent >= budget:
+            ctl[SP] = sp
+            return BUDGET_SPENT, INF, 0
+        if sp < 0:
+            if fctl[NEXT_C1] == INF or fctl[NEXT_C1] >= best - EPS:
+                ctl[SP] = -1
+                return EXHAUSTED, INF, 0
+            fctl[PREV_C1] = fctl[C1]
+            fctl[C1] = max(fctl[NEXT_C1], bound(after[0], H, ints[0, DD], 0, 3),
+                           fctl[C1] + w)  # thresholds rise by a step at least
+            fctl[NEXT_C1] = INF
+            ints[0, NEXT] = 0
+            sp = 0
+            if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
+                c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before,
+                                   after, g, 0, best, path, work, ints2, before2, after2, g2,
+                                   out_path, counters, cap)
+                if n > 0:
+                    fctl[BEST] = c
+                    ctl[SP] = sp
+                    return FOUND, c, n
+            continue
+        k = ints[sp, NEXT]
+        if k >= N_MOVE or sp + 1 >= MAX_LENGTH:
+            sp -= 1
+            continue
+        ints[sp, NEXT] = k + 1
+        m = k
+        prev = ints[sp, MV]
+        if not allowed_after(prev, m):
+            continue
+        spent += 1
+        counters[NODES] += 1
+        col = FACE_KIND[m]
+        t1 = T.twist_move[ints[sp, TW], col]
+        s1 = T.slice_move[ints[sp, SL], col]
+        f1 = T.flip_move[ints[sp, FL], col]
+        child = sp + 1
+        if prev >= 0 and (m // 3) % 3 == (prev // 3) % 3:
+            kind = merge_kind(ints[sp, KIND], m)
+            for s in range(n_states):
+                before[child, s] = before[sp, s]
+            ext = 0
+        else:
+            kind = FACE_KIND[m]
+            for s in range(n_states):
+                before[child, s] = after[sp, s]
+            ext = 1 if m // 3 < 3 else 0
+        gc = chain(before[child], cost, kind, after[child])
+        c1 = fctl[C1]
+        f = gc + weighted1(T, W, t1, f1, s1, m, ext, min(c1 + EPS, best - 2 * EPS) - gc)
+        if f > c1 + EPS or f >= best - EPS:
+            if f > c1 + EPS and f < fctl[NEXT_C1]:
+                fctl[NEXT_C1] = f
+            continue
+        d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
+        f = max(f, bound(after[child], H, d1, ext, kind // 16))
+        if f > c1 + EPS or f >= best - EPS:
+            if f > c1 + EPS and f < fctl[NEXT_C1]:
+                fctl[NEXT_C1] = f
+            continue
+        ints[child, TW] = t1
+        ints[child, FL] = f1
+        ints[child, SL] = s1
+        ints[child, DD] = d1
+        ints[child, MV] = m
+        ints[child, KIND] = kind
+        ints[child, NEXT] = 0
+        ints[child, EXT] = ext
+        g[child] = gc
+        sp = child
+        if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
+            c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after,
+                               g, sp, best, path, work, ints2, before2, after2, g2, out_path,
+                               counters, cap)
+            if n > 0:
+                fctl[BEST] = c
+                ctl[SP] = sp
+                return FOUND, c, n
