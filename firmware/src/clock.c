@@ -10,8 +10,8 @@ ISR(TIMER0_COMPA_vect) { milliseconds++; }
 
 void clock_init(void) {
     TCCR0A = _BV(WGM01);               /* CTC, TOP = OCR0A */
-    OCR0A = (F_CPU / 64 / 1000) - 1;
     TCCR0B = _BV(CS01) | _BV(CS00);    /* clk / 64: 4 us per count at 16 MHz */
+    OCR0A = (F_CPU / 64 / 1000) - 1;
     TIMSK0 = _BV(OCIE0A);
 }
 

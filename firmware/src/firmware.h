@@ -48,7 +48,8 @@ void clock_stamp(uint32_t *ms, uint16_t *us); /* ms since boot and the us within
 
 /* --- uart.c --- */
 void uart_init(void);
-int16_t uart_read(void);              /* next queued (non real-time) byte, -1 if none */
+int16_t uart_read(void);
+uint8_t uart_rx_waiting(void);              /* next queued (non real-time) byte, -1 if none */
 void uart_write_line(const char *body); /* frames BODY*CRC\n into the main TX stream */
 uint16_t crc16(const char *data, uint8_t len);
 void uart_flush_wait(void);

@@ -145,8 +145,8 @@ void motion_init(void) {
     ENABLE_PIN_PORT &= (uint8_t)~ENABLE_PIN_MASK; /* drivers enabled (active low) */
 #endif
     TCCR2A = _BV(WGM21);                 /* CTC, TOP = OCR2A */
-    OCR2A = MAX_HOP - 1;
     TCCR2B = _BV(CS21);                  /* clk / 8: 0.5 us per tick at 16 MHz */
+    OCR2A = MAX_HOP - 1;
     TIMSK2 = _BV(OCIE2A);
 #if N_SERVOS > 0
     SERVO_HW_INIT();

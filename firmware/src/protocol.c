@@ -8,6 +8,7 @@
 
 #include <avr/eeprom.h>
 #include <avr/interrupt.h>
+#include <avr/sleep.h>
 #include <util/atomic.h>
 
 #include "firmware.h"
@@ -690,6 +691,7 @@ static uint32_t draw_boot_id(void) {
 }
 
 int main(void) {
+    set_sleep_mode(SLEEP_MODE_IDLE);
     boot_id = draw_boot_id();
     clock_init();
     inputs_init();
@@ -712,5 +714,15 @@ int main(void) {
         }
         run_queue();
         watch_inputs();
+        /* idle until the next interrupt (a received byte, a step, the millisecond tick):
+           sei directly before sleep lets no interrupt slip in between check and sleep */
+        cli();
+        if (!uart_rx_waiting()) {
+            sleep_enable();
+            sei();
+            sleep_cpu();
+            sleep_disable();
+        }
+        sei();
     }
 }

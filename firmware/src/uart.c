@@ -62,6 +62,8 @@ ISR(USART0_RX_vect) {
     /* a full ring drops the byte: the line fails its CRC and is resent */
 }
 
+uint8_t uart_rx_waiting(void) { return rx_tail != rx_head; }
+
 int16_t uart_read(void) {
     if (rx_tail == rx_head) return -1;
     uint8_t byte = rx_buf[rx_tail];
