@@ -152,7 +152,8 @@ def load_wiring(profile: Profile, mcu: str = DEFAULT_MCU) -> Wiring:
                           "of [motors] or enable/fault/link")
     if len(steppers) > 8 or len(motors) > 16:
         raise WiringError(path, "motors", "the firmware drives at most 8 steppers, 16 motors")
-    extra = {key: take(raw[key], key) if key in raw else None for key in ("enable", "fault", "link")}
+    extra = {key: take(raw[key], key) if key in raw else None
+             for key in ("enable", "fault", "link")}
     return Wiring(board, tuple(steppers), tuple(servos), extra["enable"], extra["fault"],
                   extra["link"])
 
@@ -227,8 +228,9 @@ def render_header(profile: Profile, mcu: str = DEFAULT_MCU) -> str:
         t = _stepper_tables(motor)
         if key not in shared:
             shared[key] = i
-            lines.append(f"static const uint32_t ACC_{i}[] PROGMEM = {{{', '.join(map(str, t['acc']))}}};")
-            lines.append(f"static const uint32_t BRK_{i}[] PROGMEM = {{{', '.join(map(str, t['brk']))}}};")
+            for table in ("acc", "brk"):
+                values = ", ".join(map(str, t[table]))
+                lines.append(f"static const uint32_t {table.upper()}_{i}[] PROGMEM = {{{values}}};")
         k = shared[key]
         configs.append(
             f"{{{{&PORT{step.port}, &DDR{step.port}, _BV({step.bit})}}, "
