@@ -7,13 +7,23 @@
  *   stdin   R <hex bytes>        bytes for UART0's receiver (paced by the UART's own flow)
  *           P <input> <0|1>      drive an input pin (--input NAME:PORTBIT)
  *           X                    reset the microcontroller (power cycle: SRAM kept)
- *   stdout  L <ns> <hex line> <steps> <widths>   a complete line the firmware sent, with
- *                                the simulated time and, at that moment, every stepper's
- *                                signed step count (rising STEP edges, sign from DIR) and
- *                                every servo's last pulse width in microseconds
- *           I <ns> - <steps> <widths>            the steppers fell idle (no STEP edge for
+ *   stdout  L <ns> <hex line> <steps> <widths> <moving>   a complete line the firmware
+ *                                sent, with the simulated time and, at that moment, every
+ *                                stepper's signed step count (rising STEP edges, sign from
+ *                                DIR), every servo's last pulse width in microseconds, and
+ *                                the mask of steppers in motion
+ *           I <ns> - <steps> <widths> <moving>   the steppers fell idle (no STEP edge for
  *                                5 ms after stepping): positions after a stop
  *           B <ns>                                boot (start or reset)
+ *           M <ns> <starting> <steps> <widths> <moving>   a motion began: steppers (mask
+ *                                <starting>) made their first STEP after standing still
+ *                                (their counts are given as before that step), or a servo's
+ *                                pulse width changed. With --sync the AVR then waits (the
+ *                                wait takes no simulated time) until the driver answers "G"
+ *                                on stdin, so the driver can judge the motion first.
+ * A stepper is in motion while its last STEP edge is younger than its gap (--stepper
+ * STEP:DIR:GAP_US, default 2000): longer than any interval between the steps of one motion,
+ * shorter than the time from a motion's start to its first step.
  *
  * --trace FILE writes every STEP edge ("<ns> S <i> <+1|-1>"), every change of a servo's
  * pulse width ("<ns> W <j> <us>"), every byte given to the receiver ("<ns> R <hex>") and
@@ -59,7 +69,13 @@ static long long steps[MAX_STEPPERS];
 static uint64_t rise_cycle[MAX_SERVOS];
 static int width_us[MAX_SERVOS];
 static uint64_t last_step_ns;
+static uint64_t motor_last_ns[MAX_STEPPERS];
+static uint64_t gap_ns[MAX_STEPPERS];
+static long long start_count[MAX_STEPPERS];
+static unsigned starting;
 static int stepping;
+static int motion_began;
+static int sync_motion;
 
 static uint8_t rx_pending[65536];
 static size_t rx_len;
@@ -69,14 +85,21 @@ static size_t tx_len;
 
 static uint64_t sim_ns(void) { return (uint64_t)((double)avr->cycle * 1e9 / freq); }
 
+/* "<steps> <widths> <moving mask>"; starting steppers at their count before the motion */
 static void positions(char *out, size_t size) {
     size_t n = 0;
+    uint64_t now = sim_ns();
+    unsigned moving = 0;
     n += (size_t)snprintf(out + n, size - n, "%s", n_steppers ? "" : "-");
-    for (int i = 0; i < n_steppers; i++)
-        n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? "," : "", steps[i]);
+    for (int i = 0; i < n_steppers; i++) {
+        long long count = (starting & (1u << i)) ? start_count[i] : steps[i];
+        n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? "," : "", count);
+        if (motor_last_ns[i] && now - motor_last_ns[i] <= gap_ns[i]) moving |= 1u << i;
+    }
     n += (size_t)snprintf(out + n, size - n, " %s", n_servos ? "" : "-");
     for (int j = 0; j < n_servos; j++)
         n += (size_t)snprintf(out + n, size - n, "%s%d", j ? "," : "", width_us[j]);
+    snprintf(out + n, size - n, " %u", moving);
 }
 
 static void on_step(struct avr_irq_t *irq, uint32_t value, void *param) {
@@ -86,6 +109,12 @@ static void on_step(struct avr_irq_t *irq, uint32_t value, void *param) {
     int sign = dir_level[i] ? 1 : -1;
     steps[i] += sign;
     last_step_ns = sim_ns();
+    if (!motor_last_ns[i] || last_step_ns - motor_last_ns[i] > gap_ns[i]) {
+        if (!(starting & (1u << i))) start_count[i] = steps[i] - sign;
+        starting |= 1u << i;
+        motion_began = 1;
+    }
+    motor_last_ns[i] = last_step_ns;
     stepping = 1;
     if (trace) fprintf(trace, "%llu S %d %+d\n", (unsigned long long)last_step_ns, i, sign);
 }
@@ -102,6 +131,7 @@ static void on_servo(struct avr_irq_t *irq, uint32_t value, void *param) {
     } else if (!value && irq->value && rise_cycle[j]) {
         int us = (int)((double)(avr->cycle - rise_cycle[j]) * 1e6 / freq + 0.5);
         if (abs(us - width_us[j]) >= 2) {
+            if (width_us[j] && abs(us - width_us[j]) >= 5) motion_began = 1; /* not jitter */
             width_us[j] = us;
             if (trace) fprintf(trace, "%llu W %d %d\n", (unsigned long long)sim_ns(), j, us);
         }
@@ -164,7 +194,10 @@ static int hexnib(char c) {
 static char cmd_buf[1 << 17];
 static size_t cmd_len;
 
+static int go_received;
+
 static int handle_command(char *line) {
+    if (line[0] == 'G') go_received = 1;
     if (line[0] == 'R' && line[1] == ' ') {
         for (char *p = line + 2; p[0] && p[1]; p += 2) {
             int hi = hexnib(p[0]), lo = hexnib(p[1]);
@@ -245,7 +278,7 @@ static void no_sleep(struct avr_t *a, avr_cycle_count_t cycles) {
 static void usage(void) {
     fprintf(stderr, "usage: avrsim --mcu MCU --elf FILE [--freq HZ] [--speed X] [--trace FILE]\n"
                     "  [--stepper STEP_PIN:DIR_PIN]... [--servo PIN]... [--input NAME:PIN=LEVEL]...\n"
-                    "  [--seed N]   pins as PB3\n");
+                    "  [--seed N] [--sync 1]   pins as PB3\n");
     exit(2);
 }
 
@@ -261,15 +294,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--elf")) elf = v;
         else if (!strcmp(a, "--freq")) freq = (uint32_t)strtoul(v, 0, 10);
         else if (!strcmp(a, "--speed")) speed = atof(v);
+        else if (!strcmp(a, "--sync")) sync_motion = atoi(v);
         else if (!strcmp(a, "--seed")) seed = (unsigned)strtoul(v, 0, 10);
         else if (!strcmp(a, "--trace")) {
             trace = fopen(v, "w");
             if (!trace) { perror(v); return 1; }
         } else if (!strcmp(a, "--stepper")) {
             char s[32], d[32];
-            if (n_steppers >= MAX_STEPPERS || sscanf(v, "%31[^:]:%31s", s, d) != 2 ||
+            unsigned gap_us = 2000;
+            if (n_steppers >= MAX_STEPPERS || sscanf(v, "%31[^:]:%31[^:]:%u", s, d, &gap_us) < 2 ||
                 !parse_pin(s, &step_pin[n_steppers]) || !parse_pin(d, &dir_pin[n_steppers]))
                 usage();
+            gap_ns[n_steppers] = (uint64_t)gap_us * 1000;
             n_steppers++;
         } else if (!strcmp(a, "--servo")) {
             if (n_servos >= MAX_SERVOS || !parse_pin(v, &servo_pin[n_servos])) usage();
@@ -347,6 +383,21 @@ int main(int argc, char **argv) {
             printf("I %llu - %s\n", (unsigned long long)now, pos);
             fflush(stdout);
             stepping = 0;
+        }
+        if (motion_began) {
+            char pos[512];
+            positions(pos, sizeof pos);
+            printf("M %llu %u %s\n", (unsigned long long)now, starting, pos);
+            fflush(stdout);
+            motion_began = 0;
+            starting = 0;
+            if (sync_motion) {
+                double paused = wall_s();
+                go_received = 0;
+                while (!go_received)
+                    if (!poll_stdin(1000)) return 0;
+                wall0 += wall_s() - paused; /* the wait is outside simulated time */
+            }
         }
         int wait_ms = 0;
         if (speed > 0) {

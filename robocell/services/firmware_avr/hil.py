@@ -18,7 +18,9 @@ reset of the microcontroller), the twin, and the bus adapter's control queue.
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import os
 import queue
 import select
@@ -44,9 +46,12 @@ def harness_command(binary: str, elf: str, wiring: Wiring, speed: float,
                     trace: str | None = None) -> list[str]:
     """The avrsim command line for a build and its pin map."""
     command = [binary, "--mcu", wiring.board.mcu, "--elf", elf, "--freq", str(F_CPU),
-               "--speed", f"{speed:g}"]
-    for _, step, direction, _ in wiring.steppers:
-        command += ["--stepper", f"{step.label}:{direction.label}"]
+               "--speed", f"{speed:g}", "--sync", "1"]
+    for motor, step, direction, _ in wiring.steppers:
+        # in motion while the last step is younger than 0.7 of the first step's delay
+        # (sqrt(2/a)): longer than any step interval of a motion, shorter than a new start
+        first_step_us = 1e6 * math.sqrt(2.0 / (motor.accel_dps2 * motor.steps_per_rev / 360.0))
+        command += ["--stepper", f"{step.label}:{direction.label}:{round(0.7 * first_step_us)}"]
     for _, pin, *_ in wiring.servos:
         command += ["--servo", pin.label]
     for name in ("fault", "link"):
@@ -79,7 +84,7 @@ class PinTwin:
         self.accepted: dict[int, tuple[str, float]] = {}  # ... once it said ok: (body, t)
         self.rx_buffer = bytearray()
         self.last_end = 0.0
-        self.fault_pending = False
+        self.logged_fault: TwinFaultError | None = None
         self.estopped = False
 
     # --- log ---------------------------------------------------------------------------
@@ -87,6 +92,15 @@ class PinTwin:
         if self.log is not None:
             self.log.write(json.dumps({"ev": event, "boot": self.boot_id, **fields}) + "\n")
             self.log.flush()
+
+    def _fault(self, exc: TwinFaultError, line: int) -> bool:
+        """Log a twin fault once (a faulted twin raises the same fault again on any motion);
+        True when it is new."""
+        if exc is self.logged_fault:
+            return False
+        self.logged_fault = exc
+        self._log("fault", code=exc.code, message=str(exc), line=line)
+        return True
 
     # --- what the firmware receives ------------------------------------------------------
     def host_bytes(self, data: bytes) -> None:
@@ -110,9 +124,11 @@ class PinTwin:
                 self.received[parsed.line] = parsed.body
 
     # --- what the firmware reports ---------------------------------------------------------
-    def _degrees(self, steps: list[int]) -> dict[str, float]:
+    def _degrees(self, steps: list[int], which: list[int] | None = None) -> dict[str, float]:
         out = {}
         for i, (name, sign) in enumerate(self.steppers):
+            if which is not None and i not in which:
+                continue
             delta = (steps[i] - self.applied[i]) * sign
             if delta:
                 out[name] = self.motors[name].degrees(delta)
@@ -122,9 +138,13 @@ class PinTwin:
         return {name: round((us - lo) * span / (hi - lo), 2)
                 for (name, lo, hi, span), us in zip(self.servos, widths, strict=True) if us}
 
-    def _move_steppers(self, steps: list[int]) -> None:
-        degrees = self._degrees(steps)
-        self.applied = list(steps)
+    def _move_steppers(self, steps: list[int], moving: int = 0) -> None:
+        """The twin turns by the steps of every stepper that stands still now (a stepper in
+        motion is taken when it stops)."""
+        still = [i for i in range(len(self.steppers)) if not moving & (1 << i)]
+        degrees = self._degrees(steps, still)
+        for i in still:
+            self.applied[i] = steps[i]
         if degrees:
             self.twin.move(degrees)
 
@@ -135,7 +155,8 @@ class PinTwin:
         if changed:
             self.twin.set_servos(changed)
 
-    def report(self, t_ms: float, body: str, steps: list[int], widths: list[int]) -> bool:
+    def report(self, t_ms: float, body: str, steps: list[int], widths: list[int],
+               moving: int = 0) -> bool:
         """One line from the firmware; True if the twin just faulted (tell the firmware)."""
         try:
             rep = proto.parse_report(body)
@@ -154,7 +175,7 @@ class PinTwin:
             self.accepted[rep.line] = (self.received[rep.line], t_ms)
             self.accepted_count += 1
         elif rep.kind == "done":
-            return self._done(rep.line, rep.float_field("t"), steps, widths)
+            return self._done(rep.line, rep.float_field("t"), steps, widths, moving)
         elif rep.kind == "estop":
             self.estopped = True
             self._log("estop", t=rep.float_field("t"), stopped=rep.float_field("stopped"),
@@ -162,17 +183,18 @@ class PinTwin:
         elif rep.kind == "fault":
             self._log("firmware-fault", text=rep.text(), line=rep.int_field("line"))
         elif rep.kind == "status" and self.estopped:
-            self.idle(steps)
+            self.idle(steps, moving)
         return False
 
-    def _done(self, line: int, end: float, steps: list[int], widths: list[int]) -> bool:
+    def _done(self, line: int, end: float, steps: list[int], widths: list[int],
+              moving: int) -> bool:
         body, arrival = self.accepted.pop(line, ("", 0.0))
         verb = body.split()[1] if len(body.split()) > 1 else "?"
         named = {a.partition(":")[0] for a in body.split()[2:]}
         fault = None
         try:
             if verb in ("MOVE", "HOME"):
-                self._move_steppers(steps)
+                self._move_steppers(steps, moving)
             if verb in ("SERVO", "HOME"):
                 self._set_servos(widths, None if verb == "HOME" and not named else named)
         except TwinFaultError as exc:
@@ -185,23 +207,45 @@ class PinTwin:
         self.last_end = end
         if callable(self.on_twin):
             self.on_twin(self)
-        if fault is not None:
-            self._log("fault", code=fault.code, message=str(fault), line=line)
-            return True
+        return fault is not None and self._fault(fault, line)
+
+    def motion_began(self, starting: int, steps: list[int], widths: list[int],
+                     moving: int) -> bool:
+        """A motion just began (the harness waits for the answer). First the twin takes what
+        finished before it (steppers standing still, in the order things happened); servos
+        take their new pulse at once, so the twin follows them now; starting steppers are
+        judged by a trial of a turn: an arm turning against a held layer jams at its first
+        steps, as a driver's stall output would say. True if the twin faulted."""
+        try:
+            self._move_steppers(steps, moving & ~starting)
+            self._set_servos(widths, set())
+            turning = {name: 90.0 for i, (name, _) in enumerate(self.steppers)
+                       if moving & (1 << i)}
+            if starting and self.twin.fault is None:
+                trial = copy.deepcopy(self.twin)
+                try:
+                    trial.move(turning)
+                except TwinFaultError as exc:
+                    if exc.code in ("jam", "slipped"):
+                        self.twin.fault = exc
+                        raise
+        except TwinFaultError as exc:
+            return self._fault(exc, self.executed + 1)
         return False
 
-    def idle(self, steps: list[int]) -> None:
-        """The steppers stand still: after an e-stop, the twin takes the partial motion."""
-        if not self.estopped or steps == self.applied:
+    def idle(self, steps: list[int], moving: int = 0) -> None:
+        """The steppers stand still: the twin takes their motion (after an e-stop, the part
+        that was made)."""
+        if steps == self.applied:
             return
         degrees = self._degrees(steps)
-        self.applied = list(steps)
         try:
-            self.twin.move(degrees)
+            self._move_steppers(steps, moving)
         except TwinFaultError as exc:
-            self._log("fault", code=exc.code, message=str(exc), line=self.executed + 1)
-        self._log("interrupted", line=self.executed + 1, degrees=degrees,
-                  facelets=self.twin.facelets)
+            self._fault(exc, self.executed + 1)
+        if self.estopped:
+            self._log("interrupted", line=self.executed + 1, degrees=degrees,
+                      facelets=self.twin.facelets)
 
 
 class Harness:
@@ -232,6 +276,9 @@ class Harness:
     def reset(self) -> None:
         self._send("X\n")
 
+    def go(self) -> None:
+        self._send("G\n")
+
     def events(self) -> list[list[str]]:
         """Complete event lines that have arrived (reads once; call when readable)."""
         chunk = os.read(self.fileno(), 65536)
@@ -252,10 +299,11 @@ class Harness:
                 self.process.wait(2)
 
 
-def _samples(fields: list[str]) -> tuple[list[int], list[int]]:
+def _samples(fields: list[str]) -> tuple[list[int], list[int], int]:
+    """(step counts, pulse widths, moving mask) of a harness event's last three fields."""
     steps = [] if fields[0] == "-" else [int(v) for v in fields[0].split(",")]
     widths = [] if fields[1] == "-" else [int(v) for v in fields[1].split(",")]
-    return steps, widths
+    return steps, widths, int(fields[2])
 
 
 def start_harness(profile: Profile, mcu: str, speed: float, trace: str | None) -> tuple[
@@ -293,7 +341,9 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
                 for event in harness.events():
                     if event[0] == "L":
                         body = proto.unframe(bytes.fromhex(event[2]))
-                        pins.report(int(event[1]) / 1e6, body, *_samples(event[3:5]))
+                        pins.report(int(event[1]) / 1e6, body, *_samples(event[3:6]))
+                    elif event[0] == "M":
+                        harness.go()
         listener, conn_fd, url = _open_line(port, pty_link, host)
         if callable(on_start):
             on_start(pins)
@@ -345,12 +395,18 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
                             body = proto.unframe(raw)
                         except proto.ProtocolError:
                             body = ""
-                        if pins.report(int(event[1]) / 1e6, body, *_samples(event[3:5])):
+                        if pins.report(int(event[1]) / 1e6, body, *_samples(event[3:6])):
                             harness.set_input("fault", 0)  # the stall output of a driver
                             fault_release = time.monotonic() + 0.05
                         send(raw)
                     elif event[0] == "I":
-                        pins.idle(_samples(event[3:5])[0])
+                        steps, _, moving = _samples(event[3:6])
+                        pins.idle(steps, moving)
+                    elif event[0] == "M":
+                        if pins.motion_began(int(event[2]), *_samples(event[3:6])):
+                            harness.set_input("fault", 0)
+                            fault_release = time.monotonic() + 0.05
+                        harness.go()
             if listener is not None and conn_fd is None and listener.fileno() in readable:
                 conn_sock, _ = listener.accept()
                 conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
