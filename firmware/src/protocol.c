@@ -362,12 +362,13 @@ static uint8_t parse_args(cmd_t *cmd, char *args, uint8_t len, char *err) {
         uint8_t ok = parse_number(value, vlen, &milli, &whole);
         if (cmd->verb == V_MOVE) {
             if (!ok || !whole) {
-                arg_error(err, verb, word, colon, value, vlen, PSTR("is not a whole number of steps"));
+                arg_error(err, verb, word, colon, value, vlen,
+                          PSTR("is not a whole number of steps"));
                 return 0;
             }
             if (milli < -1000000000L || milli > 1000000000L) {
                 arg_error(err, verb, word, colon, value, vlen,
-                          "is out of range -1000000..1000000 steps");
+                          PSTR("is out of range -1000000..1000000 steps"));
                 return 0;
             }
             cmd->v[m] = milli / 1000;
@@ -377,7 +378,8 @@ static uint8_t parse_args(cmd_t *cmd, char *args, uint8_t len, char *err) {
                 return 0;
             }
             if (milli < -360000L || milli > 360000L) {
-                arg_error(err, verb, word, colon, value, vlen, PSTR("is out of range -360..360 degrees"));
+                arg_error(err, verb, word, colon, value, vlen,
+                          PSTR("is out of range -360..360 degrees"));
                 return 0;
             }
             cmd->v[m] = milli;

@@ -67,7 +67,7 @@ class PinTwin:
     """The twin moved by the firmware's pins; the log in the simulator's format."""
 
     def __init__(self, profile: Profile, wiring: Wiring, facelets: str | None,
-                 log: IO[str] | None) -> None:
+                 log: IO[str] | None, physics: bool = True) -> None:
         self.profile = profile
         self.wiring = wiring
         self.motors = load_motors(profile)
@@ -85,6 +85,7 @@ class PinTwin:
         self.rx_buffer = bytearray()
         self.last_end = 0.0
         self.logged_fault: TwinFaultError | None = None
+        self.physics = physics  # False: the firmware alone, pins traced but no twin
         self.estopped = False
 
     # --- log ---------------------------------------------------------------------------
@@ -145,14 +146,14 @@ class PinTwin:
         degrees = self._degrees(steps, still)
         for i in still:
             self.applied[i] = steps[i]
-        if degrees:
+        if degrees and self.physics:
             self.twin.move(degrees)
 
     def _set_servos(self, widths: list[int], named: set[str] | None) -> None:
         angles = self._angles(widths)
         changed = {n: a for n, a in angles.items()
                    if named is None or n in named or abs(a - self.twin.servo_angles[n]) > 0.25}
-        if changed:
+        if changed and self.physics:
             self.twin.set_servos(changed)
 
     def report(self, t_ms: float, body: str, steps: list[int], widths: list[int],
@@ -221,7 +222,7 @@ class PinTwin:
             self._set_servos(widths, set())
             turning = {name: 90.0 for i, (name, _) in enumerate(self.steppers)
                        if moving & (1 << i)}
-            if starting and self.twin.fault is None:
+            if starting and self.twin.fault is None and self.physics:
                 trial = copy.deepcopy(self.twin)
                 try:
                     trial.move(turning)
@@ -320,12 +321,13 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
               log: IO[str] | None = None, faults: FaultPlan | None = None,
               ready: IO[str] | None = None, max_runtime_s: float | None = None,
               host: str = "127.0.0.1", control: queue.Queue | None = None,
-              trace: str | None = None, on_start: object = None) -> None:
+              trace: str | None = None, on_start: object = None,
+              physics: bool = True) -> None:
     """Run the firmware in simavr behind TCP or a pty until interrupted (or
     ``max_runtime_s``); announces ``listening <url> boot=<id>`` on ``ready``."""
     faults = faults or FaultPlan()
     harness, wiring = start_harness(profile, mcu, speed, trace)
-    pins = PinTwin(profile, wiring, facelets, log)
+    pins = PinTwin(profile, wiring, facelets, log, physics)
     rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
     disconnects = sorted(faults.disconnect_after)
     stall_done = reset_done = False

@@ -16,7 +16,7 @@ from robocell.services.firmware_sim.service import FirmwareSimBus
 def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | None,
              speed: float, facelets: str | None, log_path: str | None, faults: FaultPlan,
              max_runtime_s: float | None = None, host: str = "127.0.0.1", bus: bool = False,
-             trace: str | None = None) -> None:
+             trace: str | None = None, physics: bool = True) -> None:
     """The process body of `robocell firmware-sim --avr`."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
     control: queue.Queue | None = queue.Queue() if bus else None
@@ -25,7 +25,7 @@ def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | No
         serve_avr(profile, mcu=mcu, port=port, pty_link=pty_link, speed=speed,
                   facelets=facelets, log=log, faults=faults, ready=sys.stdout,
                   max_runtime_s=max_runtime_s, host=host, control=control, trace=trace,
-                  on_start=adapter.start if adapter is not None else None)
+                  on_start=adapter.start if adapter is not None else None, physics=physics)
     finally:
         if adapter is not None:
             adapter.stop()

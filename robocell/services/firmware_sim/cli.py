@@ -65,14 +65,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="reboot (new boot id) after N accepted commands")
     avr = sim.add_argument_group("hardware in the loop")
     avr.add_argument("--avr", action="store_true",
+                     default=os.environ.get("ROBOCELL_FIRMWARE", "python") == "avr",
                      help="run the real AVR firmware (firmware/, built for the profile) in "
                           "simavr instead of the Python simulator; its step/dir and servo "
-                          "pins move the twin")
+                          "pins move the twin (default: on when $ROBOCELL_FIRMWARE is avr)")
     avr.add_argument("--mcu", default=DEFAULT_MCU, choices=sorted(BOARDS),
                      help="with --avr: the microcontroller (default %(default)s)")
     avr.add_argument("--trace", metavar="FILE",
                      help="with --avr: write every step edge, servo pulse width and serial "
                           "byte with its simulated time")
+    avr.add_argument("--no-twin", action="store_true",
+                     help="with --avr: the firmware alone, its pins traced but moving no twin "
+                          "(protocol conformance and timing runs that make moves no robot "
+                          "could)")
     sim.add_argument("--max-runtime", type=float, help=argparse.SUPPRESS)
     sim.set_defaults(func=cmd_firmware_sim)
 
@@ -111,8 +116,8 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
         host, port = url.hostname, url.port
     if args.avr:
         return _run_avr(args, profile, facelets, faults, port, host)
-    if args.trace:
-        raise CommandError("--trace needs --avr (the Python simulator has no pins)")
+    if args.trace or args.no_twin:
+        raise CommandError("--trace and --no-twin need --avr (the Python simulator has no pins)")
     try:
         main_with_args(profile, port=None if args.pty is not None else port,
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
@@ -135,7 +140,7 @@ def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: Fa
         main_avr(profile, mcu=args.mcu, port=None if args.pty is not None else port,
                  pty_link=args.pty, speed=args.speed, facelets=facelets, log_path=args.log,
                  faults=faults, max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                 trace=args.trace)
+                 trace=args.trace, physics=not args.no_twin)
     except (ToolchainError, ProfileError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
