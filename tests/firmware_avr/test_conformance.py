@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 import serial
+from actuator.conftest import avr_tools_missing, start_firmware
 
 from robocell.services.actuator import protocol as proto
-
-from actuator.conftest import avr_tools_missing, start_firmware
 
 pytestmark = pytest.mark.skipif(bool(avr_tools_missing()), reason=avr_tools_missing() or "")
 QUARTER = 400  # soltvvo-2x2: 1600 steps per revolution
