@@ -150,7 +150,10 @@ static void on_uart_out(struct avr_irq_t *irq, uint32_t value, void *param) {
     for (size_t k = 0; k < tx_len; k++) printf("%02x", (uint8_t)tx_line[k]);
     printf(" %s\n", pos);
     fflush(stdout);
-    if (trace) fprintf(trace, "%llu T %.*s\n", t, (int)tx_len - 1, tx_line);
+    if (trace) {
+        fprintf(trace, "%llu T %.*s\n", t, (int)tx_len - 1, tx_line);
+        fflush(trace); /* the trace is complete up to every line the host reads */
+    }
     tx_len = 0;
 }
 
