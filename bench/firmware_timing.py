@@ -159,7 +159,7 @@ def idle_gaps(fw: Firmware, motors: list[tuple[int, Motor]], count: int) -> list
     gaps, previous_end = [], None
     cursor = start
     for index, motor, n in plan:
-        steps = steps_of(events, index, after=cursor)[:n]
+        steps = steps_of(events, index, after=cursor + 1e-9)[:n]
         first_delay = planned_steps_s(motor, n)[0]
         if previous_end is not None:
             gaps.append((steps[0] - first_delay - previous_end) * 1e3)
@@ -216,7 +216,8 @@ def main() -> int:
     print(f"  e-stop byte -> first braking step: {brake_ms:.3f} ms  (target < "
           f"{ESTOP_TARGET_MS:g} ms); standstill after {stop_ms:.1f} ms")
     print(f"  idle between queued moves: max {max(gaps):.3f} ms, mean "
-          f"{statistics.fmean(gaps):.3f} ms over {len(gaps)} gaps  (target < {IDLE_TARGET_MS:g} ms)")
+          f"{statistics.fmean(gaps):.3f} ms over {len(gaps)} gaps  "
+          f"(target < {IDLE_TARGET_MS:g} ms)")
     print(f"  line throughput: {lines_s:.0f} lines/s (25 bursts of 8 MARK lines, each "
           f"answered ok + done, {busy} busy); replies {bytes_s:.0f} B/s of the line's "
           f"{BAUD // 10} B/s at {BAUD} baud")
