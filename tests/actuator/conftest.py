@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,17 @@ class FirmwareProcess:
 
     def executed(self) -> list[dict]:
         return [entry for entry in self.log() if entry["ev"] == "exec"]
+
+    def wait_executed(self, line: int, timeout: float = 10.0) -> list[dict]:
+        """The exec entries once ``line`` has run: the host may learn that a line finished
+        from a status report (sent at once) before its ``done`` (queued behind other
+        reports) reaches the log."""
+        deadline = time.monotonic() + timeout
+        while True:
+            executed = self.executed()
+            if (executed and executed[-1]["line"] >= line) or time.monotonic() > deadline:
+                return executed
+            time.sleep(0.01)
 
     def twin_facelets(self) -> str:
         return self.executed()[-1]["facelets"]
