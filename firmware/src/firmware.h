@@ -52,15 +52,9 @@ int16_t uart_read(void);
 uint8_t uart_rx_waiting(void);              /* next queued (non real-time) byte, -1 if none */
 void uart_write_line(const char *body); /* frames BODY*CRC\n into the main TX stream */
 uint16_t crc16(const char *data, uint8_t len);
-void uart_flush_wait(void);
 void uart_write_priority_line(const char *body); /* real-time reports only */
 
 /* --- motion.c --- */
-typedef struct {
-    uint8_t running;         /* a stepper motion is in progress */
-    uint8_t braking;         /* an e-stop deceleration is in progress */
-} motion_flags_t;
-
 void motion_init(void);
 void steppers_start(const int32_t *steps, uint16_t mask); /* relative steps, all together */
 uint8_t steppers_busy(void);

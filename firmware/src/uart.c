@@ -159,7 +159,3 @@ void uart_write_priority_line(const char *body) {
     for (uint8_t i = 0; i < len; i++) prio_put((uint8_t)body[i]);
     for (uint8_t i = 0; i < 6; i++) prio_put((uint8_t)tail[i]);
 }
-
-void uart_flush_wait(void) {
-    while (tx_head != tx_tail || prio_head != prio_tail) tx_enable();
-}
