@@ -120,6 +120,9 @@ def estop_reaction(fw: Firmware, motor: Motor, index: int) -> tuple[float, float
     time.sleep(0.5)
     fw.port.write(proto.ESTOP_BYTE)
     fw.wait("estop")
+    time.sleep(0.3)  # braking done; a status line makes the harness write out its trace
+    fw.port.write(proto.STATUS_BYTE)
+    fw.wait("status")
     events = fw.events()
     rx = [t for t, kind, rest in events if kind == "R" and rest[0] == "85"][-1]
     steps = steps_of(events, index, after=rx - 0.05)
