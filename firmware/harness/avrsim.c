@@ -68,6 +68,7 @@ static int dir_level[MAX_STEPPERS];
 static long long steps[MAX_STEPPERS];
 static uint64_t rise_cycle[MAX_SERVOS];
 static int width_us[MAX_SERVOS];
+static int last_pulse_us[MAX_SERVOS];
 static uint64_t last_step_ns;
 static uint64_t motor_last_ns[MAX_STEPPERS];
 static uint64_t gap_ns[MAX_STEPPERS];
@@ -130,7 +131,11 @@ static void on_servo(struct avr_irq_t *irq, uint32_t value, void *param) {
         rise_cycle[j] = avr->cycle;
     } else if (!value && irq->value && rise_cycle[j]) {
         int us = (int)((double)(avr->cycle - rise_cycle[j]) * 1e6 / freq + 0.5);
-        if (abs(us - width_us[j]) >= 2) {
+        /* a width counts once two pulses in a row agree: a compare register written while
+           a pulse is high can cut one pulse short in simavr (a real AVR buffers it) */
+        int agrees = abs(us - last_pulse_us[j]) <= 2;
+        last_pulse_us[j] = us;
+        if (agrees && abs(us - width_us[j]) >= 2) {
             if (width_us[j] && abs(us - width_us[j]) >= 5) motion_began = 1; /* not jitter */
             width_us[j] = us;
             if (trace) fprintf(trace, "%llu W %d %d\n", (unsigned long long)sim_ns(), j, us);
