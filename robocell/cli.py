@@ -54,6 +54,8 @@ COMMANDS: tuple[Command, ...] = (
             "robocell.services.broker.bus_cli:register"),
     Command("firmware-sim", "simulated motor firmware + digital twin on TCP or a pty",
             "robocell.services.firmware_sim.cli:register"),
+    Command("firmware", "build the AVR motor firmware from a robot profile, flash it",
+            "robocell.services.firmware_avr.cli:register"),
     Command("actuator", "the actuator service: plans from the bus -> motor commands",
             "robocell.services.actuator.cli:register"),
     Command("vision", "read cube faces from images, resolve colours to a cube state",

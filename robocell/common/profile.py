@@ -51,7 +51,7 @@ PUZZLE_SIZES: dict[str, int | None] = {"2x2": 2, "3x3": 3, "any": None}
 SEQUENCING_RULES = ("none", "alternate-groups")
 TOP_LEVEL_KEYS = {
     "name", "description", "puzzle", "unit_ms", "solved_any_orientation", "sequencing",
-    "primitives", "motors", "scan", "geometry", "actuator", "search_budget_ms",
+    "primitives", "motors", "scan", "geometry", "actuator", "search_budget_ms", "wiring",
 }
 PRIMITIVE_KEYS = {"name", "moves", "cost", "group", "motion", "description"}
 

@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,13 @@ import pytest
 from robocell.common.facelets import solved
 from robocell.common.moves import apply_to_facelets
 from robocell.common.profile import Profile
+from robocell.services.firmware_avr.build import (
+    AVR_PACKAGES,
+    SIM_PACKAGES,
+    ToolchainError,
+    require_avr_toolchain,
+    simavr_available,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 20.0
@@ -47,6 +55,17 @@ class FirmwareProcess:
     def executed(self) -> list[dict]:
         return [entry for entry in self.log() if entry["ev"] == "exec"]
 
+    def wait_executed(self, line: int, timeout: float = 10.0) -> list[dict]:
+        """The exec entries once ``line`` has run: the host may learn that a line finished
+        from a status report (sent at once) before its ``done`` (queued behind other
+        reports) reaches the log."""
+        deadline = time.monotonic() + timeout
+        while True:
+            executed = self.executed()
+            if (executed and executed[-1]["line"] >= line) or time.monotonic() > deadline:
+                return executed
+            time.sleep(0.01)
+
     def twin_facelets(self) -> str:
         return self.executed()[-1]["facelets"]
 
@@ -61,8 +80,12 @@ class FirmwareProcess:
 
 
 def start_firmware(tmp_path: Path, *args: str, profile: str = "soltvvo-2x2",
-                   speed: float = 500.0, name: str = "fw") -> FirmwareProcess:
+                   speed: float = 500.0, name: str = "fw", avr: bool = False) -> FirmwareProcess:
+    """A `robocell firmware-sim` process: the Python simulator, or with ``avr`` the compiled
+    AVR firmware in simavr (same options, same log format)."""
     log_path = tmp_path / f"{name}.jsonl"
+    if avr:
+        args = ("--avr", *args)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     process = subprocess.Popen(
         [sys.executable, "-m", "robocell", "firmware-sim", "--profile", profile,
@@ -76,18 +99,47 @@ def start_firmware(tmp_path: Path, *args: str, profile: str = "soltvvo-2x2",
     return FirmwareProcess(line.split()[1], log_path, process)
 
 
-@pytest.fixture
-def firmware_factory(tmp_path: Path) -> Iterator:
+def avr_tools_missing() -> str | None:
+    """Why the AVR firmware cannot be built and run here (None if it can)."""
+    try:
+        require_avr_toolchain()
+    except ToolchainError:
+        return f"needs the AVR toolchain (apt-get install {AVR_PACKAGES}) (absent)"
+    if not simavr_available():
+        return f"needs simavr (apt-get install {SIM_PACKAGES}) (absent)"
+    return None
+
+
+def _factory(tmp_path: Path, avr: bool) -> Iterator:
     started: list[FirmwareProcess] = []
 
     def factory(*args: str, **kwargs) -> FirmwareProcess:
-        fw = start_firmware(tmp_path, *args, name=f"fw{len(started)}", **kwargs)
+        fw = start_firmware(tmp_path, *args, name=f"fw{len(started)}", avr=avr, **kwargs)
         started.append(fw)
         return fw
 
     yield factory
     for fw in started:
         fw.stop()
+
+
+@pytest.fixture
+def firmware_factory(tmp_path: Path) -> Iterator:
+    yield from _factory(tmp_path, avr=False)
+
+
+@pytest.fixture(params=["python", "avr"])
+def any_firmware(request, tmp_path: Path) -> Iterator:
+    """A firmware factory for each firmware that speaks the protocol: the Python simulator
+    and the compiled AVR firmware in simavr. ``factory.avr`` says which."""
+    avr = request.param == "avr"
+    if avr and (reason := avr_tools_missing()):
+        pytest.skip(reason)
+    gen = _factory(tmp_path, avr)
+    factory = next(gen)
+    factory.avr = avr
+    yield factory
+    next(gen, None)
 
 
 def primitive_inverses(profile: Profile, max_length: int = 3) -> dict[str, list[str]]:

@@ -29,6 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
     p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
     p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.add_argument("--firmware", choices=("python", "avr"), default=None,
+                   help="in simulation, the firmware behind the serial line: python (the "
+                        "simulator) or avr (the real firmware/ in simavr); sets "
+                        "$ROBOCELL_FIRMWARE")
     p.add_argument("--compose", type=Path, metavar="FILE",
                    help="compose file to read (default ./docker-compose.yml, else the copy "
                         "shipped with robocell)")
@@ -44,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="scramble seed")
     p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
     p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.add_argument("--firmware", choices=("python", "avr"), default=None,
+                   help="in simulation, the firmware behind the serial line: python (the "
+                        "simulator) or avr (the real firmware/ in simavr); sets "
+                        "$ROBOCELL_FIRMWARE")
     p.add_argument("--compose", type=Path, metavar="FILE",
                    help="compose file to read (default ./docker-compose.yml, else the copy "
                         "shipped with robocell)")
@@ -89,6 +97,8 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
         env["ROBOCELL_PROFILE"] = args.profile
     if getattr(args, "speed", None):
         env["ROBOCELL_SPEED"] = str(args.speed)
+    if getattr(args, "firmware", None):
+        env["ROBOCELL_FIRMWARE"] = args.firmware
     return env
 
 
@@ -244,8 +254,10 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     env = _env_with(args)
     env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
-    print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}); "
-          "a first run builds the solver tables", flush=True)
+    firmware = ("the AVR firmware in simavr" if env.get("ROBOCELL_FIRMWARE") == "avr"
+                else "the firmware simulator")
+    print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}, "
+          f"{firmware}); a first run builds the solver tables", flush=True)
     try:
         launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
                             else {"broker", "solver", "firmware-sim", "actuator-sim",

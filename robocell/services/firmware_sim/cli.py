@@ -11,6 +11,9 @@ from robocell.common.cube import random_facelets
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError
+from robocell.services.firmware_avr.build import ToolchainError
+from robocell.services.firmware_avr.config import BOARDS, DEFAULT_MCU
+from robocell.services.firmware_avr.service import main_avr
 from robocell.services.firmware_sim.firmware import FaultPlan
 from robocell.services.firmware_sim.service import main_with_args
 from robocell.services.firmware_sim.twin import Twin
@@ -60,6 +63,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="... for this long (simulated ms)")
     noise.add_argument("--reset-after", type=int, metavar="N",
                        help="reboot (new boot id) after N accepted commands")
+    avr = sim.add_argument_group("hardware in the loop")
+    avr.add_argument("--avr", action="store_true",
+                     default=os.environ.get("ROBOCELL_FIRMWARE", "python") == "avr",
+                     help="run the real AVR firmware (firmware/, built for the profile) in "
+                          "simavr instead of the Python simulator; its step/dir and servo "
+                          "pins move the twin (default: on when $ROBOCELL_FIRMWARE is avr)")
+    avr.add_argument("--mcu", default=DEFAULT_MCU, choices=sorted(BOARDS),
+                     help="with --avr: the microcontroller (default %(default)s)")
+    avr.add_argument("--trace", metavar="FILE",
+                     help="with --avr: write every step edge, servo pulse width and serial "
+                          "byte with its simulated time")
+    avr.add_argument("--no-twin", action="store_true",
+                     help="with --avr: the firmware alone, its pins traced but moving no twin "
+                          "(protocol conformance and timing runs that make moves no robot "
+                          "could)")
     sim.add_argument("--max-runtime", type=float, help=argparse.SUPPRESS)
     sim.set_defaults(func=cmd_firmware_sim)
 
@@ -96,6 +114,10 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
         if url.scheme != "tcp" or not url.hostname or url.port is None:
             raise CommandError(f"--listen {args.listen}: expected tcp://HOST:PORT")
         host, port = url.hostname, url.port
+    if args.avr:
+        return _run_avr(args, profile, facelets, faults, port, host)
+    if args.trace or args.no_twin:
+        raise CommandError("--trace and --no-twin need --avr (the Python simulator has no pins)")
     try:
         main_with_args(profile, port=None if args.pty is not None else port,
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
@@ -105,5 +127,25 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
                            "--port or 0 for any free one") from None
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a normal way to stop the simulator
+        return 0
+    return 0
+
+
+def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: FaultPlan,
+             port: int, host: str) -> int:
+    if args.queue != 8:
+        raise CommandError("--queue: the AVR firmware's queue is fixed by its build "
+                           "(8 on the Mega, 6 on the Uno); drop --queue")
+    try:
+        main_avr(profile, mcu=args.mcu, port=None if args.pty is not None else port,
+                 pty_link=args.pty, speed=args.speed, facelets=facelets, log_path=args.log,
+                 faults=faults, max_runtime_s=args.max_runtime, host=host, bus=args.bus,
+                 trace=args.trace, physics=not args.no_twin)
+    except (ToolchainError, ProfileError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
+                           "--port or 0 for any free one") from None
+    except KeyboardInterrupt:
         return 0
     return 0
