@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.monitor import CHROMIUM, CHROMIUM_ARGS
 from support.processes import (
     Proc,
     command_line,
@@ -102,3 +103,19 @@ def shared_data() -> Path:
 def soltvvo() -> Profile:
     """The reference 2x2 robot profile (four counter-clockwise arms with grippers)."""
     return load_profile("soltvvo-2x2")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium driven by Playwright's sync API, one for the whole run: the sync API
+    keeps an event loop running on the test thread while it is open, so a second one (or
+    ``asyncio.run`` on that thread) cannot start beside it (see ``support.monitor.run_async``)."""
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium "
+                           "(`./dev test` does it with apt-get)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

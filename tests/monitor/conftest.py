@@ -3,11 +3,10 @@ driven by Playwright (never a downloaded browser)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-from support.monitor import CHROMIUM, CHROMIUM_ARGS, TOKEN, Cell, start_broker, start_monitor
+from support.monitor import TOKEN, Cell, start_broker, start_monitor
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +21,6 @@ def cell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cell]:
     yield Cell(bus, url, broker, monitor, tmp)
     monitor.stop()
     broker.stop()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    if not os.path.exists(CHROMIUM):
-        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium "
-                           "(`./dev test` does it with apt-get)")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -5,12 +5,10 @@ state clicked."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.monitor import CHROMIUM, CHROMIUM_ARGS
 
 from robocell.cli import main
 from robocell.sokoban.board import build_board
@@ -21,19 +19,6 @@ from robocell.sokoban.solver import solve
 
 TWENTY_THREE = Path(__file__).with_name("levels") / "twenty-three.xsb"
 UI_TIMEOUT_MS = 15000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    if not os.path.exists(CHROMIUM):
-        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium "
-                           "(`./dev test` does it with apt-get)")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
