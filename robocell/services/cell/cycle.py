@@ -9,6 +9,7 @@ what to do next.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -18,7 +19,9 @@ from typing import Any, Protocol
 from robocell.common.bus import CommandFailed
 from robocell.errors import RobocellError
 
-STAGES = ("scanning", "solving", "executing", "verifying")
+STAGES = ("homing", "scanning", "solving", "executing", "verifying")
+"""Stages in the order a cycle runs them (``homing`` only when the robot must be homed
+first: after a firmware reboot, an e-stop mid-motion, or a recovery asked for)."""
 
 
 class CellBus(Protocol):
@@ -31,6 +34,13 @@ class CellBus(Protocol):
 
     def latest(self, topic: str) -> dict[str, Any] | None:
         """The newest payload seen on a latched topic."""
+
+    def newest(self, topic: str, match: Callable[[dict[str, Any]], bool],
+               timeout: float) -> dict[str, Any] | None:
+        """The newest payload received on ``topic``, once it ``match``es (waiting up to
+        ``timeout`` for one that does); None if the newest never matches in time. Unlike
+        `wait_for`, an older matching payload never counts: only the latest word is
+        evidence (a twin scrambled after a solved report is unsolved)."""
 
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         """Publish where the cycle is."""
@@ -55,6 +65,7 @@ class CycleTimeouts:
     verify: float = 10.0
     compute: float = 60.0
     """Seconds allowed for computation (image processing, resolution), at any speed."""
+    home: float = 30.0
     scan_attempts: int = 2
     """Scans tried before the cycle fails: a doubtful reading is rescanned once."""
 
@@ -70,6 +81,9 @@ class CycleResult:
     facelets: str | None = None
     plan: dict[str, Any] | None = None
     verified_by: str | None = None
+    homed: bool = False
+    errors: list[str] = field(default_factory=list)
+    """Messages of the `errors` topic received during the cycle (for the cycle log)."""
 
     def payload(self) -> dict[str, Any]:
         """The `cell.result` message."""
@@ -90,10 +104,19 @@ class StageFailed(RobocellError):
 
 def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
               timeouts: CycleTimeouts | None = None, cycle_id: str | None = None,
-              on_stage: Callable[[str, float], None] | None = None) -> CycleResult:
-    """Run one cycle; never raises for a failing stage (the result says what failed)."""
-    return _Cycle(bus, simulated, max(speed, 1e-6), timeouts or CycleTimeouts(),
-                  cycle_id or uuid.uuid4().hex[:12], on_stage).run()
+              on_stage: Callable[[str, float], None] | None = None,
+              home_first: bool = False, result: CycleResult | None = None) -> CycleResult:
+    """Run one cycle; never raises for a failing stage (the result says what failed).
+    ``home_first``: clear the robot's stop or fault and home every motor before scanning
+    (the recovery path: e-stop, clear, home, rescan, plan, solve). ``result``: the record
+    to fill in (a caller may read the stages done so far from it)."""
+    cycle = _Cycle(bus, simulated, max(speed, 1e-6), timeouts or CycleTimeouts(),
+                   cycle_id or uuid.uuid4().hex[:12], on_stage)
+    cycle.home_first = home_first
+    if result is not None:
+        result.cycle_id = cycle.cycle_id
+        cycle.result = result
+    return cycle.run()
 
 
 class _Cycle:
@@ -109,12 +132,16 @@ class _Cycle:
         self.on_stage = on_stage
         self.result = CycleResult(cycle_id, ok=False)
         self.started = time.monotonic()
-        self.stage = "scanning"
+        self.stage = ""
         self.stage_started = self.started
+        self.home_first = False
 
     def run(self) -> CycleResult:
         result = self.result
         try:
+            if self.home_first:
+                self.enter("homing")
+                result.homed = self.home()
             self.enter("scanning")
             state = self.scan()
             result.facelets = state["facelets"]
@@ -138,16 +165,45 @@ class _Cycle:
                     pass  # the failure is reported already; the e-stop was a precaution
             self.enter("failed")
         result.total_s = round(time.monotonic() - self.started, 4)
+        result.errors = [f"{e.get('service')}: {e.get('message')} [{e.get('code')}]"
+                         for e in self.bus.errors_since(self.started)]
         return result
 
     def enter(self, name: str) -> None:
         now = time.monotonic()
-        if name != self.stage:
+        if name != self.stage and self.stage:
             self.result.stages_s[self.stage] = round(now - self.stage_started, 4)
             if self.on_stage:
                 self.on_stage(self.stage, now - self.stage_started)
         self.stage, self.stage_started = name, now
         self.bus.status(self.cycle_id, name)
+
+    def call_watching(self, service: str, command: str, args: dict[str, Any], timeout: float,
+                      watch: tuple[str, ...]) -> Any:
+        """``service.command``, failing within a heartbeat period of staleness if a service
+        of ``watch`` stops beating (or on e-stop) instead of waiting for the whole deadline."""
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome["result"] = self.bus.call(service, command, args, timeout=timeout)
+            except CommandFailed as exc:
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name=f"cell-{command}", daemon=True).start()
+        while not done.wait(0.2):
+            self.check_stop()
+            for watched in watch:
+                if not self.bus.alive(watched):
+                    raise StageFailed(self.stage, f"{watched} stopped responding (no "
+                                      f"heartbeat for 3 s) during {self.stage}; restart "
+                                      f"{watched} and start a new cycle")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
 
     def wait_watching(self, service: str, topic: str, match: Callable[[dict[str, Any]], bool],
                       timeout: float) -> dict[str, Any] | None:
@@ -198,7 +254,8 @@ class _Cycle:
         # motion time shrinks with the simulation speed; image processing does not
         scan_budget = timeouts.scan / self.speed + timeouts.compute
         try:
-            bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=scan_budget)
+            self.call_watching("actuator", "scan", {"scan_id": scan_id}, scan_budget,
+                               watch=("vision", "actuator"))
         except CommandFailed as exc:
             if not bus.alive("vision"):
                 raise StageFailed("scanning", "vision stopped responding (no heartbeat) while "
@@ -219,6 +276,25 @@ class _Cycle:
             if time.monotonic() >= deadline:
                 return None, ("vision published no cube state for this scan; check the vision "
                               "service and the camera")
+
+    def home(self) -> bool:
+        """Stop, clear and home the robot; False when its actuator cannot home (it has no
+        ``home`` command), so the cycle goes on with a rescan alone."""
+        try:
+            self.bus.call("actuator", "estop", {}, timeout=2.0)
+        except CommandFailed:
+            pass  # nothing moving, or the actuator is gone: `home` says which
+        try:
+            self.call_watching("actuator", "home", {},
+                               self.timeouts.home / self.speed + self.timeouts.compute,
+                               watch=("actuator",))
+        except CommandFailed as exc:
+            if exc.code == "unknown_command":
+                self.bus.status(self.cycle_id, "homing", "the actuator cannot home; rescanning")
+                return False
+            raise StageFailed("homing", f"actuator could not home the robot: {exc}; free the "
+                              "mechanism and ask for a recovery again") from None
+        return True
 
     def solve(self, state: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -253,17 +329,36 @@ class _Cycle:
                               f"{done['n_steps']} primitives: {done.get('error')}.{known}")
 
     def verify(self) -> str:
-        """What confirmed the solve: the twin in simulation, else the execution itself."""
+        """What confirmed the solve: the twin in simulation, else the execution itself.
+
+        Only evidence newer than this cycle's last motion counts: the newest twin state of
+        the firmware's current boot showing the last line the actuator streamed (every
+        motion line publishes the twin before the firmware answers ``done``). A solved twin
+        from an earlier cycle, or from before a later scramble, is never taken."""
         if not self.simulated:
             return "execution"
-        bus = self.bus
-        deadline = time.monotonic() + self.timeouts.verify / self.speed
-        twin = bus.latest("sim.twin_state")
-        while (twin is None or not twin["solved"]) and time.monotonic() < deadline:
-            twin = bus.wait_for("sim.twin_state", lambda p: p["solved"], timeout=0.2) \
-                or bus.latest("sim.twin_state")
-        if twin is None or not twin["solved"]:
-            fault = f" (twin fault: {twin['fault']})" if twin and twin.get("fault") else ""
+        try:
+            status = self.bus.call("actuator", "status", {}, timeout=2.0)
+        except CommandFailed as exc:
+            raise StageFailed("verifying", f"cannot ask the actuator which motion was last "
+                              f"({exc}); restart the actuator and rescan") from None
+        last_line = int(status.get("last_line") or 0)
+        boot_id = status.get("boot_id")
+
+        def after_last_motion(twin: dict[str, Any]) -> bool:
+            return ((boot_id is None or twin.get("boot_id") in (None, boot_id))
+                    and int(twin.get("line") or 0) >= last_line)
+
+        twin = self.bus.newest("sim.twin_state", after_last_motion,
+                               timeout=self.timeouts.verify / self.speed)
+        if twin is None:
+            raise StageFailed("verifying", f"the twin did not report the end of the motion "
+                              f"(firmware line {last_line}, boot {boot_id}) within "
+                              f"{self.timeouts.verify / self.speed:.1f} s; check the firmware "
+                              "simulator")
+        if not twin["solved"]:
+            fault = f" (twin fault: {twin['fault']})" if twin.get("fault") else ""
             raise StageFailed("verifying", "the plan ran but the twin cube is not "
-                              f"solved{fault}; the motor mapping or the scan is wrong")
+                              f"solved{fault}; the cube was moved by hand, or the motor mapping "
+                              "or the scan is wrong: rescan and start a new cycle")
         return "twin"
