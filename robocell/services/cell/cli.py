@@ -195,7 +195,10 @@ class CycleFollower:
         self.broker = broker or getattr(getattr(node, "endpoints", None), "subscribe", "")
         self.events: queue.Queue = queue.Queue()
         for topic in self.TOPICS:
-            node.subscribe(topic, self.events.put)
+            node.subscribe(topic, self._arrived)
+
+    def _arrived(self, env: Any) -> None:
+        self.events.put((time.monotonic(), env))
 
     def follow(self, cycle_id: str, timeout: float, show: bool) -> dict:
         """The cycle's `cell.result` payload; CommandError when the cell or the broker goes
@@ -221,18 +224,20 @@ class CycleFollower:
                                    f"(stage {stage}); restart `robocell cell` and start a "
                                    "new cycle")
             try:
-                env = self.events.get(timeout=0.25)
+                arrived, env = self.events.get(timeout=0.25)
             except queue.Empty:
                 continue
             p = env.payload
             if env.topic == "heartbeat":
-                last_beat = time.monotonic()
+                if arrived < began:
+                    continue  # heard before this cycle: says nothing of now
+                last_beat = arrived
                 if p["service"] == "cell":
                     if cell_pid is not None and p["pid"] != cell_pid:
                         raise CommandError(f"the cell service restarted (pid {cell_pid} -> "
                                            f"{p['pid']}) during cycle {cycle_id} (stage "
                                            f"{stage}): the cycle was lost; start a new one")
-                    cell_pid, last_cell_beat = p["pid"], last_beat
+                    cell_pid, last_cell_beat = p["pid"], arrived
                 continue
             if env.topic == "cell.result" and p["cycle_id"] == cycle_id:
                 return p

@@ -9,7 +9,7 @@ what to do next.
 
 from __future__ import annotations
 
-import threading
+import concurrent.futures
 import time
 import uuid
 from collections.abc import Callable
@@ -18,6 +18,16 @@ from typing import Any, Protocol
 
 from robocell.common.bus import CommandFailed
 from robocell.errors import RobocellError
+
+BROKER_GRACE_S = 20.0
+"""How long a cycle waits for a broker that went away to come back (a restart) before it
+fails; the cycle's result is kept and published when the broker returns."""
+_CALLERS = concurrent.futures.ThreadPoolExecutor(max_workers=8,
+                                                thread_name_prefix="cell-call")
+"""Threads that wait for command replies while a cycle watches heartbeats (long-lived: each
+keeps its bus client)."""
+PEERS_HEARD_S = 3.5
+"""After the broker came back: how long before a service not heard again counts as gone."""
 
 STAGES = ("homing", "scanning", "solving", "executing", "verifying")
 """Stages in the order a cycle runs them (``homing`` only when the robot must be homed
@@ -53,6 +63,10 @@ class CellBus(Protocol):
 
     def alive(self, service: str) -> bool:
         """True while ``service``'s heartbeats are current."""
+
+    def broker_up_s(self) -> float:
+        """Seconds the broker has carried this service's own heartbeat back to it without a
+        break; negative: seconds since the last one came back (the broker is away)."""
 
 
 @dataclass
@@ -182,32 +196,37 @@ class _Cycle:
                       watch: tuple[str, ...]) -> Any:
         """``service.command``, failing within a heartbeat period of staleness if a service
         of ``watch`` stops beating (or on e-stop) instead of waiting for the whole deadline."""
-        outcome: dict[str, Any] = {}
-        done = threading.Event()
-
-        def call() -> None:
+        reply = _CALLERS.submit(self.bus.call, service, command, args, timeout)
+        while True:
             try:
-                outcome["result"] = self.bus.call(service, command, args, timeout=timeout)
-            except CommandFailed as exc:
-                outcome["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=call, name=f"cell-{command}", daemon=True).start()
-        while not done.wait(0.2):
+                return reply.result(timeout=0.2)  # or raises its CommandFailed
+            except concurrent.futures.TimeoutError:
+                pass
             self.check_stop()
             for watched in watch:
-                if not self.bus.alive(watched):
-                    raise StageFailed(self.stage, f"{watched} stopped responding (no "
-                                      f"heartbeat for 3 s) during {self.stage}; restart "
-                                      f"{watched} and start a new cycle")
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["result"]
+                self.check_alive(watched)
 
-    def wait_watching(self, service: str, topic: str, match: Callable[[dict[str, Any]], bool],
+    def call_when_free(self, service: str, command: str, args: dict[str, Any],
+                       timeout: float, watch: tuple[str, ...]) -> Any:
+        """`call_watching`, asking again while ``service`` answers ``busy`` (a job left
+        running by a cycle that was cut short ends first), up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.call_watching(service, command, args,
+                                          max(1.0, deadline - time.monotonic()), watch)
+            except CommandFailed as exc:
+                if exc.code != "busy" or time.monotonic() >= deadline:
+                    raise
+                self.bus.status(self.cycle_id, self.stage, f"waiting for {service}: {exc}")
+                time.sleep(0.5)
+
+    def wait_watching(self, service: str | tuple[str, ...], topic: str,
+                      match: Callable[[dict[str, Any]], bool],
                       timeout: float) -> dict[str, Any] | None:
-        """Wait for a message, failing at once if ``service`` stops beating or on e-stop."""
+        """Wait for a message, failing at once if ``service`` (or one of them) stops
+        beating, or on e-stop."""
+        watched = (service,) if isinstance(service, str) else service
         deadline = time.monotonic() + timeout
         while True:
             found = self.bus.wait_for(topic, match, timeout=min(0.5, max(0.0, deadline -
@@ -221,6 +240,22 @@ class _Cycle:
                                   "new cycle")
             if time.monotonic() >= deadline:
                 return None
+
+    def check_alive(self, service: str) -> None:
+        """StageFailed naming ``service`` once its heartbeat is stale while the broker
+        carries the others', or naming the broker once it has been away BROKER_GRACE_S;
+        while the broker is away (or just back) the cycle waits for it."""
+        if self.bus.alive(service):
+            return
+        up = self.bus.broker_up_s()
+        if up < -BROKER_GRACE_S:
+            raise StageFailed(self.stage, f"the broker went away during {self.stage} (nothing "
+                              f"came back through it for {-up:.0f} s); restart the broker, "
+                              "then start a new cycle")
+        if up >= PEERS_HEARD_S:
+            raise StageFailed(self.stage, f"{service} stopped responding (no heartbeat for "
+                              f"3 s) during {self.stage}; restart {service} and start a new "
+                              "cycle")
 
     def check_stop(self) -> None:
         if self.bus.stopped():
@@ -254,8 +289,8 @@ class _Cycle:
         # motion time shrinks with the simulation speed; image processing does not
         scan_budget = timeouts.scan / self.speed + timeouts.compute
         try:
-            self.call_watching("actuator", "scan", {"scan_id": scan_id}, scan_budget,
-                               watch=("vision", "actuator"))
+            self.call_when_free("actuator", "scan", {"scan_id": scan_id}, scan_budget,
+                                watch=("vision", "actuator"))
         except CommandFailed as exc:
             if not bus.alive("vision"):
                 raise StageFailed("scanning", "vision stopped responding (no heartbeat) while "
@@ -315,7 +350,9 @@ class _Cycle:
             self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
         except CommandFailed as exc:
             raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
-        done = self.wait_watching("actuator", "actuator.result",
+        # in simulation the firmware beats on the bus too: its death is seen within seconds
+        watched = ("actuator", "firmware-sim") if self.simulated else ("actuator",)
+        done = self.wait_watching(watched, "actuator.result",
                                   lambda p: p.get("plan_id") == plan["plan_id"], budget)
         self.check_stop()
         if done is None:

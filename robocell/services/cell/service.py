@@ -35,6 +35,8 @@ HISTORY = 64
 PUBLISHED_HISTORY = 20
 """Cycles carried by the latched `cell.history` topic (the dashboard's list)."""
 REPUBLISH_PERIOD_S = 1.0
+ECHO_STALE_S = 2.5
+"""Our own heartbeat (every second) not back through the broker for this long: it is away."""
 REPUBLISH_AFTER_S = 2.0
 """A result not seen back from the broker this long after it was sent is sent again."""
 HOMING_CODES = ("firmware_reset", "cube_state_unknown", "estop", "fault")
@@ -51,8 +53,12 @@ class NodeCellBus:
         self._changed = threading.Condition()
         self.stop_requested = threading.Event()
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self._created = time.monotonic()
+        self._echo_last: float | None = None
+        self._echo_since = self._created
         for topic in WATCHED_TOPICS:
             node.subscribe(topic, self._on_message)
+        node.subscribe("heartbeat", self._on_heartbeat)
 
     def _on_message(self, env: Any) -> None:
         with self._changed:
@@ -103,6 +109,24 @@ class NodeCellBus:
 
     def alive(self, service: str) -> bool:
         return self.node.liveness.is_alive(service)
+
+    def broker_up_s(self) -> float:
+        now = time.monotonic()
+        with self._changed:
+            last, since = self._echo_last, self._echo_since
+        if last is None or now - last > ECHO_STALE_S:
+            return -(now - (last if last is not None else self._created))
+        return now - since
+
+    def _on_heartbeat(self, env: Any) -> None:
+        """Our own heartbeat, back through the broker: the broker is there."""
+        if env.payload["service"] != self.node.name or env.payload["pid"] != os.getpid():
+            return
+        now = time.monotonic()
+        with self._changed:
+            if self._echo_last is None or now - self._echo_last > ECHO_STALE_S:
+                self._echo_since = now
+            self._echo_last = now
 
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         self.node.publish("cell.status", {"cycle_id": cycle_id, "stage": stage,
