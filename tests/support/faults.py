@@ -18,10 +18,12 @@ import random
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from robocell.common.bus import CommandFailed, Endpoints, Node, Subscriber
 from robocell.errors import CommandError
 from robocell.services.cell.cli import CycleFollower
+from robocell.services.cell.history import HISTORY_ENV, CycleLog, summary
 from robocell.services.cell.launcher import Launcher
 
 KILLABLE = ("broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor")
@@ -69,6 +71,7 @@ class FaultyCell:
         self.stages: queue.Queue = queue.Queue()
         self.node.subscribe("cell.status", self.stages.put)
         self.cycle_ids: list[str] = []
+        self.solved_ids: list[str] = []
 
     def close(self) -> None:
         self.node.stop()
@@ -107,6 +110,8 @@ class FaultyCell:
         cycle_id = self.start(command)
         result = self.follower.follow(cycle_id, CYCLE_TIMEOUT_S, show=False)
         wrong = int(bool(result["ok"]) and not self.twin()["solved"])
+        if result["ok"]:
+            self.solved_ids.append(cycle_id)
         return result, wrong
 
     def wait_stage(self, cycle_id: str, stage: str, timeout: float = 60.0) -> bool:
@@ -217,4 +222,10 @@ class FaultyCell:
         return out
 
     def history(self) -> dict:
-        return self.node.call("cell", "history", {}, timeout=10.0)
+        """The cycle log as `robocell history --json` reads it: summary and every cycle."""
+        log = CycleLog(Path(self.launcher.env[HISTORY_ENV]), readonly=True)
+        try:
+            records = log.cycles()
+        finally:
+            log.close()
+        return {"summary": summary(records), "cycles": [r.as_dict() for r in records]}
