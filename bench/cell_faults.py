@@ -43,9 +43,9 @@ def start_cell(profile: str, speed: float) -> Launcher:
     return launcher
 
 
-def each_fault(cell: FaultyCell, seed: int) -> list[dict]:
+def each_fault(cell: FaultyCell, seed: int, faults: list[str]) -> list[dict]:
     rows = []
-    for i, fault in enumerate(FAULTS):
+    for i, fault in enumerate(faults):
         out = cell.inject(fault, scramble_seed=seed * 1000 + i)
         rows.append({"fault": fault, "stage": out.failed_stage or (
             "solved" if out.cycle_ok else "-"), "report_s": out.report_s,
@@ -56,14 +56,15 @@ def each_fault(cell: FaultyCell, seed: int) -> list[dict]:
     return rows
 
 
-def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int) -> dict:
+def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
+               faults_drawn_from: list[str]) -> dict:
     rng = random.Random(seed)
     wrong = stuck = faults = failed_plain = 0
     drawn: dict[str, int] = {}
     started = time.monotonic()
     for i in range(cycles):
         if rng.randrange(fault_every) == 0:
-            fault = rng.choice(FAULTS)
+            fault = rng.choice(faults_drawn_from)
             drawn[fault] = drawn.get(fault, 0) + 1
             faults += 1
             out = cell.inject(fault, scramble_seed=seed * 100_000 + i)
@@ -95,6 +96,9 @@ def main() -> int:
     parser.add_argument("--fault-every", type=int, default=5)
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--skip-table", action="store_true", help="only the random run")
+    parser.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS),
+                        metavar="FAULT", help=f"faults to inject (default all: "
+                        f"{', '.join(FAULTS)})")
     parser.add_argument("--save", type=Path, default=Path(__file__).parent / "results" /
                         "cell_faults.json")
     args = parser.parse_args()
@@ -104,9 +108,9 @@ def main() -> int:
         try:
             print(f"cell up ({args.profile}, speed {args.speed:g}); faults one by one:",
                   flush=True)
-            rows = [] if args.skip_table else each_fault(cell, args.seed)
+            rows = [] if args.skip_table else each_fault(cell, args.seed, args.faults)
             print(f"{args.cycles} cycles, a fault in one of {args.fault_every}:", flush=True)
-            run = random_run(cell, args.cycles, args.fault_every, args.seed)
+            run = random_run(cell, args.cycles, args.fault_every, args.seed, args.faults)
         finally:
             cell.close()
     finally:
