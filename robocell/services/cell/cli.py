@@ -178,8 +178,9 @@ def cmd_cell(args: argparse.Namespace) -> int:
     return 0
 
 
-STALE_S = 3.5
-"""A heartbeat older than this (three missed beats and a margin) means its sender is gone."""
+STALE_S = 3.0
+"""A heartbeat older than this (three missed beats, as `Liveness` counts) means its sender
+is gone."""
 
 
 class CycleFollower:
