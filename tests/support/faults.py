@@ -146,6 +146,10 @@ class FaultyCell:
         if keep_cube is not None:
             service = dataclasses.replace(
                 service, argv=(*service.argv, "--cube", keep_cube["facelets"]))
+        if name == "broker" and "--no-tap" not in service.argv:
+            # the capture tap is for recordings; its port, in the ephemeral range, may have
+            # been given to another connection on this host while the broker was down
+            service = dataclasses.replace(service, argv=(*service.argv, "--no-tap"))
         bus_name = BUS_NAMES.get(name, name)
         deadline = time.monotonic() + RESTART_TIMEOUT_S
         child = self.launcher.start_service(service)
