@@ -105,3 +105,31 @@ def test_cycle_fails_within_seconds_when_the_cell_goes_away():
         assert cycle.returncode != 0
         assert "the cell service went away" in err and "scanning" in err, err
         assert took < 8.0, took
+
+
+def test_a_result_finished_while_the_broker_is_down_is_published_when_it_returns():
+    from support.faults import FaultyCell
+
+    from robocell.services.cell.cycle import BROKER_GRACE_S
+
+    with running_cell("soltvvo-2x2", speed=10.0) as cell:
+        faulty = FaultyCell(cell, seed=5)
+        try:
+            cycle_id = faulty.start()
+            faulty.wait_stage(cycle_id, "scanning")
+            faulty.kill("broker")
+            time.sleep(BROKER_GRACE_S + 3.0)  # the cycle gives the broker up while it is away
+            faulty.restart("broker")
+            result = faulty.follower.follow(cycle_id, 60.0, show=False)
+            assert not result["ok"] and result["failed_stage"] == "scanning", result
+            assert "broker went away" in result["error"]
+            history = faulty.node.call("cell", "history", {"limit": 1}, timeout=10.0)
+            assert [c["cycle_id"] for c in history["cycles"]] == [cycle_id]
+            deadline = time.monotonic() + 10
+            while not history["cycles"][0]["published"] and time.monotonic() < deadline:
+                time.sleep(0.5)
+                history = faulty.node.call("cell", "history", {"limit": 1}, timeout=10.0)
+            assert history["cycles"][0]["published"]
+            assert faulty.cycle(scramble_seed=6)[0]["ok"]
+        finally:
+            faulty.close()

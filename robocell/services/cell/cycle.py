@@ -153,7 +153,7 @@ class _Cycle:
     def run(self) -> CycleResult:
         result = self.result
         try:
-            if self.home_first:
+            if self.home_first or self.position_unknown():
                 self.enter("homing")
                 result.homed = self.home()
             self.enter("scanning")
@@ -309,6 +309,16 @@ class _Cycle:
             if time.monotonic() >= deadline:
                 return None, ("vision published no cube state for this scan; check the vision "
                               "service and the camera")
+
+    def position_unknown(self) -> bool:
+        """Whether the actuator says the cube state is unknown (a firmware reboot, a motion
+        stopped part way) so the robot must be homed before it scans; False when it cannot
+        say (the scan then reports what is wrong)."""
+        try:
+            status = self.bus.call("actuator", "status", {}, timeout=2.0)
+        except CommandFailed:
+            return False
+        return status.get("cube_state_known") is False
 
     def home(self) -> bool:
         """Stop, clear and home the robot; False when its actuator cannot home (it has no

@@ -225,8 +225,8 @@ class CellService:
         self.failures += 0 if result.ok else 1
         if result.homed or (home_first and result.ok):
             self.needs_homing = False
-        if not result.ok and result.failed_stage in ("executing", "homing"):
-            self.needs_homing = True  # the motion stopped part way: position unknown
+        if not result.ok and result.failed_stage in ("scanning", "executing", "homing"):
+            self.needs_homing = True  # a motion stopped part way: the position is unknown
         self.log.finish(cycle_id, ok=result.ok, stages=result.stages_s, total_s=result.total_s,
                         facelets=result.facelets, plan=result.plan,
                         failed_stage=result.failed_stage, error=result.error,
