@@ -26,8 +26,6 @@ _CALLERS = concurrent.futures.ThreadPoolExecutor(max_workers=8,
                                                 thread_name_prefix="cell-call")
 """Threads that wait for command replies while a cycle watches heartbeats (long-lived: each
 keeps its bus client)."""
-PEERS_HEARD_S = 3.5
-"""After the broker came back: how long before a service not heard again counts as gone."""
 
 STAGES = ("homing", "scanning", "solving", "executing", "verifying")
 """Stages in the order a cycle runs them (``homing`` only when the robot must be homed
@@ -67,6 +65,10 @@ class CellBus(Protocol):
     def broker_up_s(self) -> float:
         """Seconds the broker has carried this service's own heartbeat back to it without a
         break; negative: seconds since the last one came back (the broker is away)."""
+
+    def gone(self, service: str) -> bool:
+        """True once ``service``'s heartbeat is stale while the broker demonstrably carried
+        others' (so it is the service, not the broker, that went away)."""
 
 
 @dataclass
@@ -245,15 +247,15 @@ class _Cycle:
         while the broker is away (or just back) the cycle waits for it."""
         if self.bus.alive(service):
             return
+        if self.bus.gone(service):
+            raise StageFailed(self.stage, f"{service} stopped responding (no heartbeat for "
+                              f"3 s) during {self.stage}; restart {service} and start a new "
+                              "cycle")
         up = self.bus.broker_up_s()
         if up < -BROKER_GRACE_S:
             raise StageFailed(self.stage, f"the broker went away during {self.stage} (nothing "
                               f"came back through it for {-up:.0f} s); restart the broker, "
                               "then start a new cycle")
-        if up >= PEERS_HEARD_S:
-            raise StageFailed(self.stage, f"{service} stopped responding (no heartbeat for "
-                              f"3 s) during {self.stage}; restart {service} and start a new "
-                              "cycle")
 
     def check_stop(self) -> None:
         if self.bus.stopped():

@@ -37,6 +37,11 @@ PUBLISHED_HISTORY = 20
 REPUBLISH_PERIOD_S = 1.0
 ECHO_STALE_S = 2.5
 """Our own heartbeat (every second) not back through the broker for this long: it is away."""
+MISSED_BEAT_S = 1.5
+"""Our heartbeat back this long after a service's last one: the broker was there when that
+service should have beaten again."""
+PEERS_HEARD_S = 2.0
+"""After the broker came back: how long before a service not heard again counts as gone."""
 REPUBLISH_AFTER_S = 2.0
 """A result not seen back from the broker this long after it was sent is sent again."""
 HOMING_CODES = ("firmware_reset", "cube_state_unknown", "estop", "fault")
@@ -117,6 +122,19 @@ class NodeCellBus:
         if last is None or now - last > ECHO_STALE_S:
             return -(now - (last if last is not None else self._created))
         return now - since
+
+    def gone(self, service: str) -> bool:
+        peer = self.node.liveness.peers().get(service)
+        if peer is not None and not peer.stale:
+            return False
+        last_heard = peer.last_seen if peer is not None else self._created
+        with self._changed:
+            echo = self._echo_last
+        # our own heartbeat came back well after the service's last one (it missed a beat
+        # the broker would have carried), and the broker has been back long enough for
+        # every live service to be heard again
+        return (echo is not None and echo > last_heard + MISSED_BEAT_S
+                and self.broker_up_s() >= PEERS_HEARD_S)
 
     def _on_heartbeat(self, env: Any) -> None:
         """Our own heartbeat, back through the broker: the broker is there."""
