@@ -188,3 +188,31 @@ def test_vision_gone_mid_scan_fails_the_scan_at_once():
     assert not result.ok and result.failed_stage == "scanning"
     assert "vision stopped responding" in result.error
     assert time.monotonic() - started < 5.0
+
+
+def test_a_plan_sent_as_the_broker_went_away_is_followed_if_the_actuator_got_it():
+    for got_it in (True, False):
+        bus = ScriptedBus()
+        up = {"s": 100.0}
+        bus.broker_up_s = lambda up=up: up["s"]
+        real_call = bus.call
+
+        def lossy_execute(service, command, args, timeout, got_it=got_it, bus=bus, up=up,
+                          real_call=real_call):
+            if command == "execute":
+                up["s"] = 3.0  # the broker went away and is back: the reply was lost
+                if got_it:
+                    bus.actuator["job"] = "plan"
+                    bus.put("sim.twin_state", twin(True, 40))
+                    bus.put("actuator.result", {"plan_id": "p1", "ok": True, "executed": 2,
+                                                "n_steps": 2})
+                raise CommandFailed("timeout", "no reply within 10 s")
+            return real_call(service, command, args, timeout)
+
+        bus.call = lossy_execute
+        result = run_cycle(bus, simulated=True, timeouts=FAST)
+        if got_it:
+            assert result.ok, result.error
+        else:
+            assert not result.ok and result.failed_stage == "executing"
+            assert "did not reach the actuator" in result.error

@@ -356,10 +356,14 @@ class _Cycle:
         budget = (plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
                   + timeouts.compute)
         exec_started = time.monotonic()
+        up_before = self.bus.broker_up_s()
         try:
             self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
         except CommandFailed as exc:
-            raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
+            if exc.code not in ("timeout", "unavailable") or not self.broker_went_away(
+                    up_before, exec_started):
+                raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
+            self.check_plan_arrived(plan["plan_id"], exc)
         # in simulation the firmware beats on the bus too: its death is seen within seconds
         watched = ("actuator", "firmware-sim") if self.simulated else ("actuator",)
         done = self.wait_watching(watched, "actuator.result",
@@ -374,6 +378,37 @@ class _Cycle:
                                                                  "rescan before the next cycle."
             raise StageFailed("executing", f"execution stopped after {done['executed']} of "
                               f"{done['n_steps']} primitives: {done.get('error')}.{known}")
+
+    def broker_went_away(self, up_before: float, since: float) -> bool:
+        """Whether the broker went away (is away, or came back) since ``since``, when it had
+        been up ``up_before`` seconds: a reply may have been lost with it."""
+        up = self.bus.broker_up_s()
+        return up < 0 or up < up_before + (time.monotonic() - since) - 1.0
+
+    def check_plan_arrived(self, plan_id: str, exc: CommandFailed) -> None:
+        """The broker went away with the plan in flight: once it is back, go on if the
+        actuator got the plan (it runs it, or has its result), else StageFailed."""
+        self.bus.status(self.cycle_id, "executing", "the broker went away while the plan was "
+                        "sent; waiting for it to ask the actuator")
+        deadline = time.monotonic() + BROKER_GRACE_S
+        while self.bus.broker_up_s() < 2.0:
+            self.check_stop()
+            if time.monotonic() >= deadline:
+                raise StageFailed("executing", f"the broker went away while the plan was sent "
+                                  f"({exc}) and did not come back; restart the broker, then "
+                                  "start a new cycle")
+            time.sleep(0.2)
+        if self.bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan_id, 1.0):
+            return
+        try:
+            status = self.bus.call("actuator", "status", {}, timeout=2.0)
+        except CommandFailed as again:
+            raise StageFailed("executing", f"the broker went away while the plan was sent, "
+                              f"and the actuator does not answer since ({again}); check the "
+                              "actuator, then start a new cycle") from None
+        if status.get("job") != "plan":
+            raise StageFailed("executing", f"the plan did not reach the actuator: the broker "
+                              f"went away while it was sent ({exc}); start a new cycle")
 
     def verify(self) -> str:
         """What confirmed the solve: the twin in simulation, else the execution itself.
