@@ -61,6 +61,7 @@ def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
     rng = random.Random(seed)
     wrong = stuck = faults = failed_plain = 0
     drawn: dict[str, int] = {}
+    why: list[str] = []
     started = time.monotonic()
     for i in range(cycles):
         if rng.randrange(fault_every) == 0:
@@ -70,6 +71,8 @@ def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
             out = cell.inject(fault, scramble_seed=seed * 100_000 + i)
             wrong += out.wrong
             stuck += 0 if out.next_ok else 1
+            if not out.next_ok:
+                why.append(f"cycle {i}: after {fault}: {out.next_result.get('error')}")
         else:
             try:
                 result, bad = cell.cycle(scramble_seed=seed * 100_000 + i)
@@ -77,6 +80,8 @@ def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
                 result, bad = {"ok": False}, 0
             wrong += bad
             failed_plain += 0 if result["ok"] else 1
+            if not result["ok"]:
+                why.append(f"cycle {i}: {result.get('failed_stage')}: {result.get('error')}")
         if (i + 1) % 25 == 0:
             print(f"  {i + 1}/{cycles} cycles, {faults} faults, {wrong} wrong, {stuck} stuck, "
                   f"{time.monotonic() - started:.0f} s", flush=True)
@@ -85,6 +90,7 @@ def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
     return {"cycles": cycles, "cycles_started": len(cell.cycle_ids), "faults": faults,
             "drawn": drawn, "wrong": wrong, "stuck": stuck,
             "plain_failed": failed_plain, "missing_from_history": len(missing),
+            "why_failed": why[:20],
             "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -130,6 +136,8 @@ def main() -> int:
           f"stuck {run['stuck']}, plain cycles failed {run['plain_failed']}, missing from "
           f"history {run['missing_from_history']}; {run['seconds']} s")
     print(f"faults drawn: {json.dumps(run['drawn'])}")
+    for line in run["why_failed"]:
+        print(f"  not solved: {line[:300]}")
     args.save.parent.mkdir(parents=True, exist_ok=True)
     args.save.write_text(json.dumps({"args": vars(args) | {"save": str(args.save)},
                                      "faults": rows, "run": run}, indent=1))

@@ -363,7 +363,13 @@ class _Cycle:
             if exc.code not in ("timeout", "unavailable") or not self.broker_went_away(
                     up_before, exec_started):
                 raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
-            self.check_plan_arrived(plan["plan_id"], exc)
+            if not self.plan_arrived(plan["plan_id"], exc):
+                try:  # the actuator never had it: sending it again runs it once
+                    self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
+                except CommandFailed as again:
+                    raise StageFailed("executing", f"actuator refused the plan: {again} "
+                                      f"(sent again after the broker went away: {exc})"
+                                      ) from None
         # in simulation the firmware beats on the bus too: its death is seen within seconds
         watched = ("actuator", "firmware-sim") if self.simulated else ("actuator",)
         done = self.wait_watching(watched, "actuator.result",
@@ -385,9 +391,10 @@ class _Cycle:
         up = self.bus.broker_up_s()
         return up < 0 or up < up_before + (time.monotonic() - since) - 1.0
 
-    def check_plan_arrived(self, plan_id: str, exc: CommandFailed) -> None:
-        """The broker went away with the plan in flight: once it is back, go on if the
-        actuator got the plan (it runs it, or has its result), else StageFailed."""
+    def plan_arrived(self, plan_id: str, exc: CommandFailed) -> bool:
+        """The broker went away with the plan in flight: once it is back, whether the
+        actuator got the plan (it runs it, or has its result); StageFailed if the broker
+        does not come back or the actuator cannot say."""
         self.bus.status(self.cycle_id, "executing", "the broker went away while the plan was "
                         "sent; waiting for it to ask the actuator")
         deadline = time.monotonic() + BROKER_GRACE_S
@@ -399,16 +406,14 @@ class _Cycle:
                                   "start a new cycle")
             time.sleep(0.2)
         if self.bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan_id, 1.0):
-            return
+            return True
         try:
             status = self.bus.call("actuator", "status", {}, timeout=2.0)
         except CommandFailed as again:
             raise StageFailed("executing", f"the broker went away while the plan was sent, "
                               f"and the actuator does not answer since ({again}); check the "
                               "actuator, then start a new cycle") from None
-        if status.get("job") != "plan":
-            raise StageFailed("executing", f"the plan did not reach the actuator: the broker "
-                              f"went away while it was sent ({exc}); start a new cycle")
+        return status.get("job") == "plan"
 
     def verify(self) -> str:
         """What confirmed the solve: the twin in simulation, else the execution itself.
