@@ -288,11 +288,16 @@ class _Cycle:
         started_at = time.monotonic()
         # motion time shrinks with the simulation speed; image processing does not
         scan_budget = timeouts.scan / self.speed + timeouts.compute
+        up_before = bus.broker_up_s()
         try:
             self.call_when_free("actuator", "scan", {"scan_id": scan_id}, scan_budget,
                                 watch=("vision", "actuator"))
         except CommandFailed as exc:
-            if not bus.alive("vision"):
+            if exc.code in ("timeout", "unavailable") and self.broker_went_away(up_before,
+                                                                                started_at):
+                self.wait_broker_back(exc)
+                return None, f"the broker went away during the scan ({exc})"
+            if bus.gone("vision"):
                 raise StageFailed("scanning", "vision stopped responding (no heartbeat) while "
                                   f"the robot scanned ({exc}); restart vision and start a new "
                                   "cycle") from None
@@ -391,20 +396,25 @@ class _Cycle:
         up = self.bus.broker_up_s()
         return up < 0 or up < up_before + (time.monotonic() - since) - 1.0
 
-    def plan_arrived(self, plan_id: str, exc: CommandFailed) -> bool:
-        """The broker went away with the plan in flight: once it is back, whether the
-        actuator got the plan (it runs it, or has its result); StageFailed if the broker
-        does not come back or the actuator cannot say."""
-        self.bus.status(self.cycle_id, "executing", "the broker went away while the plan was "
-                        "sent; waiting for it to ask the actuator")
+    def wait_broker_back(self, exc: CommandFailed) -> None:
+        """Wait until the broker has been back long enough for every live service to be
+        heard again; StageFailed if it stays away BROKER_GRACE_S."""
+        self.bus.status(self.cycle_id, self.stage, f"the broker went away ({exc}); waiting "
+                        "for it to come back")
         deadline = time.monotonic() + BROKER_GRACE_S
         while self.bus.broker_up_s() < 2.0:
             self.check_stop()
             if time.monotonic() >= deadline:
-                raise StageFailed("executing", f"the broker went away while the plan was sent "
+                raise StageFailed(self.stage, f"the broker went away during {self.stage} "
                                   f"({exc}) and did not come back; restart the broker, then "
                                   "start a new cycle")
             time.sleep(0.2)
+
+    def plan_arrived(self, plan_id: str, exc: CommandFailed) -> bool:
+        """The broker went away with the plan in flight: once it is back, whether the
+        actuator got the plan (it runs it, or has its result); StageFailed if the broker
+        does not come back or the actuator cannot say."""
+        self.wait_broker_back(exc)
         if self.bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan_id, 1.0):
             return True
         try:
