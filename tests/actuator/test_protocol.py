@@ -54,7 +54,7 @@ def test_bad_host_lines_are_named(body, message):
 
 
 def test_bad_targets_are_named():
-    with pytest.raises(proto.ProtocolError, match="not a number"):
+    with pytest.raises(proto.ProtocolError, match="not a decimal number"):
         proto.parse_targets(["R:fast"])
     with pytest.raises(proto.ProtocolError, match="named twice"):
         proto.parse_targets(["R:1", "R:2"])

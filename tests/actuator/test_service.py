@@ -141,7 +141,12 @@ def test_scan_publishes_one_pose_per_face_and_keeps_the_cube(cell_factory):
     before = cell.wait("sim.twin_state", lambda p: not p["solved"])["facelets"]
     reply = cell.node.call("actuator", "scan", {"scan_id": "s1"}, timeout=20)
     assert reply["poses"] == 6
-    poses = [p for p in cell.seen["actuator.scan_pose"] if p["scan_id"] == "s1"]
+    # the reply and the last pose event travel separately: give the event its moment
+
+    def poses_of_s1() -> list[dict]:
+        return [p for p in cell.seen.get("actuator.scan_pose", []) if p["scan_id"] == "s1"]
+    cell.wait("actuator.scan_pose", lambda p: len(poses_of_s1()) >= 6, timeout=3)
+    poses = poses_of_s1()
     assert sorted(p["face"] for p in poses) == sorted("URFDLB")
     assert [p["pose"] for p in poses] == list(range(6))
     time.sleep(0.3)

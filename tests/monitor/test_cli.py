@@ -10,7 +10,7 @@ from robocell.cli import main
 @pytest.mark.parametrize(("argv", "expected"), [
     (["monitor", "--http", "8765"], "must look like HOST:PORT"),
     (["monitor", "--http", "127.0.0.1:99999"], "must look like HOST:PORT"),
-    (["monitor", "--token", "short"], "at least 8 characters"),
+    (["monitor", "--token", "short"], "at least 16 characters"),
     (["monitor", "--broker", "udp://cell:7600"], "tcp://HOST:PORT"),
     (["monitor", "--broker", "tcp://cell:7600", "--curve-key", "/nonexistent/laptop.key"],
      "laptop.key"),

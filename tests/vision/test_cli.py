@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import json
+import selectors
+import subprocess
 
 import cv2
+from support.bus import (
+    free_base_port,
+    robocell_cmd,
+    robocell_env,
+    stop_process,
+    wait_for_broker,
+)
 
 from robocell.cli import main
+from robocell.common.bus import Endpoints
 from robocell.common.cube import random_facelets
 from robocell.services.vision.resolve import same_cube
 
@@ -55,3 +65,31 @@ def test_user_errors_exit_2_with_what_to_do(tmp_path, capsys):
     assert "no image for face(s) URFDLB" in capsys.readouterr().err
     assert main(["vision", "render", "XYZ", "--out", str(tmp_path)]) == 2
     assert "not a facelet string" in capsys.readouterr().err
+
+
+def test_a_camera_that_cannot_be_opened_is_named_at_once_and_health_fails():
+    base = f"tcp://127.0.0.1:{free_base_port()}"
+    env = robocell_env(base)
+    broker = subprocess.Popen(robocell_cmd("broker"), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    vision = None
+    try:
+        wait_for_broker(Endpoints.from_base(base))
+        vision = subprocess.Popen(robocell_cmd("vision", "serve", "--camera", "97",
+                                               "--readers", "0"),
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+        selector = selectors.DefaultSelector()
+        selector.register(vision.stderr, selectors.EVENT_READ)
+        assert selector.select(30.0), "vision said nothing"
+        line = vision.stderr.readline()
+        assert "camera 97" in line and "/dev/video97" in line and "retrying" in line
+        assert "Traceback" not in line
+        health = subprocess.run(robocell_cmd("health", "vision", "--wait", "5"), env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert health.returncode != 0 and "/dev/video97" in health.stderr
+        assert vision.poll() is None, "vision keeps trying"
+    finally:
+        if vision is not None:
+            stop_process(vision)
+        stop_process(broker)

@@ -242,6 +242,8 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("solved", "bool", "the twin cube is solved"),
         F("grips", "map[str]", "gripper name -> open/closed"),
         F("arm_angles", "map[float]", "arm name -> angle in degrees"),
+        F("misaligned", "list[str]", "faces whose layer stands part-turned (homing squares "
+          "them)", optional=True),
         F("fault", "str?", "jam or other physical fault, if any", optional=True),
         F("boot_id", "str", "firmware boot id", optional=True),
         F("line", "int", "the last firmware line whose motion the twin shows", optional=True),

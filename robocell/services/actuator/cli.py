@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from robocell.common import config
-from robocell.services.actuator.service import serve_actuator
+from robocell.errors import CommandError
+from robocell.services.actuator.port import SerialUrlError, check_serial_url, precheck_device
 
 DEFAULT_PROFILE = "soltvvo-2x2"
 
@@ -27,4 +29,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_actuator(args: argparse.Namespace) -> int:
     if args.serial is None:
         args.serial = os.environ.get("ROBOCELL_SERIAL") or config.sim_serial_url()
+    try:
+        check_serial_url(args.serial)
+    except SerialUrlError as exc:
+        raise CommandError(str(exc)) from None
+    # say what is wrong with the device before the bus is even loaded
+    args.serial_problem = precheck_device(args.serial)
+    if args.serial_problem:
+        print(f"actuator: {args.serial_problem}; retrying", file=sys.stderr, flush=True)
+    # lazy: the bus (numpy, ZeroMQ, schemas) takes 1-3 s to import on a busy machine; the
+    # device's problem above is printed first
+    from robocell.services.actuator.service import serve_actuator
     return serve_actuator(args)

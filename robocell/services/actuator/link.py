@@ -21,6 +21,14 @@ import serial
 
 from robocell.errors import RobocellError
 from robocell.services.actuator import protocol as proto
+from robocell.services.actuator.port import (
+    SerialUrlError,
+    check_serial_url,
+    describe_open_error,
+    open_port,
+)
+
+__all__ = ["SerialUrlError", "check_serial_url", "open_port"]
 
 READ_POLL_S = 0.005
 """Longest a read waits for the first byte before the stream loop looks around again."""
@@ -28,6 +36,17 @@ READ_CHUNK = 4096
 """Most bytes taken from the port at once (everything that has arrived, in practice)."""
 PROBE_AFTER_S = 0.1
 """Ask for a status report after this long without any report from the firmware."""
+PROBE_BACKOFF_MAX_S = 1.0
+"""Unanswered probes back off (100 ms doubling) to one a second: a stalled firmware is not
+flooded with ``?``."""
+ESTOP_CONFIRM_S = 0.5
+"""An e-stop the firmware does not confirm within this long (it is stalled) ends the stream
+anyway: the job stops at the e-stop, not at the stall give-up."""
+IDLE_RECONNECT_GIVE_UP_S = 1.0
+"""While idle, one round of reconnecting (`Link.poll`) lasts at most this long."""
+STREAM_RECONNECT_GIVE_UP_S = 1.0
+"""Mid-job, a connection lost for this long ends the job (reported at once); reconnecting
+goes on at the next job."""
 STALL_REPORT_S = 0.5
 """Report the firmware as not responding after this long without an answer to probes."""
 HANDSHAKE_TIMEOUT_S = 2.0
@@ -65,6 +84,20 @@ class FirmwareUnreachableError(LinkError):
     """No connection or no answer within the give-up time."""
 
     code = "unreachable"
+
+
+class SerialOpenError(FirmwareUnreachableError):
+    """The serial line cannot be opened at all (no such device, no permission, held by
+    another program): the message says what to check."""
+
+    code = "serial_open"
+
+
+class FirmwareProtocolError(LinkError):
+    """A report with a valid checksum whose fields make no sense (``last=notanumber``): the
+    host stopped the motion rather than guess."""
+
+    code = "protocol"
 
 
 class CommandRejectedError(LinkError):
@@ -120,13 +153,9 @@ class LinkEvents:
     reconnects: int = 0
     probes: int = 0
     stalls: int = 0
+    reboots: int = 0
     busy: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-def open_port(url: str, timeout: float = READ_POLL_S):
-    """A pyserial port for a device path or URL (``socket://``, ``loop://``, a pty path)."""
-    return serial.serial_for_url(url, baudrate=115200, timeout=timeout, write_timeout=2.0)
 
 
 def port_fd(port: object) -> int | None:
@@ -146,10 +175,12 @@ class Link:
 
     def __init__(self, url: str, *, on_event: Callable[[str, str], None] | None = None,
                  reconnect_give_up_s: float = RECONNECT_GIVE_UP_S,
-                 stall_give_up_s: float = STALL_GIVE_UP_S) -> None:
+                 stall_give_up_s: float = STALL_GIVE_UP_S,
+                 stream_reconnect_give_up_s: float = STREAM_RECONNECT_GIVE_UP_S) -> None:
         self.url = url
         self.on_event = on_event or (lambda kind, message: None)
         self.reconnect_give_up_s = reconnect_give_up_s
+        self.stream_reconnect_give_up_s = stream_reconnect_give_up_s
         self.stall_give_up_s = stall_give_up_s
         self.port = None
         self.info: FirmwareInfo | None = None
@@ -161,16 +192,18 @@ class Link:
         self._open_lock = threading.Lock()
         self._estop = threading.Event()
         self._estop_sent_wall = 0.0
+        self._estop_sent_mono = 0.0
         self._paused = threading.Event()
         self._resume = threading.Event()
 
     # --- connection ------------------------------------------------------------------------
-    def open(self) -> FirmwareInfo:
+    def open(self, give_up_s: float | None = None) -> FirmwareInfo:
         """Connect and shake hands (retrying with backoff until the give-up time). Safe to
-        call from several threads: the first connects, the others get its result."""
+        call from several threads: the first connects, the others get its result. Raises
+        FirmwareReset (having accepted the new boot id) if the firmware rebooted meanwhile."""
         with self._open_lock:
             if self.info is None or self.port is None:
-                self._connect(first=self.info is None)
+                self._connect(first=self.info is None, give_up_s=give_up_s)
             assert self.info is not None
             return self.info
 
@@ -182,11 +215,15 @@ class Link:
                 pass
             self.port = None
 
-    def _connect(self, first: bool = False) -> proto.Report:
+    def _connect(self, first: bool = False, give_up_s: float | None = None) -> proto.Report:
         """(Re)connect and handshake; returns the banner. Raises FirmwareReset if the boot id
-        changed since the first handshake."""
+        changed since the last handshake (the new one is accepted: the next call succeeds).
+        The first failure to open the line is reported at once (``open_failed`` event) with
+        what to check; retries go on until ``give_up_s``."""
+        give_up_s = self.reconnect_give_up_s if give_up_s is None else give_up_s
         started = time.monotonic()
         attempt = 0
+        told = ""
         while True:
             try:
                 self.close()
@@ -201,30 +238,46 @@ class Link:
                 banner = self._handshake()
                 break
             except (serial.SerialException, OSError, FirmwareUnreachableError) as exc:
-                if time.monotonic() - started > self.reconnect_give_up_s:
-                    raise FirmwareUnreachableError(
-                        f"cannot reach the firmware at {self.url} for "
-                        f"{self.reconnect_give_up_s:.0f} s ({exc}); check the cable or start "
-                        "`robocell firmware-sim`") from None
+                opened = isinstance(exc, FirmwareUnreachableError)
+                reason = (f"opened {self.url} but the firmware does not answer HELLO within "
+                          f"{HANDSHAKE_TIMEOUT_S:g} s: check that the board runs robocell "
+                          "firmware at 115200 baud and is not stuck in its bootloader"
+                          if opened else describe_open_error(self.url, exc))
+                if reason != told:
+                    told = reason
+                    self.on_event("open_failed", reason)
+                if time.monotonic() - started > give_up_s:
+                    self.close()
+                    error = FirmwareUnreachableError if opened else SerialOpenError
+                    raise error(reason) from None
                 delay = RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)]
                 attempt += 1
                 time.sleep(delay)
         boot = banner.fields.get("boot", "")
-        if first or self.info is None:
-            self.info = FirmwareInfo(
-                name=banner.fields.get("fw", "?"), version=banner.fields.get("version", "?"),
-                protocol=banner.int_field("proto"), boot_id=boot,
-                queue=banner.int_field("queue", 1),
-                capabilities=tuple(banner.fields.get("caps", "").split(",")),
-                motors=tuple(m for m in banner.fields.get("motors", "").split(",") if m))
-            if self.info.protocol != proto.PROTOCOL_VERSION:
-                raise LinkError(f"firmware {self.info.name} speaks protocol {self.info.protocol}, "
-                                f"this host speaks {proto.PROTOCOL_VERSION}; update one of them")
-            self.next_line = banner.int_field("accepted") + 1
-        elif boot != self.info.boot_id:
-            raise FirmwareReset(f"firmware rebooted (boot id {self.info.boot_id} -> {boot}): "
-                                "queued motion was lost and the cube state is unknown; rescan")
-        else:
+        try:
+            if first or self.info is None:
+                info = FirmwareInfo(
+                    name=banner.fields.get("fw", "?"), version=banner.fields.get("version", "?"),
+                    protocol=banner.int_field("proto"), boot_id=boot,
+                    queue=banner.int_field("queue", 1),
+                    capabilities=tuple(banner.fields.get("caps", "").split(",")),
+                    motors=tuple(m for m in banner.fields.get("motors", "").split(",") if m))
+                if info.protocol != proto.PROTOCOL_VERSION:
+                    raise LinkError(f"firmware {info.name} speaks protocol {info.protocol}, "
+                                    f"this host speaks {proto.PROTOCOL_VERSION}; update one of "
+                                    "them")
+                self.next_line = banner.int_field("accepted") + 1
+                self.info = info
+            elif boot != self.info.boot_id:
+                raise self._rebooted(banner)
+            else:
+                banner.int_field("last")
+                banner.int_field("accepted")
+        except proto.ProtocolError as exc:
+            self.close()
+            raise FirmwareProtocolError(f"firmware at {self.url} sent a malformed start "
+                                        f"report: {exc}") from None
+        if not first and boot == self.info.boot_id:
             self.events.reconnects += 1
             self.on_event("reconnected", f"reconnected to {self.url} after {attempt + 1} "
                           f"attempt(s); firmware executed up to line {banner.fields.get('last')}")
@@ -291,23 +344,62 @@ class Link:
                         return report
         raise FirmwareUnreachableError(f"no status report from {self.url} within {timeout} s")
 
+    def poll(self) -> None:
+        """While no job runs: read what the firmware sent on its own and reconnect a dropped
+        line, so that a reboot is noticed when it happens (FirmwareReset, new boot id
+        accepted), not at the next job. FirmwareUnreachableError if the line stays down."""
+        if self.port is None:
+            self._connect(give_up_s=IDLE_RECONNECT_GIVE_UP_S)
+            return
+        try:
+            reports = self._read_reports()
+        except (serial.SerialException, OSError) as exc:
+            self.close()
+            self.on_event("disconnected", f"lost {self.url} while idle ({exc}); reconnecting")
+            self._connect(give_up_s=IDLE_RECONNECT_GIVE_UP_S)
+            return
+        for report in reports:
+            if report.kind in ("start", "status"):
+                self._check_boot(report)
+
     def clear(self) -> proto.Report:
-        """Leave the e-stop/fault state (a new plan after a rescan)."""
+        """Leave the e-stop/fault state (a new plan after a rescan). Line numbers continue
+        after the last line the firmware accepted."""
         self._estop.clear()
         self._write(proto.frame("CLEAR"))
-        return self.status()
+        report = self.status()
+        try:
+            self.next_line = report.int_field("accepted") + 1
+        except proto.ProtocolError as exc:
+            self.estop()
+            raise FirmwareProtocolError(f"firmware at {self.url}: {exc}") from None
+        return report
 
     def _check_boot(self, report: proto.Report) -> None:
         boot = report.fields.get("boot")
         if self.info is not None and boot and boot != self.info.boot_id:
-            raise FirmwareReset(f"firmware rebooted (boot id {self.info.boot_id} -> {boot}): "
-                                "queued motion was lost and the cube state is unknown; rescan")
+            raise self._rebooted(report)
+
+    def _rebooted(self, report: proto.Report) -> FirmwareReset:
+        """The firmware rebooted: accept its new boot id and line numbering (so the next
+        command reaches it) and return the error that ends the job in progress."""
+        assert self.info is not None
+        old, new = self.info.boot_id, report.fields.get("boot", "")
+        self.info.boot_id = new
+        try:
+            self.next_line = report.int_field("accepted") + 1
+        except proto.ProtocolError:
+            self.next_line = 1
+        self.events.reboots += 1
+        return FirmwareReset(f"firmware rebooted (boot id {old} -> {new}): queued motion was "
+                             "lost and the cube state is unknown; home and rescan")
 
     # --- control from other threads --------------------------------------------------------
     def estop(self) -> float:
         """Send the real-time e-stop byte now; returns the wall time it was written."""
         self._estop.set()
         self._estop_sent_wall = time.time()
+        self._estop_sent_mono = time.monotonic()
         try:
             self._write(proto.ESTOP_BYTE)
         except OSError:
@@ -350,6 +442,7 @@ class Link:
         next_send = first
         done = first - 1
         last_report = time.monotonic()
+        next_probe = last_report + PROBE_AFTER_S
         unanswered = 0
         stalled = False
         estop_wait_since = 0.0
@@ -366,6 +459,14 @@ class Link:
                     if time.monotonic() - estop_wait_since > ESTOP_REPEAT_S:
                         estop_wait_since = time.monotonic()
                         self._write(proto.ESTOP_BYTE)
+                    if time.monotonic() - self._estop_sent_mono > ESTOP_CONFIRM_S:
+                        # the firmware does not answer (stalled): end the job at the e-stop
+                        self.on_event("estop_unconfirmed", f"e-stop sent to {self.url} but "
+                                      f"not confirmed within {ESTOP_CONFIRM_S:g} s: the "
+                                      "firmware does not answer; check the robot by hand")
+                        self.next_line = done + 1
+                        self._estop.clear()
+                        return StreamResult("estop", done - first + 1, None)
                 else:
                     held = self._paused.is_set() and (next_send - first) in pause_points
                     while (next_send <= last and next_send - done <= window and not held):
@@ -375,19 +476,22 @@ class Link:
                     if held and done == next_send - 1:
                         self._resume.wait(0.05)
                         last_report = time.monotonic()
+                        next_probe = last_report + PROBE_AFTER_S
                         continue
                 reports = self._read_reports()
                 now = time.monotonic()
                 if reports:
                     last_report = now
+                    next_probe = now + PROBE_AFTER_S
                     unanswered = 0
                     if stalled:
                         stalled = False
                         self.on_event("recovered", "the firmware answers again")
-                elif now - last_report > PROBE_AFTER_S * min(1 + unanswered, 3):
+                elif now >= next_probe:
                     self._write(proto.STATUS_BYTE)
                     self.events.probes += 1
                     unanswered += 1
+                    next_probe = now + min(PROBE_AFTER_S * 2 ** unanswered, PROBE_BACKOFF_MAX_S)
                     if now - last_report > STALL_REPORT_S and not stalled:
                         stalled = True
                         self.events.stalls += 1
@@ -439,15 +543,23 @@ class Link:
                         text = commands[index] if 0 <= index < len(commands) else "?"
                         raise CommandRejectedError(f"firmware refused line {report.line} ({text}): "
                                               f"{report.text()}")
+            except proto.ProtocolError as exc:
+                # a report with a good checksum but nonsense fields: stop rather than guess
+                self.estop()
+                self._estop.clear()
+                raise FirmwareProtocolError(
+                    f"firmware at {self.url} sent a malformed report after line {done}: {exc}; "
+                    "motion stopped (e-stop sent)") from None
             except (serial.SerialException, OSError) as exc:
                 if self._estop.is_set():
                     raise FirmwareUnreachableError(
                         f"connection lost during e-stop: {exc}") from None
                 self.on_event("disconnected", f"lost {self.url} after line {done} ({exc}); "
                               "reconnecting")
-                banner = self._connect()
+                banner = self._connect(give_up_s=self.stream_reconnect_give_up_s)
                 mark_done(banner.int_field("last"))
                 next_send = max(banner.int_field("accepted") + 1, done + 1)
                 last_report = time.monotonic()
+                next_probe = last_report + PROBE_AFTER_S
         self.next_line = last + 1
         return StreamResult("completed", done - first + 1)

@@ -41,6 +41,17 @@ class Motor:
     positions: dict[str, float] = field(default_factory=dict)
     home: float = 0.0
     estop_decel_dps2: float = 0.0
+    align_steps: int = 0
+    """Stepper: steps between aligned (reference) positions; HOME goes to a multiple."""
+    home_switch: str | None = None
+    """Stepper: name of the reference switch input HOME seeks, if the robot has one."""
+    home_dir: int = 0
+    """Stepper with a switch: direction of the seek (+1 or -1)."""
+
+    def reference_steps(self, position: float) -> float:
+        """The aligned position HOME takes a stepper to from ``position`` (steps since boot):
+        the nearest multiple of ``align_steps``, a tie going to the higher one."""
+        return math.floor((position + self.align_steps / 2) / self.align_steps) * self.align_steps
 
     def steps(self, degrees: float) -> int:
         """Steps for a turn of ``degrees``; exact or ValueError."""
@@ -137,7 +148,8 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                 speed_dps=_number(spec, "speed_dps", where, path),
                 accel_dps2=_number(spec, "accel_dps2", where, path),
                 estop_decel_dps2=(_number(spec, "estop_decel_dps2", where, path)
-                                  if "estop_decel_dps2" in spec else 0.0))
+                                  if "estop_decel_dps2" in spec else 0.0),
+                **_stepper_homing(spec, spr, where, path))
         else:
             positions = spec.get("positions")
             if not isinstance(positions, dict) or not positions or not all(
@@ -155,6 +167,27 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                 positions={k: float(v) for k, v in positions.items()},
                 home=float(positions[home]))
     return motors
+
+
+def _stepper_homing(spec: dict, steps_per_rev: int, where: str, path: object) -> dict:
+    """A stepper's homing keys (docs/serial-protocol.md, "Homing"): ``home_align_steps``
+    (default a quarter turn), optional ``home_switch`` with ``home_dir``."""
+    align = spec.get("home_align_steps", steps_per_rev // 4 if steps_per_rev % 4 == 0 else 0)
+    if (not isinstance(align, int) or isinstance(align, bool) or align <= 0
+            or steps_per_rev % align):
+        raise ProfileError(path, f"{where}.home_align_steps", "expected a positive integer that "
+                           f"divides steps_per_rev ({steps_per_rev}), e.g. a quarter turn")
+    switch = spec.get("home_switch")
+    direction = spec.get("home_dir", 0)
+    if switch is not None:
+        if not isinstance(switch, str) or not switch:
+            raise ProfileError(path, f"{where}.home_switch", "expected the switch input's name")
+        if direction not in (1, -1) or isinstance(direction, bool):
+            raise ProfileError(path, f"{where}.home_dir", "expected 1 or -1: the direction "
+                               "the stepper turns to find its home switch")
+    elif "home_dir" in spec:
+        raise ProfileError(path, f"{where}.home_dir", "only with home_switch")
+    return {"align_steps": align, "home_switch": switch, "home_dir": direction or 0}
 
 
 @dataclass(frozen=True)

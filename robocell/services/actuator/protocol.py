@@ -10,7 +10,7 @@ Host -> firmware
     and increase by one; ``crc`` is CRC-16/CCITT-FALSE of every byte before ``*``, written as
     four upper-case hex digits. Commands: ``MOVE m:steps ...`` (steppers, moved together),
     ``SERVO s:deg ...`` (servos, moved together), ``MARK text`` (no motion; labels the log),
-    ``DWELL ms``.
+    ``DWELL ms``, ``HOME [motor ...]`` (motors to their reference positions).
     ``HELLO*<crc>\\n`` — handshake (not queued, not numbered).
     ``CLEAR*<crc>\\n`` — leave the fault/e-stop state; the queue stays empty.
     ``?`` — real-time byte: status report at once.
@@ -32,6 +32,7 @@ Firmware -> host (every line ends in ``*<crc>``)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from robocell.errors import RobocellError
@@ -45,13 +46,55 @@ REALTIME_BYTES = frozenset(ESTOP_BYTE + STATUS_BYTE)
 CHECKSUM_SEPARATOR = "*"
 CRC_DIGITS = 4
 MAX_LINE_LENGTH = 200
-QUEUED_COMMANDS = ("MOVE", "SERVO", "MARK", "DWELL")
+QUEUED_COMMANDS = ("MOVE", "SERVO", "MARK", "DWELL", "HOME")
 IMMEDIATE_COMMANDS = ("HELLO", "CLEAR")
 FIRMWARE_REPORTS = ("start", "ok", "done", "rs", "busy", "status", "estop", "fault", "err")
 
 
+MAX_STEPS = 1_000_000
+"""Largest relative move in steps (``MOVE m:steps``)."""
+SERVO_RANGE_DEG = (-360.0, 360.0)
+DWELL_RANGE_MS = (0.0, 60_000.0)
+_INTEGER = re.compile(r"-?[0-9]{1,10}")
+_DECIMAL = re.compile(r"-?[0-9]{1,10}(\.[0-9]{1,9})?")
+"""The only number syntax on the line (docs/serial-protocol.md, "Numbers"): no exponent,
+no ``+``, no nan/inf, no hexadecimal."""
+
+
 class ProtocolError(RobocellError, ValueError):
     """A line that does not follow the protocol (bad checksum, unknown command, bad field)."""
+
+
+def parse_integer(text: str, what: str, minimum: int | None = None,
+                  maximum: int | None = None) -> int:
+    """``text`` as an integer of the protocol's syntax and range; ProtocolError naming
+    ``what`` (the field) otherwise."""
+    if not _INTEGER.fullmatch(text):
+        raise ProtocolError(f"{what}: {text!r} is not a whole number")
+    value = int(text)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ProtocolError(f"{what}: {text} is out of range {minimum}..{maximum}")
+    return value
+
+
+def parse_decimal(text: str, what: str, minimum: float | None = None,
+                  maximum: float | None = None) -> float:
+    """``text`` as a decimal number (``-12.5``) of the protocol's syntax and range;
+    ProtocolError naming ``what`` otherwise."""
+    if not _DECIMAL.fullmatch(text):
+        raise ProtocolError(f"{what}: {text!r} is not a decimal number")
+    value = float(text)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ProtocolError(f"{what}: {text} is out of range {minimum:g}..{maximum:g}")
+    return value
+
+
+def format_decimal(value: float, digits: int = 3) -> str:
+    """A number as the protocol writes it: fixed point, no exponent, no trailing zeros."""
+    text = f"{value:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def crc16(data: bytes) -> int:
@@ -147,10 +190,7 @@ def parse_targets(args: tuple[str, ...] | list[str]) -> dict[str, float]:
             raise ProtocolError(f"argument {arg!r} is not name:value")
         if name in targets:
             raise ProtocolError(f"motor {name!r} named twice")
-        try:
-            targets[name] = float(value)
-        except ValueError:
-            raise ProtocolError(f"argument {arg!r}: {value!r} is not a number") from None
+        targets[name] = parse_decimal(value, f"argument {name}")
     if not targets:
         raise ProtocolError("no motor targets given")
     return targets
@@ -191,10 +231,17 @@ class Report:
         return int(self.words[0])
 
     def int_field(self, key: str, default: int = 0) -> int:
-        return int(self.fields.get(key, default))
+        """A non-negative integer field; ProtocolError naming the report and field if the
+        firmware sent something else."""
+        if key not in self.fields:
+            return default
+        return parse_integer(self.fields[key], f"{self.kind} report field {key}", minimum=0)
 
     def float_field(self, key: str, default: float = 0.0) -> float:
-        return float(self.fields.get(key, default))
+        """A decimal field (``t=12.5``); ProtocolError naming the report and field."""
+        if key not in self.fields:
+            return default
+        return parse_decimal(self.fields[key], f"{self.kind} report field {key}")
 
     def text(self) -> str:
         return " ".join(self.words)
@@ -226,12 +273,13 @@ def parse_report(body: str) -> Report:
     if kind in ("ok", "done", "rs", "busy", "err"):
         if not words or not words[0].isdigit():
             raise ProtocolError(f"report {body!r} has no line number")
+        parse_integer(words[0], f"{kind} report line number", minimum=0)
     return Report(kind, tuple(words), fields)
 
 
 def format_positions(positions: dict[str, float]) -> str:
     """``pos=`` value of a status report: ``R:-90.0,L:0.0``."""
-    return ",".join(f"{name}:{value:g}" for name, value in positions.items())
+    return ",".join(f"{name}:{format_decimal(value)}" for name, value in positions.items())
 
 
 def parse_positions(text: str) -> dict[str, float]:

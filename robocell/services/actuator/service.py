@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -23,10 +24,31 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
 from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
-from robocell.services.actuator.link import FirmwareReset, Link, LinkError
+from robocell.services.actuator.link import (
+    CommandRejectedError,
+    FirmwareReset,
+    FirmwareUnreachableError,
+    Link,
+    LinkError,
+    SerialUrlError,
+    check_serial_url,
+)
 
 POSE_HOLD_TIMEOUT_S = 5.0
 """Longest wait at a scan pose for the vision service's capture of it."""
+IDLE_POLL_S = 0.5
+"""While idle, how often the serial line is read for reports the firmware sends on its own
+(a reboot's banner) and a dropped line reconnected."""
+JOB_CONNECT_GIVE_UP_S = 2.0
+"""A job (plan, scan, home) on a line that is down fails after this long."""
+JOB_WAIT_S = 3.0
+"""Longest a new job waits for the idle watcher to let go of the line."""
+CONNECT_ROUND_S = 5.0
+"""One round of connecting at start (retries with backoff inside); the reason is reported
+at the first failure and in the state after each round."""
+CONNECT_RETRY_S = 2.0
+"""Pause between rounds of connecting to a firmware that cannot be reached (each round
+already retries with backoff); the actuator never stops trying."""
 
 
 class ActuatorService:
@@ -44,6 +66,11 @@ class ActuatorService:
         self.job_kind: str | None = None
         self.executed_plans = 0
         self.cube_state_known = True
+        self.connection = "connecting"
+        self.printed = ""
+        """The last problem printed on the actuator's output (each is printed once)."""
+        """connecting, connected, or why the line cannot be opened (status and health)."""
+        self._stop = threading.Event()
         link.on_event = self._link_event
 
     # --- wiring ----------------------------------------------------------------------------
@@ -55,15 +82,29 @@ class ActuatorService:
         self.node.serve("resume", self.on_resume, concurrency=4)
         self.node.serve("estop", self.on_estop, concurrency=8)
         self.node.serve("status", self.on_status, concurrency=4)
+        self.node.serve("home", self.on_home)
         threading.Thread(target=self._connect, name="actuator-connect", daemon=True).start()
 
+    def stop(self) -> None:
+        self._stop.set()
+
     def _connect(self) -> None:
-        try:
-            info = self.link.open()
-        except LinkError as exc:
-            self._error("connect", exc.code, str(exc), "start the firmware (or "
-                        "`robocell firmware-sim`) and restart the actuator")
-            self.node.set_state("error", error=str(exc))
+        """Connect until the firmware answers, however long it takes; meanwhile the state is
+        ``error`` with the reason (so `robocell health actuator` fails and says why)."""
+        while not self._stop.is_set():
+            try:
+                info = self.link.open(give_up_s=CONNECT_ROUND_S)
+                break
+            except FirmwareReset:
+                continue  # rebooted while we were away: its new boot id is accepted
+            except SerialUrlError as exc:
+                self._unreachable(exc, "give a device path or socket://HOST:PORT")
+                return
+            except LinkError as exc:
+                self._unreachable(exc, "start the firmware (or `robocell firmware-sim`); the "
+                                  "actuator keeps trying")
+                self._stop.wait(CONNECT_RETRY_S)
+        else:
             return
         missing = sorted(set(self.compiler.motors) - set(info.motors))
         if missing:
@@ -73,8 +114,46 @@ class ActuatorService:
             self.node.set_state("error", error="motor mismatch")
             return
         freeze_startup_objects()
+        self.connection = "connected"
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,
-                            profile=self.profile.name, serial=self.link.url)
+                            profile=self.profile.name, serial=self.link.url, error=None)
+        print(f"actuator: connected to {info.name} {info.version} at {self.link.url} "
+              f"(boot {info.boot_id})", file=sys.stderr, flush=True)
+        threading.Thread(target=self._watch, name="actuator-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Between jobs, notice a firmware reboot or a dropped line when it happens: the
+        cube state becomes unknown at once (errors, status), not at the next job."""
+        while not self._stop.wait(IDLE_POLL_S):
+            if not self._job_lock.acquire(blocking=False):
+                continue
+            try:
+                self.link.poll()
+                if self.connection != "connected":
+                    self.connection = "connected"
+                    self.node.set_state("ready", error=None, retrying=False)
+            except FirmwareReset as exc:
+                self.cube_state_known = False
+                self._fault("idle", exc)
+                info = self.link.info
+                self.connection = "connected"
+                self.node.set_state("ready", error=None, cube_state_known=False,
+                                    boot_id=None if info is None else info.boot_id)
+            except LinkError as exc:
+                self._unreachable(exc, "start the firmware (or `robocell firmware-sim`); the "
+                                  "actuator keeps trying")
+            except Exception as exc:  # noqa: BLE001 - the watcher must outlive any surprise
+                self._error("idle", "internal", f"{type(exc).__name__}: {exc}",
+                            "report this bug")
+            finally:
+                self._job_lock.release()
+
+    def _unreachable(self, exc: LinkError, action: str) -> None:
+        message = str(exc)
+        if self.connection != message:
+            self.connection = message
+            self._error("connect", exc.code, message, action)
+        self.node.set_state("error", error=message, serial=self.link.url, retrying=True)
 
     # --- bus inputs ------------------------------------------------------------------------
     def on_execute(self, args: dict, ctx: Any) -> dict:
@@ -92,9 +171,7 @@ class ActuatorService:
         except PlanMismatch as exc:
             self._error("execute", "plan_mismatch", str(exc), "re-plan for this robot")
             raise CommandFailed("invalid_arguments", str(exc)) from None
-        if not self._job_lock.acquire(blocking=False):
-            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
-        self.job_kind = "plan"
+        self._take_job("plan")
         threading.Thread(target=self._run_plan, args=(plan_id, job), daemon=True).start()
         return {"plan_id": plan_id, "n_steps": job.n_steps,
                 "predicted_ms": round(job.predicted_ms, 1)}
@@ -102,17 +179,29 @@ class ActuatorService:
     def on_scan(self, args: dict, ctx: Any) -> dict:
         """Run the scan program; answers when the last pose was held and the cube is back."""
         scan_id = args.get("scan_id") or f"scan-{uuid.uuid4().hex[:8]}"
-        if not self._job_lock.acquire(blocking=False):
-            raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
-        self.job_kind = "scan"
+        self._take_job("scan")
         try:
             return self._run_scan(scan_id)
         except LinkError as exc:
+            self.cube_state_known = False
             self._fault("scan", exc)
+            self.node.set_state(self._idle_state(), cube_state_known=False)
             raise CommandFailed("failed", f"scan {scan_id} stopped: {exc}") from None
         finally:
             self.job_kind = None
             self._job_lock.release()
+
+    def _take_job(self, kind: str) -> None:
+        """Hold the robot for a job; Busy if another job runs. The idle watcher holds the
+        line only briefly (longer while it reconnects): a job waits for it."""
+        deadline = time.monotonic() + JOB_WAIT_S
+        while not self._job_lock.acquire(timeout=0.02):
+            if self.job_kind is not None:
+                raise Busy(f"the actuator is running a {self.job_kind}; wait for its result")
+            if time.monotonic() > deadline:
+                raise Busy(f"the actuator is reconnecting to the firmware at {self.link.url}: "
+                           f"{self.connection}")
+        self.job_kind = kind
 
     def on_pause(self, args: dict, ctx: Any) -> dict:
         self.link.pause()
@@ -131,11 +220,69 @@ class ActuatorService:
     def on_status(self, args: dict, ctx: Any) -> dict:
         info = self.link.info
         return {"profile": self.profile.name, "serial": self.link.url, "job": self.job_kind,
+                "connection": self.connection,
                 "firmware": None if info is None else f"{info.name} {info.version}",
                 "boot_id": None if info is None else info.boot_id,
                 "cube_state_known": self.cube_state_known,
                 "last_line": self.link.next_line - 1,
                 "link": {k: v for k, v in vars(self.link.events).items() if k != "notes"}}
+
+    def on_home(self, args: dict, ctx: Any) -> dict:
+        """Bring the robot to its reference position (docs/serial-protocol.md, "Homing"):
+        CLEAR if the firmware is e-stopped or faulted, then ``HOME [motors]``; answers when
+        the firmware reports it done, or fails naming what went wrong."""
+        motors = args.get("motors") or []
+        if not isinstance(motors, list) or not all(isinstance(m, str) for m in motors):
+            raise CommandFailed("invalid_arguments", "motors: expected a list of motor names")
+        unknown = sorted(set(motors) - set(self.compiler.motors))
+        if unknown:
+            raise CommandFailed("invalid_arguments", f"no motor(s) {', '.join(unknown)} in "
+                                f"profile {self.profile.name} (motors: "
+                                f"{', '.join(self.compiler.motors)})")
+        self._take_job("home")
+        self.node.set_state("busy", job="home")
+        try:
+            return self._home(motors)
+        except CommandRejectedError as exc:
+            self._error("home", exc.code, str(exc), "update the firmware or the profile")
+            raise CommandFailed("failed", f"homing refused: {exc}") from None
+        except LinkError as exc:
+            self.cube_state_known = False
+            self._fault("home", exc)
+            raise CommandFailed("failed", f"homing failed: {exc}") from None
+        finally:
+            self.job_kind = None
+            self._job_lock.release()
+            self.node.set_state(self._idle_state(),
+                                cube_state_known=self.cube_state_known)
+
+    def _home(self, motors: list[str]) -> dict:
+        started = time.monotonic()
+        rebooted = False
+        self._check_reachable()
+        try:
+            self.link.open(give_up_s=JOB_CONNECT_GIVE_UP_S)
+        except FirmwareReset:
+            rebooted = True  # the new boot id is accepted; homing is what a reboot needs
+        info = self.link.info
+        assert info is not None
+        if "home" not in info.capabilities:
+            raise CommandRejectedError(f"firmware {info.name} {info.version} at {self.link.url} "
+                                       f"does not support HOME (capabilities: "
+                                       f"{', '.join(info.capabilities)})")
+        state = self.link.status().fields.get("state")
+        cleared = state in ("estop", "fault")
+        if cleared:
+            self.link.clear()
+        result = self.link.stream([" ".join(("HOME", *motors))], lambda i: None)
+        if result.outcome == "estop":
+            raise LinkError("emergency stop during homing; send home again")
+        status = self.link.status()
+        self.connection = "connected"
+        return {"ok": True, "homed": motors or list(self.compiler.motors),
+                "cleared": cleared, "rebooted": rebooted, "boot_id": info.boot_id,
+                "duration_s": round(time.monotonic() - started, 4),
+                "status": dict(status.fields)}
 
     def _idle_estop(self) -> None:
         try:
@@ -148,8 +295,21 @@ class ActuatorService:
             pass
 
     # --- jobs ------------------------------------------------------------------------------
+    def _idle_state(self) -> str:
+        """The lifecycle state after a job: ready, or error while the line is down."""
+        return "ready" if self.connection in ("connected", "connecting") else "error"
+
+    def _check_reachable(self) -> None:
+        """Fail a job at once while the firmware has never answered (the reason is known)."""
+        if self.link.info is None and self.connection not in ("connecting", "connected"):
+            raise FirmwareUnreachableError(f"the firmware has not answered yet: "
+                                           f"{self.connection}")
+
     def _prepare(self) -> None:
-        self.link.open()  # waits for the connecting thread if it is still at it
+        # waits for the connecting thread if it is still at it; a line that is down fails
+        # the job within seconds (the watcher keeps reconnecting between jobs)
+        self._check_reachable()
+        self.link.open(give_up_s=JOB_CONNECT_GIVE_UP_S)
         state = self.link.status().fields.get("state")
         if state in ("estop", "fault"):
             self.link.clear()
@@ -179,12 +339,18 @@ class ActuatorService:
                 error = "emergency stop: motion stopped part way; check the cube, then rescan"
                 known = False
                 report = result.estop
-                self._error("execute", "estop", f"e-stop: motors stood still "
-                            f"{report.stop_after_receipt_ms:.1f} ms (firmware time) after the "
-                            "stop byte arrived", "check the cube, then rescan",
-                            extra={"received_ms": report.received_ms,
-                                   "stopped_ms": report.stopped_ms,
-                                   "rx_wall": report.rx_wall, "sent_wall": report.sent_wall})
+                if report is None:
+                    self._error("execute", "estop", "e-stop sent but the firmware did not "
+                                "confirm it (it does not answer)", "check the robot by hand, "
+                                "then home and rescan")
+                else:
+                    self._error("execute", "estop", f"e-stop: motors stood still "
+                                f"{report.stop_after_receipt_ms:.1f} ms (firmware time) after "
+                                "the stop byte arrived", "check the cube, then rescan",
+                                extra={"received_ms": report.received_ms,
+                                       "stopped_ms": report.stopped_ms,
+                                       "rx_wall": report.rx_wall,
+                                       "sent_wall": report.sent_wall})
         except FirmwareReset as exc:
             error, known = str(exc), False
             self._fault("execute", exc)
@@ -212,7 +378,7 @@ class ActuatorService:
             "executed": execution.steps_done, "n_steps": job.n_steps,
             "duration_s": round(time.monotonic() - started, 4), "error": error,
             "cube_state_known": known})
-        self.node.set_state("ready", executed_plans=self.executed_plans,
+        self.node.set_state(self._idle_state(), executed_plans=self.executed_plans,
                             cube_state_known=known)
 
     def _run_scan(self, scan_id: str) -> dict:
@@ -276,13 +442,31 @@ class ActuatorService:
                         "check the cable and its shielding if this keeps happening")
 
     def _link_event(self, kind: str, message: str) -> None:
+        if kind == "open_failed":
+            # on the actuator's own output at once, and in its state for `health`; each
+            # distinct reason once on errors (the line is retried every few seconds)
+            if message != self.printed:
+                self.printed = message
+                print(f"actuator: {message}; retrying", file=sys.stderr, flush=True)
+            self.node.set_state("error", error=message, serial=self.link.url, retrying=True)
+            if message == self.connection:
+                return
+            self.connection = message
+        elif kind == "reconnected":
+            self.connection = "connected"
+            self.printed = ""
+            self.node.set_state("busy" if self.job_kind else "ready", error=None,
+                                retrying=False)
         self._error("serial", f"serial_{kind}", message,
                     "none: the actuator recovers by itself" if kind in (
                         "reconnected", "recovered") else "wait; check the serial line if it "
                     "persists", level_info=kind in ("reconnected", "recovered"))
 
     def _fault(self, stage: str, exc: LinkError) -> None:
-        action = {"firmware_reset": "the cube state is unknown: rescan before the next plan",
+        action = {"firmware_reset": "the cube state is unknown: home (actuator `home`) and "
+                  "rescan before the next plan",
+                  "protocol": "the firmware sent nonsense: check its version against "
+                  "docs/serial-protocol.md; home and rescan",
                   "fault": "free the mechanism, check the motor mapping, then rescan",
                   "unreachable": "check the serial line and the firmware"}.get(
                       exc.code, "check the robot")
@@ -303,11 +487,17 @@ def serve_actuator(args: argparse.Namespace) -> int:
         Compiler(profile)
     except ProfileError as exc:
         raise CommandError(str(exc)) from None
+    try:
+        check_serial_url(args.serial)
+    except SerialUrlError as exc:
+        raise CommandError(str(exc)) from None
     link = Link(args.serial)
     with Node("actuator") as node:
         service = ActuatorService(node, profile, link)
+        service.printed = getattr(args, "serial_problem", None) or ""
         service.start()
         node.wait()
+        service.stop()
     link.close()
     return 0
 

@@ -131,7 +131,9 @@ def cmd_health(args: argparse.Namespace) -> int:
                 liveness.update(env)
                 peer = liveness.peers().get(args.service)
                 if peer is not None and peer.alive and env.payload["service"] == args.service:
-                    if env.payload["state"] in ("error", "stopping"):
+                    if env.payload["state"] in ("error", "stopping", "starting"):
+                        # starting: not healthy yet (e.g. the actuator before its firmware
+                        # answered)
                         print(f"{args.service}: {env.payload['state']} "
                               f"{env.payload['health']}", file=sys.stderr)
                         return 1

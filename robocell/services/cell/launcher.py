@@ -41,6 +41,9 @@ from robocell.services.cell.history import DB_NAME, HISTORY_ENV
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
+ERROR_GRACE_S = 5.0
+"""A service still announcing ``error`` this long after it first did stops the launch, with
+the reason from its heartbeat (e.g. the actuator's serial device that cannot be opened)."""
 """Lifecycle states in which a service counts as started."""
 READY_TIMEOUT_S = 180.0
 """How long a service may take to become alive (a first run builds solver tables)."""
@@ -217,6 +220,7 @@ class Launcher:
                 if subscriber is None:
                     subscriber = Subscriber(["heartbeat"], Endpoints.resolve(bus))
                 deadline = time.monotonic() + self.ready_timeout_s
+                error_since: float | None = None
                 while not (liveness.is_alive(service.bus_name)
                            and states.get(service.bus_name) in READY_STATES):
                     if child.process.poll() is not None:
@@ -235,6 +239,17 @@ class Launcher:
                         continue
                     liveness.update(env)
                     states[p["service"]] = p["state"]
+                    if p["service"] != service.bus_name:
+                        continue
+                    if p["state"] != "error":
+                        error_since = None
+                    elif error_since is None:
+                        error_since = time.monotonic()
+                    elif time.monotonic() - error_since > ERROR_GRACE_S:
+                        reason = (p.get("health") or {}).get("error") or "no reason given"
+                        raise LaunchError(
+                            f"{service.name} is not ready: {reason} (it keeps retrying; fix "
+                            f"this and run up again; see its [{service.name}] output)")
                 if on_ready:
                     on_ready(service.name)
         except BaseException:

@@ -5,6 +5,10 @@ motor model, moves the digital twin and logs every executed line.
 Its serial line (TCP or a pty, the clock, fault injection) is `serial_server.serve`; its bus
 side is `service.FirmwareSimBus`; `robocell firmware-sim` is `cli`.
 
+HOME (docs/serial-protocol.md, "Homing"): its targets are fixed when it starts, from the
+step counts (or, for a stepper with a home switch, from where the arm physically stands:
+a power-up zeroes the count, not the arm); steppers first, then servos.
+
 Timing: simulated time is real time since start multiplied by the speed factor. A command
 starts when the previous one ends if it is already queued then (no idle), else when it
 arrives; so the logged gaps between motions measure how well the host keeps the queue fed.
@@ -13,6 +17,7 @@ arrives; so the logged gaps between motions measure how well the host keeps the 
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,7 +31,8 @@ from robocell.services.firmware_sim.twin import Twin, TwinFaultError
 FIRMWARE_NAME = "robocell-fwsim"
 FIRMWARE_VERSION = "1.0"
 DEFAULT_QUEUE = 8
-CAPABILITIES = ("move", "servo", "mark", "dwell", "status", "estop", "resend", "boot-id")
+CAPABILITIES = ("move", "servo", "mark", "dwell", "status", "estop", "resend", "boot-id",
+                "home")
 ESTOP_SERVO_STOP_MS = 0.0
 """Servos hold their commanded pulse: they stop at once on e-stop."""
 
@@ -41,6 +47,8 @@ class Motion:
     start: float = 0.0
     end: float = 0.0
     idle: float = 0.0
+    steppers_ms: float = 0.0
+    """HOME: length of its first phase (steppers); the servos follow."""
 
 
 @dataclass
@@ -72,6 +80,9 @@ class FirmwareCore:
         self.motors = load_motors(self.profile)
         self.model = MotorModel(self.motors)
         self.twin = Twin(self.profile, self.facelets)
+        self.physical_offset = {n: 0.0 for n, m in self.motors.items() if m.kind == "stepper"}
+        """Steps between where each stepper physically stands and its step count since
+        boot (non-zero after a reboot: the count restarts at 0 wherever the arm is)."""
         self._boot_state()
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION)
 
@@ -117,7 +128,9 @@ class FirmwareCore:
         if self.current is not None and self.current.start <= now < self.current.end:
             motion = self.current
             elapsed = now - motion.start
-            if motion.command.verb == "MOVE":
+            if motion.command.verb == "HOME":
+                stop_ms, fraction = self._estop_home(motion, elapsed)
+            elif motion.command.verb == "MOVE":
                 # each stepper brakes from its speed at this instant of its trapezoid
                 stops = [self.motors[n].emergency_stop(self.motors[n].degrees(v), elapsed)
                          for n, v in motion.targets.items()]
@@ -127,7 +140,8 @@ class FirmwareCore:
                 stop_ms = ESTOP_SERVO_STOP_MS
                 fraction = elapsed / (motion.end - motion.start)
             stopped = now + stop_ms
-            self._apply_partial(motion, fraction)
+            if motion.command.verb != "HOME":
+                self._apply_partial(motion, fraction)
             self._log("interrupted", line=motion.command.line, text=motion.command.body,
                       fraction=round(fraction, 4), facelets=self.twin.facelets)
         dropped = len(self.waiting) + (1 if self.current else 0)
@@ -138,6 +152,25 @@ class FirmwareCore:
         self._log("estop", t=now, stopped=stopped, discarded=dropped)
         return [proto.report("estop", t=f"{now:.3f}", stopped=f"{stopped:.3f}",
                              rx_wall=f"{wall:.6f}", discarded=dropped).encode()]
+
+    def _estop_home(self, motion: Motion, elapsed: float) -> tuple[float, float]:
+        """E-stop during HOME: the phase running is cut short; (ms until standstill, fraction
+        of the stepper phase done)."""
+        steppers, servos = self._split(motion.targets)
+        if elapsed < motion.steppers_ms:
+            stops = [self.motors[n].emergency_stop(self.motors[n].degrees(v), elapsed)
+                     for n, v in steppers.items() if v]
+            stepper_fraction = max((f for _, f in stops), default=1.0)
+            servo_fraction, stop_ms = 0.0, max((s for s, _ in stops), default=0.0)
+        else:
+            servo_ms = max(motion.end - motion.start - motion.steppers_ms, 1e-9)
+            stepper_fraction, stop_ms = 1.0, ESTOP_SERVO_STOP_MS
+            servo_fraction = min(1.0, (elapsed - motion.steppers_ms) / servo_ms)
+        try:
+            self._apply_home(motion, stepper_fraction, servo_fraction)
+        except TwinFaultError as exc:
+            self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
+        return stop_ms, stepper_fraction
 
     def line(self, raw: bytes, now: float) -> list[bytes]:
         """One received line (without its newline)."""
@@ -185,19 +218,76 @@ class FirmwareCore:
         return out
 
     def _targets(self, command: proto.Command) -> dict[str, float]:
-        if command.verb == "MARK":
+        """The checked arguments of a queued command; ValueError naming the field (sent back
+        as ``err N <text>``)."""
+        verb = command.verb
+        if verb == "MARK":
             return {}
-        if command.verb == "DWELL":
+        if verb == "DWELL":
             if len(command.args) != 1:
                 raise ValueError("DWELL takes one duration in ms")
-            return {"ms": float(command.args[0])}
-        targets = proto.parse_targets(command.args)
-        kind = "stepper" if command.verb == "MOVE" else "servo"
-        for name in targets:
+            low, high = proto.DWELL_RANGE_MS
+            return {"ms": proto.parse_decimal(command.args[0], "DWELL ms", low, high)}
+        if verb == "HOME":
+            names = command.args or tuple(self.motors)
+            for name in names:
+                if name not in self.motors:
+                    raise ValueError(f"HOME: no motor named {name}")
+            if len(set(names)) != len(names):
+                raise ValueError("HOME: a motor is named twice")
+            return dict.fromkeys(names, 0.0)
+        kind = "stepper" if verb == "MOVE" else "servo"
+        targets: dict[str, float] = {}
+        for arg in command.args:
+            name, sep, value = arg.partition(":")
+            if not sep or not name:
+                raise ValueError(f"{verb}: argument {arg} is not motor:value")
             motor = self.motors.get(name)
             if motor is None or motor.kind != kind:
                 raise ValueError(f"no {kind} named {name}")
+            if name in targets:
+                raise ValueError(f"{verb}: motor {name} named twice")
+            if verb == "MOVE":
+                targets[name] = float(proto.parse_integer(
+                    value, f"MOVE {name} steps", -proto.MAX_STEPS, proto.MAX_STEPS))
+            else:
+                low, high = proto.SERVO_RANGE_DEG
+                targets[name] = proto.parse_decimal(value, f"SERVO {name} degrees", low, high)
+        if not targets:
+            raise ValueError(f"{verb}: no motor targets given")
         return targets
+
+    def _home_targets(self, names: list[str]) -> dict[str, float]:
+        """HOME's targets from where the motors stand now: steppers a relative move in steps
+        to their reference position (from the step count, or to the switch the physical arm
+        meets first in ``home_dir``), servos their home angle."""
+        targets: dict[str, float] = {}
+        for name in names:
+            motor = self.motors[name]
+            if motor.kind == "servo":
+                targets[name] = motor.home
+                continue
+            count = self.model.positions[name]
+            if motor.home_switch:
+                physical = count + self.physical_offset[name]
+                step = motor.align_steps * motor.home_dir
+                # the switch closes at every aligned position: seek to the next one
+                ahead = math.ceil(round(physical / step, 9)) * step
+                targets[name] = ahead - physical
+            else:
+                targets[name] = motor.reference_steps(count) - count
+        return targets
+
+    def _start_home(self, motion: Motion) -> float:
+        """Fix a HOME's targets as it starts; its duration (steppers, then servos)."""
+        motion.targets = self._home_targets(list(motion.targets))
+        steppers, servos = self._split(motion.targets)
+        motion.steppers_ms = self.model.duration_ms("MOVE", steppers)
+        return motion.steppers_ms + (self.model.duration_ms("SERVO", servos) if servos else 0.0)
+
+    def _split(self, targets: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+        steppers = {n: v for n, v in targets.items() if self.motors[n].kind == "stepper"}
+        return steppers, {n: v for n, v in targets.items() if n not in steppers}
 
     # --- motion -----------------------------------------------------------------------------
     def next_deadline(self) -> float | None:
@@ -219,8 +309,11 @@ class FirmwareCore:
             motion = self.waiting.popleft()
             motion.start = max(motion.arrival, self.last_end)
             motion.idle = motion.start - self.last_end
-            motion.end = motion.start + self.model.duration_ms(motion.command.verb,
-                                                               motion.targets)
+            if motion.command.verb == "HOME":
+                duration = self._start_home(motion)
+            else:
+                duration = self.model.duration_ms(motion.command.verb, motion.targets)
+            motion.end = motion.start + duration
             self.current = motion
             self.state = "run"
         if self.current is None and self.state == "run":
@@ -229,12 +322,36 @@ class FirmwareCore:
 
     def _apply(self, motion: Motion, fraction: float = 1.0) -> None:
         verb = motion.command.verb
+        if verb == "HOME":
+            self._apply_home(motion, fraction, 1.0 if fraction >= 1.0 else 0.0)
+            return
+        # the motors move whatever the mechanism makes of it (a jam is the twin's to report)
+        self.model.apply(verb, motion.targets, fraction)
         if verb == "MOVE":
             self.twin.move({n: self.motors[n].degrees(v) for n, v in motion.targets.items()},
                            fraction)
         elif verb == "SERVO":
             self.twin.set_servos(motion.targets, fraction)
-        self.model.apply(verb, motion.targets, fraction)
+
+    def _apply_home(self, motion: Motion, stepper_fraction: float,
+                    servo_fraction: float) -> None:
+        """HOME done (or stopped part way): steppers turn first, then servos move."""
+        steppers, servos = self._split(motion.targets)
+        moving = {n: v for n, v in steppers.items() if v}
+        if moving:
+            self.model.apply("MOVE", moving, stepper_fraction)
+            self.twin.move({n: self.motors[n].degrees(v) for n, v in moving.items()},
+                           stepper_fraction)
+        if stepper_fraction >= 1.0:
+            for name in steppers:  # at the reference: the count is a multiple again
+                motor = self.motors[name]
+                count = self.model.positions[name]
+                aligned = motor.reference_steps(count)
+                self.physical_offset[name] += count - aligned
+                self.model.positions[name] = aligned
+        if servos and servo_fraction > 0.0:
+            self.model.apply("SERVO", servos, servo_fraction)
+            self.twin.set_servos(servos, servo_fraction)
 
     def _apply_partial(self, motion: Motion, fraction: float) -> None:
         """A motion cut short (e-stop, reset): the twin records what physically happened."""
@@ -275,12 +392,21 @@ class FirmwareCore:
         self.expected = (self.current.command.line if self.current else self.executed) + 1
         self.resend_pending = False
 
-    def reset(self, now: float) -> bytes:
-        """A reboot: new boot id, queue and line numbers gone; the cube stays as it is."""
+    def reset(self, now: float, counts_kept: bool = True) -> bytes:
+        """A reboot: new boot id, queue and line numbers gone; the motion in progress stops
+        where it is and the cube stays as it is. ``counts_kept``: a watchdog reset, whose
+        step counts survive in RAM the start-up leaves alone; False: a power-up, the counts
+        restart at 0 wherever the arms stand (only a home switch finds them again)."""
         if self.current is not None:
             self._apply_partial(self.current, min(1.0, (now - self.current.start) / max(
                 1e-9, self.current.end - self.current.start)))
         self.boot_id = uuid.uuid4().hex[:8]
+        # the rebooted firmware knows of no fault; what stands misaligned stays so physically
+        self.twin.fault = None
+        if not counts_kept:
+            for name in self.physical_offset:
+                self.physical_offset[name] += self.model.positions[name]
+                self.model.positions[name] = 0.0
         self._boot_state()
         self.last_end = now
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")

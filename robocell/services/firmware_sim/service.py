@@ -46,7 +46,8 @@ class FirmwareSimBus:
         self.node.publish("sim.twin_state", {
             "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
             "solved": state["solved"], "grips": state["grips"],
-            "arm_angles": state["arm_angles"], "fault": state["fault"],
+            "arm_angles": state["arm_angles"], "misaligned": state["misaligned"],
+            "fault": state["fault"],
             "boot_id": core.boot_id, "line": core.executed})
 
     def on_scramble(self, args: dict, ctx: Any) -> dict:

@@ -169,6 +169,9 @@ class Twin:
                              f"x{self.size}; got {len(self.facelets)} facelets")
         self.servo_angles = {n: m.home for n, m in self.motors.items() if m.kind == "servo"}
         self.arm_angles = {a.face: 0.0 for a in self.geometry.arms if a.stepper}
+        self.layer_offsets = {a.face: 0.0 for a in self.geometry.arms if a.stepper}
+        """Degrees a layer stands turned beyond ``facelets`` (left part-turned by an e-stop);
+        a later turn of the arm holding it that makes it square applies the whole turn."""
         self.fault: TwinFaultError | None = None
         self.motions = 0
 
@@ -185,12 +188,18 @@ class Twin:
                 for a in self.geometry.arms if a.gripper}
 
     @property
+    def misaligned(self) -> list[str]:
+        """Faces whose layer stands part-turned (between two quarter positions)."""
+        return [face for face, offset in self.layer_offsets.items() if not _square(offset)]
+
+    @property
     def solved(self) -> bool:
-        return is_solved(self.facelets)
+        return is_solved(self.facelets) and not self.misaligned
 
     def state(self) -> dict:
         return {"facelets": self.facelets, "solved": self.solved, "grips": self.grips,
                 "arm_angles": {f: round(a, 3) for f, a in self.arm_angles.items()},
+                "misaligned": self.misaligned,
                 "fault": str(self.fault) if self.fault else None}
 
     def _holds(self, arm: Arm) -> frozenset[int]:
@@ -230,10 +239,16 @@ class Twin:
                 if moving[a] & moving[b]:
                     self._fail("jam", f"arms {a.face} and {b.face} turned together but share "
                                "cubies")
+        # a layer left part-turned earlier counts with this turn (homing squares it again)
+        drivers = {a: self.layer_offsets.get(a.face, 0.0) + d for a, d in drivers.items()}
         for arm, d in drivers.items():
             if not _square(d):
+                for other, e in drivers.items():
+                    self.layer_offsets[other.face] = e
                 self._fail("misaligned", f"layer {arm.face} stopped at {d % 360:.1f} degrees; "
                            "the cube state is unknown")
+        for arm in drivers:
+            self.layer_offsets[arm.face] = 0.0
         covered = frozenset().union(*moving.values())
         if not holders and len(covered) < len(self.facelets):
             if len(drivers) == 1 and next(iter(drivers)).face == self.geometry.rest:

@@ -39,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token", default=None,
                    help="token that enables control (default $ROBOCELL_MONITOR_TOKEN; "
                         "without one the dashboard is read-only)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another name browsers reach the dashboard by (e.g. behind a proxy); "
+                        "requests naming any other host are refused (DNS rebinding)")
     p.add_argument("--name", default="monitor",
                    help="service name on the bus (default monitor)")
     p.set_defaults(func=run_monitor)
@@ -66,7 +69,8 @@ def run_monitor(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
 
     try:
-        serve(MonitorServer(endpoints, token, name=args.name), host, port)
+        serve(MonitorServer(endpoints, token, name=args.name), host, port,
+              extra_hosts=args.allow_host)
     except OSError as exc:
         raise CommandError(f"cannot listen on {args.http} ({exc}); is another monitor "
                            "running? choose another port with --http") from None

@@ -18,7 +18,7 @@ from robocell.common.bus.wire import MessageError
 from robocell.errors import RobocellError
 
 TOKEN_ENV = "ROBOCELL_MONITOR_TOKEN"
-MIN_TOKEN_CHARS = 8
+MIN_TOKEN_CHARS = 16
 CONTROL_TIMEOUT_S = 3.0
 ESTOP_TIMEOUT_S = 1.0
 
@@ -55,7 +55,11 @@ def check_token(configured: str | None, presented: Any) -> bool:
     """True when a token is configured and ``presented`` equals it (constant-time)."""
     if not configured or not isinstance(presented, str):
         return False
-    return hmac.compare_digest(configured.encode(), presented.encode())
+    try:
+        given = presented.encode()
+    except UnicodeEncodeError:  # a lone surrogate from JSON's \ud800: not a token
+        return False
+    return hmac.compare_digest(configured.encode(), given)
 
 
 def check_configured_token(token: str | None) -> str | None:

@@ -21,6 +21,11 @@ WebSocket protocol (JSON text frames)::
 
 A control message from a browser that has not presented the token is answered with a
 ``forbidden`` control_reply and never reaches the bus.
+
+Hardening: every request must name, in its ``Host`` header, an address the monitor serves
+(a DNS-rebinding page on another name is refused even with a matching ``Origin``); wrong
+tokens are throttled per client address (a fixed pace shared by all of that address's
+sockets); a token that is not valid text counts as wrong.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import asyncio
 import collections
 import json
 import secrets
+import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -50,10 +56,40 @@ from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard, json
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
 WRONG_TOKEN_DELAY_S = 0.5
+"""Token attempts from one client address are tried at most once per this interval,
+however many sockets it opens."""
+AUTH_BACKLOG_MAX_S = 10.0
+"""An address whose queued attempts reach this far ahead is refused without a try."""
 MAX_OUTBOX = 64
 """Direct messages (replies) queued for one browser before the oldest are dropped."""
 CONTROL_WORKERS = 4
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+ANY_HOSTS = ("0.0.0.0", "::", "")
+
+
+def served_hosts(host: str) -> frozenset[str]:
+    """The names a browser may use for a monitor listening on ``host`` (``Host`` header
+    without the port): that address, loopback names when it listens on loopback, and for
+    every interface (0.0.0.0) this machine's name and addresses."""
+    names = {host.lower().strip("[]")}
+    if host in LOOPBACK_HOSTS or host.startswith("127.") or host in ANY_HOSTS:
+        names.update(LOOPBACK_HOSTS)
+    if host in ANY_HOSTS:
+        hostname = socket.gethostname()
+        names.update({hostname.lower(), socket.getfqdn().lower()})
+        try:
+            names.update(socket.gethostbyname_ex(hostname)[2])
+        except OSError:
+            pass  # a name that does not resolve adds no address
+    return frozenset(names - {""})
+
+
+def host_name(header: str) -> str:
+    """The host part of a ``Host`` header (``[::1]:8765`` -> ``::1``), lower case."""
+    try:
+        return (urlsplit(f"//{header}").hostname or "").lower()
+    except ValueError:
+        return ""
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "connect-src 'self' ws: wss:; frame-ancestors 'none'",
@@ -111,13 +147,17 @@ class MonitorServer:
         self.browsers: set[Browser] = set()
         self.node: Node | None = None
         self.refused_controls = 0
+        self.allowed_hosts: frozenset[str] = frozenset(LOOPBACK_HOSTS)
+        """Host names the page may be reached by (set by `serve` from the listen address)."""
+        self._auth_next: dict[str, float] = {}
+        """Per client address: the earliest time its next token attempt is tried."""
         self._pool = ThreadPoolExecutor(CONTROL_WORKERS, thread_name_prefix="monitor-control")
         self._ticker: asyncio.Task[None] | None = None
 
     # -- application -------------------------------------------------------------------------
 
     def make_app(self) -> web.Application:
-        app = web.Application(middlewares=[_security_headers])
+        app = web.Application(middlewares=[self._check_host, _security_headers])
         app.router.add_get("/", self._index)
         app.router.add_get("/ws", self._websocket)
         app.router.add_get("/api/snapshot", self._snapshot)
@@ -168,6 +208,17 @@ class MonitorServer:
                     browser.queue_views(views)
 
     # -- HTTP --------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _check_host(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Refuse a request whose Host is not an address this monitor serves (a page on
+        another name that resolves here: DNS rebinding)."""
+        name = host_name(request.host)
+        if name not in self.allowed_hosts:
+            raise web.HTTPMisdirectedRequest(
+                text=f"host {request.host!r} is not served here; open the dashboard by one of "
+                     f"{', '.join(sorted(self.allowed_hosts))}", headers=SECURITY_HEADERS)
+        return await handler(request)
 
     async def _index(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC_DIR / "index.html")
@@ -243,12 +294,28 @@ class MonitorServer:
                                    "message": "this monitor was started without a token: "
                                               "control is off (restart it with --token)"})
             return
+        if not await self._auth_slot(browser.peer):
+            browser.queue_message({"type": "auth", "authorised": False,
+                                   "message": "too many token attempts from your address; "
+                                              "wait and try again"})
+            return
         browser.authorised = check_token(self.token, token)
-        if not browser.authorised:
-            await asyncio.sleep(WRONG_TOKEN_DELAY_S)  # slow down guessing
         browser.queue_message({"type": "auth", "authorised": browser.authorised,
                                "message": "control enabled" if browser.authorised
                                else "wrong token: the dashboard stays read-only"})
+
+    async def _auth_slot(self, peer: str) -> bool:
+        """Wait for this address's next token attempt slot (one per WRONG_TOKEN_DELAY_S,
+        shared by all its sockets); False if its backlog is already too long."""
+        now = asyncio.get_running_loop().time()
+        if len(self._auth_next) > 4096:  # forget addresses whose slots have passed
+            self._auth_next = {p: t for p, t in self._auth_next.items() if t > now}
+        slot = max(now, self._auth_next.get(peer, 0.0))
+        if slot - now > AUTH_BACKLOG_MAX_S:
+            return False
+        self._auth_next[peer] = slot + WRONG_TOKEN_DELAY_S
+        await asyncio.sleep(slot - now)
+        return True
 
     async def _on_control(self, browser: Browser, message: dict[str, Any]) -> None:
         request_id = str(message.get("id") or secrets.token_hex(4))[:64]
@@ -296,8 +363,11 @@ async def _security_headers(request: web.Request, handler: Any) -> web.StreamRes
     return response
 
 
-def serve(server: MonitorServer, host: str, port: int) -> None:
-    """Run the server until Ctrl-C or SIGTERM."""
+def serve(server: MonitorServer, host: str, port: int,
+          extra_hosts: list[str] | tuple[str, ...] = ()) -> None:
+    """Run the server until Ctrl-C or SIGTERM; browsers may name ``host`` (see
+    `served_hosts`) or one of ``extra_hosts``."""
+    server.allowed_hosts = served_hosts(host) | {name.lower() for name in extra_hosts}
     def announce(text: str) -> None:
         print(f"monitor: dashboard on http://{host}:{port}/  (bus {server.endpoints.subscribe}"
               f"{', remote CURVE' if server.endpoints.curve else ''}; control "

@@ -20,6 +20,7 @@ import argparse
 import multiprocessing
 import os
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -41,7 +42,7 @@ from robocell.services.vision.detect import DetectionError, FaceReading, detect
 from robocell.services.vision.resolve import ResolveError, resolve
 from robocell.services.vision.scan import FACES, SCRIPTED_POSES, ScanError, assemble, scan_frames
 from robocell.services.vision.simcam import capture_poses, render_face
-from robocell.services.vision.sources import SimSource, SourceError, open_source
+from robocell.services.vision.sources import SimSource, SourceError, is_device, open_source
 
 THUMBNAIL_WIDTH = 320
 JPEG_QUALITY = 80
@@ -380,11 +381,49 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.set_defaults(func=cmd_serve)
 
 
+CAMERA_RETRY_S = 2.0
+"""Pause between attempts to open a camera device that cannot be opened yet."""
+
+
+def _open_camera(spec: str, seed: int, node: Any) -> Any:
+    """A camera device that cannot be opened is named on stderr at once with what to check,
+    the service announces ``error`` with the reason (so `robocell health vision` fails) and
+    tries again every `CAMERA_RETRY_S` until it opens or the service is stopped (None)."""
+    told = ""
+    while True:
+        try:
+            source = open_source(spec, seed)
+        except SourceError as exc:
+            if str(exc) != told:
+                told = str(exc)
+                print(f"vision: {exc}; retrying every {CAMERA_RETRY_S:g} s", file=sys.stderr,
+                      flush=True)
+                node.publish("errors", {"service": "vision", "stage": "camera",
+                                        "code": "camera_open", "message": told,
+                                        "action": "connect the camera or fix --camera; vision "
+                                        "keeps trying", "detail": {"camera": spec}})
+            node.set_state("error", error=told, camera=spec, retrying=True)
+            if node.wait(CAMERA_RETRY_S):
+                return None
+            continue
+        if told:
+            print(f"vision: camera {spec!r} opened", file=sys.stderr, flush=True)
+            node.set_state("starting", error=None, retrying=False)
+        return source
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    if is_device(args.camera):
+        return _serve(args, None)
     try:
         source = open_source(args.camera, args.seed)
     except SourceError as exc:
         raise CommandError(str(exc)) from None
+    return _serve(args, source)
+
+
+def _serve(args: argparse.Namespace, source: Any) -> int:
+    """Serve with ``source``, or (None) with the camera device opened once it can be."""
     if args.state:
         if not isinstance(source, SimSource):
             raise CommandError("--state only applies to --camera sim")
@@ -393,6 +432,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError(f"--readers {args.readers}: give 0 or more")
     size = args.size or _profile_size()
     with Node("vision", Endpoints.resolve(args.broker)) as node:
+        if source is None:
+            source = _open_camera(args.camera, args.seed, node)
+            if source is None:
+                return 0
         threads = args.readers + CAPTURE_AHEAD if args.readers > 0 else 1
         service = VisionService(node, source, size, threads, args.readers)
         try:

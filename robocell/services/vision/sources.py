@@ -8,6 +8,7 @@ to render the digital twin as the camera sees it. Sources are chosen by one stri
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -33,10 +34,14 @@ class VideoSource:
     def __init__(self, spec: str | int, width: int | None = None,
                  height: int | None = None) -> None:
         self.spec = spec
+        device = f"/dev/video{spec}" if isinstance(spec, int) else str(spec)
+        if device.startswith("/dev/") and not os.path.exists(device):
+            # say why without OpenCV's own warning (printed again at every retry)
+            raise SourceError(describe_camera_failure(spec))
         self._capture = cv2.VideoCapture(spec)
         if not self._capture.isOpened():
-            raise SourceError(f"camera {spec!r} cannot be opened; check the device index, "
-                              "file or URL and that no other program holds it")
+            self._capture.release()
+            raise SourceError(describe_camera_failure(spec))
         if width:
             self._capture.set(cv2.CAP_PROP_FRAME_WIDTH, width)
         if height:
@@ -60,6 +65,32 @@ class VideoSource:
 
     def close(self) -> None:
         self._capture.release()
+
+
+def describe_camera_failure(spec: str | int) -> str:
+    """Why a camera could not be opened, as far as the system tells, and what to check."""
+    device = f"/dev/video{spec}" if isinstance(spec, int) else str(spec)
+    if isinstance(spec, int) or device.startswith("/dev/"):
+        if not os.path.exists(device):
+            return (f"camera {spec!r} cannot be opened: {device} does not exist. Check that the "
+                    "camera is plugged in (`ls /dev/video*`, `v4l2-ctl --list-devices`) and "
+                    "that --camera gives its index or path")
+        if not os.access(device, os.R_OK | os.W_OK):
+            return (f"camera {spec!r} cannot be opened: no permission on {device}. Add this "
+                    "user to the group owning it (usually video: `sudo usermod -aG video "
+                    f"$USER`, then log in again); `ls -l {device}` shows the group")
+        return (f"camera {spec!r} cannot be opened although {device} exists: another program "
+                f"may hold it (`fuser -v {device}`), or it is not a capture device")
+    if "://" not in device and not os.path.exists(device):
+        return (f"camera {spec!r} cannot be opened: no such file; give a device index (0), a "
+                "/dev/video path, a video file, a stream URL, a folder of images or sim")
+    return (f"camera {spec!r} cannot be opened; check the file or stream URL (is the stream "
+            "up, is the file a video OpenCV reads?) and that no other program holds it")
+
+
+def is_device(spec: str) -> bool:
+    """A camera that may appear later (an index or a /dev path), worth retrying."""
+    return spec.isdigit() or spec.startswith("/dev/")
 
 
 class FolderSource:
