@@ -149,8 +149,19 @@ def test_a_lost_cube_state_homes_the_robot_before_the_scan():
     result = run_cycle(bus, simulated=True, timeouts=FAST)
     assert result.ok and result.homed
     commands = [c for s, c in bus.calls if s == "actuator"]
-    assert commands.index("estop") < commands.index("home") < commands.index("scan")
+    assert "estop" not in commands  # nothing was moving
+    assert commands.index("home") < commands.index("scan")
     assert list(result.stages_s)[0] == "homing"
+
+
+def test_the_recovery_stops_a_moving_robot_before_it_homes():
+    bus = ScriptedBus()
+    bus.actuator["job"] = "plan"
+    bus.on_execute = lambda: bus.put("sim.twin_state", twin(True, 40))
+    result = run_cycle(bus, simulated=True, timeouts=FAST, home_first=True)
+    assert result.ok and result.homed
+    commands = [c for s, c in bus.calls if s == "actuator"]
+    assert commands.index("estop") < commands.index("home") < commands.index("scan")
 
 
 def test_an_actuator_that_cannot_home_leaves_the_rescan_to_do_the_recovery():

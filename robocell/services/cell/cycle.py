@@ -22,6 +22,7 @@ from robocell.errors import RobocellError
 BROKER_GRACE_S = 20.0
 """How long a cycle waits for a broker that went away to come back (a restart) before it
 fails; the cycle's result is kept and published when the broker returns."""
+HOME_ATTEMPTS = 2
 _CALLERS = concurrent.futures.ThreadPoolExecutor(max_workers=8,
                                                 thread_name_prefix="cell-call")
 """Threads that wait for command replies while a cycle watches heartbeats (long-lived: each
@@ -328,23 +329,31 @@ class _Cycle:
         return status.get("cube_state_known") is False
 
     def home(self) -> bool:
-        """Stop, clear and home the robot; False when its actuator cannot home (it has no
-        ``home`` command), so the cycle goes on with a rescan alone."""
+        """Stop (if a job still moves the robot), clear and home the robot; False when its
+        actuator cannot home (it has no ``home`` command), so the cycle goes on with a
+        rescan alone. A homing cut short by the stop's own report is tried once more."""
         try:
-            self.bus.call("actuator", "estop", {}, timeout=2.0)
+            if self.bus.call("actuator", "status", {}, timeout=2.0).get("job"):
+                self.bus.call("actuator", "estop", {}, timeout=2.0)
         except CommandFailed:
-            pass  # nothing moving, or the actuator is gone: `home` says which
-        try:
-            self.call_watching("actuator", "home", {},
-                               self.timeouts.home / self.speed + self.timeouts.compute,
-                               watch=("actuator",))
-        except CommandFailed as exc:
-            if exc.code == "unknown_command":
-                self.bus.status(self.cycle_id, "homing", "the actuator cannot home; rescanning")
-                return False
-            raise StageFailed("homing", f"actuator could not home the robot: {exc}; free the "
-                              "mechanism and ask for a recovery again") from None
-        return True
+            pass  # the actuator is gone or busy: `home` says which
+        budget = self.timeouts.home / self.speed + self.timeouts.compute
+        for attempt in range(1, HOME_ATTEMPTS + 1):
+            try:
+                self.call_when_free("actuator", "home", {}, budget, watch=("actuator",))
+                return True
+            except CommandFailed as exc:
+                if exc.code == "unknown_command":
+                    self.bus.status(self.cycle_id, "homing",
+                                    "the actuator cannot home; rescanning")
+                    return False
+                if attempt == HOME_ATTEMPTS:
+                    raise StageFailed("homing", f"actuator could not home the robot: {exc}; "
+                                      "free the mechanism and ask for a recovery again"
+                                      ) from None
+                self.bus.status(self.cycle_id, "homing", f"homing again: {exc}")
+                time.sleep(0.5)
+        return False
 
     def solve(self, state: dict[str, Any]) -> dict[str, Any]:
         try:
