@@ -139,7 +139,7 @@ def main() -> int:
     for line in run["why_failed"]:
         print(f"  not solved: {line[:300]}")
     args.save.parent.mkdir(parents=True, exist_ok=True)
-    args.save.write_text(json.dumps({"args": vars(args) | {"save": str(args.save)},
+    args.save.write_text(json.dumps({"args": vars(args) | {"save": args.save.name},
                                      "faults": rows, "run": run}, indent=1))
     ok = run["wrong"] == 0 and run["stuck"] == 0 and run["missing_from_history"] == 0
     return 0 if ok and all(r["next_ok"] and not r["wrong"] for r in rows) else 1
