@@ -71,6 +71,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("cycle", "run one solve cycle on a running cell",
             "robocell.services.cell.cli:register"),
     Command("cell", "run the cycle coordinator service", "robocell.services.cell.cli:register"),
+    Command("history", "the cycle log: every cycle the cell ran, with summary statistics",
+            "robocell.services.cell.cli:register"),
     Command("health", "exit 0 when SERVICE's heartbeat is current",
             "robocell.services.cell.cli:register"),
     Command("sokoban", "Sokoban levels: parse, graph, solve, verify, generate",

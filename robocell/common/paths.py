@@ -39,3 +39,16 @@ def shared_data_dir() -> Path:
     if env:
         return Path(env)
     return REPO_DIR.parent / "shared" / "data"
+
+
+def data_dir() -> Path:
+    """Where the cell keeps what it must remember across restarts (the cycle log):
+    $ROBOCELL_DATA_DIR, else `var/` of the checkout, else the user's data directory
+    ($XDG_DATA_HOME or ~/.local/share)/robocell for an installation without a checkout."""
+    env = os.environ.get("ROBOCELL_DATA_DIR")
+    if env:
+        return Path(env)
+    if is_checkout():
+        return REPO_DIR / "var"
+    share = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(share) / "robocell"

@@ -183,3 +183,18 @@ def test_replayed_messages_are_shown_as_replayed_and_replayed_heartbeats_ignored
     assert views["monitor"]["replay"] == {"messages": 2, "active": True}
     board.ingest(message("cell.status", {"cycle_id": "c2", "stage": "idle"}, source="cell"))
     assert board.take_changes()["cell"]["replayed"] is False
+
+
+def test_the_cycle_list_comes_back_from_the_cells_log_after_a_restart():
+    board = Dashboard(FakeClock())  # a monitor just started: no cell.result seen
+    logged = [{"cycle_id": f"c{i}", "started_wall": 1000.0 + i, "profile": "soltvvo-2x2",
+               "result": result, "total_s": 2.5, "stages_s": {"scanning": 1.0},
+               "failed_stage": None if result == "solved" else "executing",
+               "error": None if result == "solved" else "the cell process ended"}
+              for i, result in enumerate(("solved", "failed", "interrupted"))]
+    board.ingest(message("cell.history", {"cycles": logged, "summary": {"cycles": 3}}, "cell"))
+    cycles = board.take_changes()["cycles"]
+    assert [c["cycle_id"] for c in cycles] == ["c2", "c1", "c0"]  # newest first
+    assert [c["ok"] for c in cycles] == [False, False, True]
+    assert cycles[0]["result"] == "interrupted" and cycles[0]["time"] == 1002.0
+    assert cycles[1]["failed_stage"] == "executing"

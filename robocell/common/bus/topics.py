@@ -51,8 +51,8 @@ LIFECYCLE_STATES = ("starting", "ready", "busy", "error", "stopping")
 """Lifecycle state a service announces in its heartbeat."""
 
 PUZZLES = ("2x2x2", "3x3x3", "sokoban")
-CYCLE_STAGES = ("idle", "scanning", "solving", "executing", "verifying", "done", "failed",
-                "stopped")
+CYCLE_STAGES = ("idle", "homing", "scanning", "solving", "executing", "verifying", "done",
+                "failed", "stopped")
 COMMAND_ERRORS = ("unknown_command", "invalid_arguments", "busy", "timeout", "unavailable",
                   "forbidden", "failed")
 """Error codes of a command reply: the command is not offered by the service; the arguments
@@ -272,7 +272,16 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("total_s", "float", "duration of the cycle"),
         F("failed_stage", "str?", "stage that failed", optional=True),
         F("error", "str?", "why it failed and what to do", optional=True),
+        F("homed", "bool", "the robot was stopped, cleared and homed before scanning (the "
+          "recovery path)", optional=True),
     ), "Result of a finished cycle with stage durations."),
+    TopicSpec("cell.history", "CycleHistory", LATCHED, "cell", (
+        F("cycles", "list[map]", "the latest cycles of the cycle log, oldest first: cycle_id, "
+          "started_wall, result (solved, failed, interrupted), total_s, stages_s, "
+          "failed_stage, error"),
+        F("summary", "map", "over the whole log: cycles, solved, failed, success_rate"),
+    ), "The cycle log as the cell keeps it across restarts (published at start and after "
+       "each cycle)."),
     # --- command channel (request/reply through the broker; see robocell.common.bus) ------
     TopicSpec("cmd.request", "CommandRequest", EVENT, ANY_SERVICE, (
         F("id", "str", "request id; a retry carries the same id and is not executed twice"),
@@ -332,6 +341,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("facelets", "str", "set this cube instead of a random one", optional=True),
     ), (), "Simulation only: scramble the twin cube by hand (as a person would)."),
     CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
+    CommandSpec("cell", "recover", (), (), "The recovery path as one cycle: e-stop, clear, "
+                "home, rescan, plan, solve; answers with the cycle id like start."),
+    CommandSpec("cell", "history", (
+        F("since", "float", "wall time: only cycles started then or later", optional=True),
+        F("limit", "int", "at most this many of the newest cycles", optional=True),
+    ), (), "The cycle log: cycles and summary statistics.", retry_safe=True),
     CommandSpec("cell", "estop", (), (), "Stop the cycle at once (the monitor's e-stop sends "
                 "this together with actuator.estop)."),
     CommandSpec("cell", "scramble", (

@@ -224,6 +224,7 @@ class ActuatorService:
                 "firmware": None if info is None else f"{info.name} {info.version}",
                 "boot_id": None if info is None else info.boot_id,
                 "cube_state_known": self.cube_state_known,
+                "last_line": self.link.next_line - 1,
                 "link": {k: v for k, v in vars(self.link.events).items() if k != "notes"}}
 
     def on_home(self, args: dict, ctx: Any) -> dict:

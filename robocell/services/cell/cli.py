@@ -14,6 +14,14 @@ from typing import Any
 from robocell.common.bus import CommandClient, CommandFailed, Endpoints, Liveness, Node, Subscriber
 from robocell.errors import CommandError
 from robocell.services.cell.compose import ComposeError
+from robocell.services.cell.history import (
+    DB_NAME,
+    HISTORY_ENV,
+    CycleLog,
+    HistoryError,
+    parse_since,
+    summary,
+)
 from robocell.services.cell.launcher import Launcher, LaunchError
 from robocell.services.cell.service import CellService
 
@@ -61,8 +69,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
                    "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
     p.add_argument("--timeout", type=float, default=600.0, help="give up after S seconds")
+    p.add_argument("--recover", action="store_true",
+                   help="the recovery path: e-stop, clear, home every motor, rescan, plan, "
+                        "solve (after an e-stop, a jam or a firmware reboot)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_cycle)
+
+    p = subparsers.add_parser(
+        "history", help="the cycle log: every cycle the cell ran, with summary statistics",
+        description="Read the cell's cycle log (SQLite, kept across restarts): the cycles, "
+                    "the success rate and the percentiles of cycle and stage times.")
+    p.add_argument("--since", help="only cycles started since: 30m, 2h, 7d, or a date/time "
+                   "such as 2026-12-01T09:30")
+    p.add_argument("--limit", type=int, default=20, help="cycles listed (default 20; the "
+                   "statistics cover every cycle since --since)")
+    p.add_argument("--db", type=Path, metavar="FILE",
+                   help=f"the cycle log (default ${HISTORY_ENV}, else {DB_NAME} in the data "
+                        "directory)")
+    p.add_argument("--json", action="store_true", help="cycles and statistics as JSON")
+    p.set_defaults(func=cmd_history)
 
     p = subparsers.add_parser("cell", help="run the cycle coordinator service",
                               description="Without a subcommand: run the cycle coordinator "
@@ -70,6 +95,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "twin of a running simulated cell.")
     p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
                    "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
+    p.add_argument("--history", type=Path, metavar="FILE",
+                   help=f"the cycle log (SQLite; default ${HISTORY_ENV}, else "
+                        f"{DB_NAME} in the data directory)")
     p.set_defaults(func=cmd_cell)
     cell_sub = p.add_subparsers(dest="cell_command", metavar="SUBCOMMAND")
     s = cell_sub.add_parser("scramble", help="scramble the twin of a running simulated cell",
@@ -164,9 +192,16 @@ def _commands_route(service: str, endpoints: Any, state: str, timeout: float) ->
 
 def cmd_cell(args: argparse.Namespace) -> int:
     speed = float(os.environ.get("ROBOCELL_SPEED", "1") or 1)
+    try:
+        log = CycleLog(args.history)
+    except HistoryError as exc:
+        raise CommandError(str(exc)) from None
     with Node("cell", Endpoints.resolve(args.broker)) as node:
-        CellService(node, speed).start()
+        service = CellService(node, speed, log)
+        service.start()
         node.wait()
+        service.stop()
+    log.close()
     return 0
 
 
@@ -193,39 +228,158 @@ def _scramble_line(scrambled: Any) -> str:
     return f"twin scrambled: {json.dumps(scrambled)}"
 
 
+STALE_S = 3.0
+"""A heartbeat older than this (three missed beats, as `Liveness` counts) means its sender
+is gone."""
+
+
+class CycleFollower:
+    """Follows one cycle on the bus: its stages and progress (only this cycle's: the latched
+    messages of the one before are left out), its `cell.result`, and whether the cell and
+    the broker are still there. Subscribe (construct) before starting the cycle."""
+
+    TOPICS = ("cell.status", "cell.result", "actuator.progress", "actuator.scan_pose",
+              "vision.cube_state", "solver.plan", "errors", "heartbeat")
+
+    def __init__(self, node: Any, broker: str = "") -> None:
+        self.node = node
+        self.broker = broker or getattr(getattr(node, "endpoints", None), "subscribe", "")
+        self.events: queue.Queue = queue.Queue()
+        for topic in self.TOPICS:
+            node.subscribe(topic, self._arrived)
+
+    def _arrived(self, env: Any) -> None:
+        self.events.put((time.monotonic(), env))
+
+    def follow(self, cycle_id: str, timeout: float, show: bool) -> dict:
+        """The cycle's `cell.result` payload; CommandError when the cell or the broker goes
+        away (within STALE_S of its last heartbeat) or after ``timeout``."""
+        began = time.monotonic()
+        deadline = began + timeout
+        last_beat = last_cell_beat = began
+        cell_pid: int | None = None
+        stage, plan_id = "starting", None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                raise CommandError(f"no result for cycle {cycle_id} within {timeout:.0f} s "
+                                   f"(last stage: {stage})")
+            if now - last_beat > STALE_S:
+                raise CommandError(f"the broker {self.broker} went away: no heartbeat from "
+                                   f"any service for {now - last_beat:.1f} s during cycle "
+                                   f"{cycle_id} (stage {stage}); restart the broker, then "
+                                   "`robocell history` shows how the cycle ended")
+            if now - last_cell_beat > STALE_S:
+                raise CommandError(f"the cell service went away: no heartbeat for "
+                                   f"{now - last_cell_beat:.1f} s during cycle {cycle_id} "
+                                   f"(stage {stage}); restart `robocell cell` and start a "
+                                   "new cycle")
+            try:
+                arrived, env = self.events.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            p = env.payload
+            if env.topic == "heartbeat":
+                if arrived < began:
+                    continue  # heard before this cycle: says nothing of now
+                last_beat = arrived
+                if p["service"] == "cell":
+                    if cell_pid is not None and p["pid"] != cell_pid:
+                        raise CommandError(f"the cell service restarted (pid {cell_pid} -> "
+                                           f"{p['pid']}) during cycle {cycle_id} (stage "
+                                           f"{stage}): the cycle was lost; start a new one")
+                    cell_pid, last_cell_beat = p["pid"], arrived
+                continue
+            if env.topic == "cell.result" and p["cycle_id"] == cycle_id:
+                return p
+            if env.topic == "cell.status" and p["cycle_id"] == cycle_id:
+                stage = p["stage"]
+                if show:
+                    detail = f" ({p['detail']})" if p.get("detail") else ""
+                    print(f"  stage: {stage}{detail}", flush=True)
+            elif not _of_cycle(env.topic, p, cycle_id, plan_id):
+                continue
+            elif env.topic == "solver.plan":
+                plan_id = p["plan_id"]
+                if show:
+                    print(f"    plan: {len(p['primitives'])} primitives, predicted "
+                          f"{p['predicted_ms']:.0f} ms: {' '.join(p['primitives'])}",
+                          flush=True)
+            elif show:
+                _show(env.topic, p)
+
+
+def _of_cycle(topic: str, p: dict, cycle_id: str, plan_id: str | None) -> bool:
+    """Whether a message belongs to the cycle ``cycle_id`` (its scans are named after it;
+    its plan answers one of them; its errors come after it started)."""
+    if topic in ("actuator.scan_pose", "vision.cube_state", "solver.plan"):
+        return str(p.get("scan_id") or "").startswith(cycle_id)
+    if topic == "actuator.progress":
+        return plan_id is not None and p["plan_id"] == plan_id
+    return topic == "errors"
+
+
+def _show(topic: str, p: dict) -> None:
+    if topic == "actuator.scan_pose":
+        print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: face {p['face']} in view",
+              flush=True)
+    elif topic == "vision.cube_state":
+        print(f"    cube read: {p['facelets']}", flush=True)
+    elif topic == "actuator.progress":
+        print(f"    step {p['step'] + 1}/{p['n_steps']} {p['primitive']:<8} "
+              f"eta {p['eta_s']:.1f}s", flush=True)
+    elif topic == "errors":
+        print(f"    error from {p['service']} ({p['stage']}): {p['message']}", flush=True)
+
+
 def follow_cycle(node: object, cycle_id: str, timeout: float, show: bool) -> dict:
-    """Wait for the cycle's `cell.result`, printing stages and execution progress."""
-    events: queue.Queue = queue.Queue()
-    for topic in ("cell.status", "cell.result", "actuator.progress", "actuator.scan_pose",
-                  "vision.cube_state", "solver.plan", "errors"):
-        node.subscribe(topic, events.put)  # type: ignore[attr-defined]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            env = events.get(timeout=0.5)
-        except queue.Empty:
-            continue
-        p = env.payload
-        if env.topic == "cell.result" and p["cycle_id"] == cycle_id:
-            return p
-        if not show:
-            continue
-        if env.topic == "cell.status" and p["cycle_id"] == cycle_id:
-            print(f"  stage: {p['stage']}", flush=True)
-        elif env.topic == "actuator.scan_pose":
-            print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: face {p['face']} in view",
-                  flush=True)
-        elif env.topic == "vision.cube_state":
-            print(f"    cube read: {p['facelets']}", flush=True)
-        elif env.topic == "solver.plan":
-            print(f"    plan: {len(p['primitives'])} primitives, predicted "
-                  f"{p['predicted_ms']:.0f} ms: {' '.join(p['primitives'])}", flush=True)
-        elif env.topic == "actuator.progress":
-            print(f"    step {p['step'] + 1}/{p['n_steps']} {p['primitive']:<8} "
-                  f"eta {p['eta_s']:.1f}s", flush=True)
-        elif env.topic == "errors":
-            print(f"    error from {p['service']} ({p['stage']}): {p['message']}", flush=True)
-    raise CommandError(f"no result for cycle {cycle_id} within {timeout:.0f} s")
+    """Wait for the cycle's `cell.result`, printing stages and execution progress (a
+    `CycleFollower` made now: subscribe before the start with one to see every event)."""
+    return CycleFollower(node).follow(cycle_id, timeout, show)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    try:
+        since = parse_since(args.since) if args.since else None
+        log = CycleLog(args.db, readonly=True)
+    except HistoryError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        records = log.cycles(since=since)
+    except HistoryError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        log.close()
+    stats = summary(records)
+    shown = records[-args.limit:] if args.limit > 0 else []
+    if args.json:
+        print(json.dumps({"path": str(log.path), "summary": stats,
+                          "cycles": [r.as_dict() for r in shown]}))
+        return 0
+    print_history(log.path, stats, shown)
+    return 0
+
+
+def print_history(path: Path, stats: dict, shown: list) -> None:
+    print(f"cycle log {path}")
+    for r in shown:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_wall))
+        total = "" if r.total_s is None else f"{r.total_s:7.2f} s"
+        why = f"  {r.failed_stage or ''}: {r.error}" if r.error else ""
+        print(f"  {when}  {r.cycle_id}  {r.result:<11} {total:>9}  {r.profile or ''}{why}")
+    rate = stats["success_rate"]
+    print(f"cycles {stats['cycles']}: {stats['solved']} solved, {stats['failed']} not "
+          f"solved, {stats['running']} running; success rate "
+          f"{'-' if rate is None else f'{rate:.1%}'}")
+    if stats["failed_by_stage"]:
+        print("  not solved, by stage: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(stats["failed_by_stage"].items())))
+    rows = [("cycle", stats["cycle_s"]), *sorted(stats["stages_s"].items())]
+    print(f"  {'seconds':<10} {'n':>5} {'p50':>9} {'p90':>9} {'p99':>9}")
+    for name, spread in rows:
+        if spread["n"]:
+            print(f"  {name:<10} {spread['n']:>5} {spread['p50']:>9.3f} {spread['p90']:>9.3f} "
+                  f"{spread['p99']:>9.3f}")
 
 
 def print_summary(result: dict) -> None:
@@ -238,12 +392,18 @@ def print_summary(result: dict) -> None:
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
-    with Node("cycle-cli", Endpoints.resolve(args.broker), track_peers=False) as node:
+    endpoints = Endpoints.resolve(args.broker)
+    with Node("cycle-cli", endpoints, track_peers=False) as node:
+        follower = CycleFollower(node, endpoints.subscribe)
+        command = "recover" if args.recover else "start"
         try:
-            started = node.call("cell", "start", {}, timeout=5.0)
+            started = node.call("cell", command, {}, timeout=5.0)
         except CommandFailed as exc:
             raise CommandError(f"cannot start a cycle: {exc}") from None
-        result = follow_cycle(node, started["cycle_id"], args.timeout, show=not args.json)
+        if started.get("homing") and not args.json:
+            print(f"cycle {started['cycle_id']}: stop, clear and home the robot first",
+                  flush=True)
+        result = follower.follow(started["cycle_id"], args.timeout, show=not args.json)
     if args.json:
         print(json.dumps(result))
     else:
@@ -271,6 +431,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         bus = launcher.services[0].environment.get("ROBOCELL_BUS")
         with Node("demo", Endpoints.resolve(bus), track_peers=False) as node:
+            follower = CycleFollower(node, bus or "")
             try:
                 scrambled = node.call("cell", "scramble",
                                       {} if args.seed is None else {"seed": args.seed},
@@ -280,6 +441,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             except CommandFailed as exc:
                 raise CommandError(f"the cell refused: {exc}") from None
             print(f"cycle {started['cycle_id']} started", flush=True)
-            result = follow_cycle(node, started["cycle_id"], 600.0, show=True)
+            result = follower.follow(started["cycle_id"], 600.0, show=True)
         print_summary(result)
     return 0 if result["ok"] else 1

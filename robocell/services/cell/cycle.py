@@ -9,6 +9,7 @@ what to do next.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 import uuid
 from collections.abc import Callable
@@ -18,7 +19,18 @@ from typing import Any, Protocol
 from robocell.common.bus import CommandFailed
 from robocell.errors import RobocellError
 
-STAGES = ("scanning", "solving", "executing", "verifying")
+BROKER_GRACE_S = 20.0
+"""How long a cycle waits for a broker that went away to come back (a restart) before it
+fails; the cycle's result is kept and published when the broker returns."""
+HOME_ATTEMPTS = 2
+_CALLERS = concurrent.futures.ThreadPoolExecutor(max_workers=8,
+                                                thread_name_prefix="cell-call")
+"""Threads that wait for command replies while a cycle watches heartbeats (long-lived: each
+keeps its bus client)."""
+
+STAGES = ("homing", "scanning", "solving", "executing", "verifying")
+"""Stages in the order a cycle runs them (``homing`` only when the robot must be homed
+first: after a firmware reboot, an e-stop mid-motion, or a recovery asked for)."""
 
 
 class CellBus(Protocol):
@@ -32,6 +44,13 @@ class CellBus(Protocol):
     def latest(self, topic: str) -> dict[str, Any] | None:
         """The newest payload seen on a latched topic."""
 
+    def newest(self, topic: str, match: Callable[[dict[str, Any]], bool],
+               timeout: float) -> dict[str, Any] | None:
+        """The newest payload received on ``topic``, once it ``match``es (waiting up to
+        ``timeout`` for one that does); None if the newest never matches in time. Unlike
+        `wait_for`, an older matching payload never counts: only the latest word is
+        evidence (a twin scrambled after a solved report is unsolved)."""
+
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         """Publish where the cycle is."""
 
@@ -44,6 +63,14 @@ class CellBus(Protocol):
     def alive(self, service: str) -> bool:
         """True while ``service``'s heartbeats are current."""
 
+    def broker_up_s(self) -> float:
+        """Seconds the broker has carried this service's own heartbeat back to it without a
+        break; negative: seconds since the last one came back (the broker is away)."""
+
+    def gone(self, service: str) -> bool:
+        """True once ``service``'s heartbeat is stale while the broker demonstrably carried
+        others' (so it is the service, not the broker, that went away)."""
+
 
 @dataclass
 class CycleTimeouts:
@@ -55,6 +82,7 @@ class CycleTimeouts:
     verify: float = 10.0
     compute: float = 60.0
     """Seconds allowed for computation (image processing, resolution), at any speed."""
+    home: float = 30.0
     scan_attempts: int = 2
     """Scans tried before the cycle fails: a doubtful reading is rescanned once."""
 
@@ -70,6 +98,9 @@ class CycleResult:
     facelets: str | None = None
     plan: dict[str, Any] | None = None
     verified_by: str | None = None
+    homed: bool = False
+    errors: list[str] = field(default_factory=list)
+    """Messages of the `errors` topic received during the cycle (for the cycle log)."""
 
     def payload(self) -> dict[str, Any]:
         """The `cell.result` message."""
@@ -90,10 +121,19 @@ class StageFailed(RobocellError):
 
 def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
               timeouts: CycleTimeouts | None = None, cycle_id: str | None = None,
-              on_stage: Callable[[str, float], None] | None = None) -> CycleResult:
-    """Run one cycle; never raises for a failing stage (the result says what failed)."""
-    return _Cycle(bus, simulated, max(speed, 1e-6), timeouts or CycleTimeouts(),
-                  cycle_id or uuid.uuid4().hex[:12], on_stage).run()
+              on_stage: Callable[[str, float], None] | None = None,
+              home_first: bool = False, result: CycleResult | None = None) -> CycleResult:
+    """Run one cycle; never raises for a failing stage (the result says what failed).
+    ``home_first``: clear the robot's stop or fault and home every motor before scanning
+    (the recovery path: e-stop, clear, home, rescan, plan, solve). ``result``: the record
+    to fill in (a caller may read the stages done so far from it)."""
+    cycle = _Cycle(bus, simulated, max(speed, 1e-6), timeouts or CycleTimeouts(),
+                   cycle_id or uuid.uuid4().hex[:12], on_stage)
+    cycle.home_first = home_first
+    if result is not None:
+        result.cycle_id = cycle.cycle_id
+        cycle.result = result
+    return cycle.run()
 
 
 class _Cycle:
@@ -109,12 +149,16 @@ class _Cycle:
         self.on_stage = on_stage
         self.result = CycleResult(cycle_id, ok=False)
         self.started = time.monotonic()
-        self.stage = "scanning"
+        self.stage = ""
         self.stage_started = self.started
+        self.home_first = False
 
     def run(self) -> CycleResult:
         result = self.result
         try:
+            if self.home_first or self.position_unknown():
+                self.enter("homing")
+                result.homed = self.home()
             self.enter("scanning")
             state = self.scan()
             result.facelets = state["facelets"]
@@ -138,20 +182,54 @@ class _Cycle:
                     pass  # the failure is reported already; the e-stop was a precaution
             self.enter("failed")
         result.total_s = round(time.monotonic() - self.started, 4)
+        result.errors = [f"{e.get('service')}: {e.get('message')} [{e.get('code')}]"
+                         for e in self.bus.errors_since(self.started)]
         return result
 
     def enter(self, name: str) -> None:
         now = time.monotonic()
-        if name != self.stage:
+        if name != self.stage and self.stage:
             self.result.stages_s[self.stage] = round(now - self.stage_started, 4)
             if self.on_stage:
                 self.on_stage(self.stage, now - self.stage_started)
         self.stage, self.stage_started = name, now
         self.bus.status(self.cycle_id, name)
 
-    def wait_watching(self, service: str, topic: str, match: Callable[[dict[str, Any]], bool],
+    def call_watching(self, service: str, command: str, args: dict[str, Any], timeout: float,
+                      watch: tuple[str, ...]) -> Any:
+        """``service.command``, failing within a heartbeat period of staleness if a service
+        of ``watch`` stops beating (or on e-stop) instead of waiting for the whole deadline."""
+        reply = _CALLERS.submit(self.bus.call, service, command, args, timeout)
+        while True:
+            try:
+                return reply.result(timeout=0.2)  # or raises its CommandFailed
+            except concurrent.futures.TimeoutError:
+                pass
+            self.check_stop()
+            for watched in watch:
+                self.check_alive(watched)
+
+    def call_when_free(self, service: str, command: str, args: dict[str, Any],
+                       timeout: float, watch: tuple[str, ...]) -> Any:
+        """`call_watching`, asking again while ``service`` answers ``busy`` (a job left
+        running by a cycle that was cut short ends first), up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.call_watching(service, command, args,
+                                          max(1.0, deadline - time.monotonic()), watch)
+            except CommandFailed as exc:
+                if exc.code != "busy" or time.monotonic() >= deadline:
+                    raise
+                self.bus.status(self.cycle_id, self.stage, f"waiting for {service}: {exc}")
+                time.sleep(0.5)
+
+    def wait_watching(self, service: str | tuple[str, ...], topic: str,
+                      match: Callable[[dict[str, Any]], bool],
                       timeout: float) -> dict[str, Any] | None:
-        """Wait for a message, failing at once if ``service`` stops beating or on e-stop."""
+        """Wait for a message, failing at once if ``service`` (or one of them) stops
+        beating, or on e-stop."""
+        watched = (service,) if isinstance(service, str) else service
         deadline = time.monotonic() + timeout
         while True:
             found = self.bus.wait_for(topic, match, timeout=min(0.5, max(0.0, deadline -
@@ -159,12 +237,26 @@ class _Cycle:
             if found is not None:
                 return found
             self.check_stop()
-            if not self.bus.alive(service):
-                raise StageFailed(self.stage, f"{service} stopped responding (no heartbeat for "
-                                  f"3 s) during {self.stage}; restart {service} and start a "
-                                  "new cycle")
-            if time.monotonic() >= deadline:
+            for name in watched:
+                self.check_alive(name)
+            if time.monotonic() >= deadline and self.bus.broker_up_s() > 0:
                 return None
+
+    def check_alive(self, service: str) -> None:
+        """StageFailed naming ``service`` once its heartbeat is stale while the broker
+        carries the others', or naming the broker once it has been away BROKER_GRACE_S;
+        while the broker is away (or just back) the cycle waits for it."""
+        if self.bus.alive(service):
+            return
+        if self.bus.gone(service):
+            raise StageFailed(self.stage, f"{service} stopped responding (no heartbeat for "
+                              f"3 s) during {self.stage}; restart {service} and start a new "
+                              "cycle")
+        up = self.bus.broker_up_s()
+        if up < -BROKER_GRACE_S:
+            raise StageFailed(self.stage, f"the broker went away during {self.stage} (nothing "
+                              f"came back through it for {-up:.0f} s); restart the broker, "
+                              "then start a new cycle")
 
     def check_stop(self) -> None:
         if self.bus.stopped():
@@ -197,10 +289,16 @@ class _Cycle:
         started_at = time.monotonic()
         # motion time shrinks with the simulation speed; image processing does not
         scan_budget = timeouts.scan / self.speed + timeouts.compute
+        up_before = bus.broker_up_s()
         try:
-            bus.call("actuator", "scan", {"scan_id": scan_id}, timeout=scan_budget)
+            self.call_when_free("actuator", "scan", {"scan_id": scan_id}, scan_budget,
+                                watch=("vision", "actuator"))
         except CommandFailed as exc:
-            if not bus.alive("vision"):
+            if exc.code in ("timeout", "unavailable") and self.broker_went_away(up_before,
+                                                                                started_at):
+                self.wait_broker_back(exc)
+                return None, f"the broker went away during the scan ({exc})"
+            if bus.gone("vision"):
                 raise StageFailed("scanning", "vision stopped responding (no heartbeat) while "
                                   f"the robot scanned ({exc}); restart vision and start a new "
                                   "cycle") from None
@@ -220,6 +318,43 @@ class _Cycle:
                 return None, ("vision published no cube state for this scan; check the vision "
                               "service and the camera")
 
+    def position_unknown(self) -> bool:
+        """Whether the actuator says the cube state is unknown (a firmware reboot, a motion
+        stopped part way) so the robot must be homed before it scans; False when it cannot
+        say (the scan then reports what is wrong)."""
+        try:
+            status = self.bus.call("actuator", "status", {}, timeout=2.0)
+        except CommandFailed:
+            return False
+        return status.get("cube_state_known") is False
+
+    def home(self) -> bool:
+        """Stop (if a job still moves the robot), clear and home the robot; False when its
+        actuator cannot home (it has no ``home`` command), so the cycle goes on with a
+        rescan alone. A homing cut short by the stop's own report is tried once more."""
+        try:
+            if self.bus.call("actuator", "status", {}, timeout=2.0).get("job"):
+                self.bus.call("actuator", "estop", {}, timeout=2.0)
+        except CommandFailed:
+            pass  # the actuator is gone or busy: `home` says which
+        budget = self.timeouts.home / self.speed + self.timeouts.compute
+        for attempt in range(1, HOME_ATTEMPTS + 1):
+            try:
+                self.call_when_free("actuator", "home", {}, budget, watch=("actuator",))
+                return True
+            except CommandFailed as exc:
+                if exc.code == "unknown_command":
+                    self.bus.status(self.cycle_id, "homing",
+                                    "the actuator cannot home; rescanning")
+                    return False
+                if attempt == HOME_ATTEMPTS:
+                    raise StageFailed("homing", f"actuator could not home the robot: {exc}; "
+                                      "free the mechanism and ask for a recovery again"
+                                      ) from None
+                self.bus.status(self.cycle_id, "homing", f"homing again: {exc}")
+                time.sleep(0.5)
+        return False
+
     def solve(self, state: dict[str, Any]) -> dict[str, Any]:
         try:
             # published too (latched) for watchers; the plan itself goes to the actuator
@@ -235,11 +370,23 @@ class _Cycle:
         budget = (plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
                   + timeouts.compute)
         exec_started = time.monotonic()
+        up_before = self.bus.broker_up_s()
         try:
             self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
         except CommandFailed as exc:
-            raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
-        done = self.wait_watching("actuator", "actuator.result",
+            if exc.code not in ("timeout", "unavailable") or not self.broker_went_away(
+                    up_before, exec_started):
+                raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
+            if not self.plan_arrived(plan["plan_id"], exc):
+                try:  # the actuator never had it: sending it again runs it once
+                    self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
+                except CommandFailed as again:
+                    raise StageFailed("executing", f"actuator refused the plan: {again} "
+                                      f"(sent again after the broker went away: {exc})"
+                                      ) from None
+        # in simulation the firmware beats on the bus too: its death is seen within seconds
+        watched = ("actuator", "firmware-sim") if self.simulated else ("actuator",)
+        done = self.wait_watching(watched, "actuator.result",
                                   lambda p: p.get("plan_id") == plan["plan_id"], budget)
         self.check_stop()
         if done is None:
@@ -252,18 +399,72 @@ class _Cycle:
             raise StageFailed("executing", f"execution stopped after {done['executed']} of "
                               f"{done['n_steps']} primitives: {done.get('error')}.{known}")
 
+    def broker_went_away(self, up_before: float, since: float) -> bool:
+        """Whether the broker went away (is away, or came back) since ``since``, when it had
+        been up ``up_before`` seconds: a reply may have been lost with it."""
+        up = self.bus.broker_up_s()
+        return up < 0 or up < up_before + (time.monotonic() - since) - 1.0
+
+    def wait_broker_back(self, exc: CommandFailed) -> None:
+        """Wait until the broker has been back long enough for every live service to be
+        heard again; StageFailed if it stays away BROKER_GRACE_S."""
+        self.bus.status(self.cycle_id, self.stage, f"the broker went away ({exc}); waiting "
+                        "for it to come back")
+        deadline = time.monotonic() + BROKER_GRACE_S
+        while self.bus.broker_up_s() < 2.0:
+            self.check_stop()
+            if time.monotonic() >= deadline:
+                raise StageFailed(self.stage, f"the broker went away during {self.stage} "
+                                  f"({exc}) and did not come back; restart the broker, then "
+                                  "start a new cycle")
+            time.sleep(0.2)
+
+    def plan_arrived(self, plan_id: str, exc: CommandFailed) -> bool:
+        """The broker went away with the plan in flight: once it is back, whether the
+        actuator got the plan (it runs it, or has its result); StageFailed if the broker
+        does not come back or the actuator cannot say."""
+        self.wait_broker_back(exc)
+        if self.bus.wait_for("actuator.result", lambda p: p.get("plan_id") == plan_id, 1.0):
+            return True
+        try:
+            status = self.bus.call("actuator", "status", {}, timeout=2.0)
+        except CommandFailed as again:
+            raise StageFailed("executing", f"the broker went away while the plan was sent, "
+                              f"and the actuator does not answer since ({again}); check the "
+                              "actuator, then start a new cycle") from None
+        return status.get("job") == "plan"
+
     def verify(self) -> str:
-        """What confirmed the solve: the twin in simulation, else the execution itself."""
+        """What confirmed the solve: the twin in simulation, else the execution itself.
+
+        Only evidence newer than this cycle's last motion counts: the newest twin state of
+        the firmware's current boot showing the last line the actuator streamed (every
+        motion line publishes the twin before the firmware answers ``done``). A solved twin
+        from an earlier cycle, or from before a later scramble, is never taken."""
         if not self.simulated:
             return "execution"
-        bus = self.bus
-        deadline = time.monotonic() + self.timeouts.verify / self.speed
-        twin = bus.latest("sim.twin_state")
-        while (twin is None or not twin["solved"]) and time.monotonic() < deadline:
-            twin = bus.wait_for("sim.twin_state", lambda p: p["solved"], timeout=0.2) \
-                or bus.latest("sim.twin_state")
-        if twin is None or not twin["solved"]:
-            fault = f" (twin fault: {twin['fault']})" if twin and twin.get("fault") else ""
+        try:
+            status = self.bus.call("actuator", "status", {}, timeout=2.0)
+        except CommandFailed as exc:
+            raise StageFailed("verifying", f"cannot ask the actuator which motion was last "
+                              f"({exc}); restart the actuator and rescan") from None
+        last_line = int(status.get("last_line") or 0)
+        boot_id = status.get("boot_id")
+
+        def after_last_motion(twin: dict[str, Any]) -> bool:
+            return ((boot_id is None or twin.get("boot_id") in (None, boot_id))
+                    and int(twin.get("line") or 0) >= last_line)
+
+        twin = self.bus.newest("sim.twin_state", after_last_motion,
+                               timeout=self.timeouts.verify / self.speed)
+        if twin is None:
+            raise StageFailed("verifying", f"the twin did not report the end of the motion "
+                              f"(firmware line {last_line}, boot {boot_id}) within "
+                              f"{self.timeouts.verify / self.speed:.1f} s; check the firmware "
+                              "simulator")
+        if not twin["solved"]:
+            fault = f" (twin fault: {twin['fault']})" if twin.get("fault") else ""
             raise StageFailed("verifying", "the plan ran but the twin cube is not "
-                              f"solved{fault}; the motor mapping or the scan is wrong")
+                              f"solved{fault}; the cube was moved by hand, or the motor mapping "
+                              "or the scan is wrong: rescan and start a new cycle")
         return "twin"

@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from robocell.common.bus import Endpoints, Liveness, Subscriber
 from robocell.common.lifetime import follow_parent_at_exec
 from robocell.errors import RobocellError
 from robocell.services.cell.compose import LocalService, find_compose_file, load_services
+from robocell.services.cell.history import DB_NAME, HISTORY_ENV
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
@@ -80,11 +82,15 @@ def port_taken(port: int, host: str = config.LOOPBACK) -> bool:
 
 
 def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
-                      env: dict[str, str] | None = None) -> dict[str, str]:
+                      env: dict[str, str] | None = None,
+                      history: Path | None = None) -> dict[str, str]:
     """``env`` (default the process's) for a simulated cell beside any other on this host:
-    its bus, simulator, monitor and Foxglove ports moved to free loopback ports (a benchmark,
-    a test)."""
+    its bus, simulator, monitor and Foxglove ports moved to free loopback ports, and its cycle
+    log ``history`` (default a new file in a fresh temporary directory) (a benchmark, a test)."""
     cell = dict(os.environ if env is None else env)
+    if history is None:
+        history = Path(tempfile.mkdtemp(prefix="robocell-cell-")) / DB_NAME
+    cell[HISTORY_ENV] = str(history)
     cell.update({
         "ROBOCELL_PROFILE": profile,
         "ROBOCELL_SPEED": str(speed),

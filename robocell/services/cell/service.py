@@ -1,13 +1,23 @@
-"""`robocell cell`: the cycle coordinator on the bus (commands `cell.start`, `cell.scramble`).
+"""`robocell cell`: the cycle coordinator on the bus (commands `cell.start`, `cell.recover`,
+`cell.scramble`, `cell.estop`, `cell.history`).
 
-The bus adapter around `robocell.services.cell.cycle.run_cycle`: it keeps the recent messages of the
-topics a cycle waits on, runs one cycle at a time in its own thread (a second `start` while
-one runs is answered ``busy``), and publishes `cell.status` and `cell.result` (latched).
+The bus adapter around `robocell.services.cell.cycle.run_cycle`: it keeps the recent messages of
+the topics a cycle waits on, runs one cycle at a time in its own thread (a second `start`
+while one runs is answered ``busy``), writes every cycle to the cycle log
+(`robocell.services.cell.history`) and publishes `cell.status`, `cell.result` and
+`cell.history` (latched).
+
+A result counts as published only once it has come back through the broker: a result
+finished while the broker is down stays marked in the log and is published again, each
+heartbeat period, until it is seen. After a firmware reboot, or a motion stopped part way,
+the next cycle homes the robot before it scans (the recovery path); `cell.recover` asks for
+that path at once.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 import uuid
@@ -16,11 +26,26 @@ from typing import Any
 
 from robocell.common.bus import Busy, CommandFailed
 from robocell.common.malloc import freeze_startup_objects
-from robocell.services.cell.cycle import CycleTimeouts, run_cycle
+from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
+from robocell.services.cell.history import CycleLog, CycleRecord, summary
 
 WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "sim.twin_state", "errors",
-                  "solver.plan")
+                  "solver.plan", "cell.result")
 HISTORY = 64
+PUBLISHED_HISTORY = 20
+"""Cycles carried by the latched `cell.history` topic (the dashboard's list)."""
+REPUBLISH_PERIOD_S = 1.0
+ECHO_STALE_S = 2.5
+"""Our own heartbeat (every second) not back through the broker for this long: it is away."""
+MISSED_BEAT_S = 1.5
+"""Our heartbeat back this long after a service's last one: the broker was there when that
+service should have beaten again."""
+PEERS_HEARD_S = 2.0
+"""After the broker came back: how long before a service not heard again counts as gone."""
+REPUBLISH_AFTER_S = 2.0
+"""A result not seen back from the broker this long after it was sent is sent again."""
+HOMING_CODES = ("firmware_reset", "cube_state_unknown", "estop", "fault")
+"""Codes on the `errors` topic from the actuator after which the robot must be homed."""
 
 
 class NodeCellBus:
@@ -32,13 +57,20 @@ class NodeCellBus:
             t: collections.deque(maxlen=HISTORY) for t in WATCHED_TOPICS}
         self._changed = threading.Condition()
         self.stop_requested = threading.Event()
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self._created = time.monotonic()
+        self._echo_last: float | None = None
+        self._echo_since = self._created
         for topic in WATCHED_TOPICS:
             node.subscribe(topic, self._on_message)
+        node.subscribe("heartbeat", self._on_heartbeat)
 
     def _on_message(self, env: Any) -> None:
         with self._changed:
             self._messages[env.topic].append((time.monotonic(), env.payload))
             self._changed.notify_all()
+        for listener in self.listeners:
+            listener(env.topic, env.payload)
 
     def call(self, service: str, command: str, args: dict[str, Any], timeout: float) -> Any:
         return self.node.call(service, command, args, timeout=timeout)
@@ -51,6 +83,19 @@ class NodeCellBus:
                 for _, payload in reversed(self._messages[topic]):
                     if match(payload):
                         return payload
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.stop_requested.is_set():
+                    return None
+                self._changed.wait(min(remaining, 0.5))
+
+    def newest(self, topic: str, match: Callable[[dict[str, Any]], bool],
+               timeout: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                kept = self._messages[topic]
+                if kept and match(kept[-1][1]):
+                    return kept[-1][1]
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.stop_requested.is_set():
                     return None
@@ -70,60 +115,153 @@ class NodeCellBus:
     def alive(self, service: str) -> bool:
         return self.node.liveness.is_alive(service)
 
+    def broker_up_s(self) -> float:
+        now = time.monotonic()
+        with self._changed:
+            last, since = self._echo_last, self._echo_since
+        if last is None or now - last > ECHO_STALE_S:
+            return -(now - (last if last is not None else self._created))
+        return now - since
+
+    def gone(self, service: str) -> bool:
+        peer = self.node.liveness.peers().get(service)
+        if peer is not None and not peer.stale:
+            return False
+        last_heard = peer.last_seen if peer is not None else self._created
+        with self._changed:
+            echo = self._echo_last
+        # our own heartbeat came back well after the service's last one (it missed a beat
+        # the broker would have carried), and the broker has been back long enough for
+        # every live service to be heard again
+        return (echo is not None and echo > last_heard + MISSED_BEAT_S
+                and self.broker_up_s() >= PEERS_HEARD_S)
+
+    def _on_heartbeat(self, env: Any) -> None:
+        """Our own heartbeat, back through the broker: the broker is there."""
+        if env.payload["service"] != self.node.name or env.payload["pid"] != os.getpid():
+            return
+        now = time.monotonic()
+        with self._changed:
+            if self._echo_last is None or now - self._echo_last > ECHO_STALE_S:
+                self._echo_since = now
+            self._echo_last = now
+
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
-        stage_name = {"done": "done", "failed": "failed"}.get(stage, stage)
-        self.node.publish("cell.status", {"cycle_id": cycle_id, "stage": stage_name,
+        self.node.publish("cell.status", {"cycle_id": cycle_id, "stage": stage,
                                           "detail": detail})
 
 
 class CellService:
-    """Runs cycles on request, one at a time."""
+    """Runs cycles on request, one at a time, and remembers every one."""
 
-    def __init__(self, node: Any, speed: float) -> None:
+    def __init__(self, node: Any, speed: float, log: CycleLog | None = None) -> None:
         self.node = node
         self.bus = NodeCellBus(node)
         self.speed = speed
+        self.log = log if log is not None else CycleLog()
+        self.profile = os.environ.get("ROBOCELL_PROFILE") or None
         self._running: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         self.cycles = 0
         self.failures = 0
+        self.needs_homing = False
+        """Set when the robot's position is unknown (firmware reboot, motion stopped part
+        way): the next cycle homes first."""
+        self._unconfirmed: dict[str, tuple[dict[str, Any], float]] = {}
+        """cycle id -> (cell.result payload not yet seen back from the broker, when it was
+        last sent)"""
+        self.bus.listeners.append(self._on_message)
 
     def start(self) -> None:
+        interrupted = self.log.close_interrupted()
+        for record in self.log.cycles(unpublished=True):
+            self._unconfirmed[record.cycle_id] = (_result_payload(record), 0.0)
         self.node.serve("start", self.on_start, concurrency=4)
+        self.node.serve("recover", self.on_recover, concurrency=4)
         self.node.serve("scramble", self.on_scramble, concurrency=1)
         self.node.serve("estop", self.on_estop, concurrency=8)
+        self.node.serve("history", self.on_history, concurrency=4)
         self.node.publish("cell.status", {"cycle_id": "", "stage": "idle"})
+        self.publish_history()
+        threading.Thread(target=self._republish, name="cell-republish", daemon=True).start()
         freeze_startup_objects()
-        self.node.set_state("ready", cycles=0, failures=0)
+        self.node.set_state("ready", cycles=0, failures=0, history=str(self.log.path),
+                            interrupted=len(interrupted))
 
+    def stop(self) -> None:
+        self._stop.set()
+
+    # --- commands -------------------------------------------------------------------------
     def on_start(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return self._begin(home_first=None)
+
+    def on_recover(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """The recovery path: e-stop, clear, home, rescan, plan, solve (one cycle)."""
+        return self._begin(home_first=True)
+
+    def _begin(self, home_first: bool | None) -> dict[str, Any]:
         with self._lock:
             if self._running is not None and self._running.is_alive():
                 raise Busy("cell: a cycle is already running; wait for its cell.result")
             cycle_id = uuid.uuid4().hex[:12]
+            home = self.needs_homing if home_first is None else home_first
             self.bus.stop_requested.clear()
-            self._running = threading.Thread(target=self._run, args=(cycle_id,), daemon=True)
+            self.log.begin(cycle_id, self.profile, homed=home)
+            self._running = threading.Thread(target=self._run, args=(cycle_id, home),
+                                             daemon=True)
             self._running.start()
-        return {"cycle_id": cycle_id}
+        return {"cycle_id": cycle_id, "homing": home}
+
+    def on_history(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        records = self.log.cycles(since=args.get("since"))
+        shown = records[-args["limit"]:] if args.get("limit") else records
+        return {"summary": summary(records), "cycles": [r.as_dict() for r in shown],
+                "path": str(self.log.path)}
 
     @property
     def simulated(self) -> bool:
         """A simulated cell is one whose firmware simulator is alive on the bus."""
         return "firmware-sim" in self.node.alive()
 
-    def _run(self, cycle_id: str) -> None:
+    def _run(self, cycle_id: str, home_first: bool) -> None:
         self.node.set_state("busy", cycle=cycle_id)
-        result = run_cycle(self.bus, self.simulated, self.speed, CycleTimeouts(),
-                           cycle_id=cycle_id)
+
+        def on_stage(stage: str, seconds: float) -> None:
+            self.log.stage(cycle_id, dict(cycle.stages_s))
+
+        cycle = CycleResult(cycle_id, ok=False)  # the stages so far, for on_stage
+        try:
+            result = run_cycle(self.bus, self.simulated, self.speed, CycleTimeouts(),
+                               cycle_id=cycle_id, on_stage=on_stage, home_first=home_first,
+                               result=cycle)
+        except Exception as exc:  # noqa: BLE001 - a bug in a cycle must not kill the cell
+            result = cycle
+            result.failed_stage = result.failed_stage or "cycle"
+            result.error = f"internal error: {type(exc).__name__}: {exc}; report this bug"
         self.cycles += 1
         self.failures += 0 if result.ok else 1
-        self.node.publish("cell.result", result.payload())
+        if result.homed or (home_first and result.ok):
+            self.needs_homing = False
+        if not result.ok and result.failed_stage in ("scanning", "executing", "homing"):
+            self.needs_homing = True  # a motion stopped part way: the position is unknown
+        self.log.finish(cycle_id, ok=result.ok, stages=result.stages_s, total_s=result.total_s,
+                        facelets=result.facelets, plan=result.plan,
+                        failed_stage=result.failed_stage, error=result.error,
+                        errors=result.errors, homed=result.homed)
+        payload = result.payload()
+        if result.homed:
+            payload["homed"] = True
+        self._unconfirmed[cycle_id] = (payload, time.monotonic())
+        self.node.publish("cell.result", payload)
         if not result.ok:
             self.node.publish("errors", {
                 "service": "cell", "stage": result.failed_stage or "cycle",
                 "code": "cycle_failed", "message": result.error or "cycle failed",
                 "action": "fix the named stage, then start a new cycle"})
-        self.node.set_state("ready", cycles=self.cycles, failures=self.failures)
+        self.publish_history()
+        self.node.set_state("ready", cycles=self.cycles, failures=self.failures,
+                            needs_homing=self.needs_homing)
 
     def on_estop(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Stop the robot at once and abandon the running cycle (it reports `failed`)."""
@@ -147,3 +285,56 @@ class CellService:
                                     "firmware simulator is running): scramble the real cube "
                                     "by hand and start a cycle") from None
             raise
+
+    # --- what comes back ------------------------------------------------------------------
+    def _on_message(self, topic: str, payload: dict[str, Any]) -> None:
+        """On the node's I/O thread: results seen back, and the actuator's word that the
+        robot's position is lost."""
+        if topic == "cell.result":
+            if self._unconfirmed.pop(payload.get("cycle_id", ""), None) is not None:
+                self.log.mark_published(payload["cycle_id"])
+        elif topic == "errors" and payload.get("service") == "actuator" and \
+                payload.get("code") in HOMING_CODES:
+            self.needs_homing = True
+
+    def _republish(self) -> None:
+        """Publish again, oldest first, the results the broker has not echoed back (it was
+        down when they finished); the loop ends when the service stops."""
+        while not self._stop.wait(REPUBLISH_PERIOD_S):
+            now = time.monotonic()
+            pending = [(cycle_id, payload) for cycle_id, (payload, sent) in
+                       list(self._unconfirmed.items()) if now - sent >= REPUBLISH_AFTER_S]
+            if not pending or (self._running is not None and self._running.is_alive()):
+                continue
+            for cycle_id, payload in pending:
+                if cycle_id in self._unconfirmed:
+                    self._unconfirmed[cycle_id] = (payload, now)
+                    self.node.publish("cell.result", payload)
+            self.publish_history()
+
+    def publish_history(self) -> None:
+        records = self.log.cycles()
+        self.node.publish("cell.history", {
+            "cycles": [_history_entry(r) for r in records[-PUBLISHED_HISTORY:]],
+            "summary": {k: v for k, v in summary(records).items()
+                        if k in ("cycles", "solved", "failed", "success_rate")}})
+
+
+def _result_payload(record: CycleRecord) -> dict[str, Any]:
+    """The `cell.result` message of a logged cycle (to publish it again)."""
+    out: dict[str, Any] = {"cycle_id": record.cycle_id, "ok": record.result == "solved",
+                           "stages_s": record.stages, "total_s": record.total_s or 0.0}
+    if record.failed_stage:
+        out["failed_stage"] = record.failed_stage
+    if record.error:
+        out["error"] = record.error
+    if record.homed:
+        out["homed"] = True
+    return out
+
+
+def _history_entry(record: CycleRecord) -> dict[str, Any]:
+    return {"cycle_id": record.cycle_id, "started_wall": record.started_wall,
+            "result": record.result, "total_s": record.total_s, "stages_s": record.stages,
+            "failed_stage": record.failed_stage, "error": record.error,
+            "profile": record.profile}

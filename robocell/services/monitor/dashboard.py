@@ -181,6 +181,11 @@ class Dashboard:
                 if not env.payload["ok"]:
                     self._add_error(env, env.payload.get("failed_stage") or "cycle",
                                     "cycle_failed", env.payload.get("error") or "cycle failed")
+            elif env.topic == "cell.history":
+                # the cell's cycle log: the list after a restart of the monitor or the cell
+                latest.cycles.clear()
+                latest.cycles.extend(_logged_cycle(env, c) for c in env.payload["cycles"])
+                latest.dirty.add("cycles")
             elif env.topic == "errors":
                 p = env.payload
                 self._add_error(env, p["stage"], p["code"], p["message"], p.get("action", ""))
@@ -336,6 +341,18 @@ def _face_view(env: Envelope) -> dict[str, Any]:
             "colors": p["colors"], "confidence": [round(c, 3) for c in p["confidence"]],
             "ok": p["ok"], "error": p.get("error"), "time": env.wall_time,
             "replayed": is_replayed(env.source)}
+
+
+def _logged_cycle(env: Envelope, cycle: dict[str, Any]) -> Envelope:
+    """A cycle of the `cell.history` list, as the `cell.result` it ended with."""
+    result = {"cycle_id": cycle["cycle_id"], "ok": cycle["result"] == "solved",
+              "stages_s": cycle.get("stages_s") or {}, "total_s": cycle.get("total_s") or 0.0,
+              "result": cycle["result"]}
+    for key in ("failed_stage", "error"):
+        if cycle.get(key):
+            result[key] = cycle[key]
+    return Envelope("cell.result", env.source, env.seq, cycle.get("started_wall") or
+                    env.wall_time, env.mono_time, result)
 
 
 def _cycle_view(env: Envelope) -> dict[str, Any]:

@@ -1,0 +1,263 @@
+"""The cycle log: every cycle the cell ran, kept in an embedded SQLite database across restarts.
+
+One row per cycle (id, start, profile, the cube read, the plan, each stage's duration, the
+result, the errors seen), written when the cycle starts and again as it ends, so a cycle cut
+short by the cell's own death is found at the next start and closed as ``interrupted``. A
+result not yet seen back from the broker stays marked unpublished until it is (see the
+cell service). WAL mode: `robocell history` reads while the cell writes.
+
+The schema is versioned with SQLite's ``user_version``: opening applies the migrations a
+database lacks, in order, and refuses one written by a newer robocell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robocell.common.paths import data_dir
+from robocell.errors import RobocellError
+
+HISTORY_ENV = "ROBOCELL_HISTORY"
+DB_NAME = "cycles.sqlite3"
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the cycle table
+    """
+    CREATE TABLE cycles (
+        cycle_id      TEXT PRIMARY KEY,
+        started_wall  REAL NOT NULL,
+        profile       TEXT,
+        homed         INTEGER NOT NULL DEFAULT 0,
+        facelets      TEXT,
+        plan          TEXT,
+        stages        TEXT NOT NULL DEFAULT '{}',
+        total_s       REAL,
+        result        TEXT NOT NULL DEFAULT 'running',
+        failed_stage  TEXT,
+        error         TEXT,
+        errors        TEXT NOT NULL DEFAULT '[]',
+        published     INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX cycles_started ON cycles (started_wall);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+RESULTS = ("running", "solved", "failed", "interrupted")
+
+
+class HistoryError(RobocellError):
+    """The cycle log cannot be opened or read (the message says which file and why)."""
+
+
+def default_path() -> Path:
+    """$ROBOCELL_HISTORY, else cycles.sqlite3 in the data directory."""
+    env = os.environ.get(HISTORY_ENV)
+    return Path(env) if env else data_dir() / DB_NAME
+
+
+def migrate(db: sqlite3.Connection, path: Path) -> int:
+    """Bring ``db`` to SCHEMA_VERSION; the version it had. HistoryError if it is newer."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"cycle log {path} has schema version {version}, newer than this "
+                           f"robocell's {SCHEMA_VERSION}: upgrade robocell, or point "
+                           f"{HISTORY_ENV} at another file")
+    for number in range(version, SCHEMA_VERSION):
+        with db:
+            db.executescript(MIGRATIONS[number])
+            db.execute(f"PRAGMA user_version = {number + 1}")
+    return version
+
+
+@dataclass
+class CycleRecord:
+    """One row of the cycle log."""
+
+    cycle_id: str
+    started_wall: float
+    profile: str | None
+    homed: bool
+    facelets: str | None
+    plan: dict[str, Any] | None
+    stages: dict[str, float]
+    total_s: float | None
+    result: str
+    failed_stage: str | None
+    error: str | None
+    errors: list[str]
+    published: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+class CycleLog:
+    """The cycle log at ``path`` (created with its directory when missing)."""
+
+    def __init__(self, path: Path | None = None, readonly: bool = False) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self._lock = threading.Lock()
+        try:
+            if readonly:
+                if not self.path.exists():
+                    raise HistoryError(f"no cycle log at {self.path}: no cycle has run with "
+                                       f"this log yet (set {HISTORY_ENV} or --db to the "
+                                       "cell's)")
+                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                          check_same_thread=False, timeout=5.0)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                migrate(self.db, self.path)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"cannot open the cycle log {self.path}: {exc}; check the "
+                               f"directory is writable, or set {HISTORY_ENV}") from None
+        if readonly:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise HistoryError(f"cycle log {self.path} has schema version {version}, "
+                                   f"this robocell reads {SCHEMA_VERSION}: run the cell once "
+                                   "to migrate it, or upgrade robocell")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- writing ------------------------------------------------------------------------
+    def begin(self, cycle_id: str, profile: str | None, homed: bool = False) -> None:
+        with self._lock, self.db:
+            self.db.execute("INSERT INTO cycles (cycle_id, started_wall, profile, homed) "
+                            "VALUES (?, ?, ?, ?)", (cycle_id, time.time(), profile, int(homed)))
+
+    def stage(self, cycle_id: str, stages: dict[str, float]) -> None:
+        """The durations of the stages finished so far (a cycle cut short keeps them)."""
+        with self._lock, self.db:
+            self.db.execute("UPDATE cycles SET stages = ? WHERE cycle_id = ?",
+                            (json.dumps(stages), cycle_id))
+
+    def finish(self, cycle_id: str, *, ok: bool, stages: dict[str, float], total_s: float,
+               facelets: str | None, plan: dict[str, Any] | None, failed_stage: str | None,
+               error: str | None, errors: Iterable[str], homed: bool = False) -> None:
+        kept_plan = None if plan is None else {
+            k: plan.get(k) for k in ("plan_id", "primitives", "face_turns", "predicted_ms")}
+        with self._lock, self.db:
+            self.db.execute(
+                "UPDATE cycles SET result = ?, stages = ?, total_s = ?, facelets = ?, plan = ?,"
+                " failed_stage = ?, error = ?, errors = ?, homed = ? WHERE cycle_id = ?",
+                ("solved" if ok else "failed", json.dumps(stages), total_s, facelets,
+                 None if kept_plan is None else json.dumps(kept_plan), failed_stage, error,
+                 json.dumps(list(errors)), int(homed), cycle_id))
+
+    def mark_published(self, cycle_id: str) -> None:
+        with self._lock, self.db:
+            self.db.execute("UPDATE cycles SET published = 1 WHERE cycle_id = ?", (cycle_id,))
+
+    def close_interrupted(self) -> list[str]:
+        """Cycles left ``running`` by a cell that died: closed as ``interrupted``; their ids."""
+        with self._lock, self.db:
+            rows = self.db.execute("SELECT cycle_id, stages FROM cycles WHERE result = 'running'"
+                                   ).fetchall()
+            for cycle_id, stages in rows:
+                done = list(json.loads(stages))
+                self.db.execute(
+                    "UPDATE cycles SET result = 'interrupted', error = ? WHERE cycle_id = ?",
+                    ("the cell process ended during the cycle (after stages: "
+                     f"{', '.join(done) or 'none'}); it was not finished", cycle_id))
+        return [r[0] for r in rows]
+
+    # --- reading ------------------------------------------------------------------------
+    def cycles(self, since: float | None = None, limit: int | None = None,
+               unpublished: bool = False) -> list[CycleRecord]:
+        """Cycles started at ``since`` (wall time) or later, oldest first (the newest
+        ``limit`` of them)."""
+        query = "SELECT * FROM cycles WHERE started_wall >= ?"
+        if unpublished:
+            query += " AND published = 0 AND result IN ('solved', 'failed')"
+        query += " ORDER BY started_wall DESC, rowid DESC"
+        if limit is not None:
+            query += f" LIMIT {int(limit)}"
+        with self._lock:
+            try:
+                rows = self.db.execute(query, (since or 0.0,)).fetchall()
+            except sqlite3.Error as exc:
+                raise HistoryError(f"cannot read the cycle log {self.path}: {exc}") from None
+        return [_record(row) for row in reversed(rows)]
+
+
+def _record(row: tuple) -> CycleRecord:
+    (cycle_id, started, profile, homed, facelets, plan, stages, total_s, result, failed_stage,
+     error, errors, published) = row
+    return CycleRecord(cycle_id, started, profile, bool(homed), facelets,
+                       None if plan is None else json.loads(plan), json.loads(stages), total_s,
+                       result, failed_stage, error, json.loads(errors), bool(published))
+
+
+# --- summary statistics ------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation between order statistics (numpy's default); None if empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summary(records: list[CycleRecord]) -> dict[str, Any]:
+    """Cycles, results, success rate, and p50/p90/p99 of cycle and stage times (seconds)."""
+    finished = [r for r in records if r.result != "running"]
+    solved = [r for r in finished if r.result == "solved"]
+    stage_times: dict[str, list[float]] = {}
+    for r in finished:
+        for stage, seconds in r.stages.items():
+            stage_times.setdefault(stage, []).append(seconds)
+    failed_by_stage: dict[str, int] = {}
+    for r in finished:
+        if r.result != "solved":
+            key = r.failed_stage or r.result
+            failed_by_stage[key] = failed_by_stage.get(key, 0) + 1
+
+    def spread(values: list[float]) -> dict[str, float | None]:
+        return {"n": len(values), "p50": percentile(values, 0.5),
+                "p90": percentile(values, 0.9), "p99": percentile(values, 0.99)}
+
+    return {"cycles": len(records), "finished": len(finished), "solved": len(solved),
+            "failed": len(finished) - len(solved),
+            "running": len(records) - len(finished),
+            "success_rate": len(solved) / len(finished) if finished else None,
+            "failed_by_stage": failed_by_stage,
+            "cycle_s": spread([r.total_s for r in solved if r.total_s is not None]),
+            "stages_s": {stage: spread(v) for stage, v in stage_times.items()}}
+
+
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """Wall time from ``30m``, ``2h``, ``7d`` (that long ago) or an ISO date/time."""
+    now = time.time() if now is None else now
+    match = _RELATIVE.match(text.strip())
+    if match:
+        return now - float(match.group(1)) * _UNIT_S[match.group(2)]
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise HistoryError(f"--since {text!r}: give a duration back from now (30m, 2h, 7d) "
+                           "or a date/time such as 2026-12-01 or 2026-12-01T09:30") from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return when.timestamp()
