@@ -17,6 +17,7 @@ from support.bus import recv_topic, robocell_cmd, robocell_env, stop_process
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.common.bus.publisher import COALESCE_FRAME_BYTES, COALESCE_MESSAGE_BYTES
 from robocell.common.bus.wire import (
+    ANSWER_MARK,
     BATCH_MARK,
     TOPIC_END,
     DecodeError,
@@ -50,6 +51,29 @@ def raw_listener(endpoints: Endpoints, topic: bytes = HEAD) -> zmq.Socket:
     sock.subscribe(topic)
     sock.connect(endpoints.subscribe)
     return sock
+
+
+def subscription_watcher(endpoints: Endpoints) -> zmq.Socket:
+    """A plain XPUB socket on the broker's publish side: the broker passes every subscription
+    on to the publishers, so this sees each subscriber's as it arrives."""
+    sock = zmq.Context.instance().socket(zmq.XPUB)
+    sock.linger = 0
+    sock.connect(endpoints.publish)
+    return sock
+
+
+def wait_for_new_subscription(sock: zmq.Socket, known: list[bytes], topic: bytes,
+                              timeout: float) -> None:
+    """Until a subscriber not in ``known`` has asked the broker for ``topic``'s latched state
+    (its last subscription message: after that one, everything it subscribed to is in place)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sock.poll(100):
+            frame = sock.recv()
+            if frame not in known and frame[:1] == b"\x01" and frame.endswith(topic) \
+                    and frame.startswith(ANSWER_MARK, 1):
+                return
+    raise AssertionError(f"no new subscription to {topic!r} reached the broker in {timeout} s")
 
 
 def drain_frames(sock: zmq.Socket, quiet_s: float = 1.0) -> list[bytes]:
@@ -237,18 +261,23 @@ def test_a_recorded_burst_is_stored_message_by_message(broker_process, bus_base:
                                                        tmp_path: Path) -> None:
     _, endpoints = broker_process
     recording = tmp_path / "burst.mcap"
+    watcher = subscription_watcher(endpoints)
+    known = drain_frames(watcher, 0.3)  # the subscriptions already there, re-sent on connect
     recorder = subprocess.Popen(
         robocell_cmd("bus", "record", str(recording), "cell.status", "--count", "300"),
         env=robocell_env(bus_base), stderr=subprocess.PIPE, text=True)
     pub = linked(endpoints)
     try:
         assert "recording" in recorder.stderr.readline()
-        time.sleep(0.5)
+        # the burst starts once the recorder's subscription has passed the broker (on a busy
+        # host that can take longer than any fixed sleep)
+        wait_for_new_subscription(watcher, known, b"cell.status" + TOPIC_END, timeout=30)
         for i in range(300):
             pub.publish("cell.status", {**STATUS, "detail": str(i)})
         assert recorder.wait(15) == 0
     finally:
         pub.close()
+        watcher.close()
         stop_process(recorder)
     recorded = [decode(m.data) for m in read_messages(recording)]
     assert [e.payload["detail"] for e in recorded] == [str(i) for i in range(300)]
