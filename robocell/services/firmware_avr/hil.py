@@ -24,7 +24,6 @@ import math
 import os
 import queue
 import select
-import socket
 import subprocess
 import time
 from typing import IO
@@ -35,7 +34,7 @@ from robocell.services.actuator.motion import load_motors
 from robocell.services.firmware_avr.build import build_firmware, build_harness
 from robocell.services.firmware_avr.config import DEFAULT_MCU, F_CPU, Wiring, load_wiring
 from robocell.services.firmware_sim.firmware import FaultPlan
-from robocell.services.firmware_sim.serial_server import _LineNoise, _open_line
+from robocell.services.firmware_sim.serial_server import FirmwareLine, run_control
 from robocell.services.firmware_sim.twin import Twin, TwinFaultError
 
 FIRMWARE_NAME = "robocell-avr"
@@ -328,11 +327,9 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
     faults = faults or FaultPlan()
     harness, wiring = start_harness(profile, mcu, speed, trace)
     pins = PinTwin(profile, wiring, facelets, log, physics)
-    rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
     disconnects = sorted(faults.disconnect_after)
     stall_done = reset_done = False
-    conn_sock: socket.socket | None = None
-    listener = conn_fd = None
+    line: FirmwareLine | None = None
     started = time.monotonic()
     fault_release: float | None = None
     try:
@@ -346,49 +343,27 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
                         pins.report(int(event[1]) / 1e6, body, *_samples(event[3:6]))
                     elif event[0] == "M":
                         harness.go()
-        listener, conn_fd, url = _open_line(port, pty_link, host)
+
+        def connected() -> None:
+            harness.set_input("link", 1)
+            pins._log("connect", t=round(time.monotonic() - started, 3))
+
+        def dropped() -> None:
+            harness.set_input("link", 0)
+            pins._log("disconnect", t=round(time.monotonic() - started, 3))
+
+        line = FirmwareLine(port, pty_link, host, faults, connected, dropped)
         if callable(on_start):
             on_start(pins)
         if ready is not None:
-            ready.write(f"listening {url} boot={pins.boot_id}\n")
+            ready.write(f"listening {line.url} boot={pins.boot_id}\n")
             ready.flush()
-
-        def send(data: bytes) -> None:
-            if conn_fd is None:
-                return  # nobody listens: the bytes are lost, as on a real line
-            data = tx_noise.apply(data)
-            try:
-                if conn_sock is not None:
-                    conn_sock.sendall(data)
-                else:
-                    os.write(conn_fd, data)
-            except OSError:
-                drop()
-
-        def drop() -> None:
-            nonlocal conn_sock, conn_fd
-            if conn_sock is not None:
-                conn_sock.close()
-                conn_sock = conn_fd = None
-                harness.set_input("link", 0)
-                pins._log("disconnect", t=round(time.monotonic() - started, 3))
-
         while max_runtime_s is None or time.monotonic() - started < max_runtime_s:
-            while control is not None and not control.empty():
-                function, reply = control.get_nowait()
-                try:
-                    reply.put(function(pins))
-                except Exception as exc:  # noqa: BLE001 - the caller gets the error
-                    reply.put(exc)
+            run_control(control, pins)
             if fault_release is not None and time.monotonic() > fault_release:
                 harness.set_input("fault", 1)
                 fault_release = None
-            watch = [harness.fileno()]
-            if conn_fd is not None:
-                watch.append(conn_fd)
-            elif listener is not None:
-                watch.append(listener.fileno())
-            readable, _, _ = select.select(watch, [], [], 0.2)
+            readable, _, _ = select.select([harness.fileno(), *line.watch()], [], [], 0.2)
             if harness.fileno() in readable:
                 for event in harness.events():
                     if event[0] == "L":
@@ -400,7 +375,7 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
                         if pins.report(int(event[1]) / 1e6, body, *_samples(event[3:6])):
                             harness.set_input("fault", 0)  # the stall output of a driver
                             fault_release = time.monotonic() + 0.05
-                        send(raw)
+                        line.send(raw)
                     elif event[0] == "I":
                         steps, _, moving = _samples(event[3:6])
                         pins.idle(steps, moving)
@@ -409,30 +384,16 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
                             harness.set_input("fault", 0)
                             fault_release = time.monotonic() + 0.05
                         harness.go()
-            if listener is not None and conn_fd is None and listener.fileno() in readable:
-                conn_sock, _ = listener.accept()
-                conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                conn_fd = conn_sock.fileno()
-                harness.set_input("link", 1)
-                pins._log("connect", t=round(time.monotonic() - started, 3))
+            chunk = line.service(readable)
+            if chunk is None:
                 continue
-            if conn_fd is None or conn_fd not in readable:
-                continue
-            try:
-                chunk = conn_sock.recv(4096) if conn_sock is not None else os.read(conn_fd, 4096)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                drop()
-                continue
-            chunk = rx_noise.apply(chunk)
             pins.host_bytes(chunk)
             harness.uart(chunk)
             count = pins.accepted_count
             if disconnects and count >= disconnects[0]:
                 disconnects.pop(0)
                 pins._log("inject", fault="disconnect", after=count)
-                drop()
+                line.drop()
             elif faults.stall_after is not None and not stall_done and count >= faults.stall_after:
                 stall_done = True
                 pins._log("inject", fault="stall", after=count, ms=faults.stall_ms)
@@ -443,5 +404,5 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
                 harness.reset()
     finally:
         harness.stop()
-        if listener is not None:
-            listener.close()
+        if line is not None:
+            line.close()

@@ -78,6 +78,80 @@ def _open_line(port: int | None, pty_link: str | None, host: str
     return None, master, device
 
 
+class FirmwareLine:
+    """The firmware's end of the serial line, shared by both firmwares (the Python simulator
+    and the AVR firmware in simavr): a TCP listener that takes one host at a time, or a pty;
+    every byte in and out passes the line-noise faults. ``on_connect`` runs when a host
+    connects, ``on_drop`` when it goes away (or a send to it fails)."""
+
+    def __init__(self, port: int | None, pty_link: str | None, host: str, faults: FaultPlan,
+                 on_connect: Callable[[], None], on_drop: Callable[[], None]) -> None:
+        self.listener, self.fd, self.url = _open_line(port, pty_link, host)
+        self.sock: socket.socket | None = None
+        self.rx_noise, self.tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
+        self.on_connect, self.on_drop = on_connect, on_drop
+
+    def watch(self) -> list[int]:
+        """The descriptor to wait on: the connected host's, else the listener's."""
+        if self.fd is not None:
+            return [self.fd]
+        return [] if self.listener is None else [self.listener.fileno()]
+
+    def send(self, data: bytes) -> None:
+        if self.fd is None or not data:
+            return  # nobody listens: the bytes are lost, as on a real line
+        data = self.tx_noise.apply(data)
+        try:
+            if self.sock is not None:
+                self.sock.sendall(data)
+            else:
+                os.write(self.fd, data)
+        except OSError:
+            self.drop()
+
+    def drop(self) -> None:
+        """Forget the connected host (a pty has none to forget)."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = self.fd = None
+            self.on_drop()
+
+    def service(self, readable: list[int]) -> bytes | None:
+        """After a select on `watch`: accept a waiting host, or read what it sent. The bytes
+        that arrived (through the noise), or None when there are none to feed."""
+        if self.listener is not None and self.fd is None and self.listener.fileno() in readable:
+            self.sock, _ = self.listener.accept()
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.fd = self.sock.fileno()
+            self.on_connect()
+            return None
+        if self.fd is None or self.fd not in readable:
+            return None
+        try:
+            chunk = self.sock.recv(4096) if self.sock is not None else os.read(self.fd, 4096)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.drop()
+            return None
+        return self.rx_noise.apply(chunk)
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+
+
+def run_control(control: queue.Queue | None, target: object) -> None:
+    """Run the ``(function, reply_queue)`` pairs waiting on ``control`` with ``target`` on
+    the calling loop's thread; each reply is the function's result or its exception."""
+    while control is not None and not control.empty():
+        function, reply = control.get_nowait()
+        try:
+            reply.put(function(target))
+        except Exception as exc:  # noqa: BLE001 - the caller gets the error
+            reply.put(exc)
+
+
 def _feed(core: FirmwareCore, chunk: bytes, buffer: bytearray, now: float,
           send: Callable[[bytes], None]) -> None:
     """Give the firmware what arrived at simulated time ``now``: real-time bytes at once,
@@ -109,75 +183,39 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
     bus adapter's way in, e.g. to scramble the twin)."""
     faults = faults or FaultPlan()
     clock = _Clock(speed)
-    rx_noise, tx_noise = _LineNoise(faults, 1), _LineNoise(faults, 2)
     disconnects = sorted(faults.disconnect_after)
     stall_done = reset_done = False
-    conn_sock: socket.socket | None = None
-    listener, conn_fd, url = _open_line(port, pty_link, host)
-    if ready is not None:
-        ready.write(f"listening {url} boot={core.boot_id}\n")
-        ready.flush()
     buffer = bytearray()
     started = time.monotonic()
 
-    def send(data: bytes) -> None:
-        nonlocal conn_fd
-        if conn_fd is None or not data:
-            return
-        data = tx_noise.apply(data)
-        try:
-            if conn_sock is not None:
-                conn_sock.sendall(data)
-            else:
-                os.write(conn_fd, data)
-        except OSError:
-            drop_connection()
+    def connected() -> None:
+        core._log("connect", t=clock.sim())
+        line.send(core.banner())
 
-    def drop_connection() -> None:
-        nonlocal conn_fd, conn_sock
-        if conn_sock is not None:
-            conn_sock.close()
-            conn_sock = None
-            conn_fd = None
-            core.disconnected(clock.sim())
-            buffer.clear()
+    def dropped() -> None:
+        core.disconnected(clock.sim())
+        buffer.clear()
 
+    line = FirmwareLine(port, pty_link, host, faults, connected, dropped)
+    if ready is not None:
+        ready.write(f"listening {line.url} boot={core.boot_id}\n")
+        ready.flush()
     while max_runtime_s is None or time.monotonic() - started < max_runtime_s:
-        while control is not None and not control.empty():
-            function, reply = control.get_nowait()
-            try:
-                reply.put(function(core))
-            except Exception as exc:  # noqa: BLE001 - the caller gets the error
-                reply.put(exc)
+        run_control(control, core)
         for data in core.advance(clock.sim()):
-            send(data)
+            line.send(data)
         deadline = core.next_deadline()
         timeout = 0.2 if deadline is None else min(0.2, clock.real_delay(deadline))
-        watch = [fd for fd in (conn_fd, listener.fileno() if listener and conn_fd is None
-                               else None) if fd is not None]
-        readable, _, _ = select.select(watch, [], [], timeout)
-        if listener is not None and listener.fileno() in readable and conn_fd is None:
-            conn_sock, _ = listener.accept()
-            conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn_fd = conn_sock.fileno()
-            core._log("connect", t=clock.sim())
-            send(core.banner())
+        readable, _, _ = select.select(line.watch(), [], [], timeout)
+        chunk = line.service(readable)
+        if chunk is None:
             continue
-        if conn_fd is None or conn_fd not in readable:
-            continue
-        try:
-            chunk = conn_sock.recv(4096) if conn_sock is not None else os.read(conn_fd, 4096)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            drop_connection()
-            continue
-        _feed(core, rx_noise.apply(chunk), buffer, clock.sim(), send)
+        _feed(core, chunk, buffer, clock.sim(), line.send)
         count = core.accepted_count
         if disconnects and count >= disconnects[0]:
             disconnects.pop(0)
             core._log("inject", fault="disconnect", after=count)
-            drop_connection()
+            line.drop()
         elif faults.stall_after is not None and not stall_done and count >= faults.stall_after:
             stall_done = True
             core._log("inject", fault="stall", after=count, ms=faults.stall_ms)
@@ -185,6 +223,5 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
         elif faults.reset_after is not None and not reset_done and count >= faults.reset_after:
             reset_done = True
             core._log("inject", fault="reset", after=count)
-            send(core.reset(clock.sim()))
-    if listener is not None:
-        listener.close()
+            line.send(core.reset(clock.sim()))
+    line.close()
