@@ -292,7 +292,9 @@ def test_two_instances_one_killed_mid_burst_lose_and_repeat_nothing(
         print(f"\n{n_requests} requests over two instances, one SIGKILLed mid-burst: "
               f"{dict(counts)}; executed {len(executed)}, twice {len(twice)}")
         assert len(outcomes) == n_requests  # none lost
-        assert set(counts) <= {"ok", "unavailable"}  # answered, or explicitly refused
+        # answered, or explicitly refused: unavailable (its instance died holding it) or
+        # busy (the survivor, now taking all ten callers, is at its concurrency of eight)
+        assert set(counts) <= {"ok", "unavailable", "busy"}
         assert not twice
         ok = {rid for rid, outcome in outcomes.items() if outcome == "ok"}
         assert ok <= set(executed)
