@@ -4,17 +4,26 @@ messages."""
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import zmq
+
 from robocell.common.bus import Endpoints, Subscriber
+from robocell.common.bus.wire import ANSWER_MARK, TOPIC_END, subscription
 from robocell.common.config import free_port_block
 
 REPO = Path(__file__).resolve().parents[2]
 N_PORTS = 4  # subscribe, publish, command, tap
 BROKER_START_TIMEOUT_S = 10.0
+SUBSCRIBED_TIMEOUT_S = 10.0
+"""Bound on a subscription's way to the broker: it only bounds a hang (a loaded machine takes
+a while; an idle one, milliseconds)."""
+RECV_TIMEOUT_S = 10.0
+"""Bound on waiting for a message that should come (it only bounds a hang)."""
 SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
 """A bus service whose behaviour a test scripts (run it with ``python``)."""
 
@@ -51,7 +60,55 @@ def wait_for_broker(endpoints: Endpoints, timeout: float = BROKER_START_TIMEOUT_
         sub.close()
 
 
-def recv_topic(sub: Subscriber, topic: str, timeout: float = 3.0):
+def wait_subscribed(sub: Subscriber, *topics: str, prefix: bool = False,
+                    timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
+    """Until ``sub``'s subscriptions to ``topics`` have reached the broker, so that whatever
+    is published on them from now on reaches ``sub``, and the broker has answered them from
+    its cache (a fixed sleep instead is outlasted on a loaded machine). The broker passes
+    every subscription on to the publishers, where a plain XPUB sees it (the broker's own
+    subscriptions are replayed to each new publisher, so ones that arrived before it connected
+    are seen too). Of each topic, the one awaited is the request for its latched state on
+    ``sub``'s own answer channel, which the subscriber makes after the topic's own
+    subscription. (The answer itself, if the cache held one, may still be on its way.)"""
+    wanted = {b"\x01" + sub.answer_channel + subscription(t, prefix) for t in topics}
+    sock = zmq.Context.instance().socket(zmq.XPUB)
+    sock.linger = 0
+    sock.connect(sub.endpoints.publish)
+    try:
+        deadline = time.monotonic() + timeout
+        while wanted and (remaining := deadline - time.monotonic()) > 0:
+            if sock.poll(int(remaining * 1000) + 1):
+                wanted.discard(sock.recv())
+        assert not wanted, (f"subscriptions {sorted(wanted)} did not reach the broker at "
+                            f"{sub.endpoints.publish} in {timeout} s")
+    finally:
+        sock.close()
+    wait_broker_answered(sub.endpoints, timeout)
+
+
+def wait_broker_answered(endpoints: Endpoints, timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
+    """Until the broker has answered every subscription forwarded so far from its cache: it
+    reads them in the order the proxy forwarded them, so once it answers a later request for
+    ``bus.stats`` (which it publishes itself), it has answered the earlier ones. Asked again on
+    a fresh channel each second, in case its first ``bus.stats`` had not yet been cached."""
+    sock = zmq.Context.instance().socket(zmq.SUB)
+    sock.linger = 0
+    sock.connect(endpoints.subscribe)
+    try:
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            channel = ANSWER_MARK + secrets.token_hex(8).encode() + TOPIC_END
+            sock.subscribe(channel + subscription("bus.stats"))
+            if sock.poll(int(min(remaining, 1.0) * 1000) + 1):
+                return
+            sock.unsubscribe(channel + subscription("bus.stats"))
+        raise AssertionError(f"the broker at {endpoints.subscribe} did not answer a request for "
+                             f"its latched bus.stats in {timeout} s")
+    finally:
+        sock.close()
+
+
+def recv_topic(sub: Subscriber, topic: str, timeout: float = RECV_TIMEOUT_S):
     """The next message of ``topic`` within ``timeout`` s, skipping others; None if none."""
     deadline = time.monotonic() + timeout
     while (remaining := deadline - time.monotonic()) > 0:
