@@ -10,14 +10,18 @@ import threading
 import time
 
 import pytest
-from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process
+from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process, wait_registered
 
 from robocell.common.bus import Busy, CommandClient, CommandFailed, Endpoints, Node
 from robocell.services.broker.broker import Broker
 
+LATE_S = 2.0
+"""How late after its deadline a caller may get its timeout: what a loaded machine may delay
+the caller's thread by (the point is that it comes at the deadline, not that it is punctual)."""
+
 
 @pytest.fixture
-def solver(endpoints: Endpoints):
+def solver(broker: Broker):
     """A service node 'solver' with a counted, slow `solve` and a failing `explode`."""
     calls: list[str] = []
     release = threading.Event()
@@ -34,12 +38,12 @@ def solver(endpoints: Endpoints):
     def refuse(args, ctx):
         raise Busy("the arm is already moving")
 
-    with Node("solver", endpoints) as node:
+    with Node("solver", broker.endpoints) as node:
         node.serve("solve", solve)
         node.serve("explode", explode)
         node.serve("refuse", refuse)
         node.set_state("ready")
-        time.sleep(0.2)  # HELLO reaches the broker
+        wait_registered(broker, "solver", ["solve", "explode", "refuse"])
         node.test_calls = calls
         node.test_release = release
         yield node
@@ -49,8 +53,8 @@ def solver(endpoints: Endpoints):
 def test_command_returns_the_handlers_result(endpoints: Endpoints, solver: Node) -> None:
     client = CommandClient("cli", endpoints)
     try:
-        assert client.call("solver", "solve", {"facelets": "UUU"}, timeout=2) == {"moves": 3}
-        assert client.call("solver", "ping", timeout=2) == {"service": "solver",
+        assert client.call("solver", "solve", {"facelets": "UUU"}, timeout=10) == {"moves": 3}
+        assert client.call("solver", "ping", timeout=10) == {"service": "solver",
                                                             "state": "ready"}
     finally:
         client.close()
@@ -67,7 +71,7 @@ def test_bad_commands_get_explicit_errors(endpoints: Endpoints, solver: Node, co
                                           args: dict, code: str, needle: str) -> None:
     client = CommandClient("cli", endpoints)
     try:
-        reply = client.request("solver", command, args, timeout=2)
+        reply = client.request("solver", command, args, timeout=10)
         assert not reply.ok and reply.error == code
         assert needle in reply.message
         with pytest.raises(CommandFailed) as info:
@@ -81,17 +85,19 @@ def test_second_request_while_one_runs_is_answered_busy(endpoints: Endpoints,
                                                         solver: Node) -> None:
     results = {}
     first = threading.Thread(target=lambda: results.setdefault(
-        "first", solver.request("solver", "solve", {"facelets": "slow"}, timeout=5)))
+        "first", solver.request("solver", "solve", {"facelets": "slow"}, timeout=10)))
     first.start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while solver.test_calls != ["slow"] and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the first one runs
     other = CommandClient("other", endpoints)
     try:
-        busy = other.request("solver", "solve", {"facelets": "UU"}, timeout=2)
+        busy = other.request("solver", "solve", {"facelets": "UU"}, timeout=10)
         assert busy.error == "busy" and "already running" in busy.message
     finally:
         other.close()
         solver.test_release.set()
-        first.join(5)
+        first.join(15)
     assert results["first"].ok and results["first"].result == {"moves": 4}
     assert solver.test_calls == ["slow"]
 
@@ -99,13 +105,14 @@ def test_second_request_while_one_runs_is_answered_busy(endpoints: Endpoints,
 def test_retried_command_runs_once(endpoints: Endpoints, solver: Node) -> None:
     client = CommandClient("cli", endpoints)
     try:
-        threading.Timer(0.6, solver.test_release.set).start()
-        # The handler takes ~0.6 s; the client resends every 0.1 s with the same id.
-        reply = client.request("solver", "solve", {"facelets": "slow"}, timeout=3,
+        threading.Timer(1.0, solver.test_release.set).start()
+        # The handler takes ~1 s (3 s at most); the client resends every 0.1 s with the same
+        # id (how many times depends on how often a loaded machine lets it run).
+        reply = client.request("solver", "solve", {"facelets": "slow"}, timeout=10,
                                retry_interval=0.1)
-        assert reply.ok and reply.attempts >= 4
+        assert reply.ok and reply.attempts >= 2
         # A retry after completion is answered from the dedup cache, not run again.
-        again = client.request("solver", "solve", {"facelets": "slow"}, timeout=2,
+        again = client.request("solver", "solve", {"facelets": "slow"}, timeout=10,
                                request_id=reply.id)
         assert again.ok and again.result == reply.result
         assert solver.test_calls == ["slow"]
@@ -118,9 +125,9 @@ def test_command_to_a_service_that_never_existed_is_unavailable_at_once(
     client = CommandClient("cli", endpoints)
     try:
         started = time.monotonic()
-        reply = client.request("ghost", "ping", timeout=2)
+        reply = client.request("ghost", "ping", timeout=10)
         assert reply.error == "unavailable" and "'ghost'" in reply.message
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 5  # long before its deadline
     finally:
         client.close()
 
@@ -132,7 +139,7 @@ def test_command_with_no_broker_times_out_within_its_deadline(bus_base: str) -> 
         reply = client.request("solver", "ping", timeout=0.5)
         elapsed = time.monotonic() - started
         assert reply.error == "timeout" and "within 0.5 s" in reply.message
-        assert 0.5 <= elapsed < 1.0
+        assert 0.5 <= elapsed < 0.5 + LATE_S
     finally:
         client.close()
 
@@ -149,14 +156,14 @@ def test_command_to_a_hung_service_times_out_within_its_deadline(broker: Broker,
     proc = start_service(bus_base, "actuator")
     client = CommandClient("cli", broker.endpoints)
     try:
-        time.sleep(0.2)
-        assert client.call("actuator", "echo", {"a": 1}, timeout=3) == {"a": 1}
+        wait_registered(broker, "actuator", ["echo"])
+        assert client.call("actuator", "echo", {"a": 1}, timeout=10) == {"a": 1}
         os.kill(proc.pid, signal.SIGSTOP)  # alive but not answering
         started = time.monotonic()
         reply = client.request("actuator", "echo", {"a": 2}, timeout=0.8)
         elapsed = time.monotonic() - started
         assert reply.error == "timeout"
-        assert 0.8 <= elapsed < 1.3
+        assert 0.8 <= elapsed < 0.8 + LATE_S
     finally:
         os.kill(proc.pid, signal.SIGCONT)
         client.close()
@@ -168,8 +175,8 @@ def test_command_to_a_killed_service_fails_within_its_deadline(broker: Broker,
     proc = start_service(bus_base, "vision")
     client = CommandClient("cli", broker.endpoints)
     try:
-        time.sleep(0.2)
-        assert client.call("vision", "echo", {"x": "y"}, timeout=3) == {"x": "y"}
+        wait_registered(broker, "vision", ["echo"])
+        assert client.call("vision", "echo", {"x": "y"}, timeout=10) == {"x": "y"}
         proc.send_signal(signal.SIGKILL)
         proc.wait(5)
         started = time.monotonic()
@@ -178,7 +185,7 @@ def test_command_to_a_killed_service_fails_within_its_deadline(broker: Broker,
         # Whether the broker has noticed the dead peer yet (unavailable) or not (timeout),
         # the caller gets an explicit error no later than its deadline.
         assert reply.error in ("unavailable", "timeout")
-        assert elapsed < 1.3
+        assert elapsed < 1.0 + LATE_S
     finally:
         client.close()
         stop_process(proc)
@@ -191,7 +198,7 @@ def test_node_call_works_from_many_threads(endpoints: Endpoints, solver: Node) -
 
     def worker(i: int) -> None:
         try:
-            results[i] = solver.call("solver", "solve", {"facelets": f"X{i}"}, timeout=3)
+            results[i] = solver.call("solver", "solve", {"facelets": f"X{i}"}, timeout=10)
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
 
@@ -199,6 +206,6 @@ def test_node_call_works_from_many_threads(endpoints: Endpoints, solver: Node) -
     for t in threads:
         t.start()
     for t in threads:
-        t.join(5)
+        t.join(15)
     assert not errors
     assert results == {i: f"x{i}" for i in range(8)}

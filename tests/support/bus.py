@@ -8,7 +8,9 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import zmq
 
@@ -106,6 +108,24 @@ def wait_broker_answered(endpoints: Endpoints, timeout: float = SUBSCRIBED_TIMEO
                              f"its latched bus.stats in {timeout} s")
     finally:
         sock.close()
+
+
+def wait_registered(broker: Any, service: str, commands: Iterable[str] = (),
+                    timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
+    """Until an instance of ``service`` has registered with the in-process ``broker`` (a
+    robocell.services.broker.broker.Broker) offering ``commands``: requests now reach it."""
+    wanted = set(commands)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            offered = [set(i.commands) for i in broker.instances.get(service, {}).values()]
+        except RuntimeError:  # changed while read (the broker's thread): read again
+            offered = []
+        if any(wanted <= c for c in offered):
+            return
+        assert time.monotonic() < deadline, (
+            f"no instance of {service!r} offering {sorted(wanted)} registered in {timeout} s")
+        time.sleep(0.02)
 
 
 def recv_topic(sub: Subscriber, topic: str, timeout: float = RECV_TIMEOUT_S):
