@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
-from support.bus import robocell_cmd, robocell_env
+from support.bus import robocell_cmd, robocell_env, wait_registered
 
-from robocell.common.bus import Endpoints, Node
+from robocell.common.bus import Node
+from robocell.services.broker.broker import Broker
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def cli_env(broker, bus_base: str) -> dict:
 
 
 @pytest.fixture
-def solver(endpoints: Endpoints) -> Iterator[Node]:
+def solver(broker: Broker) -> Iterator[Node]:
     """A stand-in solver service: the edge of the unit is the bus, the CLI is real."""
 
     def solve(args, ctx):
@@ -28,11 +28,11 @@ def solver(endpoints: Endpoints) -> Iterator[Node]:
     def explode(args, ctx):
         raise RuntimeError("motor table missing")
 
-    with Node("solver", endpoints) as node:
+    with Node("solver", broker.endpoints) as node:
         node.serve("solve", solve)
         node.serve("explode", explode)
         node.set_state("ready")
-        time.sleep(0.3)  # HELLO reaches the broker
+        wait_registered(broker, "solver", ["solve", "explode"])
         yield node
 
 
