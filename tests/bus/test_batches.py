@@ -12,7 +12,14 @@ import msgpack
 import pytest
 import zmq
 from hypothesis import given, settings
-from support.bus import recv_topic, robocell_cmd, robocell_env, stop_process
+from support.bus import (
+    recv_topic,
+    robocell_cmd,
+    robocell_env,
+    stop_process,
+    wait_raw_subscribed,
+    wait_subscribed,
+)
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.common.bus.publisher import COALESCE_FRAME_BYTES, COALESCE_MESSAGE_BYTES
@@ -40,7 +47,7 @@ HEAD = b"cell.status" + TOPIC_END
 
 def linked(endpoints: Endpoints, source: str = "cell") -> Publisher:
     pub = Publisher(source, endpoints)
-    assert pub.wait_linked(5)
+    assert pub.wait_linked(10)
     return pub
 
 
@@ -76,9 +83,12 @@ def wait_for_new_subscription(sock: zmq.Socket, known: list[bytes], topic: bytes
     raise AssertionError(f"no new subscription to {topic!r} reached the broker in {timeout} s")
 
 
-def drain_frames(sock: zmq.Socket, quiet_s: float = 1.0) -> list[bytes]:
+def drain_frames(sock: zmq.Socket, quiet_s: float = 1.0,
+                 first_s: float | None = None) -> list[bytes]:
+    """The frames ``sock`` receives until a lull of ``quiet_s``; the first one is awaited
+    ``first_s`` (default: ``quiet_s``)."""
     frames = []
-    while sock.poll(int(quiet_s * 1000)):
+    while sock.poll(int((quiet_s if frames or first_s is None else first_s) * 1000)):
         frames.append(sock.recv())
     return frames
 
@@ -89,7 +99,8 @@ def test_a_burst_travels_in_batch_frames_and_arrives_whole_and_in_order(
     raw = raw_listener(endpoints)
     pub = linked(endpoints)
     try:
-        time.sleep(0.3)  # both subscriptions reach the broker
+        wait_subscribed(sub, "cell.status")
+        wait_raw_subscribed(raw, endpoints)
         before = time.time()
         for i in range(BURST):
             pub.publish("cell.status", {**STATUS, "detail": f"step {i}"})
@@ -134,13 +145,13 @@ def test_a_message_after_a_pause_goes_alone_and_a_bursts_tail_is_sent_without_mo
     raw = raw_listener(endpoints)
     pub = linked(endpoints)
     try:
-        time.sleep(0.3)
+        wait_raw_subscribed(raw, endpoints)
         pub.publish("cell.status", STATUS)
-        first = drain_frames(raw, 0.5)
+        first = drain_frames(raw, 0.5, first_s=10)
         # a short burst, then nothing: the flusher thread sends what was gathered
         for i in range(5):
             pub.publish("cell.status", {**STATUS, "detail": str(i)})
-        tail = drain_frames(raw, 1.0)
+        tail = drain_frames(raw, 1.0, first_s=10)
     finally:
         pub.close()
         raw.close()
@@ -150,15 +161,21 @@ def test_a_message_after_a_pause_goes_alone_and_a_bursts_tail_is_sent_without_mo
 
 
 def test_a_late_joiner_gets_only_the_newest_message_of_a_latched_burst(
-        endpoints: Endpoints) -> None:
+        broker: Broker) -> None:
+    endpoints = broker.endpoints
     pub = linked(endpoints)
     try:
         for i in range(200):
             pub.publish("cell.status", {**STATUS, "detail": str(i)})
-        time.sleep(0.5)  # the flusher sent the tail; the cache holds the newest frame
+        # the flusher sent the tail; the cache holds the newest frame
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (
+                "cell.status" not in broker.cache
+                or decode_frame(broker.cache["cell.status"]).seq != 199):
+            time.sleep(0.02)
         late = Subscriber(["cell.status"], endpoints)
         try:
-            env = recv_topic(late, "cell.status", timeout=5)
+            env = recv_topic(late, "cell.status")
             assert env is not None and env.payload["detail"] == "199" and env.seq == 199
             assert late.recv(0.5) is None  # nothing older follows
         finally:
@@ -175,20 +192,20 @@ def test_batch_frames_with_bad_envelopes_are_judged_envelope_by_envelope(
     sock.linger = 500
     sock.connect(endpoints.publish)
     try:
-        assert sock.poll(5000)
+        assert sock.poll(10000)
         sock.recv()  # the broker's subscription: the link is up
-        time.sleep(0.3)
+        wait_subscribed(sub, "cell.status")
         good = [encode(Envelope.now("cell.status", "rogue", i, STATUS)) for i in (0, 2, 3)]
         invalid = msgpack.packb([1, "cell.status", "rogue", 1, 1.0, 1.0, {"cycle_id": 42}])
         sock.send(batch_frame(HEAD, [good[0], invalid, good[1], good[2]]))
         sock.send(HEAD + bytes([BATCH_MARK, 0, 5]) + os.urandom(20))  # garbage after the head
         sock.send(HEAD + bytes([BATCH_MARK, 0, 0]))  # an empty batch
         got = []
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while (len(got) < 3 or sum(sub.stats.rejected.values()) < 3) \
                 and time.monotonic() < deadline:  # the bad frames come after the good ones
             got += sub.recv_batch(0.2)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while sum(broker.rejected.values()) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
@@ -234,15 +251,15 @@ def test_a_batch_writes_what_its_messages_share_once_and_is_refused_if_its_colum
     sock.linger = 500
     sock.connect(broker.endpoints.publish)
     try:
-        assert sock.poll(5000)
+        assert sock.poll(10000)
         sock.recv()
-        time.sleep(0.3)
+        wait_subscribed(sub, "cell.status")
         sock.send(short)
         sock.send(past_the_end)
         sock.send(frame)
         sock.send(frame)  # the same batch again: ten repeats, none delivered twice
         got = []
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while (len(got) < 10 or sub.stats.duplicates < 10) and time.monotonic() < deadline:
             got += sub.recv_batch(0.2)
     finally:
@@ -294,13 +311,13 @@ def test_a_recorded_burst_is_stored_message_by_message(broker_process, bus_base:
 def test_a_closed_publisher_sends_what_it_gathered(endpoints: Endpoints, count: int) -> None:
     sub = Subscriber(["cell.status"], endpoints)
     pub = linked(endpoints)
-    time.sleep(0.3)
+    wait_subscribed(sub, "cell.status")
     for i in range(count):
         pub.publish("cell.status", {**STATUS, "detail": str(i)})
     pub.close()
     try:
         got = []
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while len(got) < count and time.monotonic() < deadline:
             got += sub.recv_batch(0.5)
     finally:

@@ -72,20 +72,38 @@ def wait_subscribed(sub: Subscriber, *topics: str, prefix: bool = False,
     are seen too). Of each topic, the one awaited is the request for its latched state on
     ``sub``'s own answer channel, which the subscriber makes after the topic's own
     subscription. (The answer itself, if the cache held one, may still be on its way.)"""
-    wanted = {b"\x01" + sub.answer_channel + subscription(t, prefix) for t in topics}
+    wait_forwarded(sub.endpoints, [sub.answer_channel + subscription(t, prefix) for t in topics],
+                   timeout)
+    wait_broker_answered(sub.endpoints, timeout)
+
+
+def wait_raw_subscribed(sock: zmq.Socket, endpoints: Endpoints,
+                        timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
+    """Until the subscriptions made so far by a plain SUB socket connected to the broker
+    have reached it (see wait_subscribed): it subscribes to a marker of its own no message
+    starts with, which passes the broker after them."""
+    marker = b"\x00ready " + secrets.token_hex(8).encode()
+    sock.subscribe(marker)
+    wait_forwarded(endpoints, [marker], timeout)
+    wait_broker_answered(endpoints, timeout)
+
+
+def wait_forwarded(endpoints: Endpoints, subscriptions: Iterable[bytes],
+                   timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
+    """Until the broker has passed each of ``subscriptions`` on to the publishers."""
+    wanted = {b"\x01" + s for s in subscriptions}
     sock = zmq.Context.instance().socket(zmq.XPUB)
     sock.linger = 0
-    sock.connect(sub.endpoints.publish)
+    sock.connect(endpoints.publish)
     try:
         deadline = time.monotonic() + timeout
         while wanted and (remaining := deadline - time.monotonic()) > 0:
             if sock.poll(int(remaining * 1000) + 1):
                 wanted.discard(sock.recv())
         assert not wanted, (f"subscriptions {sorted(wanted)} did not reach the broker at "
-                            f"{sub.endpoints.publish} in {timeout} s")
+                            f"{endpoints.publish} in {timeout} s")
     finally:
         sock.close()
-    wait_broker_answered(sub.endpoints, timeout)
 
 
 def wait_broker_answered(endpoints: Endpoints, timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
