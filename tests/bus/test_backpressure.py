@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+from support.bus import wait_subscribed
+
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.services.broker.broker import Broker
 
@@ -25,8 +27,9 @@ def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
     pub = Publisher("cell", endpoints)
     reader: threading.Thread | None = None
     try:
-        assert pub.wait_linked(5)
-        time.sleep(0.3)
+        assert pub.wait_linked(10)
+        wait_subscribed(slow, "cell.status")
+        wait_subscribed(fast, "cell.status")
         fast_done = threading.Event()
 
         def drain_fast() -> None:
@@ -60,7 +63,7 @@ def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
         # every message the publisher sent is accounted for by its own report, added up by
         # the broker: taken by ZeroMQ, or dropped at its queue to the broker (rarely one,
         # when a starved broker lets the queue fill: the queue is as deep as the burst)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
 
         def reported() -> int:
             stats = broker.topics.get("cell.status")
@@ -77,7 +80,7 @@ def test_slow_subscriber_does_not_block_the_publisher_and_its_drops_are_counted(
         # One more message once it keeps up again: drops at the tail of the burst become a
         # visible gap too.
         pub.publish("cell.status", {"cycle_id": "last", "stage": "done"})
-        while slow.recv(1.0) is not None:
+        while (env := slow.recv(10.0)) is not None and env.seq < N_MESSAGES:
             pass
         assert last_seq(slow) == N_MESSAGES
         assert slow.stats.received < N_MESSAGES / 2
@@ -112,12 +115,13 @@ def test_a_node_that_falls_behind_reports_its_drops(bus_base: str) -> None:
         with Node("slowpoke", endpoints) as slow, Node("watcher", endpoints) as watcher:
             slow.subscribe("cell.status", lambda env: time.sleep(0.002))  # 500 msgs/s at most
             watcher.subscribe("diagnostics", lambda env: reports.append(env.payload))
-            time.sleep(0.3)
+            wait_subscribed(slow.subscriber, "cell.status")
+            wait_subscribed(watcher.subscriber, "diagnostics")
             detail = "x" * DETAIL_BYTES
             for i in range(3000):
                 slow.publish("cell.status", {"cycle_id": f"c{i}", "stage": "idle",
                                              "detail": detail})
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 20
             while time.monotonic() < deadline and not any(
                     r["code"] == "dropped_messages" and r["service"] == "slowpoke"
                     for r in reports):
