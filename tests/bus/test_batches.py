@@ -17,6 +17,8 @@ from support.bus import (
     robocell_cmd,
     robocell_env,
     stop_process,
+    subscription_watcher,
+    wait_for_new_subscription,
     wait_raw_subscribed,
     wait_subscribed,
 )
@@ -24,7 +26,6 @@ from support.bus import (
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.common.bus.publisher import COALESCE_FRAME_BYTES, COALESCE_MESSAGE_BYTES
 from robocell.common.bus.wire import (
-    ANSWER_MARK,
     BATCH_MARK,
     TOPIC_END,
     DecodeError,
@@ -58,29 +59,6 @@ def raw_listener(endpoints: Endpoints, topic: bytes = HEAD) -> zmq.Socket:
     sock.subscribe(topic)
     sock.connect(endpoints.subscribe)
     return sock
-
-
-def subscription_watcher(endpoints: Endpoints) -> zmq.Socket:
-    """A plain XPUB socket on the broker's publish side: the broker passes every subscription
-    on to the publishers, so this sees each subscriber's as it arrives."""
-    sock = zmq.Context.instance().socket(zmq.XPUB)
-    sock.linger = 0
-    sock.connect(endpoints.publish)
-    return sock
-
-
-def wait_for_new_subscription(sock: zmq.Socket, known: list[bytes], topic: bytes,
-                              timeout: float) -> None:
-    """Until a subscriber not in ``known`` has asked the broker for ``topic``'s latched state
-    (its last subscription message: after that one, everything it subscribed to is in place)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if sock.poll(100):
-            frame = sock.recv()
-            if frame not in known and frame[:1] == b"\x01" and frame.endswith(topic) \
-                    and frame.startswith(ANSWER_MARK, 1):
-                return
-    raise AssertionError(f"no new subscription to {topic!r} reached the broker in {timeout} s")
 
 
 def drain_frames(sock: zmq.Socket, quiet_s: float = 1.0,

@@ -128,22 +128,67 @@ def wait_broker_answered(endpoints: Endpoints, timeout: float = SUBSCRIBED_TIMEO
         sock.close()
 
 
+def subscription_watcher(endpoints: Endpoints) -> zmq.Socket:
+    """A plain XPUB socket on the broker's publish side: the broker passes every subscription
+    on to the publishers, so this sees each subscriber's as it arrives (and, at once, those
+    already there)."""
+    sock = zmq.Context.instance().socket(zmq.XPUB)
+    sock.linger = 0
+    sock.connect(endpoints.publish)
+    return sock
+
+
+def known_subscriptions(watcher: zmq.Socket, quiet_s: float = 0.3) -> list[bytes]:
+    """What a new subscription_watcher sees until a lull: the subscriptions already there."""
+    frames = []
+    while watcher.poll(int(quiet_s * 1000)):
+        frames.append(watcher.recv())
+    return frames
+
+
+def wait_for_new_subscription(sock: zmq.Socket, known: list[bytes], topic: bytes,
+                              timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
+    """Until a subscriber not in ``known`` has asked the broker for ``topic``'s latched state
+    (its last subscription message: after that one, everything it subscribed to is in place).
+    For a subscriber in another process, whose answer channel is not known here."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sock.poll(100):
+            frame = sock.recv()
+            if frame not in known and frame[:1] == b"\x01" and frame.endswith(topic) \
+                    and frame.startswith(ANSWER_MARK, 1):
+                return
+    raise AssertionError(f"no new subscription to {topic!r} reached the broker in {timeout} s")
+
+
 def wait_registered(broker: Any, service: str, commands: Iterable[str] = (),
                     timeout: float = SUBSCRIBED_TIMEOUT_S) -> None:
-    """Until an instance of ``service`` has registered with the in-process ``broker`` (a
-    robocell.services.broker.broker.Broker) offering ``commands``: requests now reach it."""
+    """Until an instance of ``service`` has registered with the broker offering
+    ``commands``: requests now reach it. ``broker`` is an in-process Broker (its routing
+    table is read), or the Endpoints of one in another process (its bus.stats are read)."""
     wanted = set(commands)
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            offered = [set(i.commands) for i in broker.instances.get(service, {}).values()]
-        except RuntimeError:  # changed while read (the broker's thread): read again
-            offered = []
-        if any(wanted <= c for c in offered):
-            return
-        assert time.monotonic() < deadline, (
-            f"no instance of {service!r} offering {sorted(wanted)} registered in {timeout} s")
-        time.sleep(0.02)
+    sub = Subscriber(["bus.stats"], broker) if isinstance(broker, Endpoints) else None
+    try:
+        while True:
+            if sub is not None:
+                env = recv_topic(sub, "bus.stats", max(0.0, deadline - time.monotonic()))
+                described = env.payload.get("instances", {}).get(service, []) if env else []
+                offered = [set(i.get("commands", ())) for i in described]
+            else:
+                try:
+                    offered = [set(i.commands) for i in broker.instances.get(service, {}).values()]
+                except RuntimeError:  # changed while read (the broker's thread): read again
+                    offered = []
+            if any(wanted <= c for c in offered):
+                return
+            assert time.monotonic() < deadline, (
+                f"no instance of {service!r} offering {sorted(wanted)} registered in {timeout} s")
+            if sub is None:
+                time.sleep(0.02)
+    finally:
+        if sub is not None:
+            sub.close()
 
 
 def recv_topic(sub: Subscriber, topic: str, timeout: float = RECV_TIMEOUT_S):
