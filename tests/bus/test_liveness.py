@@ -15,7 +15,7 @@ from robocell.services.broker.broker import Broker
 FAST_BEAT_S = 0.1
 
 
-def wait_until(predicate, timeout: float = 3.0) -> bool:
+def wait_until(predicate, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -72,10 +72,11 @@ def test_stopping_is_announced_and_a_killed_service_goes_stale(broker: Broker,
             proc.kill()
             proc.wait(5)
             killed = time.monotonic()
-            assert wait_until(lambda: "actuator" not in monitor.alive(), timeout=3)
+            assert wait_until(lambda: "actuator" not in monitor.alive())
             gone_after = time.monotonic() - killed
-            # stale after 3 missed beats of 0.1 s: not at once, and not much later
-            assert gone_after < STALE_AFTER_BEATS * FAST_BEAT_S + 0.5
+            # stale after 3 missed beats of 0.1 s: not much later (up to 2 s for a loaded
+            # machine, still well before 3 beats of the default 1 s period)
+            assert gone_after < STALE_AFTER_BEATS * FAST_BEAT_S + 2.0
             assert monitor.peers()["actuator"].stale
         finally:
             stop_process(proc)
