@@ -285,6 +285,8 @@ class ActuatorService:
                 "status": dict(status.fields)}
 
     def _idle_estop(self) -> None:
+        """After an e-stop while no job runs: read the firmware's status (which notices a
+        reboot), or say that the line is closed, so the stop is not confirmed."""
         try:
             if self._job_lock.acquire(timeout=1.0):
                 try:
@@ -293,6 +295,11 @@ class ActuatorService:
                     self._job_lock.release()
         except LinkError:
             pass
+        except OSError as exc:  # the port is closed (pyserial's errors are OSErrors too)
+            message = (f"e-stop not confirmed: the serial line to {self.link.url} is closed "
+                       f"({exc}), so the e-stop byte may not have reached the firmware")
+            print(f"actuator: {message}", file=sys.stderr, flush=True)
+            self._link_event("estop_unconfirmed", message)
 
     # --- jobs ------------------------------------------------------------------------------
     def _idle_state(self) -> str:
