@@ -25,7 +25,7 @@ from pathlib import Path
 
 from robocell.common.bus import CommandClient, Endpoints, Node
 from robocell.services.cell.cli import follow_cycle
-from robocell.services.cell.launcher import Launcher, isolated_cell_env
+from robocell.services.cell.launcher import Launcher, temporary_cell_env
 
 BURST_THREADS = 100
 BURST_TIMEOUT_S = 60.0
@@ -74,36 +74,38 @@ def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
 
 
 def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
-    env = isolated_cell_env(profile, speed)
-    env["ROBOCELL_SOLVER_WORKERS"] = "2"
-    launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
-                                           "vision-sim", "cell", "monitor", "foxglove"})
-    totals, failures, stages, service_over, round_trip = [], [], {}, [], []
-    with launcher:
-        launcher.start()
-        bus = launcher.services[0].environment["ROBOCELL_BUS"]
-        with Node("bench-cycles", Endpoints.resolve(bus), track_peers=False) as node:
-            for i in range(cycles):
-                node.call("cell", "scramble", {"seed": 10_000 + i}, timeout=10.0)
-                started = node.call("cell", "start", {}, timeout=5.0)
-                result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
-                if not result["ok"]:
-                    failures.append(result.get("error"))
-                    continue
-                totals.append(result["total_s"] * 1000)
-                for stage, seconds in result["stages_s"].items():
-                    stages.setdefault(stage, []).append(seconds * 1000)
-            # solver service over the pure solve, on the same profile's cubes
-            from robocell.common.cube import random_facelets
+    with temporary_cell_env(profile, speed) as env:  # its cycle log: removed after
+        env["ROBOCELL_SOLVER_WORKERS"] = "2"
+        launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim",
+                                               "actuator-sim", "vision-sim", "cell", "monitor",
+                                               "foxglove"})
+        totals, failures, stages, service_over, round_trip = [], [], {}, [], []
+        with launcher:
+            launcher.start()
+            bus = launcher.services[0].environment["ROBOCELL_BUS"]
+            with Node("bench-cycles", Endpoints.resolve(bus), track_peers=False) as node:
+                for i in range(cycles):
+                    node.call("cell", "scramble", {"seed": 10_000 + i}, timeout=10.0)
+                    started = node.call("cell", "start", {}, timeout=5.0)
+                    result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
+                    if not result["ok"]:
+                        failures.append(result.get("error"))
+                        continue
+                    totals.append(result["total_s"] * 1000)
+                    for stage, seconds in result["stages_s"].items():
+                        stages.setdefault(stage, []).append(seconds * 1000)
+                # solver service over the pure solve, on the same profile's cubes
+                from robocell.common.cube import random_facelets
 
-            size = 2 if profile.endswith("2x2") else 3
-            for i in range(200):
-                facelets = random_facelets(size, 50_000 + i)
-                t0 = time.perf_counter()
-                plan = node.call("solver", "solve", {"facelets": facelets}, timeout=10.0)
-                round_trip.append((time.perf_counter() - t0) * 1000 - plan["search"]["solve_ms"])
-                service_over.append(plan["search"]["service_ms"] - plan["search"]["solve_ms"])
-            burst_result = burst(Endpoints.resolve(bus), size, n_burst) if n_burst else {}
+                size = 2 if profile.endswith("2x2") else 3
+                for i in range(200):
+                    facelets = random_facelets(size, 50_000 + i)
+                    t0 = time.perf_counter()
+                    plan = node.call("solver", "solve", {"facelets": facelets}, timeout=10.0)
+                    search = plan["search"]
+                    round_trip.append((time.perf_counter() - t0) * 1000 - search["solve_ms"])
+                    service_over.append(search["service_ms"] - search["solve_ms"])
+                burst_result = burst(Endpoints.resolve(bus), size, n_burst) if n_burst else {}
     return {"burst": burst_result, "profile": profile, "cycles": cycles, "failed": len(failures),
             "failures": failures[:5], "cycle_ms": totals, "stages_ms": stages,
             "service_over_ms": service_over, "round_trip_over_ms": round_trip}

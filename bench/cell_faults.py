@@ -31,13 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.faults import FAULTS, FaultyCell  # noqa: E402 - the fault harness of the tests
 
 from robocell.errors import CommandError  # noqa: E402
-from robocell.services.cell.launcher import Launcher, isolated_cell_env  # noqa: E402
+from robocell.services.cell.launcher import Launcher, temporary_cell_env  # noqa: E402
 
 REPORT_TARGET_S = 3.0
 
 
-def start_cell(profile: str, speed: float) -> Launcher:
-    launcher = Launcher("sim", isolated_cell_env(profile, speed), quiet={
+def start_cell(env: dict[str, str]) -> Launcher:
+    launcher = Launcher("sim", env, quiet={
         "broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor"})
     launcher.start()
     return launcher
@@ -108,19 +108,21 @@ def main() -> int:
     parser.add_argument("--save", type=Path, default=Path(__file__).parent / "results" /
                         "cell_faults.json")
     args = parser.parse_args()
-    launcher = start_cell(args.profile, args.speed)
-    try:
-        cell = FaultyCell(launcher, seed=args.seed)
+    with temporary_cell_env(args.profile, args.speed) as env:  # its cycle log: removed after
+        launcher = start_cell(env)
         try:
-            print(f"cell up ({args.profile}, speed {args.speed:g}); faults one by one:",
-                  flush=True)
-            rows = [] if args.skip_table else each_fault(cell, args.seed, args.faults)
-            print(f"{args.cycles} cycles, a fault in one of {args.fault_every}:", flush=True)
-            run = random_run(cell, args.cycles, args.fault_every, args.seed, args.faults)
+            cell = FaultyCell(launcher, seed=args.seed)
+            try:
+                print(f"cell up ({args.profile}, speed {args.speed:g}); faults one by one:",
+                      flush=True)
+                rows = [] if args.skip_table else each_fault(cell, args.seed, args.faults)
+                print(f"{args.cycles} cycles, a fault in one of {args.fault_every}:",
+                      flush=True)
+                run = random_run(cell, args.cycles, args.fault_every, args.seed, args.faults)
+            finally:
+                cell.close()
         finally:
-            cell.close()
-    finally:
-        launcher.stop()
+            launcher.stop()
     if rows:
         print(f"\n{'fault':<20} {'failed in':<10} {'report s':>9} {'target':>7} "
               f"{'next cycle':>11} {'next solved s':>14}")

@@ -27,7 +27,7 @@ import websockets
 
 from robocell.common.bus import Endpoints, Node
 from robocell.services.cell.cli import follow_cycle
-from robocell.services.cell.launcher import Launcher, isolated_cell_env
+from robocell.services.cell.launcher import Launcher, temporary_cell_env
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
@@ -103,27 +103,27 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--speed", type=float, default=20.0)
     args = parser.parse_args()
-    env = isolated_cell_env(args.profile, args.speed)
-    launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
-                                           "vision-sim", "cell", "monitor", "foxglove"})
-    with launcher:
-        launcher.start()
-        bus = launcher.services[0].environment["ROBOCELL_BUS"]
-        pids = {name: launcher.children[name].process.pid for name in ("foxglove", "monitor")}
-        url = f"ws://127.0.0.1:{env['ROBOCELL_FOXGLOVE_PORT']}"
-        with Watcher(url) as watcher, Node("bench-foxglove", Endpoints.resolve(bus),
-                                           track_peers=False) as node:
-            cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
-            started = time.monotonic()
-            solved = 0
-            for cycle in range(args.cycles):
-                node.call("cell", "scramble", {"seed": 500 + cycle}, timeout=10.0)
-                cycle_id = node.call("cell", "start", {}, timeout=5.0)["cycle_id"]
-                solved += bool(follow_cycle(node, cycle_id, 300.0, show=False)["ok"])
-            elapsed = time.monotonic() - started
-            time.sleep(1.0)  # the last turns drawn
-            cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
-            rss = {name: rss_mib(pid) for name, pid in pids.items()}
+    with temporary_cell_env(args.profile, args.speed) as env:  # its cycle log: removed after
+        launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
+                                               "vision-sim", "cell", "monitor", "foxglove"})
+        with launcher:
+            launcher.start()
+            bus = launcher.services[0].environment["ROBOCELL_BUS"]
+            pids = {name: launcher.children[name].process.pid for name in ("foxglove", "monitor")}
+            url = f"ws://127.0.0.1:{env['ROBOCELL_FOXGLOVE_PORT']}"
+            with Watcher(url) as watcher, Node("bench-foxglove", Endpoints.resolve(bus),
+                                               track_peers=False) as node:
+                cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                started = time.monotonic()
+                solved = 0
+                for cycle in range(args.cycles):
+                    node.call("cell", "scramble", {"seed": 500 + cycle}, timeout=10.0)
+                    cycle_id = node.call("cell", "start", {}, timeout=5.0)["cycle_id"]
+                    solved += bool(follow_cycle(node, cycle_id, 300.0, show=False)["ok"])
+                elapsed = time.monotonic() - started
+                time.sleep(1.0)  # the last turns drawn
+                cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
+                rss = {name: rss_mib(pid) for name, pid in pids.items()}
     print(f"foxglove cost: profile {args.profile}, speed x{args.speed:g}, {args.cycles} cycles "
           f"({solved} solved) in {elapsed:.1f} s, one Foxglove client on every channel")
     print(f"{'process':<10} {'CPU s/cycle':>12} {'CPU %':>7} {'RSS MiB':>8}")

@@ -73,30 +73,30 @@ def live_screenshot(profile: str, out: Path) -> int:
     from playwright.sync_api import sync_playwright
 
     from robocell.common.bus import Endpoints, Node
-    from robocell.services.cell.launcher import Launcher, isolated_cell_env
+    from robocell.services.cell.launcher import Launcher, temporary_cell_env
 
     token = secrets.token_urlsafe(12)
-    env = isolated_cell_env(profile, speed=0.5)
-    env["ROBOCELL_MONITOR_TOKEN"] = token
-    launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
-                                           "vision-sim", "cell", "monitor", "foxglove"})
-    url = f"http://127.0.0.1:{env['ROBOCELL_MONITOR_PORT']}/#token={token}"
-    with launcher:
-        launcher.start()
-        bus = launcher.services[0].environment["ROBOCELL_BUS"]
-        with Node("screenshot", Endpoints.resolve(bus), track_peers=False) as node, \
-                sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport=VIEWPORT)
-            page.goto(url)
-            page.wait_for_selector("button[data-action=estop]", timeout=UI_TIMEOUT_MS)
-            node.call("cell", "scramble", {"seed": 7}, timeout=10.0)
-            node.call("cell", "start", {}, timeout=5.0)
-            page.wait_for_selector("#plan-steps li.current", timeout=120_000)
-            time.sleep(1.5)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(out), full_page=True)
-            browser.close()
+    with temporary_cell_env(profile, speed=0.5) as env:  # its cycle log: removed after
+        env["ROBOCELL_MONITOR_TOKEN"] = token
+        launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim", "actuator-sim",
+                                               "vision-sim", "cell", "monitor", "foxglove"})
+        url = f"http://127.0.0.1:{env['ROBOCELL_MONITOR_PORT']}/#token={token}"
+        with launcher:
+            launcher.start()
+            bus = launcher.services[0].environment["ROBOCELL_BUS"]
+            with Node("screenshot", Endpoints.resolve(bus), track_peers=False) as node, \
+                    sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport=VIEWPORT)
+                page.goto(url)
+                page.wait_for_selector("button[data-action=estop]", timeout=UI_TIMEOUT_MS)
+                node.call("cell", "scramble", {"seed": 7}, timeout=10.0)
+                node.call("cell", "start", {}, timeout=5.0)
+                page.wait_for_selector("#plan-steps li.current", timeout=120_000)
+                time.sleep(1.5)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(out), full_page=True)
+                browser.close()
     print(f"wrote {out} ({out.stat().st_size // 1024} KiB)")
     return 0
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
 from robocell.services.cell.history import (
+    HISTORY_ENV,
     SCHEMA_VERSION,
     CycleLog,
     HistoryError,
@@ -15,6 +18,7 @@ from robocell.services.cell.history import (
     percentile,
     summary,
 )
+from robocell.services.cell.launcher import temporary_cell_env
 
 PLAN = {"plan_id": "p1", "primitives": ["R", "F'"], "face_turns": ["R"], "predicted_ms": 800.0,
         "search": {"nodes": 5}}
@@ -123,3 +127,17 @@ def test_the_cell_writes_while_a_reader_reads(tmp_path):
         run(log, f"c{i}", ok=True)
     thread.join()
     assert seen == sorted(seen) and len(reader.cycles()) == 50
+
+
+def test_a_temporary_cells_log_is_removed_with_its_folder_when_it_ends() -> None:
+    """Tests and benchmarks run cells with their cycle log in a temporary folder of its own;
+    nothing of it is left behind (users' cells keep theirs in the data directory)."""
+    with temporary_cell_env("soltvvo-2x2", 50.0) as env:
+        path = Path(env[HISTORY_ENV])
+        assert path.parent.is_dir() and path.parent.name.startswith("robocell-cell-")
+        assert path.parent.parent == Path(tempfile.gettempdir())
+        log = CycleLog(path)
+        run(log, "c1", ok=True)
+        log.close()
+        assert path.is_file()
+    assert not path.parent.exists()

@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from robocell.services.cell.launcher import Launcher, isolated_cell_env
+from robocell.services.cell.launcher import Launcher, temporary_cell_env
 
 
 @contextmanager
 def running_cell(profile: str, speed: float = 50.0, env: dict[str, str] | None = None
                  ) -> Iterator[Launcher]:
     """The simulated cell of docker-compose.yml as local processes, stopped afterwards;
-    ``env`` adds variables (e.g. the monitor's token)."""
-    launcher = Launcher("sim", {**isolated_cell_env(profile, speed), **(env or {})}, quiet={
-        "broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor",
-        "foxglove"})
-    with launcher:
-        launcher.start()
-        yield launcher
+    ``env`` adds variables (e.g. the monitor's token). Its cycle log is in a temporary
+    directory, removed afterwards."""
+    with temporary_cell_env(profile, speed) as cell_env:
+        launcher = Launcher("sim", {**cell_env, **(env or {})}, quiet={
+            "broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell",
+            "monitor", "foxglove"})
+        with launcher:
+            launcher.start()
+            yield launcher
 
 
 def bus_address(launcher: Launcher) -> str:

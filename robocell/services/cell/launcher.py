@@ -27,7 +27,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -81,15 +82,12 @@ def port_taken(port: int, host: str = config.LOOPBACK) -> bool:
     return False
 
 
-def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
-                      env: dict[str, str] | None = None,
-                      history: Path | None = None) -> dict[str, str]:
+def isolated_cell_env(profile: str, speed: float, history: Path, solver_workers: int = 1,
+                      env: dict[str, str] | None = None) -> dict[str, str]:
     """``env`` (default the process's) for a simulated cell beside any other on this host:
     its bus, simulator, monitor and Foxglove ports moved to free loopback ports, and its cycle
-    log ``history`` (default a new file in a fresh temporary directory) (a benchmark, a test)."""
+    log ``history`` (a benchmark, a test; see temporary_cell_env)."""
     cell = dict(os.environ if env is None else env)
-    if history is None:
-        history = Path(tempfile.mkdtemp(prefix="robocell-cell-")) / DB_NAME
     cell[HISTORY_ENV] = str(history)
     cell.update({
         "ROBOCELL_PROFILE": profile,
@@ -101,6 +99,15 @@ def isolated_cell_env(profile: str, speed: float, solver_workers: int = 1,
         "ROBOCELL_SOLVER_WORKERS": str(solver_workers),
     })
     return cell
+
+
+@contextmanager
+def temporary_cell_env(profile: str, speed: float, solver_workers: int = 1,
+                       env: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """isolated_cell_env with its cycle log in a fresh temporary directory, removed (with the
+    log) on leaving: stop the cell's processes before."""
+    with tempfile.TemporaryDirectory(prefix="robocell-cell-") as folder:
+        yield isolated_cell_env(profile, speed, Path(folder) / DB_NAME, solver_workers, env)
 
 
 def free_bus_base_near(base: int) -> int | None:
