@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from robocell.common.paths import REPO_DIR
 from robocell.services.cell.compose import (
@@ -108,3 +109,23 @@ def test_compose_file_search_order(tmp_path):
     assert find_compose_file(chosen, cwd=tmp_path) == chosen
     with pytest.raises(ComposeError, match="no such compose file"):
         find_compose_file(tmp_path / "missing.yml")
+
+
+@pytest.mark.parametrize("profile", ["sim", "hardware"])
+def test_the_cells_cycle_log_is_on_a_named_volume(profile):
+    """In a container the cell keeps its cycle log in its data directory on a named volume,
+    so the history survives re-creating the container; locally that container path means
+    nothing, and the cell keeps the data directory of the host (README, "Cycle log")."""
+    cell = compose_config(profile, {})["cell"]
+    data_dir = cell["environment"]["ROBOCELL_DATA_DIR"]
+    assert data_dir.startswith("/")
+    volumes = [v for v in cell.get("volumes", []) if v["target"] == data_dir]
+    assert len(volumes) == 1, cell.get("volumes")
+    assert volumes[0]["type"] == "volume" and volumes[0]["source"] == "robocell-data"
+    document = yaml.safe_load(COMPOSE.read_text())
+    assert "robocell-data" in document["volumes"]
+    local = {s.name: s for s in load_services(profile, {})}["cell"]
+    assert "ROBOCELL_DATA_DIR" not in local.environment
+    assert local.environment["ROBOCELL_PROFILE"] == "soltvvo-2x2"  # the rest is kept
+    mine = {s.name: s for s in load_services(profile, {"ROBOCELL_DATA_DIR": "/srv/x"})}["cell"]
+    assert "ROBOCELL_DATA_DIR" not in mine.environment  # the host's own setting applies

@@ -4,7 +4,9 @@ Only what the launcher needs: each service's command, environment, profiles and
 dependencies, with ``${VAR}``, ``${VAR:-default}`` and ``${VAR-default}`` interpolated
 from the environment as Compose does. Run locally, every service shares the host's
 loopback, so a URL host naming a compose service, and the wildcard ``0.0.0.0``, become
-``127.0.0.1``.
+``127.0.0.1``; a variable naming a path on one of the service's volumes (a path inside its
+container, e.g. the cell's data directory) is left out, so the host's own setting or default
+applies.
 
 Which file (`find_compose_file`, first found): ``--compose FILE``; ``./docker-compose.yml``
 in the current directory (a checkout's top level); the copy shipped inside this package, so
@@ -65,6 +67,24 @@ def _localise(text: str, service_names: set[str]) -> str:
     return text
 
 
+def _volume_targets(spec: dict) -> list[str]:
+    """Where a service's volumes are mounted in its container (short or long syntax)."""
+    targets = []
+    for volume in spec.get("volumes") or []:
+        if isinstance(volume, dict):
+            target = volume.get("target")
+        else:
+            parts = str(volume).split(":")
+            target = parts[1] if len(parts) > 1 else parts[0]
+        if target:
+            targets.append(str(target).rstrip("/") or "/")
+    return targets
+
+
+def _on_volume(value: str, targets: list[str]) -> bool:
+    return any(value == t or value.startswith(t + "/") for t in targets)
+
+
 def find_compose_file(explicit: Path | None = None, cwd: Path | None = None) -> Path:
     """The compose file to read: ``explicit`` (``--compose``; ComposeError if it is missing),
     else ``docker-compose.yml`` in ``cwd`` (default the current directory), else the copy
@@ -99,8 +119,10 @@ def load_services(profile: str, env: dict[str, str] | None = None,
                                "with robocell")
         argv = [sys.executable, "-m", "robocell"] + [
             _localise(interpolate(str(a), env), names) for a in command[1:]]
+        mounted = _volume_targets(spec)
         environment = {k: _localise(interpolate(str(v), env), names)
-                       for k, v in (spec.get("environment") or {}).items()}
+                       for k, v in (spec.get("environment") or {}).items()
+                       if not _on_volume(interpolate(str(v), env), mounted)}
         health = (spec.get("healthcheck") or {}).get("test") or []
         bus_name = health[-1] if len(health) >= 4 and health[2] == "health" else name
         depends = spec.get("depends_on") or []
