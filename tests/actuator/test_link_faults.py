@@ -66,7 +66,7 @@ class ScriptedFirmware:
                     if self.status is not None and proto.STATUS_BYTE in data:
                         conn.sendall(proto.frame(self.status))
 
-    def wait_for(self, data: bytes, timeout: float = 2.0) -> bool:
+    def wait_for(self, data: bytes, timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout
         while data not in self.received and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -121,7 +121,8 @@ def test_after_a_reboot_the_new_boot_id_is_accepted_and_the_next_job_runs(
     started = time.monotonic()
     with pytest.raises(FirmwareReset, match="home and rescan"):
         run(link, compiler, ["R'", "B'"] * 10)
-    assert time.monotonic() - started < 5.0, "the reboot ends the job at once"
+    # (at once: seconds at most on a loaded machine, not the 30 s reconnect give-up)
+    assert time.monotonic() - started < 15.0, "the reboot ends the job at once"
     assert link.events.reboots == 1
     # the next jobs reach the rebooted firmware (before: FirmwareReset for ever); HOME first
     # squares an arm the reboot left part-turned
@@ -167,7 +168,7 @@ def test_an_estop_during_a_stall_ends_the_job_at_once(scripted):
     started = time.monotonic()
     result = link.stream(["MOVE R:400"], lambda i: None)
     assert result.outcome == "estop" and result.estop is None
-    assert time.monotonic() - started < 3.0, "not the 30 s stall give-up"
+    assert time.monotonic() - started < 10.0, "not the 30 s stall give-up"
     assert "estop_unconfirmed" in [kind for kind, _ in events]
     assert fw.wait_for(proto.ESTOP_BYTE)
 
@@ -176,12 +177,12 @@ def test_a_missing_device_is_named_with_what_to_check_at_once(tmp_path: Path):
     device = str(tmp_path / "ttyUSB9")
     events: list[tuple[str, float]] = []
     started = time.monotonic()
-    link = Link(device, reconnect_give_up_s=1.0,
+    link = Link(device, reconnect_give_up_s=3.0,
                 on_event=lambda kind, message: events.append((message, time.monotonic())))
     with pytest.raises(SerialOpenError, match="no such device"):
         link.open()
     message, at = events[0]
-    assert at - started < 1.0
+    assert at - started < 2.0  # at the first failure, not at the give-up 3 s later
     assert device in message and "exists" in message and "cable" in message
 
 

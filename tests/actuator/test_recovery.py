@@ -19,6 +19,7 @@ from support.bus import (
     robocell_env,
     stop_process,
     wait_for_broker,
+    wait_subscribed,
 )
 
 from robocell.common.bus import Endpoints, Node
@@ -28,6 +29,9 @@ from .test_link_faults import ScriptedFirmware
 from .test_service import cell_factory, scrambled_twin  # noqa: F401 - the fixture
 
 __all__ = ["cell_factory"]
+CALL_S = 20.0
+"""Bound on a bus call (answered at once, or when homing is done; this only bounds a hang
+on a loaded machine)."""
 
 
 def switch_profile(tmp_path: Path) -> Path:
@@ -47,25 +51,25 @@ def test_home_after_an_estop_mid_plan_squares_the_twin_and_the_next_plan_solves(
         cell_factory):  # noqa: F811 - the fixture
     cell = cell_factory(speed=1)
     plan_id = cell.make_plan(["R2", "B2"] * 20)
-    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
-    time.sleep(0.6)
-    cell.node.call("actuator", "estop", {}, timeout=2)
-    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=10)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
+    assert cell.wait("actuator.progress", lambda p: p["plan_id"] == plan_id)  # it moves
+    cell.node.call("actuator", "estop", {}, timeout=CALL_S)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=20)
     assert result and not result["ok"] and result["cube_state_known"] is False
-    homed = cell.node.call("actuator", "home", {}, timeout=10)
+    homed = cell.node.call("actuator", "home", {}, timeout=CALL_S)
     assert homed["ok"] and homed["cleared"] is True
     assert homed["status"]["state"] == "idle"
     since = time.monotonic()
     twin = cell.wait("sim.twin_state", lambda p: not p["misaligned"] and not p["fault"]
-                     and set(p["grips"].values()) == {"closed"}, timeout=5)
+                     and set(p["grips"].values()) == {"closed"}, timeout=15)
     assert twin, cell.seen.get("sim.twin_state", [])[-1:]
-    assert time.monotonic() - since < 5
+    assert time.monotonic() - since < 15
     plan = scrambled_twin(cell)
     plan_id = cell.make_plan(plan)
-    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=30)
     assert result and result["ok"], result
-    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=5)
+    assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=15)
 
 
 @pytest.mark.parametrize("switches", [False, True], ids=["step-counts", "home-switches"])
@@ -75,22 +79,23 @@ def test_after_a_firmware_reboot_home_and_the_next_plan_succeed(
     cell = cell_factory("--reset-after", "15", "--profile", sim_profile)
     plan_id = cell.make_plan(["R'", "B'"] * 10)
     started = time.monotonic()
-    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=20)
     assert result and not result["ok"] and result["cube_state_known"] is False
-    assert time.monotonic() - started < 5.0, "reported at once, not after 30 s"
+    # (at once: seconds on a loaded machine, far from the 30 s reconnect give-up)
+    assert time.monotonic() - started < 15.0, "reported at once, not after 30 s"
     assert cell.wait("errors", lambda e: e["code"] == "firmware_reset"
-                     and "home" in e["action"], timeout=3)
-    status = cell.node.call("actuator", "status", {}, timeout=3)
+                     and "home" in e["action"], timeout=10)
+    status = cell.node.call("actuator", "status", {}, timeout=CALL_S)
     assert status["cube_state_known"] is False and status["link"]["reboots"] == 1
-    homed = cell.node.call("actuator", "home", {}, timeout=10)
+    homed = cell.node.call("actuator", "home", {}, timeout=CALL_S)
     assert homed["ok"] and homed["boot_id"] == status["boot_id"]
     assert cell.wait("sim.twin_state", lambda p: not p["misaligned"] and not p["fault"],
-                     timeout=5)
+                     timeout=15)
     for _ in range(2):
         plan = scrambled_twin(cell)
         plan_id = cell.make_plan(plan)
-        cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+        cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
         result = cell.wait("actuator.result", lambda p, i=plan_id: p["plan_id"] == i,
                            timeout=30)
         assert result and result["ok"], result
@@ -99,15 +104,15 @@ def test_after_a_firmware_reboot_home_and_the_next_plan_succeed(
 def test_home_names_unknown_motors_and_is_refused_while_busy(cell_factory):  # noqa: F811
     cell = cell_factory(speed=1)
     try:
-        cell.node.call("actuator", "home", {"motors": ["Z"]}, timeout=5)
+        cell.node.call("actuator", "home", {"motors": ["Z"]}, timeout=CALL_S)
     except Exception as exc:  # noqa: BLE001 - the bus reports the failure as an exception
         assert "no motor(s) Z" in str(exc)
     else:
         raise AssertionError("home of an unknown motor was accepted")
     plan_id = cell.make_plan(["R2", "B2"] * 10)
-    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
     try:
-        cell.node.call("actuator", "home", {}, timeout=5)
+        cell.node.call("actuator", "home", {}, timeout=CALL_S)
     except Exception as exc:  # noqa: BLE001
         assert "running a plan" in str(exc)
     else:
@@ -144,8 +149,9 @@ def test_a_firmware_killed_and_restarted_while_idle_is_noticed_at_once_and_homin
         node.subscribe("actuator.result",
                        lambda e: seen.setdefault("result", []).append(e.payload))
         node.start()
+        wait_subscribed(node.subscriber, "errors", "actuator.result")
         wait_until(lambda: node.call("actuator", "status", {}, timeout=2)["boot_id"], 20)
-        first_boot = node.call("actuator", "status", {}, timeout=2)["boot_id"]
+        first_boot = node.call("actuator", "status", {}, timeout=CALL_S)["boot_id"]
         sim.kill()
         sim.wait(5)
         sim = subprocess.Popen(sim_cmd, env=env, stdout=subprocess.PIPE,
@@ -154,18 +160,18 @@ def test_a_firmware_killed_and_restarted_while_idle_is_noticed_at_once_and_homin
         assert sim.stdout.readline().startswith("listening")
         restarted = time.monotonic()
         reset = wait_until(lambda: [e for e in seen.get("errors", [])
-                                    if e["code"] == "firmware_reset"], 10)
+                                    if e["code"] == "firmware_reset"], 20)
         print(f"\nreboot reported {time.monotonic() - restarted:.2f} s after the restart")
-        status = node.call("actuator", "status", {}, timeout=2)
+        status = node.call("actuator", "status", {}, timeout=CALL_S)
         assert status["cube_state_known"] is False and status["boot_id"] != first_boot
         assert "home" in reset[0]["action"]
-        assert node.call("actuator", "home", {}, timeout=10)["ok"]
+        assert node.call("actuator", "home", {}, timeout=CALL_S)["ok"]
         for n in range(2):
             plan_id = f"plan-{n}-{uuid.uuid4().hex[:4]}"
             plan = {"plan_id": plan_id, "puzzle": "2x2x2", "profile": "soltvvo-2x2",
                     "facelets": "", "primitives": ["R'", "B'", "R2"], "face_turns": [],
                     "predicted_ms": 1000.0, "search": {}}
-            node.call("actuator", "execute", {"plan": plan}, timeout=5)
+            node.call("actuator", "execute", {"plan": plan}, timeout=CALL_S)
             result = wait_until(lambda i=plan_id: [r for r in seen.get("result", [])
                                                    if r["plan_id"] == i], 20)
             assert result[0]["ok"], result
@@ -191,16 +197,16 @@ def wait_until(condition, timeout: float):
 def test_a_firmware_killed_mid_plan_ends_the_plan_within_seconds(cell_factory):  # noqa: F811
     cell = cell_factory(speed=1)
     plan_id = cell.make_plan(["R2", "B2"] * 20)
-    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=5)
-    time.sleep(0.5)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
+    assert cell.wait("actuator.progress", lambda p: p["plan_id"] == plan_id)  # it moves
     cell.procs[1].kill()  # the firmware simulator
     killed = time.monotonic()
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id, timeout=20)
     took = time.monotonic() - killed
     print(f"\nplan reported {took:.2f} s after the firmware was killed")
     assert result and not result["ok"] and result["cube_state_known"] is False
-    assert took < 10.0, "the stream gives up after 1 s, not the 30 s reconnect give-up"
-    assert cell.wait("errors", lambda e: e["code"] == "serial_open", timeout=3)
+    assert took < 15.0, "the stream gives up after 1 s, not the 30 s reconnect give-up"
+    assert cell.wait("errors", lambda e: e["code"] == "serial_open", timeout=10)
 
 
 def test_a_scan_on_a_stalled_firmware_ends_at_the_estop(cell_factory):  # noqa: F811
@@ -220,12 +226,13 @@ def test_a_scan_on_a_stalled_firmware_ends_at_the_estop(cell_factory):  # noqa: 
     worker.start()
     assert cell.wait("errors", lambda e: e["code"] == "serial_stall", timeout=15)
     stopped = time.monotonic()
-    cell.node.call("actuator", "estop", {}, timeout=2)
+    cell.node.call("actuator", "estop", {}, timeout=CALL_S)
     worker.join(30)
     took = outcome["at"] - stopped
     print(f"\nscan on a stalled firmware ended {took:.2f} s after the e-stop")
-    assert "emergency stop" in str(outcome.get("error")) and took < 5.0
-    assert cell.wait("errors", lambda e: e["code"] == "serial_estop_unconfirmed", timeout=3)
+    # (at once: seconds on a loaded machine, far from the 30 s stall give-up)
+    assert "emergency stop" in str(outcome.get("error")) and took < 10.0
+    assert cell.wait("errors", lambda e: e["code"] == "serial_estop_unconfirmed", timeout=10)
 
 
 def test_a_report_with_a_bad_number_is_reported_on_errors_and_stops_the_plan():
@@ -250,12 +257,13 @@ def test_a_report_with_a_bad_number_is_reported_on_errors_and_stops_the_plan():
         node.subscribe("actuator.result",
                        lambda e: seen.setdefault("result", []).append(e.payload))
         node.start()
+        wait_subscribed(node.subscriber, "errors", "actuator.result")
         wait_until(lambda: node.call("actuator", "status", {}, timeout=2)["boot_id"], 20)
         firmware.status = firmware.status.replace("state=run", "state=idle", 1)
         plan = {"plan_id": "plan-nan", "puzzle": "2x2x2", "profile": "soltvvo-2x2",
                 "facelets": "", "primitives": ["R'"], "face_turns": [], "predicted_ms": 1.0,
                 "search": {}}
-        node.call("actuator", "execute", {"plan": plan}, timeout=5)
+        node.call("actuator", "execute", {"plan": plan}, timeout=CALL_S)
         result = wait_until(lambda: seen.get("result"), 10)[0]
         assert not result["ok"] and result["cube_state_known"] is False
         assert "status report field last: 'notanumber'" in result["error"]
