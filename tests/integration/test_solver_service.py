@@ -9,10 +9,18 @@ import threading
 import time
 
 import pytest
+from support.bus import wait_subscribed
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Subscriber
 from robocell.common.config import free_port_block
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved
+
+
+def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s"
+        time.sleep(0.01)
 
 
 def wait_ready(node: Node, service: str, timeout: float = 180.0) -> None:
@@ -51,7 +59,7 @@ def solver_bus():
 def test_solve_command_returns_a_plan_that_solves(solver_bus):
     for seed in range(5):
         facelets = random_facelets(3, seed)
-        plan = solver_bus.call("solver", "solve", {"facelets": facelets}, timeout=5.0)
+        plan = solver_bus.call("solver", "solve", {"facelets": facelets}, timeout=30.0)
         assert plan["puzzle"] == "3x3x3" and plan["profile"] == "htm"
         assert apply_to_facelets(facelets, parse_moves(" ".join(plan["face_turns"]))) == \
             solved(3)
@@ -59,14 +67,14 @@ def test_solve_command_returns_a_plan_that_solves(solver_bus):
         # both workers were idle: the search was shared by them
         assert plan["search"]["workers"] == 2
     cube2 = random_facelets(2, 7)
-    plan = solver_bus.call("solver", "solve", {"facelets": cube2}, timeout=5.0)
+    plan = solver_bus.call("solver", "solve", {"facelets": cube2}, timeout=30.0)
     assert plan["profile"] == "soltvvo-2x2" and plan["primitives"]
     assert plan["predicted_ms"] > 0
 
 
 def test_invalid_state_gets_the_specific_error(solver_bus):
     bad = solved(3)[:-1] + "F"
-    reply = solver_bus.request("solver", "solve", {"facelets": bad}, timeout=5.0)
+    reply = solver_bus.request("solver", "solve", {"facelets": bad}, timeout=30.0)
     assert not reply.ok and reply.error == "invalid_arguments"
     assert "colour_count" in reply.message
 
@@ -76,10 +84,10 @@ def test_the_cells_solve_request_answers_a_cube_state_with_a_latched_plan(solver
     facelets = random_facelets(2, 99)
     plans = Subscriber(["solver.plan"], solver_bus.endpoints)
     try:
-        time.sleep(0.3)
+        wait_subscribed(plans, "solver.plan")
         solver_bus.call("solver", "solve", {"facelets": facelets, "scan_id": "auto-1",
-                                            "publish": True}, timeout=10.0)
-        deadline = time.monotonic() + 10
+                                            "publish": True}, timeout=30.0)
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             env = plans.recv(timeout=0.5)
             if env is not None and env.payload.get("scan_id") == "auto-1":
@@ -119,12 +127,14 @@ def test_a_burst_of_requests_is_all_answered_or_refused_as_busy(solver_bus):
 def test_the_request_budget_bounds_the_search(solver_bus):
     facelets = random_facelets(3, 4242)
     short = solver_bus.call("solver", "solve", {"facelets": facelets, "budget_ms": 5},
-                            timeout=5.0)
+                            timeout=30.0)
     long = solver_bus.call("solver", "solve", {"facelets": facelets, "budget_ms": 150},
-                           timeout=5.0)
+                           timeout=30.0)
     # the budget is an amount of search: split over n idle workers, each searches budget/n
+    # (wall time: a loaded machine stretches the 5 ms one, still short of the service's
+    # own 200 ms)
     shares = long["search"]["workers"]
-    assert short["search"]["solve_ms"] < 50 and long["search"]["solve_ms"] >= 150 / shares
+    assert short["search"]["solve_ms"] < 150 and long["search"]["solve_ms"] >= 150 / shares
     assert long["search"]["nodes"] > short["search"]["nodes"]
     assert long["search"]["length"] <= short["search"]["length"]
 
@@ -148,7 +158,7 @@ def test_a_worker_killed_mid_solve_is_reported_and_replaced():
 
         thread = threading.Thread(target=solve_slowly)
         thread.start()
-        time.sleep(0.5)  # the search runs for 5 s
+        wait_until(lambda: pool.in_flight == 1 and pool._idle.empty())  # taken: searching
         os.kill(worker.pid, 9)
         thread.join(timeout=30)
         assert isinstance(outcome.get("error"), WorkerDied), outcome
@@ -172,7 +182,7 @@ def test_the_pool_refuses_past_its_queue_limit_and_drops_late_requests():
             (solve_in_worker, random_facelets(3, 7), "htm", None, 1.0),
             time.monotonic() + 30.0))
         holder.start()
-        time.sleep(0.2)
+        wait_until(lambda: pool.in_flight == 1)  # the holder has the only place
         with pytest.raises(PoolBusy):
             pool.solve((solve_in_worker, random_facelets(3, 8), "htm", None, 0.01),
                        time.monotonic() + 5.0)
@@ -239,7 +249,7 @@ def test_a_fast_sokoban_request_runs_the_schedule(solver_bus, shared_data):
 
 def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):
     two_players = SMALL_LEVEL.replace("#   $ #", "#  @$ #")
-    reply = solver_bus.request("solver", "sokoban", {"level": two_players}, timeout=10.0)
+    reply = solver_bus.request("solver", "sokoban", {"level": two_players}, timeout=30.0)
     assert not reply.ok and reply.error == "invalid_arguments"
     assert "2 players" in reply.message
 
