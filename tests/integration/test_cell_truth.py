@@ -12,12 +12,13 @@ import queue
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from support.cell import bus_address, running_cell
 
 from robocell.common.bus import Endpoints, Node
 from robocell.services.cell.cli import CycleFollower
-from robocell.services.cell.history import HISTORY_ENV
+from robocell.services.cell.history import HISTORY_ENV, CycleLog
 
 from .test_cell import run_one_cycle, twin_solved
 
@@ -32,14 +33,14 @@ def test_a_twin_scrambled_during_execution_fails_verification():
             progress: queue.Queue = queue.Queue()
             node.subscribe("actuator.progress", progress.put)
             follower = CycleFollower(node)
-            node.call("cell", "scramble", {"seed": 33}, timeout=10.0)
-            cycle_id = node.call("cell", "start", {}, timeout=5.0)["cycle_id"]
+            node.call("cell", "scramble", {"seed": 33}, timeout=30.0)
+            cycle_id = node.call("cell", "start", {}, timeout=30.0)["cycle_id"]
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 env = progress.get(timeout=60)
                 if env.payload["state"] == "running":
                     break
-            node.call("cell", "scramble", {"seed": 34}, timeout=10.0)  # a hand on the cube
+            node.call("cell", "scramble", {"seed": 34}, timeout=30.0)  # a hand on the cube
             result = follower.follow(cycle_id, 120.0, show=False)
             assert not twin_solved(node)
             assert not result["ok"], result
@@ -63,7 +64,7 @@ def test_every_cycle_is_in_the_history_and_cycle_shows_only_its_own_events():
         with Node("test-history", Endpoints.resolve(bus_address(cell)),
                   track_peers=False) as node:
             first = run_one_cycle(node, 41)
-            node.call("cell", "scramble", {"seed": 42}, timeout=10.0)
+            node.call("cell", "scramble", {"seed": 42}, timeout=30.0)
         shown = robocell(env, "cycle", "--timeout", "120")
         assert shown.returncode == 0, shown.stderr
         # the previous cycle's latched cube and plan are not this cycle's
@@ -104,7 +105,7 @@ def test_cycle_fails_within_seconds_when_the_cell_goes_away():
                 cycle.communicate()
         assert cycle.returncode != 0
         assert "the cell service went away" in err and "scanning" in err, err
-        assert took < 8.0, took
+        assert took < 15.0, took  # within seconds (about three missed beats), not at 120 s
 
 
 def test_a_result_finished_while_the_broker_is_down_is_published_when_it_returns():
@@ -118,17 +119,25 @@ def test_a_result_finished_while_the_broker_is_down_is_published_when_it_returns
             cycle_id = faulty.start()
             faulty.wait_stage(cycle_id, "scanning")
             faulty.kill("broker")
-            time.sleep(BROKER_GRACE_S + 3.0)  # the cycle gives the broker up while it is away
+            # the cycle gives the broker up while it is away: its result is in the cycle log
+            log = CycleLog(Path(cell.env[HISTORY_ENV]), readonly=True)
+            try:
+                deadline = time.monotonic() + BROKER_GRACE_S + 60
+                while [c.result for c in log.cycles() if c.cycle_id == cycle_id] != ["failed"]:
+                    assert time.monotonic() < deadline, "the cycle did not give the broker up"
+                    time.sleep(0.2)
+            finally:
+                log.close()
             faulty.restart("broker")
             result = faulty.follower.follow(cycle_id, 60.0, show=False)
             assert not result["ok"] and result["failed_stage"] == "scanning", result
             assert "broker went away" in result["error"]
-            history = faulty.node.call("cell", "history", {"limit": 1}, timeout=10.0)
+            history = faulty.node.call("cell", "history", {"limit": 1}, timeout=30.0)
             assert [c["cycle_id"] for c in history["cycles"]] == [cycle_id]
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while not history["cycles"][0]["published"] and time.monotonic() < deadline:
                 time.sleep(0.5)
-                history = faulty.node.call("cell", "history", {"limit": 1}, timeout=10.0)
+                history = faulty.node.call("cell", "history", {"limit": 1}, timeout=30.0)
             assert history["cycles"][0]["published"]
             assert faulty.cycle(scramble_seed=6)[0]["ok"]
         finally:
