@@ -29,8 +29,9 @@ from robocell.common.bus import Endpoints, Node
 from robocell.common.config import free_port_block
 from robocell.common.cube import random_facelets
 
-FOLLOW_S = 5.0
-"""How long the processes of a killed parent may take to end."""
+FOLLOW_S = 15.0
+"""How long the processes of a killed parent may take to end (they notice at once; a loaded
+machine may take seconds to run their exit; the failure this rules out is for ever)."""
 START_TIMEOUT_S = 180.0
 
 

@@ -25,6 +25,7 @@ from robocell.errors import CommandError
 from robocell.services.cell.cli import CycleFollower
 from robocell.services.cell.history import HISTORY_ENV, CycleLog, summary
 from robocell.services.cell.launcher import Launcher
+from support.bus import wait_subscribed
 
 KILLABLE = ("broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor")
 """The seven services of the simulated cell, by their compose names."""
@@ -70,6 +71,7 @@ class FaultyCell:
         self.follower = CycleFollower(self.node, self.bus)
         self.stages: queue.Queue = queue.Queue()
         self.node.subscribe("cell.status", self.stages.put)
+        wait_subscribed(self.node.subscriber, "cell.status")  # no stage is missed
         self.cycle_ids: list[str] = []
         self.solved_ids: list[str] = []
 
@@ -94,7 +96,7 @@ class FaultyCell:
         deadline = time.monotonic() + 30
         while True:
             try:
-                cycle_id = self.node.call("cell", command, {}, timeout=5.0)["cycle_id"]
+                cycle_id = self.node.call("cell", command, {}, timeout=30.0)["cycle_id"]
                 self.cycle_ids.append(cycle_id)
                 return cycle_id
             except CommandFailed as exc:  # e.g. busy: the last cycle is still reporting
@@ -106,7 +108,7 @@ class FaultyCell:
         """One whole cycle (after scrambling the twin if asked): its result and 1 if it was
         reported solved while the twin is not (a wrong result), else 0."""
         if scramble_seed is not None:
-            self.node.call("cell", "scramble", {"seed": scramble_seed}, timeout=10.0)
+            self.node.call("cell", "scramble", {"seed": scramble_seed}, timeout=30.0)
         cycle_id = self.start(command)
         result = self.follower.follow(cycle_id, CYCLE_TIMEOUT_S, show=False)
         wrong = int(bool(result["ok"]) and not self.twin()["solved"])
@@ -173,7 +175,7 @@ class FaultyCell:
     def inject(self, fault: str, scramble_seed: int) -> FaultOutcome:
         """Run a cycle with ``fault`` in it, then the next cycle; what happened."""
         out = FaultOutcome(fault)
-        self.node.call("cell", "scramble", {"seed": scramble_seed}, timeout=10.0)
+        self.node.call("cell", "scramble", {"seed": scramble_seed}, timeout=30.0)
         victim = fault.removeprefix("kill ") if fault.startswith("kill ") else None
         stage = KILL_AT[victim] if victim else (
             "scanning" if fault == "broker restart" else "executing")
@@ -182,7 +184,7 @@ class FaultyCell:
         cube = self.twin() if victim == "firmware-sim" or fault == "firmware reboot" else None
         injected = time.monotonic()
         if fault == "e-stop mid-turn":
-            self.node.call("cell", "estop", {}, timeout=5.0)
+            self.node.call("cell", "estop", {}, timeout=30.0)
         elif fault == "firmware reboot":
             self.kill("firmware-sim")
             self.restart("firmware-sim", keep_cube=cube)  # back at once: a power blip
