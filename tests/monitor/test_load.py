@@ -63,20 +63,23 @@ class UpdateCounter(threading.Thread):
 def test_a_thousand_messages_per_second_are_coalesced_with_flat_memory(cell, page):
     client = UpdateCounter(cell.url)
     client.start()
-    assert client.ready.wait(10)
+    assert client.ready.wait(30)
     page.goto(cell.url + "/")
     page.wait_for_selector("#conn[data-state=live]")
     actuator = Publisher("actuator", cell.endpoints)
     vision = Publisher("vision", cell.endpoints)
-    assert actuator.wait_linked(5) and vision.wait_linked(5)
+    assert actuator.wait_linked(10) and vision.wait_linked(10)
     solver = Publisher("solver", cell.endpoints)
-    assert solver.wait_linked(5)
+    assert solver.wait_linked(10)
     n_total = int(RATE_HZ * DURATION_S)
     solver.publish("solver.plan", {
         "plan_id": "load", "puzzle": "3x3x3", "profile": "six-motor",
         "facelets": random_facelets(3, 0), "primitives": ["R"] * n_total,
         "face_turns": ["R"] * 4, "predicted_ms": 1.0, "search": {}})
-    time.sleep(0.5)
+    deadline = time.monotonic() + 20  # the plan is shown before the load starts
+    while (client.latest.get("plan") or {}).get("plan_id") != "load":
+        assert time.monotonic() < deadline, f"no plan view: {client.latest.get('plan')}"
+        time.sleep(0.02)
     baseline = dict(client.counts)
     pid = cell.monitor.popen.pid
     sent = collections.Counter()
@@ -113,8 +116,8 @@ def test_a_thousand_messages_per_second_are_coalesced_with_flat_memory(cell, pag
             break
         time.sleep(0.02)
     lag_s = time.monotonic() - published_at
-    page.wait_for_selector(f"#cube-net[data-facelets='{cube}']", timeout=5000)
-    page.wait_for_selector(f"#plan-steps li.current[data-step='{last_step}']", timeout=5000)
+    page.wait_for_selector(f"#cube-net[data-facelets='{cube}']", timeout=20000)
+    page.wait_for_selector(f"#plan-steps li.current[data-step='{last_step}']", timeout=20000)
     rss_samples.append(rss_kib(pid))
     client.stop.set()
     client.join(5)

@@ -14,7 +14,7 @@ from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets
 
 STICKER_FILL = {"U": "#f4f4ee", "R": "#c41e3a", "F": "#009e60", "D": "#ffd500",
                 "L": "#ff5800", "B": "#0051ba"}
-UI_TIMEOUT_MS = 8000
+UI_TIMEOUT_MS = 30000  # only bounds a hang: a loaded machine may take seconds per step
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,9 @@ def test_a_killed_service_is_marked_stale(cell, page):
     row = page.wait_for_selector("#services tr[data-service=actuator][data-stale=true]",
                                  timeout=UI_TIMEOUT_MS)
     assert "STALE" in row.inner_text()
-    assert time.monotonic() - killed_at < 5.0
+    # within seconds (three missed 0.2 s beats, then the next view update; a loaded machine
+    # adds some), not never
+    assert time.monotonic() - killed_at < 15.0
 
 
 def test_without_the_token_no_control_is_offered_or_accepted(cell, page):
@@ -135,7 +137,7 @@ def test_without_the_token_no_control_is_offered_or_accepted(cell, page):
                     {type: 'control', id: 'forged', action: 'start', args: {}}));
                 if (m.type === 'control_reply') { ws.close(); resolve(m); }
             };
-            setTimeout(() => reject(new Error('no reply')), 5000);
+            setTimeout(() => reject(new Error('no reply')), 20000);
         })""")
         assert reply["ok"] is False
         assert reply["replies"][0]["error"] == "forbidden"
