@@ -26,6 +26,9 @@ from robocell.services.foxglove.bridge import (
 )
 
 T0 = 1_800_000_000.0
+SETTLE_S = TURN_S * 6
+"""How long the twin's drawing thread gets to draw a turn (TURN_S) and the state after it,
+before the recording ends: a loaded machine may hold the thread back a while."""
 
 
 def envelope(topic: str, payload: dict, seq: int, at: float, source: str = "test") -> Envelope:
@@ -111,7 +114,7 @@ def test_the_twin_turns_in_the_scene_between_two_states(tmp_path):
     after = apply_to_facelets(before, parse_moves("R"), 3)
     got = record(tmp_path / "twin.mcap", [envelope("sim.twin_state", twin(before, 0.0), 1, 0.0),
                                           envelope("sim.twin_state", twin(after, 90.0), 2, 0.1)],
-                 settle_s=TURN_S * 3)
+                 settle_s=SETTLE_S)
     scenes = [decode(item) for item in got["/twin/scene"]]
     assert got["/twin/scene"][0][0] == "foxglove.SceneUpdate"
     turning = [s for s in scenes if any(abs(b.pose.orientation.w) < 0.9999
@@ -160,7 +163,7 @@ def test_a_twin_state_that_cannot_be_drawn_does_not_stop_the_next(tmp_path, capf
     good = apply_to_facelets(solved(3), parse_moves("F"), 3)
     got = record(tmp_path / "bad.mcap", [envelope("sim.twin_state", bad, 1, 0.0),
                                          envelope("sim.twin_state", twin(good, 0.0), 2, 0.5)],
-                 settle_s=TURN_S * 2, pause_s=0.3)
+                 settle_s=SETTLE_S, pause_s=0.3)
     assert "cannot draw the twin: ValueError: a cube has 24" in capfd.readouterr().err
     assert [decode(item)["facelets"] for item in got["sim.twin_state"]] == ["UUU", good]
     assert len(got["/twin/scene"]) >= 1

@@ -39,7 +39,7 @@ def is_turning(scene) -> bool:
 async def converse(url: str) -> list[str]:
     async with FoxgloveClient.connect(url) as fox:
         bus_topics = [s.topic for s in TOPICS if not s.topic.startswith("cmd.")]
-        await fox.until_advertised(bus_topics + list(DERIVED), SERVICES, timeout=10.0)
+        await fox.until_advertised(bus_topics + list(DERIVED), SERVICES, timeout=30.0)
         info = fox.server_info
         assert "services" in info["capabilities"], info
         fox.note(f"<- serverInfo name={info['name']} capabilities={info['capabilities']} "
@@ -61,16 +61,16 @@ async def converse(url: str) -> list[str]:
         await fox.subscribe(["heartbeat", "sim.twin_state", "/twin/scene", "/cube/scene",
                              "/vision.face/image", "/plan/progress", "/services", "/log",
                              "cell.result"])
-        beat = await fox.receive("heartbeat", 10.0)
+        beat = await fox.receive("heartbeat", 30.0)
         assert {"service", "state", "period_s"} <= set(beat.decoded)
         fox.note(f"<- heartbeat (JSON, {len(beat.data)} B): service={beat.decoded['service']} "
                  f"state={beat.decoded['state']}")
-        services = await fox.receive("/services", 10.0,
+        services = await fox.receive("/services", 30.0,
                                      lambda r: r.decoded["alive"] >= 7)
         fox.note("<- /services: " + ", ".join(
             f"{s['service']}={s['state']}" for s in services.decoded["services"]))
-        twin = await fox.receive("sim.twin_state", 10.0)  # latched: replayed at once
-        first = await fox.receive("/twin/scene", 10.0)
+        twin = await fox.receive("sim.twin_state", 30.0)  # latched: replayed at once
+        first = await fox.receive("/twin/scene", 30.0)
         assert len(first.decoded.entities) == SCENE_ENTITIES
         assert sticker_colours(first.decoded) == expected_colours(twin.decoded["facelets"],
                                                                   STICKER_RGB)
@@ -78,11 +78,11 @@ async def converse(url: str) -> list[str]:
                  f"{sum(len(e.cubes) for e in first.decoded.entities)} boxes, twin solved="
                  f"{twin.decoded['solved']}")
 
-        refused = await fox.call("cell.scramble", {"seed": 3}, timeout=10.0)
+        refused = await fox.call("cell.scramble", {"seed": 3}, timeout=30.0)
         assert not refused.ok and "token" in refused.message
         fox.note(f"-> call cell.scramble {{seed: 3}} without token\n<- serviceCallFailure: "
                  f"{refused.message}")
-        wrong = await fox.call("cell.start", {"token": TOKEN[:-1] + "x"}, timeout=10.0)
+        wrong = await fox.call("cell.start", {"token": TOKEN[:-1] + "x"}, timeout=30.0)
         assert not wrong.ok and "token" in wrong.message
         fox.note(f"-> call cell.start with a wrong token\n<- serviceCallFailure: "
                  f"{wrong.message}")
@@ -93,13 +93,13 @@ async def converse(url: str) -> list[str]:
         assert still.ok, still
         assert not [r for r in fox._inbox if r.topic == "sim.twin_state"], "twin moved"
 
-        scrambled = await fox.call("cell.scramble", {"token": TOKEN, "seed": 3}, timeout=15.0)
+        scrambled = await fox.call("cell.scramble", {"token": TOKEN, "seed": 3}, timeout=30.0)
         assert scrambled.ok and scrambled.payload["ok"], scrambled
         facelets = scrambled.payload["replies"][0]["result"]["facelets"]
         fox.note(f"-> call cell.scramble {{token, seed: 3}}\n<- serviceCallResponse: ok, "
                  f"twin {facelets}")
         shown = expected_colours(facelets, STICKER_RGB)
-        await fox.receive("/twin/scene", 10.0, lambda r: not is_turning(r.decoded)
+        await fox.receive("/twin/scene", 30.0, lambda r: not is_turning(r.decoded)
                           and sticker_colours(r.decoded) == shown)
         fox.note("<- /twin/scene SceneUpdate: the scrambled twin, each face's stickers in "
                  "the colours of its facelets")
@@ -111,7 +111,7 @@ async def converse(url: str) -> list[str]:
         fox.note(f"-> call solver.solve {{token, facelets}}\n<- serviceCallResponse: "
                  f"{len(result['primitives'])} primitives, {result['face_turns']}")
 
-        started = await fox.call("cell.start", {"token": TOKEN}, timeout=15.0)
+        started = await fox.call("cell.start", {"token": TOKEN}, timeout=30.0)
         assert started.ok and started.payload["ok"], started
         fox.note(f"-> call cell.start {{token}}\n<- serviceCallResponse: cycle "
                  f"{started.payload['replies'][0]['result']['cycle_id']}")
@@ -130,13 +130,13 @@ async def converse(url: str) -> list[str]:
                                  lambda r: r.decoded["cycle_id"] == started.payload[
                                      "replies"][0]["result"]["cycle_id"])
         assert done.decoded["ok"], done.decoded
-        progress = await fox.receive("/plan/progress", 10.0,
+        progress = await fox.receive("/plan/progress", 30.0,
                                      lambda r: r.decoded["state"] == "done")
         assert progress.decoded["step"] == progress.decoded["n_steps"] > 0
         fox.note(f"<- /plan/progress: {progress.decoded['state']} "
                  f"{progress.decoded['step']}/{progress.decoded['n_steps']}")
         solved_colours = expected_colours(solved(3), STICKER_RGB)
-        last = await fox.receive("/twin/scene", 10.0, lambda r: not is_turning(r.decoded)
+        last = await fox.receive("/twin/scene", 30.0, lambda r: not is_turning(r.decoded)
                                  and sticker_colours(r.decoded) == solved_colours)
         assert turning.log_time_ns < last.log_time_ns
         fox.note(f"<- cell.result ok={done.decoded['ok']} total_s={done.decoded['total_s']:.1f};"

@@ -27,7 +27,7 @@ def broker(tmp_path):
     proc.stop()
 
 
-def foxglove_state(endpoints: Endpoints, timeout: float = 10.0) -> dict:
+def foxglove_state(endpoints: Endpoints, timeout: float = 30.0) -> dict:
     """The bridge's own heartbeat."""
     sub = Subscriber(["heartbeat"], endpoints)
     try:
@@ -43,10 +43,10 @@ def foxglove_state(endpoints: Endpoints, timeout: float = 10.0) -> dict:
 
 async def late_client(url: str) -> tuple[object, object]:
     async with FoxgloveClient.connect(url) as fox:
-        await fox.until_advertised(["/cube/scene", "vision.cube_state"], [], timeout=10.0)
+        await fox.until_advertised(["/cube/scene", "vision.cube_state"], [], timeout=30.0)
         await fox.subscribe(["/cube/scene", "vision.cube_state"])
-        state = await fox.receive("vision.cube_state", 10.0)
-        scene = await fox.receive("/cube/scene", 10.0)
+        state = await fox.receive("vision.cube_state", 30.0)
+        scene = await fox.receive("/cube/scene", 30.0)
         return state.decoded, scene.decoded
 
 
