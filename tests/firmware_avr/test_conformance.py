@@ -31,7 +31,7 @@ class Wire:
     def line(self, body: str) -> None:
         self.send(proto.frame(body))
 
-    def reports(self, until: str | None = None, timeout: float = 10.0) -> list[proto.Report]:
+    def reports(self, until: str | None = None, timeout: float = 30.0) -> list[proto.Report]:
         """Reports until one starts with ``until`` (or the timeout passes)."""
         out: list[proto.Report] = []
         deadline = time.monotonic() + timeout
@@ -71,6 +71,28 @@ def avr(tmp_path: Path):
 
 def texts(reports: list[proto.Report]) -> list[str]:
     return [f"{r.kind} {r.text()}".strip() for r in reports]
+
+
+def r_position(status: proto.Report) -> int:
+    return int(status.fields["pos"].split(",")[0].split(":")[1])
+
+
+def poll_until_moving(wire: Wire, timeout: float = 30.0) -> tuple[list[proto.Report], bool]:
+    """Status every 20 ms until one shows R part way (the simulated board keeps real time
+    only as far as a loaded machine lets it: a fixed pause may find it not started yet, or
+    done); the reports read meanwhile, and whether line 1 was done before that."""
+    got: list[proto.Report] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        wire.send(b"?")
+        got += wire.reports("status")
+        status = got[-1]
+        if status.fields["state"] == "run" and 0 < r_position(status):
+            return got, False
+        if "done 1" in texts(got):
+            return got, True
+        time.sleep(0.02)
+    raise AssertionError(f"R did not move within {timeout} s: {texts(got)}")
 
 
 def test_start_names_the_firmware_its_boot_id_and_motors(avr):
@@ -125,11 +147,10 @@ def test_status_byte_mid_motion_reports_the_motion_under_way(avr):
     _, wire = avr
     wire.send(proto.Command(1, "MOVE", ("R:1600",)).encode())
     wire.reports("ok 1")
-    time.sleep(0.15)
-    wire.send(b"?")
-    status = wire.reports("status")[-1]
-    position = int(status.fields["pos"].split(",")[0].split(":")[1])
-    assert status.fields["state"] == "run" and 0 < position < 1600
+    got, done = poll_until_moving(wire)
+    assert not done, f"the motion ended before a status showed it under way: {texts(got)}"
+    status = got[-1]
+    assert status.fields["state"] == "run" and 0 < r_position(status) < 1600
     assert texts(wire.reports("done 1"))[-1] == "done 1"
 
 
@@ -137,7 +158,8 @@ def test_estop_byte_inside_a_line_stops_at_once_and_the_line_goes_on(avr):
     fw, wire = avr
     wire.send(proto.Command(1, "MOVE", ("R:3200", "L:-3200")).encode())
     wire.reports("ok 1")
-    time.sleep(0.3)
+    _, done = poll_until_moving(wire)  # under way
+    assert not done
     line = proto.Command(2, "MOVE", ("B:400",)).encode()
     wire.send(line[:6] + proto.ESTOP_BYTE + line[6:])
     got = wire.reports("rs")
@@ -150,8 +172,7 @@ def test_estop_byte_inside_a_line_stops_at_once_and_the_line_goes_on(avr):
     time.sleep(0.2)
     wire.send(b"?")
     status = wire.reports("status")[-1]
-    position = int(status.fields["pos"].split(",")[0].split(":")[1])
-    assert status.fields["state"] == "estop" and 0 < position < 3200
+    assert status.fields["state"] == "estop" and 0 < r_position(status) < 3200
     assert status.fields["last"] == "0" and status.fields["accepted"] == "0"
     wire.line("CLEAR")
     assert wire.reports("status")[-1].fields["state"] == "idle"
@@ -212,12 +233,15 @@ def test_servo_angles_become_pulse_widths_on_the_pwm_pins(avr, tmp_path):
     fw, wire = avr
     wire.send(proto.Command(1, "SERVO", ("gR:90", "gF:0")).encode())
     wire.reports("done 1")
-    time.sleep(0.1)
-    widths = {}
-    for row in (tmp_path / "trace.txt").read_text().splitlines():
-        t, kind, *rest = row.split()
-        if kind == "W":
-            widths[int(rest[0])] = int(rest[1])
+    widths: dict[int, int] = {}
+    deadline = time.monotonic() + 30  # the trace's rows may still be on their way to the file
+    while not {0, 3} <= set(widths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        text = (tmp_path / "trace.txt").read_text()
+        for row in text[:text.rfind("\n") + 1].splitlines():  # whole rows only
+            t, kind, *rest = row.split()
+            if kind == "W":
+                widths[int(rest[0])] = int(rest[1])
     # 500 us at 0 degrees, 2500 us at 180 (gR is the first servo, gF the fourth)
     assert abs(widths[0] - 1500) <= 2 and abs(widths[3] - 500) <= 2
 
