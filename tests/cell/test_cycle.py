@@ -198,7 +198,7 @@ def test_vision_gone_mid_scan_fails_the_scan_at_once():
     release.set()
     assert not result.ok and result.failed_stage == "scanning"
     assert "vision stopped responding" in result.error
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 15.0  # at once: not at the scan's 60 s
 
 
 def test_a_plan_sent_as_the_broker_went_away_is_followed_or_sent_again():
