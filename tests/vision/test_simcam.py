@@ -130,11 +130,17 @@ def test_a_frame_the_quick_look_cannot_read_whole_gets_the_full_search():
     assert np.array_equal(chosen.found, full.found)
 
 
-def test_the_sim_camera_waits_for_the_twin_to_show_the_pose():
+def test_the_sim_camera_waits_for_the_twin_to_show_the_pose(monkeypatch):
     import threading
     import time
 
+    from robocell.services.vision import sources
     from robocell.services.vision.sources import SimSource
+
+    # the camera gives up waiting after TWIN_SETTLE_MAX_S (1 s), which a loaded machine may
+    # let pass before the twin's thread runs: here it waits long enough to tell waking on
+    # the twin (any time) from giving up (only then)
+    monkeypatch.setattr(sources, "TWIN_SETTLE_MAX_S", 30.0)
 
     before, after = random_facelets(3, 1), random_facelets(3, 2)
     camera = SimSource(seed=4, conditions=CLEAN, facelets=before)
@@ -148,11 +154,12 @@ def test_the_sim_camera_waits_for_the_twin_to_show_the_pose():
     started = time.monotonic()
     frame = camera.capture("U", 0, at="U", line=5)
     waited = time.monotonic() - started
-    assert 0.25 <= waited < 0.9
-    expected = SimSource(seed=4, conditions=CLEAN, facelets=after).capture("U", 0, at="U",
-                                                                          line=0)
+    assert 0.25 <= waited < 20.0
+    reference = SimSource(seed=4, conditions=CLEAN, facelets=after)
+    reference.set_state(after, line=0)  # showing the line already: filmed at once
+    expected = reference.capture("U", 0, at="U", line=0)
     assert np.array_equal(frame, expected)
-    # a twin already past the pose's line is filmed at once
+    # a twin already past the pose's line is filmed at once (not after waiting to give up)
     started = time.monotonic()
     camera.capture("R", 0, at="R", line=4)
-    assert time.monotonic() - started < 0.25
+    assert time.monotonic() - started < 20.0
