@@ -9,6 +9,7 @@ import time
 import cv2
 import numpy as np
 import pytest
+from support.bus import wait_subscribed
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.config import free_port_block
@@ -34,19 +35,21 @@ def bus():
     broker = Broker(endpoints)
     thread = threading.Thread(target=broker.run, daemon=True)
     thread.start()
-    assert broker.ready.wait(5.0)
+    assert broker.ready.wait(10.0)
     yield endpoints
     broker.stop()
     thread.join(5.0)
 
 
 class Listener:
-    """A node that records messages of some topics."""
+    """A node that records messages of some topics (once its subscriptions have reached the
+    broker)."""
 
     def __init__(self, node: Node, *topics: str) -> None:
         self.messages: queue.Queue = queue.Queue()
         for topic in topics:
             node.subscribe(topic, self.messages.put)
+        wait_subscribed(node.subscriber, *topics)
 
     def next(self, topic: str, timeout: float = WAIT_S):
         deadline = time.monotonic() + timeout
@@ -64,6 +67,7 @@ def run_service(endpoints, source, size=None, **options):
     node = Node("vision", endpoints).start()
     service = VisionService(node, source, size, **options)
     service.start()
+    wait_subscribed(node.subscriber, "actuator.scan_pose")  # poses sent from now on arrive
     return node, service
 
 
@@ -79,7 +83,6 @@ def test_scan_poses_from_the_actuator_give_the_twins_cube_state(bus):
     node, service = run_service(bus, SimSource(seed=5, facelets=state))
     with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
         listen = Listener(monitor, "vision.face", "vision.cube_state", "errors")
-        time.sleep(0.3)  # subscriptions reach the broker
         send_poses(actuator, "scan-1")
         faces = [listen.next("vision.face") for _ in SCRIPTED_POSES]
         result = listen.next("vision.cube_state")
@@ -103,7 +106,6 @@ def test_each_frame_is_announced_as_captured_before_it_is_read(bus):
     node, service = run_service(bus, SimSource(seed=6, facelets=state), 3)
     with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
         listen = Listener(monitor, "vision.captured", "vision.face")
-        time.sleep(0.3)
         send_poses(actuator, "scan-c")
         seen = []
         deadline = time.monotonic() + WAIT_S
@@ -123,7 +125,6 @@ def test_reader_processes_read_the_views_of_a_scan(bus):
     node, service = run_service(bus, SimSource(seed=9, facelets=state), 3, threads=2, readers=2)
     with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
         listen = Listener(monitor, "vision.cube_state")
-        time.sleep(0.3)
         send_poses(actuator, "scan-r")
         result = listen.next("vision.cube_state")
     service.stop()
@@ -136,7 +137,6 @@ def test_scripted_scan_without_an_actuator(bus):
     node, service = run_service(bus, SimSource(seed=1, conditions=CLEAN, facelets=state), 2)
     with Node("monitor", bus) as monitor:
         listen = Listener(monitor, "vision.cube_state")
-        time.sleep(0.3)
         scan_id = service.scripted_scan()
         result = listen.next("vision.cube_state")
     service.stop()
@@ -152,14 +152,12 @@ def test_unreadable_faces_end_in_an_error_naming_them(bus, tmp_path):
     node, service = run_service(bus, FolderSource(tmp_path), 3)
     with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
         listen = Listener(monitor, "vision.face", "errors")
-        time.sleep(0.3)
         send_poses(actuator, "scan-bad")
         face = listen.next("vision.face")
         error = listen.next("errors")
         # The service is still alive: a sim scan after the failure works.
         service.source = SimSource(seed=2, conditions=CLEAN, facelets=random_facelets(3, 2))
         listen2 = Listener(monitor, "vision.cube_state")
-        time.sleep(0.2)
         send_poses(actuator, "scan-good")
         good = listen2.next("vision.cube_state")
     service.stop()
@@ -183,7 +181,6 @@ def test_a_frame_that_no_longer_matches_the_calibration_is_reported_on_errors(
     node, service = run_service(bus, FolderSource(tmp_path), 3, calibration=calibration)
     with Node("monitor", bus) as monitor, Node("actuator", bus) as actuator:
         listen = Listener(monitor, "errors")
-        time.sleep(0.3)
         send_poses(actuator, "scan-dim", SCRIPTED_POSES[:1])
         error = listen.next("errors")
     service.stop()
