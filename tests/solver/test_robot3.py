@@ -249,6 +249,7 @@ def test_a_robot_plan_searches_for_the_profiles_budget():
     from robocell.services.solver.api import solve
 
     plan = solve(random_facelets(3, 77), "six-motor")
-    assert 40 <= plan.solve_ms < 500
+    # about the profile's 50 ms (wall time: a loaded machine stretches it, never shortens it)
+    assert 40 <= plan.solve_ms < 2000
     quick = solve(random_facelets(3, 77), "six-motor", timeout=0.0)
     assert quick.solve_ms < plan.solve_ms and quick.cost >= plan.cost
