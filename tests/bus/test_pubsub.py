@@ -168,7 +168,7 @@ def test_publisher_resends_latched_state_when_the_broker_restarts(bus_base: str,
     endpoints = Endpoints.from_base(bus_base)
 
     def start() -> tuple[Broker, threading.Thread]:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while True:  # the old broker's ports are released asynchronously
             try:
                 b = Broker(endpoints, stats_period=0.2)
