@@ -1,5 +1,9 @@
 """Helpers for the bus tests: free ports, subprocess commands, a scripted service, waiting for
-messages."""
+messages, and waiting for readiness instead of sleeping: a subscription that has reached the
+broker (`wait_subscribed`, `wait_raw_subscribed`, `wait_for_new_subscription` for another
+process's), a service registered for its commands (`wait_registered`). A fixed sleep before
+publishing or calling is outlasted on a loaded machine; these cost milliseconds on an idle
+one."""
 
 from __future__ import annotations
 
