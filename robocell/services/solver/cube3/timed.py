@@ -121,14 +121,16 @@ def kind_map(face_map: dict[str, str]) -> np.ndarray:
     return out
 
 
-def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS) -> np.ndarray:
+def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS,
+                kinds: np.ndarray | None = None) -> np.ndarray:
     """H[n, t, a]: least cost of n more steps (blocks in the axial metric, face turns in the
     face-turn metric) from robot state t when the open block is of axis a (3: none). Blocks
     in a row are of different axes, which for a robot that re-orients the cube between them
-    is what makes a turn dear."""
+    is what makes a turn dear. With ``kinds``, only those blocks may be steps: phase 2's,
+    whose turns of the side faces are all half turns, bound phase 2 tighter."""
     n_states = cost.shape[1]
     H = np.zeros((levels, n_states, 4))
-    kinds = axial.block_kinds()
+    kinds = axial.block_kinds() if kinds is None else kinds
     steps = [1 if axial_steps else int(k % 16 >= 4) + int(k % 4 > 0) for k in kinds]
     for n in range(1, levels):
         for a in range(4):
@@ -145,9 +147,10 @@ def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS) ->
 _STEPS: dict[tuple, np.ndarray] = {}
 
 
-def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool) -> np.ndarray:
+def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool,
+               kinds: np.ndarray | None = None) -> np.ndarray:
     if key not in _STEPS:
-        _STEPS[key] = steps_bound(cost, axial_steps)
+        _STEPS[key] = steps_bound(cost, axial_steps, kinds=kinds)
     return _STEPS[key]
 
 
@@ -159,6 +162,8 @@ class _DirectionState:
         kinds = kind_map(direction.face_map)
         self.cost = np.ascontiguousarray(costs.cost[kinds])
         self.H = _steps_for((id(costs), kinds.tobytes()), self.cost, costs.axial)
+        self.H2 = _steps_for((id(costs), kinds.tobytes(), 2), self.cost, costs.axial,
+                             axial.phase2_block_kinds())
         n = costs.cost.shape[1]
         self.ints = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
         self.before = np.zeros((ts.LEVELS, n))
@@ -219,9 +224,9 @@ class RobotTimeSearch:
             for ds in active:
                 ds.fctl[ts.BEST] = best
                 status, cost, length = ts.search_direction(
-                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, self.costs.step,
-                    ds.direction.start_cp, ds.direction.start_ep, ds.ints, ds.before,
-                    ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
+                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, ds.H2,
+                    self.costs.step, ds.direction.start_cp, ds.direction.start_ep, ds.ints,
+                    ds.before, ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
                     self.ints2, self.before2, self.after2, self.g2, self.out_path,
                     self.counters, self.phase2_cap)
                 if status == ts.EXHAUSTED:

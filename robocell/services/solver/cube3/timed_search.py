@@ -8,13 +8,15 @@ the least cost to have done every block before its current one, ending in each s
 vector over the states the robot can reach), and the block under way; its cost ``g`` is the
 least over the states after the block. A robot that never re-orients the cube has one state.
 
-The bound on what is left is ``w`` times a distance in a metric whose every step costs at least
-``w``: the axial metric (a block is a step) for robots that turn opposite faces at once, the
-face-turn metric otherwise (`robocell.services.solver.cube3.axial`). While the current block
-could still take the opposite face, that next step may be free, so the bound counts one
-step less. Phase 1 runs IDA* on its cost to G1 (thresholds rising to the next f seen); every
-phase-1 path that enters G1 with a cost new to this threshold is finished by IDA* on the cost
-within G1, under the best total found so far. Both are resumable explicit-stack searches.
+The bound on what is left is the least cost of as many steps as a distance in a metric counts
+(``H``, `timed.steps_bound`; phase 2 reads ``H2``, its own blocks only, whose side-face turns
+are half turns): the axial metric (a block is a step) for robots that turn opposite faces at
+once, the face-turn metric otherwise (`robocell.services.solver.cube3.axial`). While the
+current block could still take the opposite face, that next step may be free, so the bound
+counts one step less. Phase 1 runs IDA* on its cost to G1 (thresholds rising to the next f
+seen); every phase-1 path that enters G1 with a cost new to this threshold is finished by IDA*
+on the cost within G1, under the best total found so far. Both are resumable explicit-stack
+searches.
 """
 
 from __future__ import annotations
@@ -336,7 +338,7 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
 
 
 @njit(cache=True)
-def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, sp, best,
+def leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before, after, g, sp, best,
                 path, work, ints2, before2, after2, g2, out_path, counters, cap):
     """Replay the phase-1 path (levels 1..sp) on the permutations, then `phase2`."""
     cp = work[0, :N_CORNER]
@@ -362,7 +364,7 @@ def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, a
     for i in range(FIRST_SLICE_EDGE, N_EDGE):
         tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
     slice_sorted = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
-    return phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before[sp],
+    return phase2(T, D, W, cost, finish, H2, w, corners, ud_edges, slice_sorted, before[sp],
                   after[sp], ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2,
                   before2, after2, g2, out_path, counters, cap)
 
@@ -389,8 +391,8 @@ def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
 
 
 @njit(cache=True)
-def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, ctl,
-                     fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
+def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, before, after, g,
+                     ctl, fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
                      cap):
     """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
     cost less than fctl[BEST]. Returns (status, cost, length): FOUND with the solution in
@@ -415,7 +417,7 @@ def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, befo
             ints[0, NEXT] = 0
             sp = 0
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
-                c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before,
+                c, n = leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before,
                                    after, g, 0, best, path, work, ints2, before2, after2, g2,
                                    out_path, counters, cap)
                 if n > 0:
@@ -473,8 +475,8 @@ def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, befo
         g[child] = gc
         sp = child
         if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
-            c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after,
-                               g, sp, best, path, work, ints2, before2, after2, g2, out_path,
+            c, n = leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before,
+                               after, g, sp, best, path, work, ints2, before2, after2, g2, out_path,
                                counters, cap)
             if n > 0:
                 fctl[BEST] = c
