@@ -121,6 +121,36 @@ def residue2(T, D, corners, ud_edges):
 
 
 @njit(cache=True)
+def open_steps1(T, D, twist, flip, slc, last, depth):
+    """Steps left after the open block of ``last`` (of exact distance ``depth``): one less only
+    if a turn of the opposite face, joining the block, brings the cube a step nearer (its
+    neighbours' distances differ by one at most, so the residues tell)."""
+    nearer = (depth + 2) % 3
+    face = last // 3 + 3
+    for q in range(3):
+        col = FACE_KIND[face * 3 + q]
+        if residue1(T, D, T.twist_move[twist, col], T.flip_move[flip, col],
+                    T.slice_move[slc, col]) == nearer:
+            return depth - 1
+    return depth
+
+
+@njit(cache=True)
+def open_steps2(T, D, corners, ud_edges, last, depth):
+    """`open_steps1` within G1: only the turns that keep the cube there."""
+    nearer = (depth + 2) % 3
+    face = last // 3 + 3
+    for q in range(3):
+        if face != 3 and q != 1:
+            continue
+        col = FACE_KIND[face * 3 + q]
+        if residue2(T, D, T.corners_move[corners, col], T.ud_edges_move[ud_edges, col]) \
+                == nearer:
+            return depth - 1
+    return depth
+
+
+@njit(cache=True)
 def distance1(T, D, twist, flip, slc):
     """Exact phase-1 distance in the metric of ``D``: walk down the residues."""
     depth = 0
@@ -305,6 +335,10 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
                 continue
             d1 = next_depth(ints2[sp, DD], ints2[sp, DD] % 3, residue2(T, D, c1, u1))
             f = max(f, bound(after2[child], H, d1, ext, kind // 16))
+            if ext and d1 > 0 and f <= threshold + EPS and f < best - EPS:
+                # the open block's one free step, only if a turn joining it helps
+                f = max(f, bound(after2[child], H, open_steps2(T, D, c1, u1, m, d1) + 1, ext,
+                                 kind // 16))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -460,6 +494,10 @@ def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, 
             continue
         d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
         f = max(f, bound(after[child], H, d1, ext, kind // 16))
+        if ext and d1 > 0 and f <= c1 + EPS and f < best - EPS:
+            # the open block's one free step, only if a turn joining it helps
+            f = max(f, bound(after[child], H, open_steps1(T, D, t1, f1, s1, m, d1) + 1, ext,
+                             kind // 16))
         if f > c1 + EPS or f >= best - EPS:
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
