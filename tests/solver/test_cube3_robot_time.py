@@ -21,7 +21,7 @@ from robocell.services.solver.api import solve
 from robocell.services.solver.cube3 import axial, coord, timed, timed_search
 from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3.defs import FIRST_SLICE_EDGE, N_PERM_4
-from robocell.services.solver.cube3.robot import compile_plan
+from robocell.services.solver.cube3.robot import compile_plan, motion_tables
 from robocell.services.solver.cube3.solver import solve_robot_time
 from robocell.services.solver.cube3.timed import RobotTimeSearch, profile_costs, steps_bound
 
@@ -81,6 +81,12 @@ def test_the_bound_follows_the_profile() -> None:
     qtm = profile_costs(load_profile("qtm"))
     assert six.axial and six.step == 10 and six.cost.shape[1] == 1 and six.reversible
     assert not tilt.axial and tilt.cost.shape[1] == 24 and not tilt.reversible
+    # a tilt-spin turn ends with its face at the bottom, in one of 4 orientations: the search
+    # carries those (and re-orients in the next block), the least costs stay the same
+    d_turn = 0 * 16 + 1
+    assert np.isfinite(tilt.cost[d_turn]).sum(axis=1).max() == 4
+    dense = motion_tables(load_profile("tilt-spin")).block_cost
+    assert tilt.cost[d_turn].min() == dense[d_turn][np.isfinite(dense[d_turn])].min()
     assert not qtm.axial and qtm.step == 1
     # an axial move of six-motor costs the longer of its two turns
     u, d2 = 0 * 16 + 1 * 4, 0 * 16 + 2

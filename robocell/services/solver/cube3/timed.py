@@ -76,11 +76,46 @@ def _inverse_kind(kind: int) -> int:
     return (kind // 16) * 16 + (-r1 % 4) * 4 + (-r2 % 4)
 
 
+def sparse_ends(cost: np.ndarray) -> np.ndarray:
+    """The block costs with every end state left out (inf) that another end state and a
+    re-orientation after it reach as cheaply: the search then carries only the states a
+    block really ends in, and the next block re-orients from there. Exact only while a block's
+    cost already includes the cheapest re-orientation before it (checked: else unchanged)."""
+    n = cost.shape[1]
+    if n == 1:
+        return cost
+    reorient = cost[0].copy()
+    np.fill_diagonal(reorient, 0.0)
+    kinds = axial.block_kinds()
+    tol = 1e-9
+    # re-orientations compose (a closure), and a block from s costs no more than
+    # re-orienting first and doing it from there
+    if not np.all((reorient[:, :, None] + reorient[None, :, :]).min(axis=1) >= reorient - tol):
+        return cost
+    for k in kinds:
+        if not np.all((reorient[:, :, None] + cost[k][None, :, :]).min(axis=1)
+                      >= cost[k] - tol):
+            return cost
+    out = cost.copy()
+    for k in kinds:
+        keep = list(range(n))
+        for t in range(n):
+            others = [u for u in keep if u != t]
+            if not others:
+                continue
+            via = (cost[k][:, others] + reorient[others, t][None, :]).min(axis=1)
+            if np.all(via <= cost[k][:, t] + tol):
+                keep.remove(t)
+        drop = [t for t in range(n) if t not in keep]
+        out[k][:, drop] = np.inf
+    return out
+
+
 @cache
 def _profile_costs(key: tuple[str, str], profile: Profile) -> ProfileCosts:
     tables = motion_tables(profile)
     states = _reachable(tables.block_cost, tables.start_state)
-    cost = np.ascontiguousarray(tables.block_cost[:, states][:, :, states])
+    cost = sparse_ends(np.ascontiguousarray(tables.block_cost[:, states][:, :, states]))
     start = np.full(len(states), np.inf)
     start[states.index(tables.start_state)] = 0.0
     final = tables.final_states[states]

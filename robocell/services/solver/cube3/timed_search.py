@@ -82,16 +82,23 @@ def merge_kind(kind, m):
 def chain(before, cost, kind, after):
     """after[t] = least over s of before[s] + cost[kind, s, t]; returns the least."""
     n = before.shape[0]
+    if n == 1:
+        after[0] = before[0] + cost[kind, 0, 0]
+        return after[0]
+    for t in range(n):
+        after[t] = INF
+    for s in range(n):
+        b = before[s]
+        if b == INF:  # a state this path cannot be in (`sparse_ends`)
+            continue
+        for t in range(n):
+            c = b + cost[kind, s, t]
+            if c < after[t]:
+                after[t] = c
     best = INF
     for t in range(n):
-        v = INF
-        for s in range(n):
-            c = before[s] + cost[kind, s, t]
-            if c < v:
-                v = c
-        after[t] = v
-        if v < best:
-            best = v
+        if after[t] < best:
+            best = after[t]
     return best
 
 
