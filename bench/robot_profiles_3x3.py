@@ -93,15 +93,15 @@ def compiler_speed(seed: int) -> None:
 WORKERS = 2
 HTM_BUDGETS_MS = (10, 100, 1000)
 
-Planner = Callable[[str], tuple[list[Move] | None, float, float | None]]
-"""facelets -> (face turns, or None when the plan's robot time is known; search ms; robot
-time in profile units when known)."""
+Planner = Callable[[str], tuple[list[Move], float, float | None]]
+"""facelets -> (face turns; search ms; robot time in profile units when the planner says
+it)."""
 
 
 def robocell_planner(pool: SolverPool, profile: str, budget_s: float) -> Planner:
     """A split search on the pool's two processes, each sharing the whole budget (as the
     peer's threads do)."""
-    def plan(facelets: str) -> tuple[list[Move] | None, float, float | None]:
+    def plan(facelets: str) -> tuple[list[Move], float, float | None]:
         until = time.monotonic() + budget_s
         jobs = [(solve_in_worker, facelets, profile, None, budget_s, (k, WORKERS), until)
                 for k in range(WORKERS)]
@@ -111,12 +111,12 @@ def robocell_planner(pool: SolverPool, profile: str, budget_s: float) -> Planner
         found = outcome["plan"]
         if profile == "htm":
             return parse_moves(found["moves"]), found["solve_ms"], None
-        return None, found["solve_ms"], float(found["cost"])
+        return parse_moves(found["moves"]), found["solve_ms"], float(found["cost"])
     return plan
 
 
 def peer_planner(peer: TwoPhasePeer) -> Planner:
-    def plan(facelets: str) -> tuple[list[Move] | None, float, float | None]:
+    def plan(facelets: str) -> tuple[list[Move], float, float | None]:
         moves, millis = peer.solve(facelets)
         return moves, millis, None
     return plan
@@ -128,16 +128,18 @@ def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
     robot_ms, search_ms, turns = [], [], []
     with Progress(f"{profile_name} {name}", len(cubes)) as progress:
         for facelets in cubes:
-            moves, millis, cost = planner(facelets)
-            if cost is None:
-                assert moves is not None
-                cost = compile_plan(moves, profile)[1]
-                turns.append(len(moves))
+            moves, millis, said = planner(facelets)
+            # every plan's robot time from the motion compiler, whatever the planner says
+            cost = compile_plan(moves, profile)[1]
+            if said is not None and abs(said - cost) > 1e-6:
+                raise RuntimeError(f"{name} priced its plan for {facelets} at {said}, the "
+                                   f"motion compiler at {cost}")
+            turns.append(len(moves))
             robot_ms.append(profile.cost_ms(cost))
             search_ms.append(millis)
             progress.advance()
     return {"mean": statistics.fmean(robot_ms), "p99": float(np.percentile(robot_ms, 99)),
-            "turns": statistics.fmean(turns) if turns else float("nan"),
+            "turns": statistics.fmean(turns),
             "s50": float(np.percentile(search_ms, 50)), "s99": float(np.percentile(search_ms, 99))}
 
 

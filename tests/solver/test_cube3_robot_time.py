@@ -18,14 +18,17 @@ from robocell.common.notation import Move
 from robocell.common.profile import Profile, load_profile
 from robocell.common.validation import validate
 from robocell.services.solver.api import solve
+from robocell.services.solver.cube3 import axial, coord, timed, timed_search
 from robocell.services.solver.cube3 import solver as cube3_solver
-from robocell.services.solver.cube3 import timed
-from robocell.services.solver.cube3.robot import compile_plan
+from robocell.services.solver.cube3.defs import FIRST_SLICE_EDGE, N_PERM_4
+from robocell.services.solver.cube3.robot import compile_plan, motion_tables
 from robocell.services.solver.cube3.solver import solve_robot_time
-from robocell.services.solver.cube3.timed import RobotTimeSearch, profile_costs
+from robocell.services.solver.cube3.timed import RobotTimeSearch, profile_costs, steps_bound
 
 SOLVED = solved(3)
 FACE_TURNS = [Move(face, turns) for face in "URFDLB" for turns in (1, 2, 3)]
+G1_TURNS = [m for m in FACE_TURNS if m.name in "UD" or m.quarter_turns == 2]
+"""The face turns that keep a cube in G1 (phase 2's)."""
 
 
 def _solved_any_orientation(facelets: str) -> bool:
@@ -78,18 +81,31 @@ def test_the_bound_follows_the_profile() -> None:
     qtm = profile_costs(load_profile("qtm"))
     assert six.axial and six.step == 10 and six.cost.shape[1] == 1 and six.reversible
     assert not tilt.axial and tilt.cost.shape[1] == 24 and not tilt.reversible
+    # a tilt-spin turn ends with its face at the bottom, in one of 4 orientations: the search
+    # carries those (and re-orients in the next block), the least costs stay the same
+    d_turn = 0 * 16 + 1
+    assert np.isfinite(tilt.cost[d_turn]).sum(axis=1).max() == 4
+    dense = motion_tables(load_profile("tilt-spin")).block_cost
+    assert tilt.cost[d_turn].min() == dense[d_turn][np.isfinite(dense[d_turn])].min()
     assert not qtm.axial and qtm.step == 1
     # an axial move of six-motor costs the longer of its two turns
     u, d2 = 0 * 16 + 1 * 4, 0 * 16 + 2
     assert six.cost[u + d2, 0, 0] == 17 and six.cost[u, 0, 0] == 10
+    # four steps cost at least four quarter turns; in phase 2, whose side-face turns are half
+    # turns and whose blocks alternate axes, at least two U/D quarter turns and two half turns
+    assert steps_bound(six.cost, True)[4, 0, 3] == 40
+    assert steps_bound(six.cost, True, kinds=axial.phase2_block_kinds())[4, 0, 3] == 54
 
 
-def _least_robot_time(facelets: str, profile: Profile) -> float:
+def _least_robot_time(facelets: str, profile: Profile, within_g1: bool = False) -> float:
     """Exact least cost of any sequence of the profile's primitives that solves the cube (in
     any orientation): bidirectional Dijkstra over sticker strings, from the cube forward and
-    from the 24 solved orientations backward. Independent of the search and the compiler."""
+    from the 24 solved orientations backward. Independent of the search and the compiler.
+    ``within_g1``: only the primitives that keep the cube in G1 (phase 2's)."""
     perms = []
     for prim in profile.primitives:
+        if within_g1 and not all(m in G1_TURNS for m in prim.moves):
+            continue
         perm = np.arange(54)
         for move in prim.moves:
             perm = perm[move_facelet_permutation(move, 3)]
@@ -128,8 +144,40 @@ def _least_robot_time(facelets: str, profile: Profile) -> float:
     return best
 
 
-@pytest.mark.parametrize("profile_name,turns,count", [("six-motor", 6, 6), ("tilt-spin", 5, 3)])
+
+
+def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
+    """Phase 2's step bound (its blocks only: side-face turns are half turns) against the exact
+    least cost of solving with phase 2's primitives, on cubes scrambled within G1."""
+    profile = load_profile("six-motor")
+    costs = profile_costs(profile)
+    T, D = axial.block_tables(), axial.distances(True)
+    H = steps_bound(costs.cost, True)
+    H2 = steps_bound(costs.cost, True, kinds=axial.phase2_block_kinds())
+    rng = np.random.default_rng(2)
+    tighter = 0
+    for _ in range(12):
+        scramble = [G1_TURNS[i] for i in rng.integers(0, len(G1_TURNS), 6)]
+        facelets = apply_to_facelets(SOLVED, scramble)
+        if facelets == SOLVED:
+            continue
+        cube = validate(facelets, 3)
+        ep = cube.edge_perm.astype(np.int64)
+        corners = coord.get_corners(cube.corner_perm.astype(np.int64))
+        slice_perm = coord.perm_rank(ep[FIRST_SLICE_EDGE:] - FIRST_SLICE_EDGE, 4)
+        steps = max(timed_search.distance2(T, D, corners, coord.get_ud_edges(ep)),
+                    int(D.cornslice_depth[corners * N_PERM_4 + slice_perm]))
+        least = _least_robot_time(facelets, profile, within_g1=True)
+        assert H2[steps, 0, 3] <= least, scramble
+        tighter += H2[steps, 0, 3] > H[steps, 0, 3]
+    assert tighter >= 6  # and it bounds tighter than the all-blocks bound
+
+
+@pytest.mark.parametrize("profile_name,turns,count,moves", [
+    ("six-motor", 6, 6, FACE_TURNS), ("tilt-spin", 5, 3, FACE_TURNS),
+    ("six-motor", 4, 5, G1_TURNS)])
 def test_short_scrambles_get_the_least_robot_time(profile_name: str, turns: int, count: int,
+                                                  moves: list,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(timed, "PHASE2_CAP", 10**9)  # no phase-2 search cut short
     # the robot-time search alone, from the first face-turn solution
@@ -138,7 +186,7 @@ def test_short_scrambles_get_the_least_robot_time(profile_name: str, turns: int,
     rng = np.random.default_rng(22)
     for _ in range(count):
         n = int(rng.integers(1, turns + 1))
-        scramble = [FACE_TURNS[i] for i in rng.integers(0, 18, n)]
+        scramble = [moves[i] for i in rng.integers(0, len(moves), n)]
         facelets = apply_to_facelets(SOLVED, scramble)
         if facelets == SOLVED:
             continue

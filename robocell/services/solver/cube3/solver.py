@@ -120,14 +120,13 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
 
 
 _WARM_PROFILES: set[tuple[str, str]] = set()
-SEED_SHARE = {"one-state": 0.8, "re-orienting": 0.5}
+SEED_SHARE = {"one-state": 0.3, "re-orienting": 0.5}
 """Share of the budget spent collecting face-turn candidates (the motion compiler pricing
 each) to start the robot-time search from: a good start prunes most of the search. Measured
-on a loaded 2-core machine, six-motor, mean robot units, 40 cubes: at 50 ms a cube 0.2 ->
-226-232, 0.5 -> 225-227, 0.8 -> 223; at 200 ms (15 cubes) 0.3, 0.8, 0.8 capped at 40 ms all
-214-216; at 500 ms (10 cubes) 0.2 -> 209, all candidates -> 215. tilt-spin at 500 ms: 0 ->
-3,723, 0.5 -> 3,463, all candidates -> 3,446 (its bounds are weak: the search adds little
-there yet)."""
+on a 2-core machine, one process, six-motor at 50 ms a cube, mean robot units over 60 cubes,
+since phase 2 has its own bound: 0 -> 216.2, 0.2 -> 216.1, 0.3 -> 213.1 and 215.2 (other
+cubes), 0.5 -> 215.6, 0.8 -> 217.7 and 218.1 (other cubes). tilt-spin at 500 ms (12 cubes):
+0 -> 3,654, 0.5 -> 3,326 (its bounds are weak: the search adds little there yet)."""
 
 
 SEED_CAP_S = {"one-state": 0.04, "re-orienting": None}

@@ -76,11 +76,46 @@ def _inverse_kind(kind: int) -> int:
     return (kind // 16) * 16 + (-r1 % 4) * 4 + (-r2 % 4)
 
 
+def sparse_ends(cost: np.ndarray) -> np.ndarray:
+    """The block costs with every end state left out (inf) that another end state and a
+    re-orientation after it reach as cheaply: the search then carries only the states a
+    block really ends in, and the next block re-orients from there. Exact only while a block's
+    cost already includes the cheapest re-orientation before it (checked: else unchanged)."""
+    n = cost.shape[1]
+    if n == 1:
+        return cost
+    reorient = cost[0].copy()
+    np.fill_diagonal(reorient, 0.0)
+    kinds = axial.block_kinds()
+    tol = 1e-9
+    # re-orientations compose (a closure), and a block from s costs no more than
+    # re-orienting first and doing it from there
+    if not np.all((reorient[:, :, None] + reorient[None, :, :]).min(axis=1) >= reorient - tol):
+        return cost
+    for k in kinds:
+        if not np.all((reorient[:, :, None] + cost[k][None, :, :]).min(axis=1)
+                      >= cost[k] - tol):
+            return cost
+    out = cost.copy()
+    for k in kinds:
+        keep = list(range(n))
+        for t in range(n):
+            others = [u for u in keep if u != t]
+            if not others:
+                continue
+            via = (cost[k][:, others] + reorient[others, t][None, :]).min(axis=1)
+            if np.all(via <= cost[k][:, t] + tol):
+                keep.remove(t)
+        drop = [t for t in range(n) if t not in keep]
+        out[k][:, drop] = np.inf
+    return out
+
+
 @cache
 def _profile_costs(key: tuple[str, str], profile: Profile) -> ProfileCosts:
     tables = motion_tables(profile)
     states = _reachable(tables.block_cost, tables.start_state)
-    cost = np.ascontiguousarray(tables.block_cost[:, states][:, :, states])
+    cost = sparse_ends(np.ascontiguousarray(tables.block_cost[:, states][:, :, states]))
     start = np.full(len(states), np.inf)
     start[states.index(tables.start_state)] = 0.0
     final = tables.final_states[states]
@@ -121,14 +156,16 @@ def kind_map(face_map: dict[str, str]) -> np.ndarray:
     return out
 
 
-def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS) -> np.ndarray:
+def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS,
+                kinds: np.ndarray | None = None) -> np.ndarray:
     """H[n, t, a]: least cost of n more steps (blocks in the axial metric, face turns in the
     face-turn metric) from robot state t when the open block is of axis a (3: none). Blocks
     in a row are of different axes, which for a robot that re-orients the cube between them
-    is what makes a turn dear."""
+    is what makes a turn dear. With ``kinds``, only those blocks may be steps: phase 2's,
+    whose turns of the side faces are all half turns, bound phase 2 tighter."""
     n_states = cost.shape[1]
     H = np.zeros((levels, n_states, 4))
-    kinds = axial.block_kinds()
+    kinds = axial.block_kinds() if kinds is None else kinds
     steps = [1 if axial_steps else int(k % 16 >= 4) + int(k % 4 > 0) for k in kinds]
     for n in range(1, levels):
         for a in range(4):
@@ -145,9 +182,10 @@ def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS) ->
 _STEPS: dict[tuple, np.ndarray] = {}
 
 
-def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool) -> np.ndarray:
+def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool,
+               kinds: np.ndarray | None = None) -> np.ndarray:
     if key not in _STEPS:
-        _STEPS[key] = steps_bound(cost, axial_steps)
+        _STEPS[key] = steps_bound(cost, axial_steps, kinds=kinds)
     return _STEPS[key]
 
 
@@ -159,6 +197,8 @@ class _DirectionState:
         kinds = kind_map(direction.face_map)
         self.cost = np.ascontiguousarray(costs.cost[kinds])
         self.H = _steps_for((id(costs), kinds.tobytes()), self.cost, costs.axial)
+        self.H2 = _steps_for((id(costs), kinds.tobytes(), 2), self.cost, costs.axial,
+                             axial.phase2_block_kinds())
         n = costs.cost.shape[1]
         self.ints = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
         self.before = np.zeros((ts.LEVELS, n))
@@ -219,9 +259,9 @@ class RobotTimeSearch:
             for ds in active:
                 ds.fctl[ts.BEST] = best
                 status, cost, length = ts.search_direction(
-                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, self.costs.step,
-                    ds.direction.start_cp, ds.direction.start_ep, ds.ints, ds.before,
-                    ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
+                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, ds.H2,
+                    self.costs.step, ds.direction.start_cp, ds.direction.start_ep, ds.ints,
+                    ds.before, ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
                     self.ints2, self.before2, self.after2, self.g2, self.out_path,
                     self.counters, self.phase2_cap)
                 if status == ts.EXHAUSTED:

@@ -8,13 +8,15 @@ the least cost to have done every block before its current one, ending in each s
 vector over the states the robot can reach), and the block under way; its cost ``g`` is the
 least over the states after the block. A robot that never re-orients the cube has one state.
 
-The bound on what is left is ``w`` times a distance in a metric whose every step costs at least
-``w``: the axial metric (a block is a step) for robots that turn opposite faces at once, the
-face-turn metric otherwise (`robocell.services.solver.cube3.axial`). While the current block
-could still take the opposite face, that next step may be free, so the bound counts one
-step less. Phase 1 runs IDA* on its cost to G1 (thresholds rising to the next f seen); every
-phase-1 path that enters G1 with a cost new to this threshold is finished by IDA* on the cost
-within G1, under the best total found so far. Both are resumable explicit-stack searches.
+The bound on what is left is the least cost of as many steps as a distance in a metric counts
+(``H``, `timed.steps_bound`; phase 2 reads ``H2``, its own blocks only, whose side-face turns
+are half turns): the axial metric (a block is a step) for robots that turn opposite faces at
+once, the face-turn metric otherwise (`robocell.services.solver.cube3.axial`). While the
+current block could still take the opposite face, that next step may be free, so the bound
+counts one step less. Phase 1 runs IDA* on its cost to G1 (thresholds rising to the next f
+seen); every phase-1 path that enters G1 with a cost new to this threshold is finished by IDA*
+on the cost within G1, under the best total found so far. Both are resumable explicit-stack
+searches.
 """
 
 from __future__ import annotations
@@ -80,16 +82,23 @@ def merge_kind(kind, m):
 def chain(before, cost, kind, after):
     """after[t] = least over s of before[s] + cost[kind, s, t]; returns the least."""
     n = before.shape[0]
+    if n == 1:
+        after[0] = before[0] + cost[kind, 0, 0]
+        return after[0]
+    for t in range(n):
+        after[t] = INF
+    for s in range(n):
+        b = before[s]
+        if b == INF:  # a state this path cannot be in (`sparse_ends`)
+            continue
+        for t in range(n):
+            c = b + cost[kind, s, t]
+            if c < after[t]:
+                after[t] = c
     best = INF
     for t in range(n):
-        v = INF
-        for s in range(n):
-            c = before[s] + cost[kind, s, t]
-            if c < v:
-                v = c
-        after[t] = v
-        if v < best:
-            best = v
+        if after[t] < best:
+            best = after[t]
     return best
 
 
@@ -116,6 +125,36 @@ def residue2(T, D, corners, ud_edges):
     index = (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
              + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
     return mod3(D.phase2_pruning, index)
+
+
+@njit(cache=True)
+def open_steps1(T, D, twist, flip, slc, last, depth):
+    """Steps left after the open block of ``last`` (of exact distance ``depth``): one less only
+    if a turn of the opposite face, joining the block, brings the cube a step nearer (its
+    neighbours' distances differ by one at most, so the residues tell)."""
+    nearer = (depth + 2) % 3
+    face = last // 3 + 3
+    for q in range(3):
+        col = FACE_KIND[face * 3 + q]
+        if residue1(T, D, T.twist_move[twist, col], T.flip_move[flip, col],
+                    T.slice_move[slc, col]) == nearer:
+            return depth - 1
+    return depth
+
+
+@njit(cache=True)
+def open_steps2(T, D, corners, ud_edges, last, depth):
+    """`open_steps1` within G1: only the turns that keep the cube there."""
+    nearer = (depth + 2) % 3
+    face = last // 3 + 3
+    for q in range(3):
+        if face != 3 and q != 1:
+            continue
+        col = FACE_KIND[face * 3 + q]
+        if residue2(T, D, T.corners_move[corners, col], T.ud_edges_move[ud_edges, col]) \
+                == nearer:
+            return depth - 1
+    return depth
 
 
 @njit(cache=True)
@@ -303,6 +342,10 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
                 continue
             d1 = next_depth(ints2[sp, DD], ints2[sp, DD] % 3, residue2(T, D, c1, u1))
             f = max(f, bound(after2[child], H, d1, ext, kind // 16))
+            if ext and d1 > 0 and f <= threshold + EPS and f < best - EPS:
+                # the open block's one free step, only if a turn joining it helps
+                f = max(f, bound(after2[child], H, open_steps2(T, D, c1, u1, m, d1) + 1, ext,
+                                 kind // 16))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -336,7 +379,7 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
 
 
 @njit(cache=True)
-def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, sp, best,
+def leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before, after, g, sp, best,
                 path, work, ints2, before2, after2, g2, out_path, counters, cap):
     """Replay the phase-1 path (levels 1..sp) on the permutations, then `phase2`."""
     cp = work[0, :N_CORNER]
@@ -362,7 +405,7 @@ def leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, a
     for i in range(FIRST_SLICE_EDGE, N_EDGE):
         tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
     slice_sorted = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
-    return phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before[sp],
+    return phase2(T, D, W, cost, finish, H2, w, corners, ud_edges, slice_sorted, before[sp],
                   after[sp], ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2,
                   before2, after2, g2, out_path, counters, cap)
 
@@ -389,8 +432,8 @@ def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
 
 
 @njit(cache=True)
-def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after, g, ctl,
-                     fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
+def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, before, after, g,
+                     ctl, fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
                      cap):
     """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
     cost less than fctl[BEST]. Returns (status, cost, length): FOUND with the solution in
@@ -415,7 +458,7 @@ def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, befo
             ints[0, NEXT] = 0
             sp = 0
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
-                c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before,
+                c, n = leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before,
                                    after, g, 0, best, path, work, ints2, before2, after2, g2,
                                    out_path, counters, cap)
                 if n > 0:
@@ -458,6 +501,10 @@ def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, befo
             continue
         d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
         f = max(f, bound(after[child], H, d1, ext, kind // 16))
+        if ext and d1 > 0 and f <= c1 + EPS and f < best - EPS:
+            # the open block's one free step, only if a turn joining it helps
+            f = max(f, bound(after[child], H, open_steps1(T, D, t1, f1, s1, m, d1) + 1, ext,
+                             kind // 16))
         if f > c1 + EPS or f >= best - EPS:
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
@@ -473,8 +520,8 @@ def search_direction(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, befo
         g[child] = gc
         sp = child
         if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
-            c, n = leaf_phase2(T, D, W, cost, finish, H, w, start_cp, start_ep, ints, before, after,
-                               g, sp, best, path, work, ints2, before2, after2, g2, out_path,
+            c, n = leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before,
+                               after, g, sp, best, path, work, ints2, before2, after2, g2, out_path,
                                counters, cap)
             if n > 0:
                 fctl[BEST] = c
