@@ -111,7 +111,9 @@ def robocell_planner(pool: SolverPool, profile: str, budget_s: float) -> Planner
         found = outcome["plan"]
         if profile == "htm":
             return parse_moves(found["moves"]), found["solve_ms"], None
-        return parse_moves(found["moves"]), found["solve_ms"], float(found["cost"])
+        # the face turns the search chose (the plan's moves are the robot's, rotations too)
+        return (parse_moves(found["stats"]["face_turns"]), found["solve_ms"],
+                float(found["cost"]))
     return plan
 
 
