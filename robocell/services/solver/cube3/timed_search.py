@@ -280,10 +280,8 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
             for i in range(offset):
                 out_path[i] = path[i]
             return c, offset
-    found_cost = INF
-    found_length = 0
-    limit = counters[P2NODES] + cap
-    max_depth = MAX_LENGTH - offset
+    found_cost, found_length = INF, 0
+    limit, max_depth = counters[P2NODES] + cap, MAX_LENGTH - offset
     n_states = before0.shape[0]
     while threshold < best - EPS:
         next_threshold = INF
