@@ -145,10 +145,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         return launcher.watch()
 
 
+STARTING_GRACE_S = 1.5
+"""How long `health` waits past a "starting" beat for the next (a heartbeat period and some):
+a state change is announced at once, and the beat before it may be the one cached."""
+
+
 def cmd_health(args: argparse.Namespace) -> int:
     liveness = Liveness()
     sub = Subscriber(["heartbeat"], Endpoints.resolve(args.broker))
     deadline = time.monotonic() + args.wait
+    starting = None
     try:
         while time.monotonic() < deadline:
             env = sub.recv(timeout=0.2)
@@ -156,9 +162,14 @@ def cmd_health(args: argparse.Namespace) -> int:
                 liveness.update(env)
                 peer = liveness.peers().get(args.service)
                 if peer is not None and peer.alive and env.payload["service"] == args.service:
-                    if env.payload["state"] in ("error", "stopping", "starting"):
-                        # starting: not healthy yet (e.g. the actuator before its firmware
-                        # answered)
+                    if env.payload["state"] == "starting":
+                        # not healthy yet (e.g. the actuator before its firmware answered):
+                        # its next beat, a state change's at once, may say why
+                        if starting is None:
+                            deadline = min(deadline, time.monotonic() + STARTING_GRACE_S)
+                        starting = env.payload
+                        continue
+                    if env.payload["state"] in ("error", "stopping"):
                         print(f"{args.service}: {env.payload['state']} "
                               f"{env.payload['health']}", file=sys.stderr)
                         return 1
@@ -170,6 +181,9 @@ def cmd_health(args: argparse.Namespace) -> int:
                     return 0
     finally:
         sub.close()
+    if starting is not None:
+        print(f"{args.service}: starting {starting['health']}", file=sys.stderr)
+        return 1
     print(f"{args.service}: no heartbeat within {args.wait:g} s", file=sys.stderr)
     return 1
 
