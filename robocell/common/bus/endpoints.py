@@ -112,6 +112,7 @@ class LinkWatch:
         events = 0
         for name in self.EVENTS:
             events |= getattr(zmq, name)
+        self.sock = sock
         self.monitor = sock.get_monitor_socket(events)
 
     def read(self) -> None:
@@ -155,6 +156,14 @@ class LinkWatch:
         return None
 
     def close(self) -> None:
+        """Stop watching, then close the monitor. In this order: libzmq's I/O thread writes
+        each event to the monitor with a blocking send, so an event (a handshake finishing,
+        a disconnect) sent to an already closed monitor would block that thread, and with it
+        every socket of the process, for good."""
+        try:
+            self.sock.disable_monitor()
+        except zmq_module().ZMQError:  # the socket is already closed: no more events
+            pass
         self.monitor.close(linger=0)
 
 
