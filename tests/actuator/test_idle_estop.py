@@ -1,5 +1,6 @@
-"""An e-stop while no job runs and the serial line is closed: the actuator says so on the bus
-and on its output, prints no traceback, and keeps serving."""
+"""An e-stop the actuator cannot write (the serial line is closed) is never answered as sent:
+the command fails naming the line, the actuator says so on the bus and on its output, prints no
+traceback, and keeps serving."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from robocell.common.bus import CommandFailed
 from robocell.common.config import free_port_block
 from robocell.common.profile import load_profile
 from robocell.services.actuator.link import Link
@@ -39,12 +41,15 @@ def test_an_estop_while_idle_on_a_closed_line_is_reported_without_a_traceback(
     link = Link(f"socket://127.0.0.1:{free_port_block(1)}")
     service = ActuatorService(node, load_profile("soltvvo-2x2"), link)
 
-    reply = service.on_estop({}, None)
-    assert reply["job"] is None and reply["sent_wall"] > 0
+    with pytest.raises(CommandFailed) as failed:
+        service.on_estop({}, None)
+    # the byte was not written: the caller must not read "sent"
+    assert failed.value.code == "failed" and "e-stop not written" in str(failed.value)
+    assert link.url in str(failed.value) and "power" in str(failed.value)
 
     def reported() -> list[dict]:
         return [p for topic, p in node.published
-                if topic == "errors" and p["code"] == "serial_estop_unconfirmed"]
+                if topic == "errors" and p["code"] == "serial_estop_failed"]
 
     deadline = time.monotonic() + 10
     while not (reported() or crashed) and time.monotonic() < deadline:
@@ -54,8 +59,8 @@ def test_an_estop_while_idle_on_a_closed_line_is_reported_without_a_traceback(
     assert len(errors) == 1, node.published
     error = errors[0]
     assert error["service"] == "actuator" and error["stage"] == "serial"
-    assert link.url in error["message"] and "not confirmed" in error["message"]
-    assert "serial line" in error["action"]
+    assert link.url in error["message"] and "not written" in error["message"]
+    assert "power" in error["action"]
     printed = capsys.readouterr().err
     assert "Traceback" not in printed
     assert "e-stop" in printed and link.url in printed

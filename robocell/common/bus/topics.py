@@ -332,7 +332,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ), (), "Run the scan program; one actuator.scan_pose event per pose."),
     CommandSpec("actuator", "pause", ()),
     CommandSpec("actuator", "resume", ()),
-    CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once."),
+    CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once. Answers "
+                "with the wall time the e-stop byte was written; fails (and says so on "
+                "errors, code serial_estop_failed) when it could not be written."),
     CommandSpec("actuator", "status", (), (), "Firmware info, link counters, job running.",
                 retry_safe=True),
     CommandSpec("firmware-sim", "scramble", (

@@ -100,6 +100,12 @@ class FirmwareProtocolError(LinkError):
     code = "protocol"
 
 
+class EStopNotSentError(LinkError):
+    """The e-stop byte could not be written: the firmware never got it."""
+
+    code = "estop_not_sent"
+
+
 class CommandRejectedError(LinkError):
     """The firmware refused a command (``err``): a profile or host bug."""
 
@@ -371,8 +377,8 @@ class Link:
         try:
             self.next_line = report.int_field("accepted") + 1
         except proto.ProtocolError as exc:
-            self.estop()
-            raise FirmwareProtocolError(f"firmware at {self.url}: {exc}") from None
+            stopped = self._stop_motion()
+            raise FirmwareProtocolError(f"firmware at {self.url}: {exc}; {stopped}") from None
         return report
 
     def _check_boot(self, report: proto.Report) -> None:
@@ -396,15 +402,26 @@ class Link:
 
     # --- control from other threads --------------------------------------------------------
     def estop(self) -> float:
-        """Send the real-time e-stop byte now; returns the wall time it was written."""
+        """Send the real-time e-stop byte now; returns the wall time it was written. Raises
+        EStopNotSentError when it could not be written (the line is closed or broken): the
+        streaming stops feeding lines either way."""
         self._estop.set()
         self._estop_sent_wall = time.time()
         self._estop_sent_mono = time.monotonic()
         try:
             self._write(proto.ESTOP_BYTE)
-        except OSError:
-            pass
+        except OSError as exc:  # pyserial's errors are OSErrors too
+            raise EStopNotSentError(f"the e-stop byte was not written to {self.url} ({exc})") \
+                from None
         return self._estop_sent_wall
+
+    def _stop_motion(self) -> str:
+        """E-stop on the way out of a failed job: what happened, for its error message."""
+        try:
+            self.estop()
+        except EStopNotSentError as exc:
+            return f"the e-stop could not be sent: {exc}"
+        return "motion stopped (e-stop sent)"
 
     def pause(self) -> None:
         """Stop feeding new lines at the next allowed boundary (see `stream`)."""
@@ -545,11 +562,11 @@ class Link:
                                               f"{report.text()}")
             except proto.ProtocolError as exc:
                 # a report with a good checksum but nonsense fields: stop rather than guess
-                self.estop()
+                stopped = self._stop_motion()
                 self._estop.clear()
                 raise FirmwareProtocolError(
                     f"firmware at {self.url} sent a malformed report after line {done}: {exc}; "
-                    "motion stopped (e-stop sent)") from None
+                    f"{stopped}") from None
             except (serial.SerialException, OSError) as exc:
                 if self._estop.is_set():
                     raise FirmwareUnreachableError(

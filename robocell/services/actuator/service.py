@@ -26,6 +26,7 @@ from robocell.errors import CommandError
 from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
 from robocell.services.actuator.link import (
     CommandRejectedError,
+    EStopNotSentError,
     FirmwareReset,
     FirmwareUnreachableError,
     Link,
@@ -212,7 +213,17 @@ class ActuatorService:
         return {"paused": False, "job": self.job_kind}
 
     def on_estop(self, args: dict, ctx: Any) -> dict:
-        sent = self.link.estop()
+        try:
+            sent = self.link.estop()
+        except EStopNotSentError as exc:
+            # never answered as sent: the robot may still be moving
+            message = f"e-stop not written: {exc}"
+            action = ("cut the robot's power now, then check the serial line "
+                      f"{self.link.url}")
+            print(f"actuator: {message}; {action}", file=sys.stderr, flush=True)
+            self._error("serial", "serial_estop_failed", message, action,
+                        extra={"job": self.job_kind})
+            raise CommandFailed("failed", f"{message}; {action}") from None
         if self.job_kind is None:
             threading.Thread(target=self._idle_estop, daemon=True).start()
         return {"sent_wall": sent, "job": self.job_kind}
