@@ -48,6 +48,7 @@ def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
 
     cubes = [random_facelets(size, 90_000 + i) for i in range(n_requests)]
     outcomes: list[str | None] = [None] * n_requests
+    examples: dict[str, str] = {}  # one message per kind of failure
     start = threading.Barrier(BURST_THREADS + 1)
 
     def ask(first: int) -> None:
@@ -58,6 +59,8 @@ def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
                 reply = client.request("solver", "solve", {"facelets": cubes[i]},
                                        timeout=BURST_TIMEOUT_S)
                 outcomes[i] = "ok" if reply.ok else str(reply.error)
+                if not reply.ok and reply.error != "busy":
+                    examples.setdefault(str(reply.error), reply.message)
         finally:
             client.close()
 
@@ -70,7 +73,7 @@ def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
         t.join(timeout=BURST_TIMEOUT_S * (n_requests // BURST_THREADS + 1))
     counts = collections.Counter(o if o is not None else "lost" for o in outcomes)
     return {"requests": n_requests, "seconds": round(time.perf_counter() - t0, 2),
-            **dict(counts)}
+            **dict(counts), **({"examples": examples} if examples else {})}
 
 
 def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
@@ -138,10 +141,12 @@ def main() -> int:
         if r["burst"]:
             b = r["burst"]
             others = {k: v for k, v in b.items()
-                      if k not in ("requests", "seconds", "ok", "busy", "lost")}
+                      if k not in ("requests", "seconds", "ok", "busy", "lost", "examples")}
             print(f"    burst: {b['requests']} solve requests at once -> {b.get('ok', 0)} plans, "
                   f"{b.get('busy', 0)} refused as busy, {b.get('lost', 0)} lost, other "
                   f"{others or 0}; all answered in {b['seconds']} s")
+            for kind, message in b.get("examples", {}).items():
+                print(f"      {kind}, for example: {message}")
     args.save.parent.mkdir(parents=True, exist_ok=True)
     args.save.write_text(json.dumps(rows, indent=1))
     return 0 if all(r["failed"] == 0 for r in rows) else 1
