@@ -20,8 +20,10 @@ test, a benchmark).
 from __future__ import annotations
 
 import os
+import random
 import socket
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from robocell.errors import RobocellError
@@ -161,17 +163,42 @@ def settled(env: Mapping[str, str]) -> dict[str, str]:
 
 
 FREE_PORT_ATTEMPTS = 200
+LOWEST_FREE_PORT = 20000
+"""`free_port_block` stays above the ports well-known servers and development tools use."""
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+DEFAULT_EPHEMERAL_PORTS = range(32768, HIGHEST_PORT + 1)
+"""Where the range cannot be read: Linux's default start to the top (covering the IANA range
+other systems use)."""
+
+
+def ephemeral_ports() -> range:
+    """The ports the operating system gives the local end of outgoing connections."""
+    try:
+        low, high = (int(v) for v in EPHEMERAL_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        return DEFAULT_EPHEMERAL_PORTS
+    return range(low, high + 1)
 
 
 def free_port_block(count: int, host: str = LOOPBACK) -> int:
-    """A port P such that P .. P + count - 1 are all free on ``host`` right now (the
-    operating system picks P; the block is then checked by binding each port)."""
+    """A port P such that P .. P + count - 1 are all free on ``host`` right now (checked by
+    binding each), chosen at random outside the ephemeral range: a port from that range can
+    be taken at any moment as the local end of an outgoing connection -- even by a client
+    reconnecting to that very port, which then talks to itself -- so a server restarted on
+    its block could find it gone."""
+    ephemeral = ephemeral_ports()
+    spans = [range(LOWEST_FREE_PORT, min(ephemeral.start, HIGHEST_PORT + 1) - count + 1),
+             range(max(ephemeral.stop, LOWEST_FREE_PORT), HIGHEST_PORT - count + 2)]
+    spans = [span for span in spans if len(span) > 0]
+    if not spans:
+        raise RuntimeError(f"no room for {count} ports between {LOWEST_FREE_PORT} and "
+                           f"{HIGHEST_PORT} outside the ephemeral range {ephemeral.start}-"
+                           f"{ephemeral.stop - 1}")
+    chooser = random.Random()  # seeded from the OS: parallel processes pick apart
+    weights = [len(span) for span in spans]
     for _ in range(FREE_PORT_ATTEMPTS):
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            base = probe.getsockname()[1]
-        if base + count - 1 > HIGHEST_PORT:
-            continue
+        span = chooser.choices(spans, weights)[0]
+        base = chooser.choice(span)
         held: list[socket.socket] = []
         try:
             for offset in range(count):
@@ -185,4 +212,5 @@ def free_port_block(count: int, host: str = LOOPBACK) -> int:
             for sock in held:
                 sock.close()
     raise RuntimeError(f"no {count} consecutive free ports on {host} after "
-                       f"{FREE_PORT_ATTEMPTS} tries; is the host out of ephemeral ports?")
+                       f"{FREE_PORT_ATTEMPTS} tries outside the ephemeral range; free some "
+                       "ports or set the ports explicitly")

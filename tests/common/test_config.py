@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from robocell.common import config
@@ -41,3 +43,31 @@ def test_settled_environment_spells_out_what_compose_cannot_work_out():
     assert env["ROBOCELL_BUS_PORT"] == "7620" and env["ROBOCELL_BUS_PORT_LAST"] == "7623"
     assert env["ROBOCELL_SIM_PORT"] == "7001" and env["ROBOCELL_MONITOR_PORT"] == "8765"
     assert env["ROBOCELL_FOXGLOVE_PORT"] == "8766"
+
+
+def test_free_port_blocks_lie_outside_the_ports_the_os_gives_outgoing_connections():
+    """A test or a bench that restarts a server on its block needs the block to stay free in
+    between. Ports from the ephemeral range can be taken meanwhile as the local end of any
+    outgoing connection -- even a client reconnecting to that very port, which then talks to
+    itself -- so the blocks come from outside it."""
+    ephemeral = config.ephemeral_ports()
+    assert len(ephemeral) > 1000  # read from the OS (or its usual default)
+    for count in (1, 4):
+        for _ in range(50):
+            base = config.free_port_block(count)
+            block = range(base, base + count)
+            assert not (set(block) & set(ephemeral)), (block, ephemeral)
+            assert config.LOWEST_FREE_PORT <= base and block[-1] <= config.HIGHEST_PORT
+            # and free right now
+            for port in block:
+                with socket.socket() as probe:
+                    probe.bind((config.LOOPBACK, port))
+
+
+def test_the_ephemeral_range_is_read_from_the_os(tmp_path, monkeypatch):
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("40000\t50000\n")
+    monkeypatch.setattr(config, "EPHEMERAL_RANGE_FILE", ranges)
+    assert config.ephemeral_ports() == range(40000, 50001)
+    ranges.write_text("garbage\n")
+    assert config.ephemeral_ports() == config.DEFAULT_EPHEMERAL_PORTS

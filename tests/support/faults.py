@@ -148,10 +148,6 @@ class FaultyCell:
         if keep_cube is not None:
             service = dataclasses.replace(
                 service, argv=(*service.argv, "--cube", keep_cube["facelets"]))
-        if name == "broker" and "--no-tap" not in service.argv:
-            # the capture tap is for recordings; its port, in the ephemeral range, may have
-            # been given to another connection on this host while the broker was down
-            service = dataclasses.replace(service, argv=(*service.argv, "--no-tap"))
         bus_name = BUS_NAMES.get(name, name)
         deadline = time.monotonic() + RESTART_TIMEOUT_S
         child = self.launcher.start_service(service)
@@ -161,8 +157,9 @@ class FaultyCell:
                     and peer.state in ("ready", "busy")):
                 return
             if child.process.poll() is not None:
-                # e.g. a port still held for a moment (a client's reconnect may take the
-                # free port as its own for a while): as a supervisor would, start it again
+                # e.g. a port still held for a moment: as a supervisor would, start it
+                # again (the ports are outside the ephemeral range, `free_port_block`, so
+                # no client's reconnect can hold one as its own)
                 if time.monotonic() + 1.0 >= deadline:
                     raise AssertionError(f"{name} exited with {child.process.returncode} on "
                                          f"restart: {child.output_tail[-10:]}")
