@@ -1,10 +1,12 @@
 """A 3x3 search split over the solver's idle workers versus one worker, same search budget.
 
 The solver service splits a 3x3 search over the workers idle when a request arrives: each
-searches its share of the six directions for budget/n (`robocell.services.solver.service`).
-For the same seeded random cubes this runs, on a real `SolverPool`, the whole budget on one
-worker and the split search on all workers, and prints the plans' robot time (what the
-budget buys) and the wall time of the request (what it costs the cycle).
+searches its share of the six directions for the whole budget, the search's wall time
+(`robocell.services.solver.service`). For the same seeded random cubes this runs, on a real
+`SolverPool`, the budget on one worker, the split search as the service runs it, and the
+split the service ran before, whose shares searched budget/n each; and prints the plans'
+robot time (what the budget buys), the wall time of the request (what it costs the cycle)
+and their sum (what the robot's whole time is).
 
     python bench/solver_split.py [--profile six-motor] [--cubes 100] [--workers 2]
 """
@@ -46,13 +48,15 @@ def main() -> int:
     try:
         for i in range(args.cubes):
             facelets = random_facelets(3, args.seed + i)
-            # alternate the order so that neither way always runs on a warmer machine
-            ways = [("one worker", 1), (f"split over {args.workers}", args.workers)]
-            for name, parts in (ways if i % 2 == 0 else ways[::-1]):
+            # rotate the order so that no way always runs on a warmer machine
+            ways = [("one worker", 1, budget),
+                    (f"split over {args.workers}", args.workers, budget),
+                    ("split, budget/n", args.workers, budget / args.workers)]
+            for name, parts, each in ways[i % 3:] + ways[:i % 3]:
                 start = time.perf_counter()
                 outcomes = pool.solve_split(
-                    lambda n, parts=parts, facelets=facelets: split_jobs(
-                        facelets, args.profile, budget, min(n, parts)),
+                    lambda n, parts=parts, each=each, facelets=facelets: split_jobs(
+                        facelets, args.profile, each, min(n, parts)),
                     time.monotonic() + DEADLINE_S, max_parts=parts)
                 wall_ms = (time.perf_counter() - start) * 1000
                 plan = merge_outcomes(outcomes)["plan"]

@@ -312,8 +312,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("profile", "str", "robot profile", optional=True),
         F("publish", "bool", "also publish the plan on solver.plan", optional=True),
         F("scan_id", "str", "the cube state this answers", optional=True),
-        F("budget_ms", "float", "3x3 search budget (default: the robot profile's)",
-          optional=True),
+        F("budget_ms", "float", "3x3 search budget, its wall time: every idle worker "
+          "searches all of it (default: the robot profile's)", optional=True),
     ), (), "Plan a solution; the result has the fields of solver.plan.", retry_safe=True),
     CommandSpec("solver", "sokoban", (
         F("level", "str", "one Sokoban level in XSB text"),

@@ -9,9 +9,10 @@ answered ``busy`` at once; a request whose caller stopped waiting is dropped bef
 starts (cancellation), and a 3x3 search never runs past the caller's deadline.
 
 A 3x3 search is shared by the workers idle when it starts: each searches its share of the
-six search directions (3 axes x cube and inverse) for budget/n, and the cheapest plan of the
-n wins. The search budget is an amount of search (worker-seconds), so a plan is as good as
-one worker searching the whole budget, in 1/n of the time.
+six search directions (3 axes x cube and inverse) for the whole budget, and the cheapest plan
+of the n wins. The search budget is the search's wall time, the time the robot waits for its
+plan (what a profile's ``search_budget_ms`` trades against the robot's own time), and every
+idle core searches all of it.
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ QUEUE_PER_WORKER = 4
 
 def split_jobs(facelets: str, profile: str | None, budget: float, workers: int) -> list[tuple]:
     """The pool jobs of one solve on ``workers`` idle workers: a 3x3 search split into that
-    many shares of budget/n each; anything else (a 2x2 is a table look-up) as one job."""
+    many shares of its directions, each searching the whole budget, until one moment (the
+    budget is the search's wall time, the time the robot waits: every idle core searches all
+    of it); anything else (a 2x2 is a table look-up) as one job."""
     if size_of(facelets) != 3 or workers < 2:
         return [(solve_in_worker, facelets, profile, None, budget)]
-    share = budget / workers
-    until = time.monotonic() + share
-    return [(solve_in_worker, facelets, profile, None, share, (k, workers), until)
+    until = time.monotonic() + budget
+    return [(solve_in_worker, facelets, profile, None, budget, (k, workers), until)
             for k in range(workers)]
 
 

@@ -83,10 +83,10 @@ class _Planner:
         if self.pool is None:
             self.pool = SolverPool(self.workers, (profile.name,), queue_limit=self.workers)
             self.pool.start()
-        # the whole budget on each core, so a plan is at least as good as one core's
-        jobs = split_jobs(facelets, args.profile, budget * self.workers, self.workers)
+        # the whole budget on each idle core, as the service does
         outcome = merge_outcomes(self.pool.solve_split(
-            lambda n: jobs[:n], time.monotonic() + POOL_DEADLINE_S))
+            lambda n: split_jobs(facelets, args.profile, budget, n),
+            time.monotonic() + POOL_DEADLINE_S))
         if "error" in outcome:
             error = outcome["error"]
             raise ValueError(error.get("message", str(error)))
