@@ -40,13 +40,18 @@ N_AXIS = 3
 
 def block_kinds() -> np.ndarray:
     """The 45 block kinds."""
-    return np.array([k for k in range(N_KIND) if k % 16], dtype=np.int64)
+    return _BLOCK_KINDS.copy()
 
 
 def phase2_block_kinds() -> np.ndarray:
     """The 21 blocks that keep a cube in G1: any U/D turns, half turns of R, L, F, B."""
-    return np.array([k for k in block_kinds()
-                     if k // 16 == 0 or (k % 16) in (2 * 4, 2, 2 * 4 + 2)], dtype=np.int64)
+    return _PHASE2_BLOCK_KINDS.copy()
+
+
+_BLOCK_KINDS = np.array([k for k in range(N_KIND) if k % 16], dtype=np.int64)
+_PHASE2_BLOCK_KINDS = np.array(
+    [k for k in _BLOCK_KINDS if k // 16 == 0 or (k % 16) in (2 * 4, 2, 2 * 4 + 2)],
+    dtype=np.int64)
 
 
 def face_moves_of_kind(kind: int) -> list[int]:
@@ -59,6 +64,22 @@ def face_moves_of_kind(kind: int) -> list[int]:
     if r2:
         out.append(3 * (axis + N_AXIS) + r2 - 1)
     return out
+
+
+def merge_face_move(kind: int, move: int) -> int:
+    """Block kind after face turn ``move`` (3 * face + quarter turns - 1) joins ``kind`` (0:
+    no block yet; else the move must be of the block's axis)."""
+    face, q = divmod(move, 3)
+    if kind % 16 == 0:
+        kind = (face % N_AXIS) * 16
+    elif kind // 16 != face % N_AXIS:
+        raise ValueError(f"face turn {move} is not of block {kind}'s axis")
+    r1, r2 = divmod(kind % 16, 4)
+    if face < N_AXIS:
+        r1 = (r1 + q + 1) % 4
+    else:
+        r2 = (r2 + q + 1) % 4
+    return (kind // 16) * 16 + r1 * 4 + r2
 
 
 def compose_move_table(table: np.ndarray) -> np.ndarray:

@@ -120,7 +120,7 @@ def solve_state(state: CubieState, max_length: int | None = None, timeout: float
 
 
 _WARM_PROFILES: set[tuple[str, str]] = set()
-SEED_SHARE = {"one-state": 0.3, "re-orienting": 0.9}
+SEED_SHARE = {"one-state": 0.0, "re-orienting": 0.9}
 """Share of the budget spent collecting face-turn candidates (the motion compiler pricing
 each) to start the robot-time search from: a good start prunes most of the search. Measured
 on a 2-core machine, one process, six-motor at 50 ms a cube, mean robot units over 60 cubes,
@@ -128,7 +128,9 @@ since phase 2 has its own bound: 0 -> 216.2, 0.2 -> 216.1, 0.3 -> 213.1 and 215.
 cubes), 0.5 -> 215.6, 0.8 -> 217.7 and 218.1 (other cubes). tilt-spin at 500 ms, one process: 12
 cubes 0 -> 3,654, 0.5 -> 3,326, 1.0 -> 3,293; 30 cubes 0.5 -> 3,334, 0.7 -> 3,324, 0.9 and
 1.0 -> 3,318; 60 other cubes 0.5 -> 3,319, 0.9 -> 3,290 (its bounds are weak: the candidates
-the motion compiler prices find more there than the robot-time search does)."""
+the motion compiler prices find more there than the robot-time search does). Since the search
+reads the profile's full phase-1 and phase-2 tables (`weighted`), six-motor at 50 ms, 40 cubes:
+0.3 -> 209.5, 0.1 -> 209.6, 0 -> 207.6: candidates no longer pay for one-state robots."""
 
 
 SEED_CAP_S = {"one-state": 0.04, "re-orienting": None}

@@ -144,6 +144,12 @@ def profile_costs(profile: Profile) -> ProfileCosts:
 
 def kind_map(face_map: dict[str, str]) -> np.ndarray:
     """Block kind in a direction's frame -> block kind in the cube's frame."""
+    return _kind_map(tuple(face_map[f] for f in FACES))
+
+
+@cache
+def _kind_map(images: tuple[str, ...]) -> np.ndarray:
+    face_map = dict(zip(FACES, images, strict=True))
     out = np.zeros(N_KIND, dtype=np.int64)
     for kind in range(N_KIND):
         axis, rest = divmod(kind, 16)
@@ -153,6 +159,7 @@ def kind_map(face_map: dict[str, str]) -> np.ndarray:
             out[kind] = first * 16 + r1 * 4 + r2
         else:
             out[kind] = (first - 3) * 16 + r2 * 4 + r1
+    out.flags.writeable = False
     return out
 
 

@@ -13,10 +13,14 @@ The bound on what is left is the least cost of as many steps as a distance in a 
 are half turns): the axial metric (a block is a step) for robots that turn opposite faces at
 once, the face-turn metric otherwise (`robocell.services.solver.cube3.axial`). While the
 current block could still take the opposite face, that next step may be free, so the bound
-counts one step less. Phase 1 runs IDA* on its cost to G1 (thresholds rising to the next f
-seen); every phase-1 path that enters G1 with a cost new to this threshold is finished by IDA*
-on the cost within G1, under the best total found so far. Both are resumable explicit-stack
-searches.
+counts one step less. The profile's own tables (`weighted`) bound tighter: the least cost of
+parts of the cube, and of the whole of each phase (to G1; within G1 to solved, slice order
+aside), every block at its cheapest; while a block is open, the least over joining the
+opposite face first. For a robot of one state they bound at least as tightly as the steps,
+whose distances are then not followed. Phase 1 runs IDA* on its cost to G1 (thresholds rising
+to the next f seen); every phase-1 path that enters G1 with a cost new to this threshold is
+finished by IDA* on the cost within G1, under the best total found so far. Both are resumable
+explicit-stack searches.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from robocell.services.solver.cube3.defs import (
 from robocell.services.solver.cube3.pruning import mod3, next_depth
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.tables import SYM_BITS
+from robocell.services.solver.cube3.weighted import full1, full2, weighted1, weighted2
 
 SYM_MASK = (1 << SYM_BITS) - 1
 EPS = 1e-9
@@ -191,45 +196,6 @@ def distance2(T, D, corners, ud_edges):
 
 
 @njit(cache=True)
-def weighted1(T, W, twist, flip, slc, last, ext, enough):
-    """Exact least cost of the slice with the twist, and with the flip, to G1 (the larger);
-    while the block of ``last`` may take the opposite face, the least over doing so first.
-    A value at most ``enough`` (which prunes nothing) may be returned before that least."""
-    h = max(W.slice_twist[np.int64(slc) * N_TWIST + twist],
-            W.slice_flip[np.int64(slc) * N_FLIP + flip])
-    if ext and h > enough:
-        face = last // 3 + 3
-        for q in range(3):
-            col = FACE_KIND[face * 3 + q]
-            s1 = np.int64(T.slice_move[slc, col])
-            h1 = max(W.slice_twist[s1 * N_TWIST + T.twist_move[twist, col]],
-                     W.slice_flip[s1 * N_FLIP + T.flip_move[flip, col]])
-            if h1 < h:
-                h = h1
-    return h
-
-
-@njit(cache=True)
-def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
-    """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
-    solved within G1 (the larger); with a block open, as in `weighted1`."""
-    h = max(W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm],
-            W.edge_slice[np.int64(ud_edges) * N_PERM_4 + slice_perm])
-    if ext and h > enough:
-        face = last // 3 + 3
-        for q in range(3):
-            if face != 3 and q != 1:
-                continue  # only D turns and half turns keep the cube in G1
-            col = FACE_KIND[face * 3 + q]
-            s1 = np.int64(T.slice_sorted_move[slice_perm, col])
-            h1 = max(W.corner_slice[np.int64(T.corners_move[corners, col]) * N_PERM_4 + s1],
-                     W.edge_slice[np.int64(T.ud_edges_move[ud_edges, col]) * N_PERM_4 + s1])
-            if h1 < h:
-                h = h1
-    return h
-
-
-@njit(cache=True)
 def bound(after, H, steps, ext, axis):
     """Least over the robot states t of after[t] + H[steps left, t, axis of the open block]:
     the cost so far and the least cost of that many more steps from t (`steps_bound`)."""
@@ -256,24 +222,47 @@ def bound(after, H, steps, ext, axis):
 
 
 @njit(cache=True)
+def phase2_root(T, D, W, H, corners, ud_edges, slice_sorted, after0, kind0, last_move, g0,
+                best):
+    """The bound at a phase-1 leaf, the cheap parts first (most leaves end there): (the
+    bound, the exact phase-2 step distance or, for one robot state, 0 solved / 1 not, the
+    steps left counting the slice order)."""
+    cs_root = np.int64(D.cornslice_depth[np.int64(corners) * N_PERM_4 + slice_sorted % N_PERM_4])
+    ext0 = 1 if (last_move >= 0 and last_move // 3 < 3) else 0
+    axis0 = kind0 // 16 if last_move >= 0 else 3
+    threshold = bound(after0, H, cs_root, ext0, axis0)
+    if last_move < 0:
+        # the cube's root: its first block follows none, which the profile's tables assume
+        d_root = distance2(T, D, corners, ud_edges)
+        h_root = max(d_root, cs_root)
+        return max(threshold, bound(after0, H, h_root, ext0, axis0)), d_root, h_root
+    threshold = max(threshold, g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move,
+                                              ext0, -INF))
+    if threshold >= best - EPS:
+        return threshold, 0, 0
+    h0, h = full2(T, W, corners, ud_edges, last_move, ext0, -INF)
+    threshold = max(threshold, g0 + h)
+    if threshold >= best - EPS:
+        return threshold, 0, 0
+    # one robot state: the profile's phase-2 table bounds at least as tightly as the steps
+    one = after0.shape[0] == 1
+    d_root = (0 if h0 == 0 else 1) if one else distance2(T, D, corners, ud_edges)
+    h_root = max(d_root, cs_root)
+    return max(threshold, bound(after0, H, h_root, ext0, axis0)), d_root, h_root
+
+
+@njit(cache=True)
 def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0, after0, kind0,
            last_move, g0, best, offset, path, ints2, before2, after2, g2, out_path, counters,
            cap):
     """Cheapest phase-2 finish (IDA* on cost) of the phase-1 path in path[:offset], ending in
     (kind0, before0/after0), with a total under ``best``. Writes the whole solution into
     ``out_path`` and returns (its cost, its length), or (inf, 0)."""
-    cs_root = np.int64(D.cornslice_depth[np.int64(corners) * N_PERM_4 + slice_sorted % N_PERM_4])
-    ext0 = 1 if (last_move >= 0 and last_move // 3 < 3) else 0
-    axis0 = kind0 // 16 if last_move >= 0 else 3
-    # the cheap bounds first: most phase-1 paths end here
-    threshold = max(bound(after0, H, cs_root, ext0, axis0),
-                    g0 + weighted2(T, W, corners, ud_edges, slice_sorted, last_move, ext0,
-                                   -INF))
+    threshold, d_root, h_root = phase2_root(T, D, W, H, corners, ud_edges, slice_sorted,
+                                            after0, kind0, last_move, g0, best)
     if threshold >= best - EPS:
         return INF, 0
-    d_root = distance2(T, D, corners, ud_edges)
-    h_root = max(d_root, cs_root)
-    threshold = max(threshold, bound(after0, H, h_root, ext0, axis0))
+    n_states = before0.shape[0]
     if h_root == 0:
         c = final_cost(after0, finish)
         if c < best - EPS:
@@ -282,7 +271,6 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
             return c, offset
     found_cost, found_length = INF, 0
     limit, max_depth = counters[P2NODES] + cap, MAX_LENGTH - offset
-    n_states = before0.shape[0]
     while threshold < best - EPS:
         next_threshold = INF
         # level 0 is the phase-1 leaf
@@ -338,12 +326,16 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
                 if f < next_threshold:
                     next_threshold = f
                 continue
-            d1 = next_depth(ints2[sp, DD], ints2[sp, DD] % 3, residue2(T, D, c1, u1))
-            f = max(f, bound(after2[child], H, d1, ext, kind // 16))
-            if ext and d1 > 0 and f <= threshold + EPS and f < best - EPS:
-                # the open block's one free step, only if a turn joining it helps
-                f = max(f, bound(after2[child], H, open_steps2(T, D, c1, u1, m, d1) + 1, ext,
-                                 kind // 16))
+            h0, h = full2(T, W, c1, u1, m, ext, min(threshold + EPS, best - 2 * EPS) - g)
+            f = max(f, g + h)
+            d1 = 0 if h0 == 0 else 1  # one robot state: as in phase 1
+            if n_states > 1 and f <= threshold + EPS and f < best - EPS:
+                d1 = next_depth(ints2[sp, DD], ints2[sp, DD] % 3, residue2(T, D, c1, u1))
+                f = max(f, bound(after2[child], H, d1, ext, kind // 16))
+                if ext and d1 > 0 and f <= threshold + EPS and f < best - EPS:
+                    # the open block's one free step, only if a turn joining it helps
+                    f = max(f, bound(after2[child], H, open_steps2(T, D, c1, u1, m, d1) + 1,
+                                     ext, kind // 16))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -492,17 +484,24 @@ def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, 
             ext = 1 if m // 3 < 3 else 0
         gc = chain(before[child], cost, kind, after[child])
         c1 = fctl[C1]
-        f = gc + weighted1(T, W, t1, f1, s1, m, ext, min(c1 + EPS, best - 2 * EPS) - gc)
+        enough = min(c1 + EPS, best - 2 * EPS) - gc
+        f = gc + weighted1(T, W, t1, f1, s1, m, ext, enough)
         if f > c1 + EPS or f >= best - EPS:
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
             continue
-        d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
-        f = max(f, bound(after[child], H, d1, ext, kind // 16))
-        if ext and d1 > 0 and f <= c1 + EPS and f < best - EPS:
-            # the open block's one free step, only if a turn joining it helps
-            f = max(f, bound(after[child], H, open_steps1(T, D, t1, f1, s1, m, d1) + 1, ext,
-                             kind // 16))
+        h0, h = full1(T, W, t1, f1, s1, m, ext, enough)
+        f = max(f, gc + h)
+        # one robot state: the profile's phase-1 table bounds at least as tightly as the
+        # steps, so their distance is not followed (d1 only tells G1 apart)
+        d1 = 0 if h0 == 0 else 1
+        if n_states > 1 and f <= c1 + EPS and f < best - EPS:
+            d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
+            f = max(f, bound(after[child], H, d1, ext, kind // 16))
+            if ext and d1 > 0 and f <= c1 + EPS and f < best - EPS:
+                # the open block's one free step, only if a turn joining it helps
+                f = max(f, bound(after[child], H, open_steps1(T, D, t1, f1, s1, m, d1) + 1,
+                                 ext, kind // 16))
         if f > c1 + EPS or f >= best - EPS:
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f

@@ -1,18 +1,33 @@
-"""A profile's own distance tables: exact least cost, in the profile's units, of small parts.
+"""A profile's own distance tables: exact least cost, in the profile's units, of parts.
 
 The big pruning tables count steps (face turns or blocks); a robot's half turn may cost more
-than a quarter turn, and the step bound cannot see it. These four tables can: each is the
-exact least cost, every block priced at its cheapest in the profile, of
+than a quarter turn, and the step bound cannot see it. These tables can: each is the exact
+least cost of what is left after the block under way, every block priced at the least it
+costs after a block of another axis (`block_costs_after_turn`: on a robot that re-orients the
+cube that includes re-orienting it), of
 
 - ``slice_twist`` / ``slice_flip``: phase 1's slice positions with the corner twist / the
   edge flip (to G1);
 - ``corner_slice`` / ``edge_slice``: phase 2's corners / U and D edges with the order of
-  the slice edges (to solved, within G1).
+  the slice edges (to solved, within G1);
+- ``phase1``: the whole of phase 1, every (flip-slice class, conjugated twist) to G1, the
+  layout of the face-turn search's phase-1 table (140,908,410 entries);
+- ``phase2``: the whole of phase 2 but the slice order, every (corner class, conjugated U/D
+  edges) to solved within G1 (111,605,760 entries).
 
-A part of the cube costs no more than the whole, so each is a lower bound (admissible). They
-are small (about a million entries each) and built per profile in seconds by relaxation sweeps
-(any non-negative costs), cached under ``tables/cube3-robot-<profile>`` with the profile's
-digest in the manifest: a changed profile gets new tables.
+A part of the cube costs no more than the whole, so each is a lower bound (admissible) for
+every node but the root, whose first block follows none. The four small ones (about a million
+entries each, float32) are built in seconds by relaxation sweeps. The two full ones take one
+byte an entry, in ticks of a tenth of the cheapest block (``phase1_tick``, ``phase2_tick``):
+every block's cost rounded down to whole ticks and made the same for blocks the 16 UD
+symmetries map onto each other (the least of them), so they stay lower bounds; values past 254
+ticks are stored as 254 (255: not reached below that). They are built by a Dijkstra sweep over
+the classes, a level of ticks at a time (about 50 s each on one core). They are what makes
+the robot-time search fast: the step distances times the cheapest block miss what half turns
+cost, and a phase-1 leaf no longer walks the phase-2 residues before it can be refused.
+
+All are cached under ``tables/cube3-robot-<profile>`` with the profile's digest in the
+manifest: a changed profile gets new tables.
 """
 
 from __future__ import annotations
@@ -25,11 +40,31 @@ from numba import njit
 from robocell.common.profile import Profile
 from robocell.common.progress import Progress
 from robocell.common.tables import TableGroup, load
-from robocell.services.solver.cube3 import axial
-from robocell.services.solver.cube3.defs import N_FLIP, N_PERM_4, N_SLICE, N_TWIST
+from robocell.services.solver.cube3 import axial, symmetries
+from robocell.services.solver.cube3.defs import (
+    N_CORNER_CLASS,
+    N_CORNERS,
+    N_FLIP,
+    N_FLIPSLICE_CLASS,
+    N_PERM_4,
+    N_SLICE,
+    N_SYM,
+    N_TWIST,
+    N_UD_EDGES,
+    UNSET,
+)
+from robocell.services.solver.cube3.tables import SYM_BITS
 
-WEIGHTED_CODE_VERSION = 1
+SYM_MASK = (1 << SYM_BITS) - 1
+EPS = 1e-9
+FACE_KIND = axial.FACE_KIND
+
+WEIGHTED_CODE_VERSION = 4
 """Bump when the content of these tables changes."""
+TICKS_PER_BLOCK = 10
+"""The full phase-1 table counts in ticks of the cheapest block's cost / this."""
+TICK_CAP = 254
+"""Largest stored phase-1 value (a lower bound for anything dearer)."""
 
 
 @njit(cache=True)
@@ -64,13 +99,125 @@ def _pair_costs(move_a: np.ndarray, move_b: np.ndarray, n_b: int, kinds: np.ndar
     return dist
 
 
+@njit(cache=True)
+def _tick_level(depth, d, kinds, ticks, n_inner, rep, outer_move_a, outer_move_b, outer_split,
+                classidx, symidx, stab, inner_move, inner_conj):
+    """Settle every entry of a class x inner table at ``d`` ticks: lower each neighbour to
+    ``d`` + the block's ticks (entries are final when their level comes: every block costs a
+    tick or more). The layout is `pruning._bfs_level`'s. Returns entries reached first."""
+    reached = 0
+    buf = np.empty(n_inner, np.int64)
+    for c in range(rep.size):
+        base = c * n_inner
+        n = 0
+        for i in range(n_inner):
+            if depth[base + i] == d:
+                buf[n] = i
+                n += 1
+        if n == 0:
+            continue
+        outer = np.int64(rep[c])
+        a = outer // outer_split
+        b = outer % outer_split
+        for j in range(kinds.size):
+            m = kinds[j]
+            v = min(d + ticks[j], TICK_CAP)
+            outer1 = np.int64(outer_move_a[a, m]) * outer_split + outer_move_b[b, m]
+            base1 = np.int64(classidx[outer1]) * n_inner
+            s1 = symidx[outer1]
+            mask = stab[classidx[outer1]]
+            for k in range(n):
+                i1 = np.int64(inner_conj[inner_move[buf[k], m], s1])
+                if depth[base1 + i1] > v:
+                    reached += depth[base1 + i1] == UNSET
+                    depth[base1 + i1] = v
+                if mask != 1:
+                    for s in range(1, N_SYM):
+                        if (mask >> s) & 1:
+                            i2 = np.int64(inner_conj[i1, s])
+                            if depth[base1 + i2] > v:
+                                reached += depth[base1 + i2] == UNSET
+                                depth[base1 + i2] = v
+    return reached
+
+
+def symmetric_costs(kind_cost: np.ndarray) -> np.ndarray:
+    """Each block kind's cost lowered to the least of the kinds the 16 UD symmetries map it
+    to, so a sym-reduced table may use it."""
+    _, move_conj = symmetries.sym_inverse_and_move_conj()
+    out = kind_cost.copy()
+    for k in axial.block_kinds():
+        for s in range(N_SYM):
+            image = 0
+            for m in axial.face_moves_of_kind(int(k)):
+                image = axial.merge_face_move(image, int(move_conj[s, m]))
+            out[k] = min(out[k], kind_cost[image])
+    return out
+
+
+def block_ticks(kind_cost: np.ndarray, of: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """(tick, blocks, ticks of each): the blocks ``of`` the robot can do and their symmetric
+    costs rounded down to ticks (at least one)."""
+    sym = symmetric_costs(kind_cost)
+    kinds = np.array([k for k in of if np.isfinite(sym[k])], np.int64)
+    tick = float(sym[kinds].min()) / TICKS_PER_BLOCK
+    ticks = np.maximum(1, np.floor(sym[kinds] / tick + 1e-9)).astype(np.int64)
+    return tick, kinds, ticks
+
+
+def _tick_table(n_class: int, n_inner: int, kinds: np.ndarray, ticks: np.ndarray,
+                tables: tuple, label: str) -> np.ndarray:
+    """Least cost in ticks of every entry of a sym-reduced class x inner table (``tables``:
+    rep, outer_move_a, outer_move_b, outer_split, classidx, symidx, stab, inner_move,
+    inner_conj, as `_tick_level` takes them)."""
+    total = n_class * n_inner
+    depth = np.full(total, UNSET, np.uint8)
+    depth[0] = 0
+    filled = 1
+    with Progress(label, total) as progress:
+        for d in range(TICK_CAP):
+            if filled == total and not np.any((depth > d) & (depth < TICK_CAP)):
+                break  # everything reached and settled
+            filled += _tick_level(depth, np.uint8(d), kinds, ticks, n_inner, *tables)
+            progress.update(filled)
+    return depth
+
+
+def build_full(kind_cost: np.ndarray, name: str) -> dict[str, np.ndarray]:
+    """The full phase-1 and phase-2 tables in ticks and their ticks (module docstring)."""
+    T = axial.block_tables()
+    sym = symmetries.build_sym_tables()
+    out = {}
+    tick, kinds, ticks = block_ticks(kind_cost, axial.block_kinds())
+    out["phase1_tick"] = np.array([tick])
+    out["phase1"] = _tick_table(
+        N_FLIPSLICE_CLASS, N_TWIST, kinds, ticks,
+        (sym["flipslice_rep"], np.asarray(T.slice_move), np.asarray(T.flip_move), N_FLIP,
+         sym["flipslice_classidx"], sym["flipslice_sym"], sym["flipslice_stab"],
+         np.asarray(T.twist_move), sym["twist_conj"]), f"{name}: phase-1 costs")
+    tick, kinds, ticks = block_ticks(kind_cost, axial.phase2_block_kinds())
+    out["phase2_tick"] = np.array([tick])
+    zero = np.zeros((1, axial.N_KIND), np.uint16)
+    out["phase2"] = _tick_table(
+        N_CORNER_CLASS, N_UD_EDGES, kinds, ticks,
+        (sym["corner_rep"], zero, np.asarray(T.corners_move), N_CORNERS,
+         sym["corner_classidx"], sym["corner_sym"], sym["corner_stab"],
+         np.asarray(T.ud_edges_move), sym["ud_edges_conj"]), f"{name}: phase-2 costs")
+    return out
+
+
 class WeightedTables(NamedTuple):
-    """The four tables as the search reads them (float32, profile units)."""
+    """The tables as the search reads them (float32 profile units; ``phase1`` in ticks of
+    ``phase1_tick[0]`` units)."""
 
     slice_twist: np.ndarray
     slice_flip: np.ndarray
     corner_slice: np.ndarray
     edge_slice: np.ndarray
+    phase1: np.ndarray
+    phase1_tick: np.ndarray
+    phase2: np.ndarray
+    phase2_tick: np.ndarray
 
 
 def block_least_costs(cost: np.ndarray) -> np.ndarray:
@@ -79,10 +226,29 @@ def block_least_costs(cost: np.ndarray) -> np.ndarray:
     return np.array([cost[k].min() if k % 16 else 0.0 for k in range(axial.N_KIND)])
 
 
+def block_costs_after_turn(cost: np.ndarray) -> np.ndarray:
+    """The cheapest each block kind costs after a block of another axis (inf: it cannot), from
+    the block costs ``cost[kind, s, t]`` (their end states left sparse, `timed.sparse_ends`):
+    from any state such a block ends in. Every block of a solution but its first follows one,
+    and a robot that re-orients the cube pays for it there (on tilt-spin a quarter turn costs
+    75 units at least, 135 after a turn of another axis). For a robot of one state it is
+    `block_least_costs`."""
+    ends = {int(k): np.isfinite(cost[k]).any(axis=0) for k in axial.block_kinds()}
+    out = np.zeros(axial.N_KIND)
+    for k in axial.block_kinds():
+        starts = np.zeros(cost.shape[1], np.bool_)
+        for j, end in ends.items():
+            if j // 16 != k // 16:
+                starts |= end
+        out[k] = cost[k][starts].min() if starts.any() else np.inf
+    return out
+
+
 def build_weighted(profile: Profile, cost: np.ndarray) -> dict[str, np.ndarray]:
-    """The four tables of a profile (see the module docstring)."""
+    """The tables of a profile (see the module docstring): least costs of what is left after
+    the block under way, so its blocks cost what they do after a block of another axis."""
     T = axial.block_tables()
-    kind_cost = block_least_costs(cost)
+    kind_cost = block_costs_after_turn(cost)
     kinds = np.array([k for k in axial.block_kinds() if np.isfinite(kind_cost[k])], np.int64)
     p2 = np.array([k for k in axial.phase2_block_kinds() if np.isfinite(kind_cost[k])],
                   np.int64)
@@ -90,6 +256,7 @@ def build_weighted(profile: Profile, cost: np.ndarray) -> dict[str, np.ndarray]:
     # in G1 the slice-sorted coordinate is the order of the slice edges (< 24)
     slice_perm = np.ascontiguousarray(np.asarray(T.slice_sorted_move)[:N_PERM_4])
     return {
+        **build_full(kind_cost, profile.name),
         "slice_twist": _pair_costs(slice_move, np.asarray(T.twist_move), N_TWIST, kinds,
                                    kind_cost, f"{profile.name}: slice-twist costs"),
         "slice_flip": _pair_costs(slice_move, np.asarray(T.flip_move), N_FLIP, kinds,
@@ -124,3 +291,96 @@ def weighted_tables(profile: Profile, cost: np.ndarray) -> WeightedTables:
         _LOADED[key] = WeightedTables(**{k: np.asarray(arrays[k])
                                          for k in WeightedTables._fields})
     return _LOADED[key]
+
+
+# the search's lookups (numba): least costs in profile units, lower bounds all
+
+@njit(cache=True)
+def weighted1(T, W, twist, flip, slc, last, ext, enough):
+    """Exact least cost of the slice with the twist, and with the flip, to G1 (the larger);
+    while the block of ``last`` may take the opposite face, the least over doing so first.
+    A value at most ``enough`` (which prunes nothing) may be returned before that least."""
+    h = max(W.slice_twist[np.int64(slc) * N_TWIST + twist],
+            W.slice_flip[np.int64(slc) * N_FLIP + flip])
+    if ext and h > enough:
+        face = last // 3 + 3
+        for q in range(3):
+            col = FACE_KIND[face * 3 + q]
+            s1 = np.int64(T.slice_move[slc, col])
+            h1 = max(W.slice_twist[s1 * N_TWIST + T.twist_move[twist, col]],
+                     W.slice_flip[s1 * N_FLIP + T.flip_move[flip, col]])
+            if h1 < h:
+                h = h1
+    return h
+
+
+@njit(cache=True)
+def phase1_cost(T, W, twist, flip, slc):
+    """Least cost to G1 from the profile's full phase-1 table (`weighted`), in units."""
+    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
+    index = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
+    return W.phase1[index] * W.phase1_tick[0] * (1.0 - EPS)
+
+
+@njit(cache=True)
+def full1(T, W, twist, flip, slc, last, ext, enough):
+    """(`phase1_cost`, the bound): while the block of ``last`` may take the opposite face, the
+    bound is the least over doing so first (as in `weighted1`). The first is 0 in G1 only."""
+    h0 = phase1_cost(T, W, twist, flip, slc)
+    h = h0
+    if ext and h > enough:
+        face = last // 3 + 3
+        for q in range(3):
+            col = FACE_KIND[face * 3 + q]
+            h1 = phase1_cost(T, W, T.twist_move[twist, col], T.flip_move[flip, col],
+                             T.slice_move[slc, col])
+            if h1 < h:
+                h = h1
+    return h0, h
+
+
+@njit(cache=True)
+def phase2_cost(T, W, corners, ud_edges):
+    """Least cost to solved within G1, slice order ignored, from the profile's full phase-2
+    table (`weighted`), in units."""
+    index = (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
+             + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
+    return W.phase2[index] * W.phase2_tick[0] * (1.0 - EPS)
+
+
+@njit(cache=True)
+def full2(T, W, corners, ud_edges, last, ext, enough):
+    """(`phase2_cost`, the bound), as `full1` does it within G1. The first is 0 only when the
+    corners and the U/D edges are solved."""
+    h0 = phase2_cost(T, W, corners, ud_edges)
+    h = h0
+    if ext and h > enough:
+        face = last // 3 + 3
+        for q in range(3):
+            if face != 3 and q != 1:
+                continue  # only D turns and half turns keep the cube in G1
+            col = FACE_KIND[face * 3 + q]
+            h1 = phase2_cost(T, W, T.corners_move[corners, col], T.ud_edges_move[ud_edges, col])
+            if h1 < h:
+                h = h1
+    return h0, h
+
+
+@njit(cache=True)
+def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
+    """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
+    solved within G1 (the larger); with a block open, as in `weighted1`."""
+    h = max(W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm],
+            W.edge_slice[np.int64(ud_edges) * N_PERM_4 + slice_perm])
+    if ext and h > enough:
+        face = last // 3 + 3
+        for q in range(3):
+            if face != 3 and q != 1:
+                continue  # only D turns and half turns keep the cube in G1
+            col = FACE_KIND[face * 3 + q]
+            s1 = np.int64(T.slice_sorted_move[slice_perm, col])
+            h1 = max(W.corner_slice[np.int64(T.corners_move[corners, col]) * N_PERM_4 + s1],
+                     W.edge_slice[np.int64(T.ud_edges_move[ud_edges, col]) * N_PERM_4 + s1])
+            if h1 < h:
+                h = h1
+    return h
