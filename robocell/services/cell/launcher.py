@@ -46,8 +46,9 @@ ERROR_GRACE_S = 5.0
 """A service still announcing ``error`` this long after it first did stops the launch, with
 the reason from its heartbeat (e.g. the actuator's serial device that cannot be opened)."""
 """Lifecycle states in which a service counts as started."""
-READY_TIMEOUT_S = 180.0
-"""How long a service may take to become alive (a first run builds solver tables)."""
+READY_TIMEOUT_S = 600.0
+"""How long a service may take to become alive: a first run builds the solver's tables
+(for a 3x3 robot profile about 4 minutes on a 2-core machine)."""
 
 
 class LaunchError(RobocellError, RuntimeError):
