@@ -1,11 +1,12 @@
 """rob-twophase (a peer, benchmark reference only): build it from ../shared/peers and drive it.
 
 The peer is a C++ program; its solving metric is chosen when it is compiled (``-DAX``: the
-axial metric). Each mode is built once into its own cache folder (``ROBOCELL_PEER_CACHE``,
-default ``~/.cache/robocell/peers``) and writes its tables there on first start (hundreds of
-MB, a minute or two). robocell never imports, links or ships it.
+axial metric; with ``-DQT`` too, the axial quarter-turn metric). Each mode is built once into
+its own cache folder (``ROBOCELL_PEER_CACHE``, default ``~/.cache/robocell/peers``) and writes
+its tables there on first start (up to 1.2 GB, a minute or two). robocell never imports,
+links or ships it.
 
-    python bench/peer_twophase.py HT AX      # build (and generate the tables of) both modes
+    python bench/peer_twophase.py HT AX AXQT   # build (and generate the tables of) the modes
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from robocell.common.notation import Move
 
-MODES = {"HT": "", "AX": "-DAX"}
+MODES = {"HT": "", "AX": "-DAX", "AXQT": "-DAX -DQT"}
 PEER_ENV = "ROBOCELL_PEERS"
 """Folder holding the peers (default: ../shared/peers relative to the repository)."""
 
@@ -42,7 +43,7 @@ def build_dir(mode: str) -> Path:
 
 
 def build(mode: str) -> Path:
-    """Compile the peer in ``mode`` (HT or AX) unless built; returns the binary."""
+    """Compile the peer in ``mode`` (a key of `MODES`) unless built; returns the binary."""
     source = source_dir()
     if source is None:
         raise FileNotFoundError(f"rob-twophase not found under {peers_dir()}")

@@ -1,7 +1,9 @@
 """Robot time of 3x3 plans, planner against planner, per robot profile.
 
 The same seeded random cubes go to each planner at the same budget a cube, each using both
-cores: rob-twophase in its HT (shortest face turns) and AX (axial metric) modes, built from
+cores: rob-twophase in its HT (shortest face turns), AX (axial metric) and AXQT (axial
+quarter-turn metric: a half turn counts two, the nearest of its compiled-in metrics to a robot
+whose half turn costs about twice a quarter turn) modes, built from
 ../shared/peers/rob-twophase (skipped, with a line saying so, when absent), `-t 2`; robocell's
 face-turn search (the htm profile) and its robot-time search (the robot's profile), each
 split over two solver processes as the solver service splits it. Every plan's robot time is
@@ -157,7 +159,7 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
             ms = budget if budget is not None else int(round(1000 * profile.search_budget_s))
             rows: list[tuple[str, dict[str, float]]] = []
             if have_peer:
-                for mode in ("HT", "AX"):
+                for mode in ("HT", "AX", "AXQT"):
                     with TwoPhasePeer(mode, WORKERS, ms) as peer:
                         rows.append((f"rob-twophase {mode} mode (-t 2)",
                                      run_planner(mode, peer_planner(peer), cubes, profile_name)))
