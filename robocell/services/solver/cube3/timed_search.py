@@ -15,8 +15,9 @@ once, the face-turn metric otherwise (`robocell.services.solver.cube3.axial`). W
 current block could still take the opposite face, that next step may be free, so the bound
 counts one step less. The profile's own tables (`weighted`) bound tighter: the least cost of
 parts of the cube, and of the whole of each phase (to G1; within G1 to solved, slice order
-aside), every block at its cheapest; while a block is open, the least over joining the
-opposite face first. For a robot of one state they bound at least as tightly as the steps,
+aside), every block at the least it costs after a block of another axis (so not at the root,
+whose first block follows none); while a block is open, the least over joining the opposite
+face first. For a robot of one state they bound at least as tightly as the steps,
 whose distances are then not followed. Phase 1 runs IDA* on its cost to G1 (thresholds rising
 to the next f seen); every phase-1 path that enters G1 with a cost new to this threshold is
 finished by IDA* on the cost within G1, under the best total found so far. Both are resumable
