@@ -23,6 +23,7 @@ import os
 import random
 import socket
 from collections.abc import Mapping
+from itertools import accumulate
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -214,3 +215,11 @@ def free_port_block(count: int, host: str = LOOPBACK) -> int:
     raise RuntimeError(f"no {count} consecutive free ports on {host} after "
                        f"{FREE_PORT_ATTEMPTS} tries outside the ephemeral range; free some "
                        "ports or set the ports explicitly")
+
+
+def free_port_blocks(*counts: int, host: str = LOOPBACK) -> list[int]:
+    """The first ports of blocks of ``counts`` ports each, all free on ``host`` right now and
+    no two sharing a port (blocks chosen one by one could overlap): one free block of their
+    sum, cut in order."""
+    base = free_port_block(sum(counts), host)
+    return list(accumulate(counts[:-1], initial=base))

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from robocell.common.config import free_port_block
+from robocell.common.config import free_port_block, free_port_blocks
 from robocell.services.cell.compose import LocalService
 from robocell.services.cell.launcher import Launcher, LaunchError
 
@@ -101,9 +101,9 @@ def test_health_and_bus_list_reach_the_broker_on_ROBOCELL_BUS_PORT():
 
 
 def free_ports() -> dict[str, int]:
-    return {"ROBOCELL_BUS_PORT": free_port_block(4), "ROBOCELL_SIM_PORT": free_port_block(1),
-            "ROBOCELL_MONITOR_PORT": free_port_block(1),
-            "ROBOCELL_FOXGLOVE_PORT": free_port_block(1)}
+    bus, sim, monitor, foxglove = free_port_blocks(4, 1, 1, 1)
+    return {"ROBOCELL_BUS_PORT": bus, "ROBOCELL_SIM_PORT": sim,
+            "ROBOCELL_MONITOR_PORT": monitor, "ROBOCELL_FOXGLOVE_PORT": foxglove}
 
 
 def assert_refused(out: subprocess.CompletedProcess, port: int, variable: str) -> None:
@@ -136,6 +136,28 @@ def test_up_refuses_a_taken_sim_monitor_or_foxglove_port_before_starting_anythin
         out = robocell("up", "--sim", env=clean_env(**ports), timeout=REFUSAL_TIMEOUT_S)
     assert_refused(out, ports[variable], variable)
     assert "[broker]" not in out.stdout  # nothing was started
+
+
+@pytest.mark.parametrize("variable", ["ROBOCELL_SIM_PORT", "ROBOCELL_MONITOR_PORT",
+                                      "ROBOCELL_FOXGLOVE_PORT"])
+def test_up_refuses_a_port_that_is_also_one_of_the_bus_ports_before_starting_anything(variable):
+    """Two services told to listen on one port: the second would fail half-way through the
+    launch, after the others had started. The launch refuses first and names both."""
+    ports = free_ports()
+    ports[variable] = ports["ROBOCELL_BUS_PORT"] + 2
+    out = robocell("up", "--sim", env=clean_env(**ports), timeout=REFUSAL_TIMEOUT_S)
+    assert_refused(out, ports[variable], variable)
+    assert "ROBOCELL_BUS_PORT" in out.stderr and "its own port" in out.stderr, out.stderr
+    assert "[broker]" not in out.stdout  # nothing was started
+
+
+def test_free_ports_of_a_cell_never_share_a_port():
+    for _ in range(200):
+        ports = free_ports()
+        taken = [*range(ports["ROBOCELL_BUS_PORT"], ports["ROBOCELL_BUS_PORT"] + 4),
+                 ports["ROBOCELL_SIM_PORT"], ports["ROBOCELL_MONITOR_PORT"],
+                 ports["ROBOCELL_FOXGLOVE_PORT"]]
+        assert len(set(taken)) == len(taken), ports
 
 
 def test_launcher_does_not_take_another_process_heartbeat_for_its_own_service():

@@ -142,12 +142,14 @@ def test_remote_monitoring_through_the_curve_endpoint(tmp_path):
     robocell("keys", "generate", "broker", "--dir", str(keys))
     robocell("keys", "generate", "laptop", "--dir", str(keys),
              "--broker-pub", str(keys / "broker.pub"))
-    from support.monitor import free_port_block
+    from robocell.common.config import free_port_blocks
 
-    remote = f"tcp://127.0.0.1:{free_port_block(3)}"
+    local, remote_port = free_port_blocks(4, 3)  # neither block may take the other's ports
+    remote = f"tcp://127.0.0.1:{remote_port}"
     broker, bus = start_broker(tmp_path, ["--remote", remote, "--curve-key",
                                           str(keys / "broker.key"), "--allow",
-                                          str(keys / "laptop.pub")], name="cell-broker")
+                                          str(keys / "laptop.pub")], name="cell-broker",
+                               port=local)
     monitor = None
     try:
         monitor, url = start_monitor(tmp_path, "tcp://127.0.0.1:1", [

@@ -83,10 +83,11 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str,
                          + (f"; log:\n{proc.output()}" if proc else ""))
 
 
-def start_broker(tmp: Path, extra: list[str] | None = None, name: str = "broker"
-                 ) -> tuple[Proc, str]:
-    """A real broker on free loopback ports; returns it and its base address."""
-    base = f"tcp://127.0.0.1:{free_port_block(BUS_PORTS)}"
+def start_broker(tmp: Path, extra: list[str] | None = None, name: str = "broker",
+                 port: int | None = None) -> tuple[Proc, str]:
+    """A real broker on free loopback ports (from ``port`` if given); returns it and its base
+    address."""
+    base = f"tcp://127.0.0.1:{free_port_block(BUS_PORTS) if port is None else port}"
     proc = start_process(["-m", "robocell", "broker", *(extra or [])], process_env(base),
                          tmp / f"{name}.log")
     wait_for(lambda: "broker: subscribe" in proc.output(), START_TIMEOUT_S, "the broker", proc)

@@ -90,13 +90,14 @@ def isolated_cell_env(profile: str, speed: float, history: Path, solver_workers:
     log ``history`` (a benchmark, a test; see temporary_cell_env)."""
     cell = dict(os.environ if env is None else env)
     cell[HISTORY_ENV] = str(history)
+    bus, sim, monitor, foxglove = config.free_port_blocks(config.BUS_PORT_COUNT, 1, 1, 1)
     cell.update({
         "ROBOCELL_PROFILE": profile,
         "ROBOCELL_SPEED": str(speed),
-        config.BUS_PORT_ENV: str(config.free_port_block(config.BUS_PORT_COUNT)),
-        config.SIM_PORT_ENV: str(config.free_port_block(1)),
-        config.MONITOR_PORT_ENV: str(config.free_port_block(1)),
-        config.FOXGLOVE_PORT_ENV: str(config.free_port_block(1)),
+        config.BUS_PORT_ENV: str(bus),
+        config.SIM_PORT_ENV: str(sim),
+        config.MONITOR_PORT_ENV: str(monitor),
+        config.FOXGLOVE_PORT_ENV: str(foxglove),
         "ROBOCELL_SOLVER_WORKERS": str(solver_workers),
     })
     return cell
@@ -191,10 +192,26 @@ class Launcher:
                                   "the Foxglove bridge"))
         return ports
 
+    def _shared_ports(self) -> list[str]:
+        """What is wrong where the configuration gives two services one port."""
+        problems: list[str] = []
+        needs = self.ports()
+        for i, need in enumerate(needs):
+            for earlier in needs[:i]:
+                shared = sorted(set(need.span or [need.port]) & set(earlier.span or [earlier.port]))
+                if shared:
+                    problems.append(
+                        f"port {shared[0]} is both {need.what}'s ({need.variable}={need.port}) "
+                        f"and {earlier.what}'s ({earlier.variable}={earlier.port}"
+                        + (f": ports {earlier.span.start}-{earlier.span.stop - 1}"
+                           if earlier.span is not None else "")
+                        + "); give each its own port")
+        return problems
+
     def check_ports(self) -> None:
         """PortsInUseError, naming each taken port, its variable and how to find who holds it,
         unless every port the cell needs is free."""
-        problems: list[str] = []
+        problems = self._shared_ports()
         for need in self.ports():
             taken = [p for p in (need.span or [need.port]) if port_taken(p)]
             if not taken:
