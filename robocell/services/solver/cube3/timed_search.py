@@ -35,17 +35,21 @@ from robocell.services.solver.cube3.defs import (
     MAX_LENGTH,
     N_CORNER,
     N_EDGE,
-    N_FLIP,
     N_MOVE,
     N_PERM_4,
-    N_TWIST,
-    N_UD_EDGES,
     PHASE2_MOVES,
 )
 from robocell.services.solver.cube3.pruning import mod3, next_depth
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.tables import SYM_BITS
-from robocell.services.solver.cube3.weighted import full1, full2, weighted1, weighted2
+from robocell.services.solver.cube3.weighted import (
+    full1,
+    full2,
+    phase1_index,
+    phase2_index,
+    weighted1,
+    weighted2,
+)
 
 SYM_MASK = (1 << SYM_BITS) - 1
 EPS = 1e-9
@@ -121,16 +125,12 @@ def final_cost(after, finish):
 
 @njit(cache=True)
 def residue1(T, D, twist, flip, slc):
-    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
-    index = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
-    return mod3(D.phase1_pruning, index)
+    return mod3(D.phase1_pruning, phase1_index(T, twist, flip, slc))
 
 
 @njit(cache=True)
 def residue2(T, D, corners, ud_edges):
-    index = (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
-             + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
-    return mod3(D.phase2_pruning, index)
+    return mod3(D.phase2_pruning, phase2_index(T, corners, ud_edges))
 
 
 @njit(cache=True)

@@ -315,11 +315,23 @@ def weighted1(T, W, twist, flip, slc, last, ext, enough):
 
 
 @njit(cache=True)
+def phase1_index(T, twist, flip, slc):
+    """Entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables."""
+    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
+    return (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
+
+
+@njit(cache=True)
+def phase2_index(T, corners, ud_edges):
+    """Entry of a phase-2 state in the sym-reduced (corner class, U/D edges) tables."""
+    return (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
+            + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
+
+
+@njit(cache=True)
 def phase1_cost(T, W, twist, flip, slc):
     """Least cost to G1 from the profile's full phase-1 table (`weighted`), in units."""
-    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
-    index = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
-    return W.phase1[index] * W.phase1_tick[0] * (1.0 - EPS)
+    return W.phase1[phase1_index(T, twist, flip, slc)] * W.phase1_tick[0] * (1.0 - EPS)
 
 
 @njit(cache=True)
@@ -343,9 +355,7 @@ def full1(T, W, twist, flip, slc, last, ext, enough):
 def phase2_cost(T, W, corners, ud_edges):
     """Least cost to solved within G1, slice order ignored, from the profile's full phase-2
     table (`weighted`), in units."""
-    index = (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
-             + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
-    return W.phase2[index] * W.phase2_tick[0] * (1.0 - EPS)
+    return W.phase2[phase2_index(T, corners, ud_edges)] * W.phase2_tick[0] * (1.0 - EPS)
 
 
 @njit(cache=True)
