@@ -60,6 +60,25 @@ def test_every_solution_found_costs_what_the_motion_compiler_says() -> None:
         assert compile_plan(moves, profile)[1] == cost
 
 
+def test_a_path_cost_worked_out_without_its_vector_is_the_one_chain_returns() -> None:
+    """The search refuses most children on their path cost alone (`chain_least`, O(states))
+    before it works out their cost vector (`chain`, O(states squared)): the two must agree,
+    also where the path cannot be in some states (inf)."""
+    costs = profile_costs(load_profile("tilt-spin"))
+    cost = np.ascontiguousarray(costs.cost)
+    exits = np.ascontiguousarray(cost.min(axis=2))
+    n = cost.shape[1]
+    rng = np.random.default_rng(5)
+    after = np.empty(n)
+    for _ in range(500):
+        before = rng.integers(0, 3000, n).astype(np.float64)
+        before[rng.random(n) < 0.6] = np.inf
+        kind = int(rng.choice(axial.block_kinds()))
+        least = timed_search.chain_least(before, exits, kind)
+        assert least == timed_search.chain(before, cost, kind, after)
+        assert least == after.min()
+
+
 def test_searching_longer_does_not_make_the_plan_slower() -> None:
     facelets = random_facelets(3, 31)
     short = solve(facelets, "six-motor", timeout=0.01)

@@ -203,6 +203,8 @@ class _DirectionState:
         self.direction = direction
         kinds = kind_map(direction.face_map)
         self.cost = np.ascontiguousarray(costs.cost[kinds])
+        self.exits = np.ascontiguousarray(self.cost.min(axis=2))
+        """exits[kind, s]: least cost of a block of ``kind`` from state s, to any state."""
         self.H = _steps_for((id(costs), kinds.tobytes()), self.cost, costs.axial)
         self.H2 = _steps_for((id(costs), kinds.tobytes(), 2), self.cost, costs.axial,
                              axial.phase2_block_kinds())
@@ -266,7 +268,7 @@ class RobotTimeSearch:
             for ds in active:
                 ds.fctl[ts.BEST] = best
                 status, cost, length = ts.search_direction(
-                    self.T, self.D, self.W, ds.cost, self.costs.finish, ds.H, ds.H2,
+                    self.T, self.D, self.W, ds.cost, ds.exits, self.costs.finish, ds.H, ds.H2,
                     self.costs.step, ds.direction.start_cp, ds.direction.start_ep, ds.ints,
                     ds.before, ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
                     self.ints2, self.before2, self.after2, self.g2, self.out_path,

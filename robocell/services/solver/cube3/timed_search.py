@@ -113,6 +113,18 @@ def chain(before, cost, kind, after):
 
 
 @njit(cache=True)
+def chain_least(before, exits, kind):
+    """What `chain` returns, without its vector: the least over s of before[s] +
+    exits[kind, s] (exits = the cost table's least over t), in O(states)."""
+    best = INF
+    for s in range(before.shape[0]):
+        c = before[s] + exits[kind, s]
+        if c < best:
+            best = c
+    return best
+
+
+@njit(cache=True)
 def final_cost(after, finish):
     """Least cost to end: ``finish[t]`` re-orients from state ``t`` to an allowed end."""
     best = INF
@@ -253,9 +265,9 @@ def phase2_root(T, D, W, H, corners, ud_edges, slice_sorted, after0, kind0, last
 
 
 @njit(cache=True)
-def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0, after0, kind0,
-           last_move, g0, best, offset, path, ints2, before2, after2, g2, out_path, counters,
-           cap):
+def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, before0,
+           after0, kind0, last_move, g0, best, offset, path, ints2, before2, after2, g2,
+           out_path, counters, cap):
     """Cheapest phase-2 finish (IDA* on cost) of the phase-1 path in path[:offset], ending in
     (kind0, before0/after0), with a total under ``best``. Writes the whole solution into
     ``out_path`` and returns (its cost, its length), or (inf, 0)."""
@@ -308,19 +320,20 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
             child = sp + 1
             if prev >= 0 and (m // 3) % 3 == (prev // 3) % 3:
                 kind = merge_kind(ints2[sp, KIND], m)
-                for s in range(n_states):
-                    before2[child, s] = before2[sp, s]
+                src = before2[sp]
                 ext = 0
             else:
                 kind = FACE_KIND[m]
-                for s in range(n_states):
-                    before2[child, s] = after2[sp, s]
+                src = after2[sp]
                 ext = 1 if m // 3 < 3 else 0
-            g = chain(before2[child], cost, kind, after2[child])
+            g = chain_least(src, exits, kind)  # as in phase 1
             u1 = T.ud_edges_move[ints2[sp, UE], col]
-            f = max(bound(after2[child], H, cs, ext, kind // 16),
-                    g + weighted2(T, W, c1, u1, s1, m, ext,
-                                  min(threshold + EPS, best - 2 * EPS) - g))
+            f = g + weighted2(T, W, c1, u1, s1, m, ext, min(threshold + EPS, best - 2 * EPS) - g)
+            if f < best - EPS and f <= threshold + EPS:
+                for s in range(n_states):
+                    before2[child, s] = src[s]
+                chain(before2[child], cost, kind, after2[child])
+                f = max(f, bound(after2[child], H, cs, ext, kind // 16))
             if f >= best - EPS:
                 continue
             if f > threshold + EPS:
@@ -370,8 +383,8 @@ def phase2(T, D, W, cost, finish, H, w, corners, ud_edges, slice_sorted, before0
 
 
 @njit(cache=True)
-def leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before, after, g, sp, best,
-                path, work, ints2, before2, after2, g2, out_path, counters, cap):
+def leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints, before, after,
+                g, sp, best, path, work, ints2, before2, after2, g2, out_path, counters, cap):
     """Replay the phase-1 path (levels 1..sp) on the permutations, then `phase2`."""
     cp = work[0, :N_CORNER]
     ep = work[1, :N_EDGE]
@@ -396,7 +409,7 @@ def leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before, 
     for i in range(FIRST_SLICE_EDGE, N_EDGE):
         tmp[i - FIRST_SLICE_EDGE] = ep[i] - FIRST_SLICE_EDGE
     slice_sorted = coord.perm_rank(tmp, N_EDGE - FIRST_SLICE_EDGE)
-    return phase2(T, D, W, cost, finish, H2, w, corners, ud_edges, slice_sorted, before[sp],
+    return phase2(T, D, W, cost, exits, finish, H2, w, corners, ud_edges, slice_sorted, before[sp],
                   after[sp], ints[sp, KIND], ints[sp, MV], g[sp], best, sp, path, ints2,
                   before2, after2, g2, out_path, counters, cap)
 
@@ -423,9 +436,9 @@ def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
 
 
 @njit(cache=True)
-def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, before, after, g,
-                     ctl, fctl, budget, path, work, ints2, before2, after2, g2, out_path, counters,
-                     cap):
+def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, ints, before,
+                     after, g, ctl, fctl, budget, path, work, ints2, before2, after2, g2,
+                     out_path, counters, cap):
     """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
     cost less than fctl[BEST]. Returns (status, cost, length): FOUND with the solution in
     ``out_path`` (fctl[BEST] lowered to its cost), EXHAUSTED when no phase-1 threshold under
@@ -449,9 +462,9 @@ def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, 
             ints[0, NEXT] = 0
             sp = 0
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
-                c, n = leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before,
-                                   after, g, 0, best, path, work, ints2, before2, after2, g2,
-                                   out_path, counters, cap)
+                c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep,
+                                   ints, before, after, g, 0, best, path, work, ints2, before2,
+                                   after2, g2, out_path, counters, cap)
                 if n > 0:
                     fctl[BEST] = c
                     ctl[SP] = sp
@@ -475,15 +488,15 @@ def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, 
         child = sp + 1
         if prev >= 0 and (m // 3) % 3 == (prev // 3) % 3:
             kind = merge_kind(ints[sp, KIND], m)
-            for s in range(n_states):
-                before[child, s] = before[sp, s]
+            src = before[sp]
             ext = 0
         else:
             kind = FACE_KIND[m]
-            for s in range(n_states):
-                before[child, s] = after[sp, s]
+            src = after[sp]
             ext = 1 if m // 3 < 3 else 0
-        gc = chain(before[child], cost, kind, after[child])
+        # the path's cost first (what `chain` returns, in O(states)): most children are
+        # refused before their cost vector is worked out
+        gc = chain_least(src, exits, kind)
         c1 = fctl[C1]
         enough = min(c1 + EPS, best - 2 * EPS) - gc
         f = gc + weighted1(T, W, t1, f1, s1, m, ext, enough)
@@ -491,6 +504,9 @@ def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, 
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
             continue
+        for s in range(n_states):
+            before[child, s] = src[s]
+        chain(before[child], cost, kind, after[child])
         h0, h = full1(T, W, t1, f1, s1, m, ext, enough)
         f = max(f, gc + h)
         # one robot state: the profile's phase-1 table bounds at least as tightly as the
@@ -518,9 +534,9 @@ def search_direction(T, D, W, cost, finish, H, H2, w, start_cp, start_ep, ints, 
         g[child] = gc
         sp = child
         if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
-            c, n = leaf_phase2(T, D, W, cost, finish, H2, w, start_cp, start_ep, ints, before,
-                               after, g, sp, best, path, work, ints2, before2, after2, g2, out_path,
-                               counters, cap)
+            c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints,
+                               before, after, g, sp, best, path, work, ints2, before2, after2, g2,
+                               out_path, counters, cap)
             if n > 0:
                 fctl[BEST] = c
                 ctl[SP] = sp
