@@ -1,5 +1,6 @@
 """The tables of the robot-time search, for `robocell tables`: the axial-metric group (the
-same for every robot) and each robot profile's own weighted group (keyed by its digest)."""
+same for every robot) and each robot profile's own weighted group and phase-1 move words
+(keyed by its digest)."""
 
 from __future__ import annotations
 
@@ -21,5 +22,7 @@ def table_groups(profile: str | None = None) -> list[TableGroup]:
             continue
         if not groups:
             groups.extend(axial.table_groups())
-        groups.append(weighted.table_group(chosen, profile_costs(chosen).cost))
+        cost = profile_costs(chosen).cost
+        groups.append(weighted.table_group(chosen, cost))
+        groups.append(weighted.moves_group(chosen, cost))
     return groups

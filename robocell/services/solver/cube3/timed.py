@@ -199,7 +199,7 @@ def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool,
 class _DirectionState:
     """A direction and its resumable robot-time search."""
 
-    def __init__(self, direction: Direction, costs: ProfileCosts, T, D) -> None:
+    def __init__(self, direction: Direction, costs: ProfileCosts, T, D, W) -> None:
         self.direction = direction
         kinds = kind_map(direction.face_map)
         self.cost = np.ascontiguousarray(costs.cost[kinds])
@@ -214,10 +214,12 @@ class _DirectionState:
         self.after = np.zeros((ts.LEVELS, n))
         self.g = np.zeros(ts.LEVELS)
         self.ctl = np.zeros(3, np.int64)
+        self.perms = np.zeros((ts.LEVELS, 20), np.int64)
+        """Corner and edge permutations along the phase-1 path (`timed_search.leaf_phase2`)."""
         self.fctl = np.zeros(4)
         self.exhausted = False
         root = direction.root[:3].copy()
-        ts.init_direction(T, D, root, costs.start, self.ints, self.before, self.after,
+        ts.init_direction(T, D, W, root, costs.start, self.ints, self.before, self.after,
                           self.g, self.ctl, self.fctl)
 
 
@@ -235,7 +237,7 @@ class RobotTimeSearch:
         self.W = weighted_tables(profile, self.costs.cost)
         directions = [d for d in make_directions(state, load_tables())
                       if self.costs.reversible or not d.inverse]
-        self.directions = [_DirectionState(d, self.costs, self.T, self.D)
+        self.directions = [_DirectionState(d, self.costs, self.T, self.D, self.W)
                            for d in directions[index::parts]]
         n = self.costs.cost.shape[1]
         self.path = np.zeros(ts.LEVELS, np.int64)
@@ -272,7 +274,7 @@ class RobotTimeSearch:
                     self.costs.step, ds.direction.start_cp, ds.direction.start_ep, ds.ints,
                     ds.before, ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
                     self.ints2, self.before2, self.after2, self.g2, self.out_path,
-                    self.counters, self.phase2_cap)
+                    self.counters, self.phase2_cap, ds.perms)
                 if status == ts.EXHAUSTED:
                     ds.exhausted = True
                 elif status == ts.FOUND:

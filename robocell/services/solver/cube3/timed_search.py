@@ -18,10 +18,12 @@ parts of the cube, and of the whole of each phase (to G1; within G1 to solved, s
 aside), every block at the least it costs after a block of another axis (so not at the root,
 whose first block follows none); while a block is open, the least over joining the opposite
 face first. For a robot of one state they bound at least as tightly as the steps,
-whose distances are then not followed. Phase 1 runs IDA* on its cost to G1 (thresholds rising
-to the next f seen); every phase-1 path that enters G1 with a cost new to this threshold is
-finished by IDA* on the cost within G1, under the best total found so far. Both are resumable
-explicit-stack searches.
+whose distances are then not followed. In phase 1 each node carries its entry's word of
+`weighted_moves`, which tells, for each face turn, the child's bound to within a tick or two:
+most children are refused on it without a lookup. Phase 1 runs IDA* on its cost to G1
+(thresholds rising to the next f seen); every phase-1 path that enters G1 with a cost new to
+this threshold is finished by IDA* on the cost within G1, under the best total found so far.
+Both are resumable explicit-stack searches.
 """
 
 from __future__ import annotations
@@ -43,11 +45,11 @@ from robocell.services.solver.cube3.pruning import mod3, next_depth
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.tables import SYM_BITS
 from robocell.services.solver.cube3.weighted import (
-    full1,
     full2,
+    move_bound,
+    moves_word,
     phase1_index,
     phase2_index,
-    weighted1,
     weighted2,
 )
 
@@ -64,12 +66,17 @@ IS_P2[list(PHASE2_MOVES)] = True
 
 # per-level integer fields of the phase-1 and phase-2 stacks
 TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
-N_FIELDS = 8
+# phase 1: the node's `weighted.moves_word`
+WORD, WSYM, WHERE = 8, 9, 10
+N_FIELDS = 11
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
-# control words: ints [sp]; floats [c1, previous c1, next c1, best]; counters
-# [-, nodes, phase-2 nodes, phase-2 searches cut short]
+# control words: ints [sp, last level whose permutations are up to date]; floats [c1,
+# previous c1, next c1, best]; counters [children refused by the node's word, nodes looked
+# up, phase-2 nodes, phase-2 searches cut short]
 SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
+VALID = 1
+REFUSED = 0
 C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
 
@@ -384,26 +391,31 @@ def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, 
 
 @njit(cache=True)
 def leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints, before, after,
-                g, sp, best, path, work, ints2, before2, after2, g2, out_path, counters, cap):
-    """Replay the phase-1 path (levels 1..sp) on the permutations, then `phase2`."""
-    cp = work[0, :N_CORNER]
-    ep = work[1, :N_EDGE]
-    tmp = work[2, :N_EDGE]
-    for i in range(N_CORNER):
-        cp[i] = start_cp[i]
-    for i in range(N_EDGE):
-        ep[i] = start_ep[i]
+                g, sp, best, path, work, ints2, before2, after2, g2, out_path, counters, cap,
+                ctl, perms):
+    """Bring the permutations of the phase-1 path (levels 1..sp) up to date, then `phase2`.
+    perms[j] holds the corner and edge permutations at level j for the levels up to
+    ctl[VALID] (a level's are stale once the stack writes it): sibling leaves replay one
+    turn, not the path."""
+    valid = ctl[VALID]
+    if valid < 0:
+        for i in range(N_CORNER):
+            perms[0, i] = start_cp[i]
+        for i in range(N_EDGE):
+            perms[0, N_CORNER + i] = start_ep[i]
+        valid = 0
     for j in range(1, sp + 1):
+        path[j - 1] = ints[j, MV]
+    for j in range(valid + 1, sp + 1):
         m = ints[j, MV]
-        path[j - 1] = m
         for i in range(N_CORNER):
-            tmp[i] = cp[T.move_corner_perm[m, i]]
-        for i in range(N_CORNER):
-            cp[i] = tmp[i]
+            perms[j, i] = perms[j - 1, T.move_corner_perm[m, i]]
         for i in range(N_EDGE):
-            tmp[i] = ep[T.move_edge_perm[m, i]]
-        for i in range(N_EDGE):
-            ep[i] = tmp[i]
+            perms[j, N_CORNER + i] = perms[j - 1, N_CORNER + T.move_edge_perm[m, i]]
+    ctl[VALID] = sp
+    cp = perms[sp, :N_CORNER]
+    ep = perms[sp, N_CORNER:]
+    tmp = work[2, :N_EDGE]
     corners = coord.get_corners(cp)
     ud_edges = coord.get_ud_edges(ep)
     for i in range(FIRST_SLICE_EDGE, N_EDGE):
@@ -415,7 +427,7 @@ def leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints, b
 
 
 @njit(cache=True)
-def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
+def init_direction(T, D, W, root, start_vector, ints, before, after, g, ctl, fctl):
     """Set up a direction's phase-1 stack at its root (twist, flip, slice)."""
     ints[0, TW] = root[0]
     ints[0, FL] = root[1]
@@ -425,11 +437,13 @@ def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
     ints[0, KIND] = 0
     ints[0, NEXT] = 0
     ints[0, EXT] = 0
+    ints[0, WORD], ints[0, WSYM], ints[0, WHERE] = moves_word(T, W, root[0], root[1], root[2])
     for s in range(start_vector.shape[0]):
         before[0, s] = start_vector[s]
         after[0, s] = start_vector[s]
     g[0] = 0.0
     ctl[SP] = -1
+    ctl[VALID] = -1
     fctl[C1] = -1.0
     fctl[PREV_C1] = -1.0
     fctl[NEXT_C1] = 0.0
@@ -438,7 +452,7 @@ def init_direction(T, D, root, start_vector, ints, before, after, g, ctl, fctl):
 @njit(cache=True)
 def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, ints, before,
                      after, g, ctl, fctl, budget, path, work, ints2, before2, after2, g2,
-                     out_path, counters, cap):
+                     out_path, counters, cap, perms):
     """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
     cost less than fctl[BEST]. Returns (status, cost, length): FOUND with the solution in
     ``out_path`` (fctl[BEST] lowered to its cost), EXHAUSTED when no phase-1 threshold under
@@ -464,7 +478,7 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
                 c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep,
                                    ints, before, after, g, 0, best, path, work, ints2, before2,
-                                   after2, g2, out_path, counters, cap)
+                                   after2, g2, out_path, counters, cap, ctl, perms)
                 if n > 0:
                     fctl[BEST] = c
                     ctl[SP] = sp
@@ -479,12 +493,6 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         prev = ints[sp, MV]
         if not allowed_after(prev, m):
             continue
-        spent += 1
-        counters[NODES] += 1
-        col = FACE_KIND[m]
-        t1 = T.twist_move[ints[sp, TW], col]
-        s1 = T.slice_move[ints[sp, SL], col]
-        f1 = T.flip_move[ints[sp, FL], col]
         child = sp + 1
         if prev >= 0 and (m // 3) % 3 == (prev // 3) % 3:
             kind = merge_kind(ints[sp, KIND], m)
@@ -498,20 +506,31 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         # refused before their cost vector is worked out
         gc = chain_least(src, exits, kind)
         c1 = fctl[C1]
-        enough = min(c1 + EPS, best - 2 * EPS) - gc
-        f = gc + weighted1(T, W, t1, f1, s1, m, ext, enough)
+        # what the turn adds to the full table's bound, from the node's word: most children
+        # are refused here, without a lookup
+        f = gc + move_bound(W, ints[sp, WORD], ints[sp, WSYM], ints[sp, WHERE], m)
         if f > c1 + EPS or f >= best - EPS:
+            counters[REFUSED] += 1
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
             continue
+        spent += 1
+        counters[NODES] += 1
+        col = FACE_KIND[m]
+        t1 = T.twist_move[ints[sp, TW], col]
+        s1 = T.slice_move[ints[sp, SL], col]
+        f1 = T.flip_move[ints[sp, FL], col]
         for s in range(n_states):
             before[child, s] = src[s]
         chain(before[child], cost, kind, after[child])
-        h0, h = full1(T, W, t1, f1, s1, m, ext, enough)
-        f = max(f, gc + h)
+        word, wsym, here = moves_word(T, W, t1, f1, s1)
+        if not ext:
+            # the child's own entry; while its block may take the opposite face, the least
+            # over doing so first is what the node's word gave (to a tick)
+            f = max(f, gc + here * W.phase1_tick[0] * (1.0 - EPS))
         # one robot state: the profile's phase-1 table bounds at least as tightly as the
         # steps, so their distance is not followed (d1 only tells G1 apart)
-        d1 = 0 if h0 == 0 else 1
+        d1 = 0 if here == 0 else 1
         if n_states > 1 and f <= c1 + EPS and f < best - EPS:
             d1 = next_depth(ints[sp, DD], ints[sp, DD] % 3, residue1(T, D, t1, f1, s1))
             f = max(f, bound(after[child], H, d1, ext, kind // 16))
@@ -523,6 +542,8 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             if f > c1 + EPS and f < fctl[NEXT_C1]:
                 fctl[NEXT_C1] = f
             continue
+        if ctl[VALID] >= child:
+            ctl[VALID] = child - 1  # its permutations are another path's
         ints[child, TW] = t1
         ints[child, FL] = f1
         ints[child, SL] = s1
@@ -531,12 +552,15 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         ints[child, KIND] = kind
         ints[child, NEXT] = 0
         ints[child, EXT] = ext
+        ints[child, WORD] = word
+        ints[child, WSYM] = wsym
+        ints[child, WHERE] = here
         g[child] = gc
         sp = child
         if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
             c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints,
                                before, after, g, sp, best, path, work, ints2, before2, after2, g2,
-                               out_path, counters, cap)
+                               out_path, counters, cap, ctl, perms)
             if n > 0:
                 fctl[BEST] = c
                 ctl[SP] = sp

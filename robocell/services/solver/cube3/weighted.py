@@ -40,7 +40,7 @@ from numba import njit
 from robocell.common.profile import Profile
 from robocell.common.progress import Progress
 from robocell.common.tables import TableGroup, load
-from robocell.services.solver.cube3 import axial, symmetries
+from robocell.services.solver.cube3 import axial, symmetries, weighted_moves
 from robocell.services.solver.cube3.defs import (
     N_CORNER_CLASS,
     N_CORNERS,
@@ -218,6 +218,12 @@ class WeightedTables(NamedTuple):
     phase1_tick: np.ndarray
     phase2: np.ndarray
     phase2_tick: np.ndarray
+    moves: np.ndarray
+    """`weighted_moves`: per phase-1 entry, what each face turn adds to the bound (3 bits)."""
+    move_ticks: np.ndarray
+    move_lo: np.ndarray
+    move_step: np.ndarray
+    move_conj: np.ndarray
 
 
 def block_least_costs(cost: np.ndarray) -> np.ndarray:
@@ -279,6 +285,20 @@ def table_group(profile: Profile, cost: np.ndarray) -> TableGroup:
                     "of slice-twist, slice-flip, corner-slice and edge-slice")
 
 
+def kind_ticks(cost: np.ndarray) -> np.ndarray:
+    """Each block kind's cost in the phase-1 table's ticks (255: the robot cannot do it)."""
+    _, kinds, ticks = block_ticks(block_costs_after_turn(cost), axial.block_kinds())
+    out = np.full(axial.N_KIND, 255, np.int64)
+    out[kinds] = ticks
+    return out
+
+
+def moves_group(profile: Profile, cost: np.ndarray) -> TableGroup:
+    """The group of `weighted_moves` words, made from the profile's phase-1 table."""
+    return weighted_moves.table_group(profile, table_group(profile, cost),
+                                      lambda: kind_ticks(cost))
+
+
 _LOADED: dict[tuple[str, str], WeightedTables] = {}
 
 
@@ -288,31 +308,16 @@ def weighted_tables(profile: Profile, cost: np.ndarray) -> WeightedTables:
     key = (profile.name, profile.content_hash)
     if key not in _LOADED:
         arrays = load(table_group(profile, cost))
+        moves = load(moves_group(profile, cost))
+        arrays["moves"] = moves["words"]
+        for name in ("ticks", "lo", "step", "conj"):
+            arrays[f"move_{name}"] = moves["move_conj" if name == "conj" else name]
         _LOADED[key] = WeightedTables(**{k: np.asarray(arrays[k])
                                          for k in WeightedTables._fields})
     return _LOADED[key]
 
 
 # the search's lookups (numba): least costs in profile units, lower bounds all
-
-@njit(cache=True)
-def weighted1(T, W, twist, flip, slc, last, ext, enough):
-    """Exact least cost of the slice with the twist, and with the flip, to G1 (the larger);
-    while the block of ``last`` may take the opposite face, the least over doing so first.
-    A value at most ``enough`` (which prunes nothing) may be returned before that least."""
-    h = max(W.slice_twist[np.int64(slc) * N_TWIST + twist],
-            W.slice_flip[np.int64(slc) * N_FLIP + flip])
-    if ext and h > enough:
-        face = last // 3 + 3
-        for q in range(3):
-            col = FACE_KIND[face * 3 + q]
-            s1 = np.int64(T.slice_move[slc, col])
-            h1 = max(W.slice_twist[s1 * N_TWIST + T.twist_move[twist, col]],
-                     W.slice_flip[s1 * N_FLIP + T.flip_move[flip, col]])
-            if h1 < h:
-                h = h1
-    return h
-
 
 @njit(cache=True)
 def phase1_index(T, twist, flip, slc):
@@ -329,26 +334,35 @@ def phase2_index(T, corners, ud_edges):
 
 
 @njit(cache=True)
-def phase1_cost(T, W, twist, flip, slc):
-    """Least cost to G1 from the profile's full phase-1 table (`weighted`), in units."""
-    return W.phase1[phase1_index(T, twist, flip, slc)] * W.phase1_tick[0] * (1.0 - EPS)
+def moves_word(T, W, twist, flip, slc):
+    """(`weighted_moves` word, the symmetry that maps the state to its entry, the entry's
+    ticks) of a phase-1 state: what `move_bound` reads for each child."""
+    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
+    entry = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
+    word = np.int64(W.moves[entry])
+    return word, classsym & SYM_MASK, (word >> weighted_moves.HERE_SHIFT) & 0xFF
 
 
 @njit(cache=True)
-def full1(T, W, twist, flip, slc, last, ext, enough):
-    """(`phase1_cost`, the bound): while the block of ``last`` may take the opposite face, the
-    bound is the least over doing so first (as in `weighted1`). The first is 0 in G1 only."""
-    h0 = phase1_cost(T, W, twist, flip, slc)
-    h = h0
-    if ext and h > enough:
-        face = last // 3 + 3
-        for q in range(3):
-            col = FACE_KIND[face * 3 + q]
-            h1 = phase1_cost(T, W, T.twist_move[twist, col], T.flip_move[flip, col],
-                             T.slice_move[slc, col])
-            if h1 < h:
-                h = h1
-    return h0, h
+def move_bound(W, word, sym, here, m):
+    """A lower bound, in units, of the full phase-1 table's bound for the child of face turn
+    ``m`` from the state of (word, sym, here) (`moves_word`; while the turn's block may take
+    the opposite face, the least over joining it first), from the word alone: to within a
+    stored step unless the turn adds 14 ticks or more, or under 2."""
+    mm = W.move_conj[sym, m]
+    v = (word >> (weighted_moves.BITS * mm)) & weighted_moves.TOP
+    y = W.move_lo[mm] if v == 0 else W.move_step[0] * v
+    ticks = here - W.move_ticks[mm] + y
+    return ticks * W.phase1_tick[0] * (1.0 - EPS)
+
+
+@njit(cache=True)
+def phase1_cost(T, W, twist, flip, slc):
+    """Least cost to G1 from the profile's full phase-1 table (`weighted`), in units (read
+    from the move words' top byte, which holds the table's entry)."""
+    here = (np.int64(W.moves[phase1_index(T, twist, flip, slc)]) >> weighted_moves.HERE_SHIFT) \
+        & 0xFF
+    return here * W.phase1_tick[0] * (1.0 - EPS)
 
 
 @njit(cache=True)
@@ -360,7 +374,9 @@ def phase2_cost(T, W, corners, ud_edges):
 
 @njit(cache=True)
 def full2(T, W, corners, ud_edges, last, ext, enough):
-    """(`phase2_cost`, the bound), as `full1` does it within G1. The first is 0 only when the
+    """(`phase2_cost`, the bound): while the block of ``last`` may take the opposite face, the
+    bound is the least over doing so first (a value at most ``enough``, which prunes nothing,
+    may be returned before that least). The first is 0 only when the
     corners and the U/D edges are solved."""
     h0 = phase2_cost(T, W, corners, ud_edges)
     h = h0
@@ -379,7 +395,8 @@ def full2(T, W, corners, ud_edges, last, ext, enough):
 @njit(cache=True)
 def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
     """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
-    solved within G1 (the larger); with a block open, as in `weighted1`."""
+    solved within G1 (the larger); with a block open, the least over joining the opposite
+    face first (a value at most ``enough`` may be returned before that least)."""
     h = max(W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm],
             W.edge_slice[np.int64(ud_edges) * N_PERM_4 + slice_perm])
     if ext and h > enough:
