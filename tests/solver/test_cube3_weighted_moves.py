@@ -13,10 +13,12 @@ from robocell.services.solver.cube3 import axial
 from robocell.services.solver.cube3.defs import N_FLIP, N_MOVE, N_SLICE, N_TWIST
 from robocell.services.solver.cube3.timed import profile_costs
 from robocell.services.solver.cube3.weighted import (
+    PAGE,
     kind_ticks,
     move_bound,
     moves_word,
     phase1_index,
+    touch_loaded,
     weighted_tables,
 )
 from robocell.services.solver.cube3.weighted_moves import TOP, joined_kinds, move_ticks
@@ -63,3 +65,10 @@ def test_a_turn_joined_by_the_opposite_face_bounds_how_low_its_child_can_be() ->
     # a quarter turn is 10 ticks; U then D2 is a 17-tick block, so the child may be 7 lower
     assert list(ticks[:3]) == [10, 17, 10]
     assert list(lo[:3]) == [-7, 0, -7]
+
+
+def test_a_warming_worker_maps_every_page_of_the_loaded_robot_tables() -> None:
+    profile = load_profile("six-motor")
+    W = weighted_tables(profile, profile_costs(profile).cost)
+    pages = -(-W.moves.nbytes // PAGE) + -(-W.phase1.nbytes // PAGE) + -(-W.phase2.nbytes // PAGE)
+    assert touch_loaded() >= pages

@@ -19,6 +19,7 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError
 from robocell.services.solver.api import solve
+from robocell.services.solver.cube3.weighted import touch_loaded
 from robocell.sokoban.level import LevelError, parse_levels
 from robocell.sokoban.lurd import replay
 
@@ -52,6 +53,7 @@ def warm_worker(profiles: tuple[str, ...]) -> None:
         for size in (2, 3):
             if profile.fits(size):
                 solve(solved(size), name, timeout=0.01)
+    touch_loaded()
     freeze_startup_objects()
 
 

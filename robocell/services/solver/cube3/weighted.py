@@ -6,8 +6,6 @@ least cost of what is left after the block under way, every block priced at the 
 costs after a block of another axis (`block_costs_after_turn`: on a robot that re-orients the
 cube that includes re-orienting it), of
 
-- ``slice_twist`` / ``slice_flip``: phase 1's slice positions with the corner twist / the
-  edge flip (to G1);
 - ``corner_slice`` / ``edge_slice``: phase 2's corners / U and D edges with the order of
   the slice edges (to solved, within G1);
 - ``phase1``: the whole of phase 1, every (flip-slice class, conjugated twist) to G1, the
@@ -16,7 +14,7 @@ cube that includes re-orienting it), of
   edges) to solved within G1 (111,605,760 entries).
 
 A part of the cube costs no more than the whole, so each is a lower bound (admissible) for
-every node but the root, whose first block follows none. The four small ones (about a million
+every node but the root, whose first block follows none. The two small ones (about a million
 entries each, float32) are built in seconds by relaxation sweeps. The two full ones take one
 byte an entry, in ticks of a tenth of the cheapest block (``phase1_tick``, ``phase2_tick``):
 every block's cost rounded down to whole ticks and made the same for blocks the 16 UD
@@ -25,6 +23,7 @@ ticks are stored as 254 (255: not reached below that). They are built by a Dijks
 the classes, a level of ticks at a time (about 50 s each on one core). They are what makes
 the robot-time search fast: the step distances times the cheapest block miss what half turns
 cost, and a phase-1 leaf no longer walks the phase-2 residues before it can be refused.
+Phase 1 reads its table through `weighted_moves`, whose words also tell what each turn adds.
 
 All are cached under ``tables/cube3-robot-<profile>`` with the profile's digest in the
 manifest: a changed profile gets new tables.
@@ -210,8 +209,6 @@ class WeightedTables(NamedTuple):
     """The tables as the search reads them (float32 profile units; ``phase1`` in ticks of
     ``phase1_tick[0]`` units)."""
 
-    slice_twist: np.ndarray
-    slice_flip: np.ndarray
     corner_slice: np.ndarray
     edge_slice: np.ndarray
     phase1: np.ndarray
@@ -255,18 +252,12 @@ def build_weighted(profile: Profile, cost: np.ndarray) -> dict[str, np.ndarray]:
     the block under way, so its blocks cost what they do after a block of another axis."""
     T = axial.block_tables()
     kind_cost = block_costs_after_turn(cost)
-    kinds = np.array([k for k in axial.block_kinds() if np.isfinite(kind_cost[k])], np.int64)
     p2 = np.array([k for k in axial.phase2_block_kinds() if np.isfinite(kind_cost[k])],
                   np.int64)
-    slice_move = np.asarray(T.slice_move)
     # in G1 the slice-sorted coordinate is the order of the slice edges (< 24)
     slice_perm = np.ascontiguousarray(np.asarray(T.slice_sorted_move)[:N_PERM_4])
     return {
         **build_full(kind_cost, profile.name),
-        "slice_twist": _pair_costs(slice_move, np.asarray(T.twist_move), N_TWIST, kinds,
-                                   kind_cost, f"{profile.name}: slice-twist costs"),
-        "slice_flip": _pair_costs(slice_move, np.asarray(T.flip_move), N_FLIP, kinds,
-                                  kind_cost, f"{profile.name}: slice-flip costs"),
         "corner_slice": _pair_costs(np.asarray(T.corners_move), slice_perm, N_PERM_4, p2,
                                     kind_cost, f"{profile.name}: corner-slice costs"),
         "edge_slice": _pair_costs(np.asarray(T.ud_edges_move), slice_perm, N_PERM_4, p2,
@@ -282,7 +273,7 @@ def table_group(profile: Profile, cost: np.ndarray) -> TableGroup:
                 "profile_digest": profile.content_hash, "slices": N_SLICE},
         build=lambda: build_weighted(profile, cost),
         description=f"3x3x3 robot-time search for profile {profile.name}: exact least cost "
-                    "of slice-twist, slice-flip, corner-slice and edge-slice")
+                    "of each phase, and of corner-slice and edge-slice")
 
 
 def kind_ticks(cost: np.ndarray) -> np.ndarray:
@@ -315,6 +306,22 @@ def weighted_tables(profile: Profile, cost: np.ndarray) -> WeightedTables:
         _LOADED[key] = WeightedTables(**{k: np.asarray(arrays[k])
                                          for k in WeightedTables._fields})
     return _LOADED[key]
+
+
+PAGE = 4096
+
+
+def touch_loaded() -> int:
+    """Map every page of the robot tables this process has loaded (a byte a page; about 0.15 s
+    for a profile's 1.4 GB once they are in the page cache), so that a search does not take
+    the page faults: a worker does it while warming up. Returns the pages touched."""
+    pages = 0
+    for tables in _LOADED.values():
+        for name in ("moves", "phase1", "phase2"):
+            view = getattr(tables, name).view(np.uint8).reshape(-1)
+            pages += int(view[::PAGE].size)
+            view[::PAGE].max()
+    return pages
 
 
 # the search's lookups (numba): least costs in profile units, lower bounds all
