@@ -300,9 +300,9 @@ def weighted_tables(profile: Profile, cost: np.ndarray) -> WeightedTables:
     if key not in _LOADED:
         arrays = load(table_group(profile, cost))
         moves = load(moves_group(profile, cost))
-        arrays["moves"] = moves["words"]
-        for name in ("ticks", "lo", "step", "conj"):
-            arrays[f"move_{name}"] = moves["move_conj" if name == "conj" else name]
+        for field, name in (("moves", "words"), ("move_ticks", "ticks"), ("move_lo", "lo"),
+                            ("move_step", "step"), ("move_conj", "move_conj")):
+            arrays[field] = moves[name]
         _LOADED[key] = WeightedTables(**{k: np.asarray(arrays[k])
                                          for k in WeightedTables._fields})
     return _LOADED[key]
@@ -327,10 +327,18 @@ def touch_loaded() -> int:
 # the search's lookups (numba): least costs in profile units, lower bounds all
 
 @njit(cache=True)
+def phase1_entry(T, twist, flip, slc):
+    """(entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables, the
+    symmetry that maps the state to it)."""
+    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
+    sym = classsym & SYM_MASK
+    return (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, sym], sym
+
+
+@njit(cache=True)
 def phase1_index(T, twist, flip, slc):
     """Entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables."""
-    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
-    return (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
+    return phase1_entry(T, twist, flip, slc)[0]
 
 
 @njit(cache=True)
@@ -344,10 +352,9 @@ def phase2_index(T, corners, ud_edges):
 def moves_word(T, W, twist, flip, slc):
     """(`weighted_moves` word, the symmetry that maps the state to its entry, the entry's
     ticks) of a phase-1 state: what `move_bound` reads for each child."""
-    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
-    entry = (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, classsym & SYM_MASK]
+    entry, sym = phase1_entry(T, twist, flip, slc)
     word = np.int64(W.moves[entry])
-    return word, classsym & SYM_MASK, (word >> weighted_moves.HERE_SHIFT) & 0xFF
+    return word, sym, (word >> weighted_moves.HERE_SHIFT) & 0xFF
 
 
 @njit(cache=True)

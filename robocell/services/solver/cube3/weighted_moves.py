@@ -31,7 +31,7 @@ from numba import njit, prange
 
 from robocell.common.profile import Profile
 from robocell.common.progress import Progress
-from robocell.common.tables import TableGroup
+from robocell.common.tables import TableGroup, load
 from robocell.services.solver.cube3 import axial, symmetries
 from robocell.services.solver.cube3.defs import N_FLIP, N_FLIPSLICE_CLASS, N_MOVE, N_TWIST
 from robocell.services.solver.cube3.tables import SYM_BITS
@@ -130,7 +130,6 @@ def build_moves(phase1: np.ndarray, kind_ticks: np.ndarray, name: str) -> dict[s
 
 def table_group(profile: Profile, weighted_group: TableGroup, kind_ticks_of) -> TableGroup:
     """The group of a profile's phase-1 move words, built from its weighted group."""
-    from robocell.common.tables import load
 
     def build() -> dict[str, np.ndarray]:
         phase1 = load(weighted_group)["phase1"]
