@@ -219,8 +219,8 @@ class _DirectionState:
         self.fctl = np.zeros(4)
         self.exhausted = False
         root = direction.root[:3].copy()
-        ts.init_direction(T, D, W, root, costs.start, self.ints, self.before, self.after,
-                          self.g, self.ctl, self.fctl)
+        ts.init_direction(T, D, W, root, direction.start_cp, direction.start_ep, costs.start,
+                          self.ints, self.before, self.after, self.g, self.ctl, self.fctl)
 
 
 class RobotTimeSearch:

@@ -45,6 +45,7 @@ from robocell.services.solver.cube3.pruning import mod3, next_depth
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.tables import SYM_BITS
 from robocell.services.solver.cube3.weighted import (
+    corner_slice2,
     full2,
     move_bound,
     moves_word,
@@ -66,16 +67,18 @@ IS_P2[list(PHASE2_MOVES)] = True
 
 # per-level integer fields of the phase-1 and phase-2 stacks
 TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
-# phase 1: the node's `weighted.moves_word`
-WORD, WSYM, WHERE = 8, 9, 10
-N_FIELDS = 11
+# phase 1: the node's `weighted.moves_word`; its corner permutation and slice edges
+# (`leaf_precheck`; up to date only as far as ctl[VALID_LEAF])
+WORD, WSYM, WHERE, LCO, LSS = 8, 9, 10, 11, 12
+N_FIELDS = 13
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
-# control words: ints [sp, last level whose permutations are up to date]; floats [c1,
+# control words: ints [sp, last level whose permutations are up to date, last level whose
+# LCO and LSS are]; floats [c1,
 # previous c1, next c1, best]; counters [children refused by the node's word, nodes looked
 # up, phase-2 nodes, phase-2 searches cut short]
 SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
-VALID = 1
+VALID, VALID_LEAF = 1, 2
 REFUSED = 0
 C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
@@ -390,6 +393,28 @@ def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, 
 
 
 @njit(cache=True)
+def leaf_precheck(T, D, W, H2, ints, after, g, sp, best, ctl):
+    """Whether the phase-1 leaf at level ``sp`` may be finished under ``best``, from its
+    corner permutation and slice edges alone (brought up to date from ctl[VALID_LEAF] by the
+    move tables): the two cheapest of `phase2_root`'s bounds, so the leaves they refuse (most)
+    are refused without working out the cube's permutations. It refuses no leaf
+    `phase2_root` would let through."""
+    for j in range(ctl[VALID_LEAF] + 1, sp + 1):
+        col = FACE_KIND[ints[j, MV]]
+        ints[j, LCO] = T.corners_move[ints[j - 1, LCO], col]
+        ints[j, LSS] = T.slice_sorted_move[ints[j - 1, LSS], col]
+    ctl[VALID_LEAF] = sp
+    corners = ints[sp, LCO]
+    slice_sorted = ints[sp, LSS]
+    last = ints[sp, MV]
+    ext = 1 if last // 3 < 3 else 0
+    cs = np.int64(D.cornslice_depth[np.int64(corners) * N_PERM_4 + slice_sorted % N_PERM_4])
+    if bound(after[sp], H2, cs, ext, ints[sp, KIND] // 16) >= best - EPS:
+        return False
+    return g[sp] + corner_slice2(T, W, corners, slice_sorted, last, ext) < best - EPS
+
+
+@njit(cache=True)
 def leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints, before, after,
                 g, sp, best, path, work, ints2, before2, after2, g2, out_path, counters, cap,
                 ctl, perms):
@@ -427,8 +452,10 @@ def leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints, b
 
 
 @njit(cache=True)
-def init_direction(T, D, W, root, start_vector, ints, before, after, g, ctl, fctl):
-    """Set up a direction's phase-1 stack at its root (twist, flip, slice)."""
+def init_direction(T, D, W, root, start_cp, start_ep, start_vector, ints, before, after, g,
+                   ctl, fctl):
+    """Set up a direction's phase-1 stack at its root (twist, flip, slice; its permutations
+    start_cp, start_ep)."""
     ints[0, TW] = root[0]
     ints[0, FL] = root[1]
     ints[0, SL] = root[2]
@@ -438,12 +465,15 @@ def init_direction(T, D, W, root, start_vector, ints, before, after, g, ctl, fct
     ints[0, NEXT] = 0
     ints[0, EXT] = 0
     ints[0, WORD], ints[0, WSYM], ints[0, WHERE] = moves_word(T, W, root[0], root[1], root[2])
+    ints[0, LCO] = coord.get_corners(start_cp)
+    ints[0, LSS] = coord.get_slice_sorted(start_ep)
     for s in range(start_vector.shape[0]):
         before[0, s] = start_vector[s]
         after[0, s] = start_vector[s]
     g[0] = 0.0
     ctl[SP] = -1
     ctl[VALID] = -1
+    ctl[VALID_LEAF] = 0
     fctl[C1] = -1.0
     fctl[PREV_C1] = -1.0
     fctl[NEXT_C1] = 0.0
@@ -544,6 +574,8 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             continue
         if ctl[VALID] >= child:
             ctl[VALID] = child - 1  # its permutations are another path's
+        if ctl[VALID_LEAF] >= child:
+            ctl[VALID_LEAF] = child - 1
         ints[child, TW] = t1
         ints[child, FL] = f1
         ints[child, SL] = s1
@@ -557,7 +589,8 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         ints[child, WHERE] = here
         g[child] = gc
         sp = child
-        if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m]:
+        if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m] and \
+                leaf_precheck(T, D, W, H2, ints, after, g, sp, best, ctl):
             c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints,
                                before, after, g, sp, best, path, work, ints2, before2, after2, g2,
                                out_path, counters, cap, ctl, perms)

@@ -407,6 +407,25 @@ def full2(T, W, corners, ud_edges, last, ext, enough):
 
 
 @njit(cache=True)
+def corner_slice2(T, W, corners, slice_perm, last, ext):
+    """`weighted2`'s corner half alone, which needs no U/D edges: the exact least cost of
+    the corners with the slice order to solved within G1; with a block open, the least over
+    joining the opposite face first. Never over `weighted2`."""
+    h = W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm]
+    if ext:
+        face = last // 3 + 3
+        for q in range(3):
+            if face != 3 and q != 1:
+                continue  # only D turns and half turns keep the cube in G1
+            col = FACE_KIND[face * 3 + q]
+            h1 = W.corner_slice[np.int64(T.corners_move[corners, col]) * N_PERM_4
+                                + T.slice_sorted_move[slice_perm, col]]
+            if h1 < h:
+                h = h1
+    return h
+
+
+@njit(cache=True)
 def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
     """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
     solved within G1 (the larger); with a block open, the least over joining the opposite
