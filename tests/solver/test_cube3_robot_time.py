@@ -18,7 +18,7 @@ from robocell.common.notation import Move
 from robocell.common.profile import Profile, load_profile
 from robocell.common.validation import validate
 from robocell.services.solver.api import solve
-from robocell.services.solver.cube3 import axial, coord, timed, timed_search
+from robocell.services.solver.cube3 import axial, coord, timed, timed_blocks, timed_phase2
 from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3.defs import FIRST_SLICE_EDGE, N_PERM_4
 from robocell.services.solver.cube3.robot import compile_plan, motion_tables
@@ -74,8 +74,8 @@ def test_a_path_cost_worked_out_without_its_vector_is_the_one_chain_returns() ->
         before = rng.integers(0, 3000, n).astype(np.float64)
         before[rng.random(n) < 0.6] = np.inf
         kind = int(rng.choice(axial.block_kinds()))
-        least = timed_search.chain_least(before, exits, kind)
-        assert least == timed_search.chain(before, cost, kind, after)
+        least = timed_blocks.chain_least(before, exits, kind)
+        assert least == timed_blocks.chain(before, cost, kind, after)
         assert least == after.min()
 
 
@@ -184,7 +184,7 @@ def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
         ep = cube.edge_perm.astype(np.int64)
         corners = coord.get_corners(cube.corner_perm.astype(np.int64))
         slice_perm = coord.perm_rank(ep[FIRST_SLICE_EDGE:] - FIRST_SLICE_EDGE, 4)
-        steps = max(timed_search.distance2(T, D, corners, coord.get_ud_edges(ep)),
+        steps = max(timed_phase2.distance2(T, D, corners, coord.get_ud_edges(ep)),
                     int(D.cornslice_depth[corners * N_PERM_4 + slice_perm]))
         least = _least_robot_time(facelets, profile, within_g1=True)
         assert H2[steps, 0, 3] <= least, scramble

@@ -24,6 +24,7 @@ from robocell.common.facelets import FACES
 from robocell.common.notation import Move
 from robocell.common.profile import Profile
 from robocell.services.solver.cube3 import axial
+from robocell.services.solver.cube3 import timed_blocks as tb
 from robocell.services.solver.cube3 import timed_search as ts
 from robocell.services.solver.cube3.robot import motion_tables
 from robocell.services.solver.cube3.search import Direction, make_directions
@@ -163,7 +164,7 @@ def _kind_map(images: tuple[str, ...]) -> np.ndarray:
     return out
 
 
-def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = ts.LEVELS,
+def steps_bound(cost: np.ndarray, axial_steps: bool, levels: int = tb.LEVELS,
                 kinds: np.ndarray | None = None) -> np.ndarray:
     """H[n, t, a]: least cost of n more steps (blocks in the axial metric, face turns in the
     face-turn metric) from robot state t when the open block is of axis a (3: none). Blocks
@@ -209,13 +210,13 @@ class _DirectionState:
         self.H2 = _steps_for((id(costs), kinds.tobytes(), 2), self.cost, costs.axial,
                              axial.phase2_block_kinds())
         n = costs.cost.shape[1]
-        self.ints = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
-        self.before = np.zeros((ts.LEVELS, n))
-        self.after = np.zeros((ts.LEVELS, n))
-        self.g = np.zeros(ts.LEVELS)
+        self.ints = np.zeros((tb.LEVELS, tb.N_FIELDS), np.int64)
+        self.before = np.zeros((tb.LEVELS, n))
+        self.after = np.zeros((tb.LEVELS, n))
+        self.g = np.zeros(tb.LEVELS)
         self.ctl = np.zeros(3, np.int64)
-        self.perms = np.zeros((ts.LEVELS, 20), np.int64)
-        """Corner and edge permutations along the phase-1 path (`timed_search.leaf_phase2`)."""
+        self.perms = np.zeros((tb.LEVELS, 20), np.int64)
+        """Corner and edge permutations along the phase-1 path (`timed_phase2.leaf_phase2`)."""
         self.fctl = np.zeros(4)
         self.exhausted = False
         root = direction.root[:3].copy()
@@ -240,20 +241,20 @@ class RobotTimeSearch:
         self.directions = [_DirectionState(d, self.costs, self.T, self.D, self.W)
                            for d in directions[index::parts]]
         n = self.costs.cost.shape[1]
-        self.path = np.zeros(ts.LEVELS, np.int64)
-        self.out_path = np.zeros(ts.LEVELS, np.int64)
-        self.work = np.zeros((3, ts.LEVELS), np.int64)
-        self.ints2 = np.zeros((ts.LEVELS, ts.N_FIELDS), np.int64)
-        self.before2 = np.zeros((ts.LEVELS, n))
-        self.after2 = np.zeros((ts.LEVELS, n))
-        self.g2 = np.zeros(ts.LEVELS)
+        self.path = np.zeros(tb.LEVELS, np.int64)
+        self.out_path = np.zeros(tb.LEVELS, np.int64)
+        self.work = np.zeros((3, tb.LEVELS), np.int64)
+        self.ints2 = np.zeros((tb.LEVELS, tb.N_FIELDS), np.int64)
+        self.before2 = np.zeros((tb.LEVELS, n))
+        self.after2 = np.zeros((tb.LEVELS, n))
+        self.g2 = np.zeros(tb.LEVELS)
         self.counters = np.zeros(4, np.int64)
         self.exhausted = False
         self.phase2_cap = PHASE2_CAP
 
     @property
     def nodes(self) -> int:
-        return int(self.counters[ts.NODES] + self.counters[ts.P2NODES])
+        return int(self.counters[tb.NODES] + self.counters[tb.P2NODES])
 
     def solutions(self, timeout: float | None, best: float = np.inf
                   ) -> Iterator[tuple[list[Move], float]]:
@@ -265,19 +266,19 @@ class RobotTimeSearch:
             active = [d for d in self.directions if not d.exhausted]
             if not active:
                 # complete unless a phase-2 search was cut short at PHASE2_CAP
-                self.exhausted = not self.counters[ts.CAPPED]
+                self.exhausted = not self.counters[tb.CAPPED]
                 return
             for ds in active:
-                ds.fctl[ts.BEST] = best
+                ds.fctl[tb.BEST] = best
                 status, cost, length = ts.search_direction(
                     self.T, self.D, self.W, ds.cost, ds.exits, self.costs.finish, ds.H, ds.H2,
                     self.costs.step, ds.direction.start_cp, ds.direction.start_ep, ds.ints,
                     ds.before, ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
                     self.ints2, self.before2, self.after2, self.g2, self.out_path,
                     self.counters, self.phase2_cap, ds.perms)
-                if status == ts.EXHAUSTED:
+                if status == tb.EXHAUSTED:
                     ds.exhausted = True
-                elif status == ts.FOUND:
+                elif status == tb.FOUND:
                     best = float(cost)
                     yield ds.direction.to_original(self.out_path[:length]), best
                 if deadline is not None and time.perf_counter() >= deadline:

@@ -326,7 +326,9 @@ def touch_loaded() -> int:
 
 # the search's lookups (numba): least costs in profile units, lower bounds all
 
-@njit(cache=True)
+# The lookups the searches make, compiled without reference counting as they are
+# (`timed_blocks`).
+@njit(cache=True, _nrt=False)
 def phase1_entry(T, twist, flip, slc):
     """(entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables, the
     symmetry that maps the state to it)."""
@@ -335,20 +337,20 @@ def phase1_entry(T, twist, flip, slc):
     return (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, sym], sym
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def phase1_index(T, twist, flip, slc):
     """Entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables."""
     return phase1_entry(T, twist, flip, slc)[0]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def phase2_index(T, corners, ud_edges):
     """Entry of a phase-2 state in the sym-reduced (corner class, U/D edges) tables."""
     return (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
             + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def moves_word(T, W, twist, flip, slc):
     """(`weighted_moves` word, the symmetry that maps the state to its entry, the entry's
     ticks) of a phase-1 state: what `move_bound` reads for each child."""
@@ -357,7 +359,7 @@ def moves_word(T, W, twist, flip, slc):
     return word, sym, (word >> weighted_moves.HERE_SHIFT) & 0xFF
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def move_bound(W, word, sym, here, m):
     """A lower bound, in units, of the full phase-1 table's bound for the child of face turn
     ``m`` from the state of (word, sym, here) (`moves_word`; while the turn's block may take
@@ -370,7 +372,7 @@ def move_bound(W, word, sym, here, m):
     return ticks * W.phase1_tick[0] * (1.0 - EPS)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def phase1_cost(T, W, twist, flip, slc):
     """Least cost to G1 from the profile's full phase-1 table (`weighted`), in units (read
     from the move words' top byte, which holds the table's entry)."""
@@ -379,14 +381,14 @@ def phase1_cost(T, W, twist, flip, slc):
     return here * W.phase1_tick[0] * (1.0 - EPS)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def phase2_cost(T, W, corners, ud_edges):
     """Least cost to solved within G1, slice order ignored, from the profile's full phase-2
     table (`weighted`), in units."""
     return W.phase2[phase2_index(T, corners, ud_edges)] * W.phase2_tick[0] * (1.0 - EPS)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def full2(T, W, corners, ud_edges, last, ext, enough):
     """(`phase2_cost`, the bound): while the block of ``last`` may take the opposite face, the
     bound is the least over doing so first (a value at most ``enough``, which prunes nothing,
@@ -406,7 +408,7 @@ def full2(T, W, corners, ud_edges, last, ext, enough):
     return h0, h
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def corner_slice2(T, W, corners, slice_perm, last, ext):
     """`weighted2`'s corner half alone, which needs no U/D edges: the exact least cost of
     the corners with the slice order to solved within G1; with a block open, the least over
@@ -425,7 +427,7 @@ def corner_slice2(T, W, corners, slice_perm, last, ext):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
     """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
     solved within G1 (the larger); with a block open, the least over joining the opposite
