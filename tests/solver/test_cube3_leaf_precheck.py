@@ -1,9 +1,8 @@
 """Where the robot-time search refuses without a full look. The phase-1 leaf precheck
-(`timed_phase2.leaf_precheck`): the corner permutation and slice edges it follows along the
-path by the move tables are the cube's, however much of the path changed since it last
-looked, and the bound it refuses on is never over the one `phase2_root` would refuse on (so it
-refuses no leaf phase 2 would take). A node's children tested all at once on its word
-(`timed_search.word_passing`) as they would be one by one."""
+(`timed_phase2.leaf_precheck`): the corner permutation and slice edges the stack carries for
+it are the cube's, and the bound it refuses on is never over the one `phase2_root` would
+refuse on (so it refuses no leaf phase 2 would take). A node's children tested all at once
+on its word (`timed_search.word_passing`) as they would be one by one."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from robocell.common.profile import load_profile
 from robocell.common.scramble import random_cubie_state
-from robocell.services.solver.cube3 import coord, timed_blocks, timed_phase2, timed_search
+from robocell.services.solver.cube3 import coord, timed_blocks, timed_search
 from robocell.services.solver.cube3.defs import N_CORNERS, N_MOVE, N_PERM_4, N_UD_EDGES
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.timed import RobotTimeSearch
@@ -20,7 +19,7 @@ from robocell.services.solver.cube3.timed_blocks import (
     LCO,
     LSS,
     MV,
-    VALID_LEAF,
+    SP,
     WHERE,
     WORD,
     WSYM,
@@ -39,33 +38,26 @@ def _replayed(T, cp, ep, moves):
     return out
 
 
-def test_the_followed_corners_and_slice_edges_are_the_cubes() -> None:
+def test_the_stacks_corners_and_slice_edges_are_the_cubes() -> None:
+    """Stopped many times along the way, every level of every direction's phase-1 stack carries
+    the corner and slice coordinates of the cube after its path."""
     search = RobotTimeSearch(random_cubie_state(3, 4), load_profile("six-motor"))
-    T, D, W = search.T, search.D, search.W
-    ds = search.directions[0]
-    cp = np.asarray(ds.direction.start_cp, np.int64)
-    ep = np.asarray(ds.direction.start_ep, np.int64)
-    ints, ctl = ds.ints, ds.ctl
-    assert ctl[VALID_LEAF] == 0
-    assert (ints[0, LCO], ints[0, LSS]) == (coord.get_corners(cp), coord.get_slice_sorted(ep))
-    rng = np.random.default_rng(5)
-    moves = [int(m) for m in rng.integers(0, N_MOVE, 14)]
+    T = search.T
     checked = 0
-    for _ in range(40):
-        # a new tail from a random level on, as the search's stack rewrites it
-        keep = int(rng.integers(0, len(moves)))
-        moves[keep:] = [int(m) for m in rng.integers(0, N_MOVE, len(moves) - keep)]
-        ints[1:len(moves) + 1, MV] = moves
-        ctl[VALID_LEAF] = min(ctl[VALID_LEAF], keep)
-        sp = int(rng.integers(keep + 1, len(moves) + 1))
-        # best = -inf: refused at once, after the coordinates are brought up to date
-        assert not timed_phase2.leaf_precheck(T, D, W, ds.H2, ints, ds.after, ds.g, sp,
-                                              -np.inf, ctl)
-        assert ctl[VALID_LEAF] == sp
-        for level, (corners, slice_sorted) in enumerate(_replayed(T, cp, ep, moves[:sp]), 1):
-            assert (ints[level, LCO], ints[level, LSS]) == (corners, slice_sorted), level
-            checked += 1
-    assert checked > 200
+    for _ in range(25):
+        for _ in search.solutions(0.002):
+            pass
+        for ds in search.directions:
+            cp = np.asarray(ds.direction.start_cp, np.int64)
+            ep = np.asarray(ds.direction.start_ep, np.int64)
+            ints, sp = ds.ints, int(ds.ctl[SP])
+            assert (ints[0, LCO], ints[0, LSS]) == (coord.get_corners(cp),
+                                                    coord.get_slice_sorted(ep))
+            path = [int(m) for m in ints[1:sp + 1, MV]]
+            for level, (corners, slice_sorted) in enumerate(_replayed(T, cp, ep, path), 1):
+                assert (ints[level, LCO], ints[level, LSS]) == (corners, slice_sorted), level
+                checked += 1
+    assert checked > 300
 
 
 def test_the_corner_bound_is_never_over_phase2s() -> None:

@@ -35,7 +35,6 @@ from robocell.services.solver.cube3.timed_blocks import (
     SS,
     UE,
     VALID,
-    VALID_LEAF,
     bound,
     chain,
     chain_least,
@@ -238,17 +237,11 @@ def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, 
 
 
 @njit(cache=True, _nrt=False)
-def leaf_precheck(T, D, W, H2, ints, after, g, sp, best, ctl):
+def leaf_precheck(T, D, W, H2, ints, after, g, sp, best):
     """Whether the phase-1 leaf at level ``sp`` may be finished under ``best``, from its
-    corner permutation and slice edges alone (brought up to date from ctl[VALID_LEAF] by the
-    move tables): the two cheapest of `phase2_root`'s bounds, so the leaves they refuse (most)
-    are refused without working out the cube's permutations. It refuses no leaf
-    `phase2_root` would let through."""
-    for j in range(ctl[VALID_LEAF] + 1, sp + 1):
-        col = FACE_KIND[ints[j, MV]]
-        ints[j, LCO] = T.corners_move[ints[j - 1, LCO], col]
-        ints[j, LSS] = T.slice_sorted_move[ints[j - 1, LSS], col]
-    ctl[VALID_LEAF] = sp
+    corner permutation and slice edges alone (which the stack carries): the two cheapest of
+    `phase2_root`'s bounds, so the leaves they refuse (most) are refused without working out
+    the cube's permutations. It refuses no leaf `phase2_root` would let through."""
     corners = ints[sp, LCO]
     slice_sorted = ints[sp, LSS]
     last = ints[sp, MV]

@@ -63,7 +63,6 @@ from robocell.services.solver.cube3.timed_blocks import (
     SP,
     TW,
     VALID,
-    VALID_LEAF,
     WHERE,
     WORD,
     WSYM,
@@ -183,7 +182,6 @@ def init_direction(T, D, W, root, start_cp, start_ep, start_vector, ints, before
     g[0] = 0.0
     ctl[SP] = -1
     ctl[VALID] = -1
-    ctl[VALID_LEAF] = 0
     fctl[C1] = -1.0
     fctl[PREV_C1] = -1.0
     fctl[NEXT_C1] = 0.0
@@ -278,8 +276,6 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             continue
         if ctl[VALID] >= child:
             ctl[VALID] = child - 1  # its permutations are another path's
-        if ctl[VALID_LEAF] >= child:
-            ctl[VALID_LEAF] = child - 1
         ints[child, TW] = t1
         ints[child, FL] = f1
         ints[child, SL] = s1
@@ -291,10 +287,13 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         ints[child, WORD] = word
         ints[child, WSYM] = wsym
         ints[child, WHERE] = here
+        # read beside the word above, not waited for at a leaf
+        ints[child, LCO] = T.corners_move[ints[sp, LCO], col]
+        ints[child, LSS] = T.slice_sorted_move[ints[sp, LSS], col]
         g[child] = gc
         sp = child
         if d1 == 0 and gc > fctl[PREV_C1] + EPS and not IS_P2[m] and \
-                leaf_precheck(T, D, W, H2, ints, after, g, sp, best, ctl):
+                leaf_precheck(T, D, W, H2, ints, after, g, sp, best):
             c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep, ints,
                                before, after, g, sp, best, path, work, ints2, before2, after2, g2,
                                out_path, counters, cap, ctl, perms)
