@@ -38,8 +38,8 @@ from robocell.services.solver.cube3.timed_blocks import (
     bound,
     chain,
     chain_least,
+    child_kind,
     final_cost,
-    merge_kind,
 )
 from robocell.services.solver.cube3.weighted import (
     corner_slice2,
@@ -172,14 +172,8 @@ def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, 
             s1 = T.slice_sorted_move[ints2[sp, SS], col]
             cs = np.int64(D.cornslice_depth[np.int64(c1) * N_PERM_4 + s1 % N_PERM_4])
             child = sp + 1
-            if prev >= 0 and (m // 3) % 3 == (prev // 3) % 3:
-                kind = merge_kind(ints2[sp, KIND], m)
-                src = before2[sp]
-                ext = 0
-            else:
-                kind = FACE_KIND[m]
-                src = after2[sp]
-                ext = 1 if m // 3 < 3 else 0
+            kind, ext, joins = child_kind(ints2, sp, m)
+            src = before2[sp] if joins else after2[sp]
             g = chain_least(src, exits, kind)  # as in phase 1
             u1 = T.ud_edges_move[ints2[sp, UE], col]
             f = g + weighted2(T, W, c1, u1, s1, m, ext, min(threshold + EPS, best - 2 * EPS) - g)
