@@ -15,6 +15,7 @@ from robocell.services.foxglove.scene import (
     apply_turn,
     cube_scene,
     find_turn,
+    find_turns,
 )
 
 LABEL = CubeLabel("twin", "twin")
@@ -41,6 +42,34 @@ def test_states_no_single_turn_explains_have_no_turn():
     assert find_turn(before, before) is None
     assert find_turn(before, apply_to_facelets(before, parse_moves("R U"), 3)) is None
     assert find_turn(before, solved(2)) is None
+
+
+@pytest.mark.parametrize("move,expected", [
+    ("U D'", (Turn("U", 1, 1), Turn("D", 1, -1))), ("R2 L", (Turn("R", 1, 2), Turn("L", 1, 1))),
+    ("F' B2", (Turn("F", 1, -1), Turn("B", 1, 2))),
+])
+def test_an_axial_move_is_found_as_two_turns_of_one_axis(move, expected):
+    """A six-motor robot turns both faces of an axis in one motion: the twin publishes once,
+    and both turns are found (a single turn explains none of these)."""
+    before = apply_to_facelets(solved(3), parse_moves(SCRAMBLE), 3)
+    after = apply_to_facelets(before, parse_moves(move), 3)
+    assert find_turn(before, after) is None
+    turns = find_turns(before, after, prefer=[t.face for t in expected])
+    assert turns is not None and set(turns) == set(expected)
+    assert find_turns(before, apply_to_facelets(before, parse_moves("R"), 3)) == (
+        Turn("R", 1, 1),)
+    assert find_turns(before, apply_to_facelets(before, parse_moves("R U"), 3)) is None
+
+
+def test_an_axial_move_part_way_rotates_both_layers_each_its_own_way():
+    halfway = decoded(cube_scene(solved(3), LABEL, (Turn("U", 1, 1), Turn("D", 1, -1)),
+                                 0.5)).entities
+    turned = {e.id: e.cubes[0].pose.orientation for e in halfway
+              if any(abs(b.pose.orientation.w) < 0.999 for b in e.cubes)}
+    assert len(turned) == 18
+    # U clockwise seen from above and D counter-clockwise seen from below: the same way
+    # round the vertical axis, 45 degrees each
+    assert {round(q.z, 4) for q in turned.values()} == {-0.3827}
 
 
 def sticker_boxes(entities):

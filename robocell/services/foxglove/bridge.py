@@ -46,7 +46,7 @@ from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPICS
 from robocell.common.bus.wire import Envelope
 from robocell.services.broker.recording import IMAGE_CHANNEL
-from robocell.services.foxglove.scene import CubeLabel, cube_scene, find_turn
+from robocell.services.foxglove.scene import CubeLabel, cube_scene, find_turns
 
 NS_PER_S = 1_000_000_000
 COMMAND_TOPICS = ("cmd.request", "cmd.reply")
@@ -206,9 +206,10 @@ def diagnostic_log(env: Envelope) -> Log:
 
 
 class TwinMotion:
-    """Draws the twin turning: after a new twin state that one layer turn explains, frames of
-    that turn for TURN_S seconds on a thread of its own (while someone watches), then the
-    state itself; a newer state cuts a turn short. Ends with stop()."""
+    """Draws the twin turning: after a new twin state that one motion explains (a layer turn
+    or an axial move, see `find_turns`), frames of that motion for TURN_S seconds on a thread
+    of its own (while someone watches), then the state itself; a newer state cuts a turn
+    short. Ends with stop()."""
 
     def __init__(self, show: Callable[[SceneUpdate, int], None],
                  watching: Callable[[], bool] = lambda: True) -> None:
@@ -250,7 +251,7 @@ class TwinMotion:
                       file=sys.stderr, flush=True)
 
     def _draw(self, before: str, after: str, arms: set[str]) -> None:
-        turn = find_turn(before, after, arms) if self._watching() else None
+        turn = find_turns(before, after, arms) if self._watching() else None
         if turn is not None:
             for frame in range(1, TURN_FRAMES):
                 with self._wake:

@@ -5,9 +5,10 @@ n-1 in steps of 2, stickers on the planes +-n, y up. Foxglove's frames are z up,
 (x, y, z) of the cube is drawn at (z, x, y) (a proper rotation: F faces +x, R +y, U +z), and
 one cube unit is ``UNIT_M`` metres (a 3x3 is a real cube's 57 mm).
 
-:func:`find_turn` says which layer turn carried one facelet string to the next (the twin
-publishes its cube after each motion), so that :func:`cube_scene` can draw the layer part way
-through it: the cube turns in Foxglove as the twin turns.
+:func:`find_turns` says which layer turn (or which two turns of one axis, an axial move)
+carried one facelet string to the next (the twin publishes its cube after each motion), so that
+:func:`cube_scene` can draw the layers part way through it: the cube turns in Foxglove as the
+twin turns.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ from foxglove.messages import (
     Vector3,
 )
 
-from robocell.common.facelets import FACE_NORMALS, FACES, size_of, sticker_geometry
+from robocell.common.facelets import (
+    FACE_NORMALS,
+    FACES,
+    OPPOSITE_FACE,
+    size_of,
+    sticker_geometry,
+)
 
 UNIT_M = 0.0095
 """Metres per cube unit (half a cubie): a 3x3 is 6 units, 57 mm."""
@@ -131,16 +138,37 @@ def find_turn(before: str, after: str, prefer: Iterable[str] = ()) -> Turn | Non
     """The single layer turn (outer layers of one face, any depth up to the whole cube) that
     carries ``before`` to ``after``, or None when none does (or they are equal). Faces in
     ``prefer`` (e.g. the arms that just turned) are tried first, then fewer layers first."""
+    turns = find_turns(before, after, prefer, axial=False)
+    return turns[0] if turns else None
+
+
+def find_turns(before: str, after: str, prefer: Iterable[str] = (), axial: bool = True
+               ) -> tuple[Turn, ...] | None:
+    """The motion that carries ``before`` to ``after``: one layer turn (see
+    :func:`find_turn`) or, with ``axial``, an axial move (outer layers of two opposite faces
+    turned at once, each its own way, as a six-motor robot does), or None when neither
+    explains it (or the states are equal)."""
     size = size_of(before)
     if size is None or len(after) != len(before) or before == after:
         return None
     was = np.frombuffer(before.encode(), dtype=np.uint8)
     now = np.frombuffer(after.encode(), dtype=np.uint8)
     preferred = set(prefer)
-    turns = sorted(_turns(size), key=lambda t: (t.layers, t.face not in preferred))
-    for turn in turns:
+    singles = sorted(_turns(size), key=lambda t: (t.layers, t.face not in preferred))
+    for turn in singles:
         if np.array_equal(was[_source(size, turn)], now):
-            return turn
+            return (turn,)
+    if not axial:
+        return None
+    for first in singles:
+        if first.layers >= size or first.face not in "URF":
+            continue
+        moved = was[_source(size, first)]
+        for second in singles:
+            if (second.face == OPPOSITE_FACE[first.face]
+                    and first.layers + second.layers < size
+                    and np.array_equal(moved[_source(size, second)], now)):
+                return (first, second)
     return None
 
 
@@ -201,17 +229,21 @@ def _turned(point: Sequence[float], rotation: Sequence[Sequence[float]] | None
     return tuple(r[0] * x + r[1] * y + r[2] * z for r in rotation)
 
 
-def cube_entities(facelets: str, label: CubeLabel, turn: Turn | None = None,
-                  fraction: float = 0.0, stamp_ns: int = 0) -> list[SceneEntity]:
+def cube_entities(facelets: str, label: CubeLabel,
+                  turn: Turn | Sequence[Turn] | None = None, fraction: float = 0.0,
+                  stamp_ns: int = 0) -> list[SceneEntity]:
     """One entity per cubie (27 for a 3x3, 8 for a 2x2: a dark body and its stickers in the
-    colours of ``facelets``) and one for the label. With ``turn``, the cubies it carries are
-    drawn ``fraction`` of the way through it."""
+    colours of ``facelets``) and one for the label. With ``turn`` (a layer turn, or the turns
+    of an axial move, on layers no two of them share), the cubies each carries are drawn
+    ``fraction`` of the way through it."""
     size = _size(facelets)
-    threshold = (size - 1) - 2 * (turn.layers - 1) if turn is not None else 0
-    axis = FACE_NORMALS[turn.face] if turn is not None else (0, 1, 0)
-    angle = turn.angle(fraction) if turn is not None else 0.0
-    spin = _rotation(axis, angle).tolist()
-    turned = _orientation(axis, angle)
+    turns = () if turn is None else (turn,) if isinstance(turn, Turn) else tuple(turn)
+    moving = []  # (axis, threshold, rotation matrix, orientation) of each turn
+    for each in turns:
+        axis = FACE_NORMALS[each.face]
+        angle = each.angle(fraction)
+        moving.append((axis, (size - 1) - 2 * (each.layers - 1),
+                       _rotation(axis, angle).tolist(), _orientation(axis, angle)))
     still = Quaternion(x=0.0, y=0.0, z=0.0, w=1.0)
     stamp = Timestamp(sec=stamp_ns // 1_000_000_000, nsec=stamp_ns % 1_000_000_000)
     body = Vector3(x=BODY_SIZE * UNIT_M, y=BODY_SIZE * UNIT_M, z=BODY_SIZE * UNIT_M)
@@ -220,10 +252,11 @@ def cube_entities(facelets: str, label: CubeLabel, turn: Turn | None = None,
     unknown = _rgb(UNKNOWN_RGB)
     entities = []
     for cubie in _cubies(size):
-        carried = turn is not None and sum(
-            c * a for c, a in zip(cubie.centre, axis, strict=True)) >= threshold
-        rotation = spin if carried else None
-        orientation = turned if carried else still
+        rotation, orientation = None, still
+        for axis, threshold, spin, turned in moving:
+            if sum(c * a for c, a in zip(cubie.centre, axis, strict=True)) >= threshold:
+                rotation, orientation = spin, turned
+                break
         cubes = [CubePrimitive(pose=Pose(position=_to_frame(_turned(cubie.centre, rotation),
                                                             label.offset),
                                          orientation=orientation),
@@ -246,7 +279,7 @@ def cube_entities(facelets: str, label: CubeLabel, turn: Turn | None = None,
     return entities
 
 
-def cube_scene(facelets: str, label: CubeLabel, turn: Turn | None = None,
+def cube_scene(facelets: str, label: CubeLabel, turn: Turn | Sequence[Turn] | None = None,
                fraction: float = 0.0, stamp_ns: int = 0) -> SceneUpdate:
     """The SceneUpdate that draws ``facelets`` (see :func:`cube_entities`)."""
     return SceneUpdate(entities=cube_entities(facelets, label, turn, fraction, stamp_ns))
