@@ -18,6 +18,7 @@ from robocell.common.profile import PROFILE_DIR
 from robocell.services.actuator import protocol as proto
 from robocell.services.actuator.executor import Compiler, Execution
 from robocell.services.actuator.link import (
+    EStopNotSentError,
     FirmwareProtocolError,
     FirmwareReset,
     Link,
@@ -133,6 +134,37 @@ def test_after_a_reboot_the_new_boot_id_is_accepted_and_the_next_job_runs(
         assert run(link, compiler, ["R'", "B'"]).outcome == "completed"
     boots = [e["boot"] for e in fw.executed()]
     assert len(set(boots)) == 2 and boots[-1] != boots[0]
+
+
+def test_an_estop_that_never_reached_a_firmware_that_then_rebooted_stops_nothing_after(
+        firmware_factory):
+    """The firmware dies; the cell sends an e-stop into the dead line; the firmware comes
+    back (a new boot: nothing of the old motion survives). The e-stop is over: the next job
+    (HOME, as the cell sends after a reboot) runs, not stopped by the e-stop left pending.
+    Before, it was stopped at once ("emergency stop during homing")."""
+    fw = firmware_factory(speed=200)
+    port = fw.url.rsplit(":", 1)[1]
+    link = Link(fw.url)
+    link.open()
+    fw.process.kill()
+    fw.process.wait(5)
+    try:
+        link.estop()  # into the dead line: written to a closed socket, or refused
+    except EStopNotSentError:
+        pass
+    for _ in range(20):  # the port may be held for a moment after the kill
+        try:
+            firmware_factory("--port", port, speed=200)
+            break
+        except RuntimeError:
+            time.sleep(0.5)
+    # the idle watcher (`poll`) reads what is left on the dead line, then reconnects to the
+    # new boot
+    deadline = time.monotonic() + 15.0
+    with pytest.raises(FirmwareReset):
+        while time.monotonic() < deadline:
+            link.poll()
+    assert link.stream(["HOME"], lambda i: None).outcome == "completed"
 
 
 def test_a_report_with_a_good_checksum_and_a_bad_number_is_a_protocol_error(scripted):

@@ -388,10 +388,14 @@ class Link:
 
     def _rebooted(self, report: proto.Report) -> FirmwareReset:
         """The firmware rebooted: accept its new boot id and line numbering (so the next
-        command reaches it) and return the error that ends the job in progress."""
+        command reaches it), drop a pending e-stop (no motion survives a reboot) and return
+        the error that ends the job in progress."""
         assert self.info is not None
         old, new = self.info.boot_id, report.fields.get("boot", "")
         self.info.boot_id = new
+        # an e-stop still pending (sent into a dead line, never confirmed) was for motion the
+        # reboot ended: left set, it would stop the next job (HOME) at its first line
+        self._estop.clear()
         try:
             self.next_line = report.int_field("accepted") + 1
         except proto.ProtocolError:
