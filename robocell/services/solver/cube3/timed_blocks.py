@@ -34,11 +34,13 @@ WORD, WSYM, WHERE, LCO, LSS, PASSING = 8, 9, 10, 11, 12, 13
 N_FIELDS = 14
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
-# control words: ints [sp, last level whose permutations are up to date]; floats [c1,
+# control words: ints [sp, last level whose permutations are up to date, the words read ahead
+# xor-ed (`timed_search.prefetch_words`, kept only so that the reads stay)]; floats [c1,
 # previous c1, next c1, best]; counters [children refused by the node's word, nodes looked
 # up, phase-2 nodes, phase-2 searches cut short]
 SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
 VALID = 1
+SINK = 2
 REFUSED = 0
 C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2
