@@ -59,6 +59,10 @@ def test_an_axial_move_is_found_as_two_turns_of_one_axis(move, expected):
     assert find_turns(before, apply_to_facelets(before, parse_moves("R"), 3)) == (
         Turn("R", 1, 1),)
     assert find_turns(before, apply_to_facelets(before, parse_moves("R U"), 3)) is None
+    # a 2x2's two layers of one axis turned opposite ways (not a whole-cube rotation)
+    small = apply_to_facelets(solved(2), parse_moves(SCRAMBLE), 2)
+    turns = find_turns(small, apply_to_facelets(small, parse_moves("R L"), 2), prefer="RL")
+    assert turns is not None and set(turns) == {Turn("R", 1, 1), Turn("L", 1, 1)}
 
 
 def test_an_axial_move_part_way_rotates_both_layers_each_its_own_way():

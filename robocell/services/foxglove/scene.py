@@ -166,7 +166,7 @@ def find_turns(before: str, after: str, prefer: Iterable[str] = (), axial: bool 
         moved = was[_source(size, first)]
         for second in singles:
             if (second.face == OPPOSITE_FACE[first.face]
-                    and first.layers + second.layers < size
+                    and first.layers + second.layers <= size  # layers apart
                     and np.array_equal(moved[_source(size, second)], now)):
                 return (first, second)
     return None
