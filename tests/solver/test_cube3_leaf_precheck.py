@@ -2,12 +2,13 @@
 (`timed_phase2.leaf_precheck`): the corner permutation and slice edges the stack carries for
 it are the cube's, and the bound it refuses on is never over the one `phase2_root` would
 refuse on (so it refuses no leaf phase 2 would take). A node's children tested all at once
-on its word (`timed_search.word_passing`) as they would be one by one, and the words of
-those that pass read ahead (`timed_search.prefetch_words`)."""
+on its word (`timed_search.word_passing`) as they would be one by one, and what visiting
+those that pass reads started ahead (`timed_search.prefetch_children`)."""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from robocell.common.profile import load_profile
 from robocell.common.scramble import random_cubie_state
@@ -16,14 +17,11 @@ from robocell.services.solver.cube3.defs import N_CORNERS, N_MOVE, N_PERM_4, N_U
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.timed import RobotTimeSearch
 from robocell.services.solver.cube3.timed_blocks import (
-    FL,
     KIND,
     LCO,
     LSS,
     MV,
-    SL,
     SP,
-    TW,
     WHERE,
     WORD,
     WSYM,
@@ -31,7 +29,6 @@ from robocell.services.solver.cube3.timed_blocks import (
 from robocell.services.solver.cube3.weighted import (
     corner_slice2,
     move_bound,
-    moves_word,
     weighted2,
 )
 
@@ -133,28 +130,20 @@ def test_a_nodes_children_are_refused_on_its_word_all_at_once_as_one_by_one() ->
     assert checked >= 18
 
 
-def test_the_words_read_ahead_are_the_passing_childrens() -> None:
-    """`timed_search.prefetch_words` reads the move word of each child in ``passing`` (the
-    ones the search visits next), no other: its xor is the xor of the words `moves_word`
-    gives those children."""
+def test_the_reads_started_ahead_are_prefetches_of_the_passing_childrens_entries() -> None:
+    """`timed_search.prefetch_children` starts the reads of each passing child's move word
+    (and its corner and slice-edge moves) with prefetch instructions, which hold nothing up
+    and change nothing: the compiled code has them, and the stack is as it was."""
     search = RobotTimeSearch(random_cubie_state(3, 11), load_profile("six-motor"))
     T, W = search.T, search.W
     for _ in search.solutions(0.005):
         pass
-    rng = np.random.default_rng(3)
-    checked = 0
-    for ds in search.directions:
-        ints = ds.ints
-        for sp in range(int(ds.ctl[SP]) + 1):
-            for passing in (0, (1 << N_MOVE) - 1, int(rng.integers(1 << N_MOVE))):
-                want = 0
-                for m in range(N_MOVE):
-                    if passing >> m & 1:
-                        col = timed_blocks.FACE_KIND[m]
-                        word = moves_word(T, W, T.twist_move[ints[sp, TW], col],
-                                          T.flip_move[ints[sp, FL], col],
-                                          T.slice_move[ints[sp, SL], col])[0]
-                        want ^= int(word)
-                assert timed_search.prefetch_words(T, W, ints, sp, passing) == want
-                checked += 1
-    assert checked > 30
+    ds = search.directions[0]
+    before = ds.ints.copy()
+    # compiled afresh: code loaded from numba's cache keeps no assembly to look at
+    fn = njit(_nrt=False)(timed_search.prefetch_children.py_func)
+    for sp in range(int(ds.ctl[SP]) + 1):
+        fn(T, W, ds.ints, sp, (1 << N_MOVE) - 1)
+    assert np.array_equal(ds.ints, before)
+    asm = fn.inspect_asm(fn.signatures[0])
+    assert asm.count("prefetch") >= 3  # the word, the corner move, the slice-edge move

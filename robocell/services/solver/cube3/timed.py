@@ -197,6 +197,10 @@ def _steps_for(key: tuple, cost: np.ndarray, axial_steps: bool,
     return _STEPS[key]
 
 
+_STACKED = ("cost", "exits", "H", "H2", "ints", "before", "after", "g", "ctl", "perms", "fctl")
+"""The arrays of a direction that `RobotTimeSearch` stacks over its directions."""
+
+
 class _DirectionState:
     """A direction and its resumable robot-time search."""
 
@@ -214,7 +218,7 @@ class _DirectionState:
         self.before = np.zeros((tb.LEVELS, n))
         self.after = np.zeros((tb.LEVELS, n))
         self.g = np.zeros(tb.LEVELS)
-        self.ctl = np.zeros(3, np.int64)
+        self.ctl = np.zeros(2, np.int64)
         self.perms = np.zeros((tb.LEVELS, 20), np.int64)
         """Corner and edge permutations along the phase-1 path (`timed_phase2.leaf_phase2`)."""
         self.fctl = np.zeros(4)
@@ -251,6 +255,19 @@ class RobotTimeSearch:
         self.counters = np.zeros(4, np.int64)
         self.exhausted = False
         self.phase2_cap = PHASE2_CAP
+        # the directions' stacks and tables on a first axis, for `timed_search.search_turns`
+        # (each direction's own arrays become views of them)
+        self._stacked = {}
+        for name in _STACKED:
+            self._stacked[name] = np.ascontiguousarray(np.stack(
+                [getattr(ds, name) for ds in self.directions]) if self.directions else
+                np.zeros((0, 1)))
+            for i, ds in enumerate(self.directions):
+                setattr(ds, name, self._stacked[name][i])
+        self._start_cp = np.ascontiguousarray(
+            [ds.direction.start_cp for ds in self.directions], dtype=np.int64)
+        self._start_ep = np.ascontiguousarray(
+            [ds.direction.start_ep for ds in self.directions], dtype=np.int64)
 
     @property
     def nodes(self) -> int:
@@ -262,24 +279,24 @@ class RobotTimeSearch:
         one before and than ``best``, until ``timeout`` seconds are spent or nothing cheaper
         exists (then ``exhausted`` is True)."""
         deadline = None if timeout is None else time.perf_counter() + timeout
+        active = np.array([not ds.exhausted for ds in self.directions], dtype=np.bool_)
+        a = self._stacked
         while True:
-            active = [d for d in self.directions if not d.exhausted]
-            if not active:
+            if not active.any():
                 # complete unless a phase-2 search was cut short at PHASE2_CAP
                 self.exhausted = not self.counters[tb.CAPPED]
                 return
-            for ds in active:
-                ds.fctl[tb.BEST] = best
-                status, cost, length = ts.search_direction(
-                    self.T, self.D, self.W, ds.cost, ds.exits, self.costs.finish, ds.H, ds.H2,
-                    self.costs.step, ds.direction.start_cp, ds.direction.start_ep, ds.ints,
-                    ds.before, ds.after, ds.g, ds.ctl, ds.fctl, NODE_SLICE, self.path, self.work,
-                    self.ints2, self.before2, self.after2, self.g2, self.out_path,
-                    self.counters, self.phase2_cap, ds.perms)
-                if status == tb.EXHAUSTED:
-                    ds.exhausted = True
-                elif status == tb.FOUND:
-                    best = float(cost)
-                    yield ds.direction.to_original(self.out_path[:length]), best
-                if deadline is not None and time.perf_counter() >= deadline:
-                    return
+            status, i, cost, length = ts.search_turns(
+                self.T, self.D, self.W, a["cost"], a["exits"], self.costs.finish, a["H"],
+                a["H2"], self.costs.step, self._start_cp, self._start_ep, a["ints"],
+                a["before"], a["after"], a["g"], a["ctl"], a["fctl"], active,
+                NODE_SLICE * int(active.sum()), best, self.path, self.work, self.ints2,
+                self.before2, self.after2, self.g2, self.out_path, self.counters,
+                self.phase2_cap, a["perms"])
+            for ds, on in zip(self.directions, active, strict=True):
+                ds.exhausted = not on
+            if status == tb.FOUND:
+                best = float(cost)
+                yield self.directions[i].direction.to_original(self.out_path[:length]), best
+            if deadline is not None and time.perf_counter() >= deadline:
+                return

@@ -29,18 +29,16 @@ IS_P2[list(PHASE2_MOVES)] = True
 # per-level integer fields of the phase-1 and phase-2 stacks
 TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
 # phase 1: the node's `weighted.moves_word`; its corner permutation and slice edges
-# (`leaf_precheck`); the children its word lets through (`word_passing`, set when NEXT is 0)
+# (`leaf_precheck`); the children its word lets through (`word_passing`; -1 until then)
 WORD, WSYM, WHERE, LCO, LSS, PASSING = 8, 9, 10, 11, 12, 13
 N_FIELDS = 14
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
-# control words: ints [sp, last level whose permutations are up to date, the words read ahead
-# xor-ed (`timed_search.prefetch_words`, kept only so that the reads stay)]; floats [c1,
+# control words: ints [sp, last level whose permutations are up to date]; floats [c1,
 # previous c1, next c1, best]; counters [children refused by the node's word, nodes looked
 # up, phase-2 nodes, phase-2 searches cut short]
 SP, NODES, P2NODES, CAPPED = 0, 1, 2, 3
 VALID = 1
-SINK = 2
 REFUSED = 0
 C1, PREV_C1, NEXT_C1, BEST = 0, 1, 2, 3
 BUDGET_SPENT, FOUND, EXHAUSTED = 0, 1, 2

@@ -25,18 +25,20 @@ most children are refused on it without a lookup. Phase 1 runs IDA* on its cost 
 this threshold is finished by IDA* on the cost within G1, under the best total found so far
 (`timed_phase2`). Both are resumable explicit-stack searches; a path's price is worked out by
 `timed_blocks`. A node's children are first tested all at once on its word
-(`word_passing`); only those that pass are visited, and their words are read together then
-(`prefetch_words`): a word is a random read of a table over a gigabyte, and reads that wait
-on none of the others overlap their misses, where one by one each waited its own.
+(`word_passing`); only those that pass are visited. What visiting them reads from the big
+tables (a word is a random read of a table over a gigabyte) is started then with prefetches
+(`prefetch_children`), and the search goes on with a step of another direction while the
+reads come (`search_turns` runs the directions a step each in turn): the misses of several
+directions overlap, where one direction alone waits on each of its own in turn.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from robocell.services.solver.cube3 import coord
 from robocell.services.solver.cube3.defs import MAX_LENGTH, N_MOVE
+from robocell.services.solver.cube3.prefetch import prefetch, prefetch2
 from robocell.services.solver.cube3.pruning import mod3, next_depth
 from robocell.services.solver.cube3.search import allowed_after
 from robocell.services.solver.cube3.timed_blocks import (
@@ -62,7 +64,6 @@ from robocell.services.solver.cube3.timed_blocks import (
     PASSING,
     PREV_C1,
     REFUSED,
-    SINK,
     SL,
     SP,
     TW,
@@ -166,25 +167,27 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
 
 
 @njit(cache=True, _nrt=False)
-def prefetch_words(T, W, ints, sp, passing):
-    """Read the move words of the children in ``passing`` all at once: the reads do not wait
-    on one another, so their misses overlap, and each child's own read then finds its word in
-    the cache. Returned: the words xor-ed together, which the caller keeps (ctl[SINK]) so that
-    the compiler does not leave the reads out."""
-    acc = np.int64(0)
+def prefetch_children(T, W, ints, sp, passing):
+    """Start reading what visiting the children in ``passing`` will read from the big tables:
+    their move words, and their corner and slice-edge coordinates. The reads do not wait on
+    one another nor hold up what comes next: their misses overlap, with one another and with
+    the other directions' steps taken meanwhile (`search_turns`)."""
     tw = ints[sp, TW]
     fl = ints[sp, FL]
     sl = ints[sp, SL]
+    lco = ints[sp, LCO]
+    lss = ints[sp, LSS]
     m = 0
     while passing:
         if passing & 1:
             col = FACE_KIND[m]
             entry = phase1_entry(T, T.twist_move[tw, col], T.flip_move[fl, col],
                                  T.slice_move[sl, col])[0]
-            acc ^= np.int64(W.moves[entry])
+            prefetch(W.moves, entry)
+            prefetch2(T.corners_move, lco, col)
+            prefetch2(T.slice_sorted_move, lss, col)
         passing >>= 1
         m += 1
-    return acc
 
 
 @njit(cache=True)
@@ -214,22 +217,20 @@ def init_direction(T, D, W, root, start_cp, start_ep, start_vector, ints, before
     fctl[NEXT_C1] = 0.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, ints, before,
                      after, g, ctl, fctl, budget, path, work, ints2, before2, after2, g2,
                      out_path, counters, cap, perms):
-    """Resume one direction's phase-1 IDA* for about ``budget`` nodes, solutions having to
-    cost less than fctl[BEST]. Returns (status, cost, length): FOUND with the solution in
-    ``out_path`` (fctl[BEST] lowered to its cost), EXHAUSTED when no phase-1 threshold under
-    the best is left, or BUDGET_SPENT."""
+    """Resume one direction's phase-1 IDA* for ``budget`` nodes (up to where the next node's
+    children have their reads started), solutions having to cost less than fctl[BEST]
+    (inlined in `search_turns`, its one caller). Returns (status, cost, length): FOUND with
+    the solution in ``out_path`` (fctl[BEST] lowered to its cost), EXHAUSTED when no phase-1
+    threshold under the best is left, or BUDGET_SPENT."""
     sp = ctl[SP]
     n_states = before.shape[1]
     spent = 0
     while True:
         best = fctl[BEST]
-        if spent >= budget:
-            ctl[SP] = sp
-            return BUDGET_SPENT, INF, 0
         if sp < 0:
             if fctl[NEXT_C1] == INF or fctl[NEXT_C1] >= best - EPS:
                 ctl[SP] = -1
@@ -238,7 +239,7 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             fctl[C1] = max(fctl[NEXT_C1], bound(after[0], H, ints[0, DD], 0, 3),
                            fctl[C1] + w)  # thresholds rise by a step at least
             fctl[NEXT_C1] = INF
-            ints[0, NEXT] = 0
+            ints[0, NEXT], ints[0, PASSING] = 0, -1
             sp = 0
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
                 c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep,
@@ -254,12 +255,17 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             sp -= 1
             continue
         c1 = fctl[C1]
-        if k == 0:
+        if ints[sp, PASSING] < 0:
             # most children are refused here, on the node's word, without a lookup
             passing = word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters)
             ints[sp, PASSING] = passing
-            # their words read now, together, not one by one as each is visited
-            ctl[SINK] ^= prefetch_words(T, W, ints, sp, passing)
+            # what visiting them reads is started now; the budget is looked at here only, so
+            # that another direction's step (`search_turns`) goes on while the reads come
+            prefetch_children(T, W, ints, sp, passing)
+            if spent >= budget:
+                ctl[SP] = sp
+                return BUDGET_SPENT, INF, 0
+            continue
         left = ints[sp, PASSING] >> k
         if left == 0:
             sp -= 1
@@ -312,6 +318,7 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         ints[child, MV] = m
         ints[child, KIND] = kind
         ints[child, NEXT] = 0
+        ints[child, PASSING] = -1
         ints[child, EXT] = ext
         ints[child, WORD] = word
         ints[child, WSYM] = wsym
@@ -330,3 +337,36 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
                 fctl[BEST] = c
                 ctl[SP] = sp
                 return FOUND, c, n
+
+
+@njit(cache=True, _nrt=False)
+def search_turns(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, ints, before,
+                 after, g, ctl, fctl, active, steps, best, path, work, ints2, before2, after2,
+                 g2, out_path, counters, cap, perms):
+    """Run the active directions (``active[i]``; their stacks and tables stacked on a first
+    axis) a step each in turn (`search_direction` with a budget of one), about ``steps``
+    steps in all, solutions having to cost less than ``best``: a step that starts reads
+    (`prefetch_children`) is followed by the other directions' steps while they come.
+    Returns (status, direction, cost, length): FOUND with the solution in ``out_path``,
+    EXHAUSTED when no direction is active any more, or BUDGET_SPENT."""
+    n = ints.shape[0]
+    done = 0
+    while done < steps:
+        running = False
+        for i in range(n):
+            if not active[i]:
+                continue
+            running = True
+            fctl[i, BEST] = best
+            status, c, length = search_direction(
+                T, D, W, cost[i], exits[i], finish, H[i], H2[i], w, start_cp[i], start_ep[i],
+                ints[i], before[i], after[i], g[i], ctl[i], fctl[i], 1, path, work, ints2,
+                before2, after2, g2, out_path, counters, cap, perms[i])
+            done += 1
+            if status == EXHAUSTED:
+                active[i] = False
+            elif status == FOUND:
+                return FOUND, i, c, length
+        if not running:
+            return EXHAUSTED, -1, INF, 0
+    return BUDGET_SPENT, -1, INF, 0
