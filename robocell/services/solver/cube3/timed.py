@@ -32,7 +32,8 @@ from robocell.services.solver.cube3.tables import load_tables
 from robocell.services.solver.cube3.weighted import weighted_tables
 
 NODE_SLICE = 1000
-"""Phase-1 nodes a direction may visit before the driver looks at the clock again."""
+"""Steps (a phase-1 node visited each, about) every active direction takes before the driver
+looks at the clock again (`timed_search.search_turns`)."""
 PHASE2_CAP = 5000
 """Phase-2 nodes one phase-1 path may take: past it, the path is left for the next one."""
 AXIAL_GAIN = 1.2
@@ -259,11 +260,10 @@ class RobotTimeSearch:
         # (each direction's own arrays become views of them)
         self._stacked = {}
         for name in _STACKED:
-            self._stacked[name] = np.ascontiguousarray(np.stack(
-                [getattr(ds, name) for ds in self.directions]) if self.directions else
-                np.zeros((0, 1)))
-            for i, ds in enumerate(self.directions):
-                setattr(ds, name, self._stacked[name][i])
+            arrays = [getattr(ds, name) for ds in self.directions]
+            self._stacked[name] = np.stack(arrays) if arrays else np.zeros((0, 1))
+            for ds, view in zip(self.directions, self._stacked[name], strict=True):
+                setattr(ds, name, view)
         self._start_cp = np.ascontiguousarray(
             [ds.direction.start_cp for ds in self.directions], dtype=np.int64)
         self._start_ep = np.ascontiguousarray(
