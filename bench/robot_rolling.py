@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from robocell.common.facelets import FACES, centre_facelets  # noqa: E402
 from robocell.common.moves import apply_to_facelets  # noqa: E402
-from robocell.common.profile import Profile, load_profile  # noqa: E402
+from robocell.common.profile import Profile, ProfileError, load_profile  # noqa: E402
 from robocell.common.scramble import random_cubie_state  # noqa: E402
 
 ROTATIONS = frozenset({"x", "y", "z"})
@@ -101,7 +101,17 @@ def main() -> None:
     parser.add_argument("--margin-ms", type=float, default=10.0,
                         help="the rest's search ends this long before the robot needs it")
     args = parser.parse_args()
-    profile = load_profile(args.profile)
+    if args.cubes < 1:
+        parser.error(f"--cubes {args.cubes}: give at least one cube")
+    if args.margin_ms < 0:
+        parser.error(f"--margin-ms {args.margin_ms:g}: give 0 or more")
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        parser.error(str(exc))
+    if profile.puzzle != "3x3" or profile.search_budget_s is None:
+        parser.error(f"--profile {args.profile}: give a 3x3 robot profile with a "
+                     "search_budget_ms (six-motor, tilt-spin)")
     budget_s = profile.search_budget_s
     with ProcessPoolExecutor(PARTS) as pool:
         for f in [pool.submit(_warm, str(profile.path)) for _ in range(PARTS)]:
