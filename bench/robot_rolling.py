@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from robocell.common.facelets import FACES, centre_facelets  # noqa: E402
+from robocell.common.facelets import relabel_by_centres, solved  # noqa: E402
 from robocell.common.moves import apply_to_facelets  # noqa: E402
 from robocell.common.profile import Profile, ProfileError, load_profile  # noqa: E402
 from robocell.common.scramble import random_cubie_state  # noqa: E402
@@ -56,12 +56,6 @@ def search(pool: ProcessPoolExecutor, facelets: str, profile: Profile, budget_s:
     return min((f.result() for f in futures), key=lambda plan: plan[1])
 
 
-def recoloured(facelets: str) -> str:
-    """The cube as the robot holds it: each colour renamed after the face its centre is on."""
-    name = {facelets[c]: FACES[i] for i, c in enumerate(centre_facelets())}
-    return "".join(name[ch] for ch in facelets)
-
-
 def rolled(pool: ProcessPoolExecutor, facelets: str, profile: Profile, budget_s: float,
            margin_s: float) -> tuple[float, float, int]:
     """(cost of the plan found in the budget, cost of what the robot executed, rests
@@ -80,7 +74,8 @@ def rolled(pool: ProcessPoolExecutor, facelets: str, profile: Profile, budget_s:
         spent = sum(profile.primitive(p).cost for p in head)
         executed += spent
         cost -= spent
-        facelets = recoloured(apply_to_facelets(facelets, primitive_moves(head, profile)))
+        facelets = relabel_by_centres(
+            apply_to_facelets(facelets, primitive_moves(head, profile)))
         if not rest:
             break
         window = spent * profile.unit_ms / 1000 - margin_s
@@ -88,7 +83,7 @@ def rolled(pool: ProcessPoolExecutor, facelets: str, profile: Profile, budget_s:
             again, again_cost = search(pool, facelets, profile, window)
             if again_cost < cost - 1e-9:
                 rest, cost, replaced = again, again_cost, replaced + 1
-    if any(len(set(facelets[9 * f: 9 * f + 9])) != 1 for f in range(6)):
+    if facelets != solved(3):  # relabelled after the centres: solved in any orientation
         raise RuntimeError(f"the executed primitives leave {facelets}, not a solved cube")
     return first, executed, replaced
 
