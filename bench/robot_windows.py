@@ -33,6 +33,9 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from robot_rolling import PARTS, _warm, search  # noqa: E402
 
 from robocell.common.cubie import CubieState  # noqa: E402
 from robocell.common.moves import apply_to_cubies  # noqa: E402
@@ -46,7 +49,6 @@ from robocell.services.solver.cube3.robot import (  # noqa: E402
 )
 from robocell.services.solver.cube3.timed import profile_costs  # noqa: E402
 
-PARTS = 2
 N_KINDS = 45  # 3 axes x 15 ways to turn the two faces of one
 SLOTS = 20  # 8 corners (position * 3 + twist), 12 edges (position * 2 + flip)
 SOLVED = CubieState.solved(3)
@@ -252,18 +254,6 @@ class Windows:
             replaced.append(what)
 
 
-def _search(facelets: str, profile_name: str, budget_s: float, part: int
-            ) -> tuple[list[str], float]:
-    from robocell.services.solver.cube3.solver import solve_3x3
-
-    plan = solve_3x3(facelets, profile_name, timeout=budget_s, part=(part, PARTS))
-    return list(plan.primitives), float(plan.cost)
-
-
-def _warm(profile_name: str) -> None:
-    _search(random_cubie_state(3, 1).to_facelets(), profile_name, 0.01, 0)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="six-motor")
@@ -297,9 +287,7 @@ def main() -> None:
             f.result()
         for i in range(args.cubes):
             state = random_cubie_state(3, args.seed + i)
-            futures = [pool.submit(_search, state.to_facelets(), str(profile.path), budget_s,
-                                   k) for k in range(PARTS)]
-            primitives, cost = min((f.result() for f in futures), key=lambda p: p[1])
+            primitives, cost = search(pool, state.to_facelets(), profile, budget_s)
             moves = primitive_moves(primitives, profile)
             t = time.perf_counter()
             better, what = windows.repair(moves, args.max_window)
