@@ -42,8 +42,23 @@ def test_declared_scan_views_match_what_the_twin_shows(name):
     assert observed_views(profile) == declared
 
 
+def _orientations(facelets: str) -> set[str]:
+    """The cube in each of its 24 whole-cube orientations."""
+    seen, todo = {facelets}, [facelets]
+    while todo:
+        here = todo.pop()
+        for rotation in ("x", "y", "z"):
+            turned = apply_to_facelets(here, rotation)
+            if turned not in seen:
+                seen.add(turned)
+                todo.append(turned)
+    return seen
+
+
 @pytest.mark.parametrize("name", ROBOTS)
-def test_scan_program_returns_the_cube_unchanged(name):
+def test_scan_program_only_reorients_the_cube(name):
+    """A scan may leave the cube in another orientation (its views name the faces by where
+    they are when it ends), but it turns no layer against another."""
     profile = load_profile(name)
     compiler = Compiler(profile)
     twin = Twin(profile, None)
@@ -54,7 +69,9 @@ def test_scan_program_returns_the_cube_unchanged(name):
     for pose in program.poses:
         run_commands(twin, pose.commands)
     run_commands(twin, program.finish)
-    assert twin.facelets == before
+    assert twin.fault is None
+    assert twin.facelets in _orientations(before)
+    assert len(_orientations(before)) == 24
 
 
 def test_turning_an_arm_while_the_perpendicular_pair_grips_jams(soltvvo):
@@ -103,3 +120,61 @@ def test_open_arm_spins_without_moving_the_cube(soltvvo):
     before = twin.facelets
     twin.move({"B": -270.0})
     assert twin.facelets == before and twin.arm_angles["B"] == -270.0
+
+
+def _rotation_primitives(profile) -> list[tuple]:
+    """(moves, cost) of the primitives that only re-orient the cube."""
+    return [(p.moves, p.cost) for p in profile.primitives
+            if all(m.name in "xyz" for m in p.moves)]
+
+
+def _least_reorientations(profile, start: str) -> dict[str, float]:
+    """Least cost, in the profile's units, of reaching each orientation of ``start`` with the
+    primitives that only re-orient the cube (Dijkstra over the 24 orientations)."""
+    rotations = _rotation_primitives(profile)
+    best, todo = {start: 0.0}, [(0.0, start)]
+    while todo:
+        todo.sort(reverse=True)
+        cost, here = todo.pop()
+        if cost > best[here]:
+            continue
+        for moves, step in rotations:
+            there = apply_to_facelets(here, list(moves))
+            if cost + step < best.get(there, float("inf")):
+                best[there] = cost + step
+                todo.append((cost + step, there))
+    return best
+
+
+def test_tilt_spin_scan_shows_every_face_in_the_least_time():
+    """Each pose's motion costs what the cheapest re-orientation to it costs, and the program
+    as a whole costs what the cheapest order of tilts and spins showing all six faces costs."""
+    profile = load_profile("tilt-spin")
+    compiler = Compiler(profile)
+    twin = Twin(profile, None)
+    twin.facelets = "".join(chr(0x30 + i) for i in range(54))
+    program_cost = 0.0
+    for pose in compiler.scan_program.poses:
+        before = twin.facelets
+        run_commands(twin, pose.commands)
+        program_cost += _least_reorientations(profile, before)[twin.facelets]
+    # least over orders: Dijkstra over (orientation, faces seen on top so far)
+    rotations = _rotation_primitives(profile)
+    start = "".join(chr(0x30 + i) for i in range(54))
+    todo = [(0.0, start, frozenset(start[4]))]
+    done: set = set()
+    least = None
+    while todo:
+        todo.sort(key=lambda item: item[0], reverse=True)
+        cost, here, seen = todo.pop()
+        if len(seen) == 6:
+            least = cost
+            break
+        if (here, seen) in done:
+            continue
+        done.add((here, seen))
+        for moves, step in rotations:
+            there = apply_to_facelets(here, list(moves))
+            todo.append((cost + step, there, seen | {there[4]}))
+    assert least == 380
+    assert program_cost == least

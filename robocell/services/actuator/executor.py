@@ -112,8 +112,8 @@ class Compiler:
         return Job("plan", list(primitives), lines)
 
     def scan(self, model: MotorModel | None = None) -> Job:
-        """The scan program: step i ends when pose i is reached; a last step returns the cube
-        to its start orientation."""
+        """The scan program: step i ends when pose i is reached; a last step runs the
+        profile's ``finish`` motions (if any, e.g. back to the start orientation)."""
         model = model or MotorModel(self.motors)
         lines: list[Line] = []
         names = []

@@ -357,7 +357,8 @@ class ScanProgram:
 def load_scan(profile: Profile, motors: dict[str, Motor] | None = None) -> ScanProgram:
     """The ``[scan]`` section: ``[[scan.poses]]`` with ``name``, ``motion`` (list of motion
     strings run before the pose is held), ``views`` (list of ``{at, face, rotation}``), and
-    ``finish`` (motion strings after the last pose, returning to the start orientation)."""
+    ``finish`` (motion strings after the last pose, for example back to the start orientation;
+    optional, since the views name faces by where they are when the scan ends)."""
     motors = motors if motors is not None else load_motors(profile)
     raw = profile.data.get("scan")
     path = profile.path
