@@ -38,6 +38,7 @@ A bad file raises `ProfileError` naming the file, the key and the problem.
 from __future__ import annotations
 
 import hashlib
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,10 @@ class Profile:
     data: dict = field(repr=False, compare=False)
     search_budget_s: float | None = None
     """3x3 search budget for this robot (None: the solver's default)."""
+    search_hash: str = ""
+    """Digest of what the solver's tables are made from (puzzle, solved orientation,
+    sequencing, each primitive's name, moves, cost and group): the tables' manifests hold it,
+    so editing the motions, scan, wiring or comments does not rebuild them."""
 
     @property
     def size(self) -> int | None:
@@ -252,9 +257,15 @@ def parse_profile(text: str, path: Path | str = "<profile>", digest: str | None 
     if path.suffix == ".toml" and path.stem != name:
         raise ProfileError(path, "name", f"{name!r} must equal the file name {path.stem!r}")
     content_hash = digest or hashlib.sha256(text.encode("utf-8")).hexdigest()
+    search_spec = {"puzzle": puzzle, "solved_any_orientation": any_orientation,
+                   "sequencing": rule,
+                   "primitives": [[p.name, [str(m) for m in p.moves], p.cost, p.group]
+                                  for p in primitives]}
+    search_hash = hashlib.sha256(json.dumps(search_spec, sort_keys=True).encode()).hexdigest()
     return Profile(
         name=name, path=path, description=description, puzzle=puzzle,  # type: ignore[arg-type]
         unit_ms=unit_ms, solved_any_orientation=any_orientation, sequencing=rule,
         primitives=tuple(primitives), content_hash=content_hash, data=data,
         search_budget_s=None if budget_ms is None else float(budget_ms) / 1000.0,
+        search_hash=search_hash,
     )

@@ -74,7 +74,7 @@ def test_manifest_records_profile_hash_and_checksums():
     group = group_for(profile)
     tables.load(group)
     manifest = tables.read_manifest(group)
-    assert manifest["params"]["profile_hash"] == profile.content_hash
+    assert manifest["params"]["profile_hash"] == profile.search_hash
     assert set(manifest["arrays"]) == {"perm_moves", "twist_moves", "cost_to_go", "layout"}
     assert manifest["arrays"]["cost_to_go"]["shape"] == [1, N_STATES]
     assert tables.verify(group) == []
@@ -85,6 +85,21 @@ def test_editing_a_profile_makes_its_table_stale(tmp_path):
     edited = parse_profile(text.replace("cost = 3", "cost = 4", 1),
                            tmp_path / "soltvvo-2x2.toml")
     assert tables.staleness(group_for(edited)) == "built with other parameters"
+
+
+def test_editing_what_the_search_does_not_read_keeps_the_table(tmp_path):
+    """Motions, the scan program, wiring and comments are not what the tables are made of:
+    editing them must not cost a rebuild."""
+    text = load_profile("soltvvo-2x2").path.read_text()
+    edited_text = text.replace('finish = ["turn F:90 B:-90", "grip gR gL"]',
+                               'finish = ["turn F:90 B:-90", "grip gR gL"]  # back to start')
+    edited_text += "\n# a note on the wiring\n"
+    assert edited_text != text
+    edited = parse_profile(edited_text, tmp_path / "soltvvo-2x2.toml")
+    profile = load_profile("soltvvo-2x2")
+    assert edited.content_hash != profile.content_hash
+    assert edited.search_hash == profile.search_hash
+    assert group_for(edited).params == group_for(profile).params
 
 
 def test_profiles_the_tables_cannot_serve_are_refused_with_the_key(tmp_path):

@@ -253,3 +253,27 @@ def test_a_robot_plan_searches_for_the_profiles_budget():
     assert 40 <= plan.solve_ms < 2000
     quick = solve(random_facelets(3, 77), "six-motor", timeout=0.0)
     assert quick.solve_ms < plan.solve_ms and quick.cost >= plan.cost
+
+
+def test_the_robot_tables_are_stale_only_when_what_they_are_made_of_changes():
+    """A new scan program or wiring keeps the 1.4 GB of search tables; a new cost does not."""
+    from pathlib import Path
+
+    from robocell.services.solver.cube3 import weighted
+
+    profile = load_profile("tilt-spin")
+    text = Path(profile.path).read_text()
+
+    def groups(p: Profile) -> tuple[dict, dict]:
+        return (weighted.table_group(p, None).params, weighted.moves_group(p, None).params)
+
+    rescanned = parse_profile(text.replace('finish = []', 'finish = ["turn table:90"]')
+                              .replace("enable = 38", "enable = 39"), Path("tilt-spin.toml"))
+    assert rescanned.content_hash != profile.content_hash
+    assert groups(rescanned) == groups(profile)
+    for old, new in (("cost = 60", "cost = 61"), ('moves = "x\'"', 'moves = "x"'),
+                     ("solved_any_orientation = true", "solved_any_orientation = false")):
+        assert old in text
+        edited = parse_profile(text.replace(old, new), Path("tilt-spin.toml"))
+        assert groups(edited)[0] != groups(profile)[0], old
+        assert groups(edited)[1] != groups(profile)[1], old

@@ -52,7 +52,7 @@ def group_for(profile: Profile) -> tables.TableGroup:
     return tables.TableGroup(
         name=f"cube2-{profile.name}",
         params={"code_version": CODE_VERSION, "profile": profile.name,
-                "profile_hash": profile.content_hash, "n_states": N_STATES},
+                "profile_hash": profile.search_hash, "n_states": N_STATES},
         build=partial(_build, profile),
         description=f"2x2x2 optimal cost-to-go for profile {profile.name} over "
                     f"{N_STATES:,} rotation classes x sequencing states",

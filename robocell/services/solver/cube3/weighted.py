@@ -270,7 +270,7 @@ def table_group(profile: Profile, cost: np.ndarray) -> TableGroup:
     return TableGroup(
         name=f"cube3-robot-{profile.name}",
         params={"code_version": WEIGHTED_CODE_VERSION, "profile": profile.name,
-                "profile_digest": profile.content_hash, "slices": N_SLICE},
+                "profile_digest": profile.search_hash, "slices": N_SLICE},
         build=lambda: build_weighted(profile, cost),
         description=f"3x3x3 robot-time search for profile {profile.name}: exact least cost "
                     "of each phase, and of corner-slice and edge-slice")

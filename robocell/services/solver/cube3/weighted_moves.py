@@ -138,7 +138,7 @@ def table_group(profile: Profile, weighted_group: TableGroup, kind_ticks_of) -> 
     return TableGroup(
         name=f"cube3-robot-{profile.name}-moves",
         params={"code_version": MOVES_CODE_VERSION, "profile": profile.name,
-                "profile_digest": profile.content_hash,
+                "profile_digest": profile.search_hash,
                 "weighted": weighted_group.params},
         build=build,
         description=f"3x3x3 robot-time search for profile {profile.name}: what each face "
