@@ -36,6 +36,19 @@ ROTATIONS = frozenset({"x", "y", "z"})
 PARTS = 2
 
 
+def robot_profile(parser: argparse.ArgumentParser, name: str) -> Profile:
+    """The 3x3 robot profile ``--profile`` names; a parser error that says what to give
+    when there is none or it has no search budget."""
+    try:
+        profile = load_profile(name)
+    except ProfileError as exc:
+        parser.error(str(exc))
+    if profile.puzzle != "3x3" or profile.search_budget_s is None:
+        parser.error(f"--profile {name}: give a 3x3 robot profile with a "
+                     "search_budget_ms (six-motor, tilt-spin)")
+    return profile
+
+
 def _search(facelets: str, profile_name: str, budget_s: float, part: int
             ) -> tuple[list[str], float]:
     from robocell.services.solver.cube3.solver import solve_3x3
@@ -100,13 +113,7 @@ def main() -> None:
         parser.error(f"--cubes {args.cubes}: give at least one cube")
     if args.margin_ms < 0:
         parser.error(f"--margin-ms {args.margin_ms:g}: give 0 or more")
-    try:
-        profile = load_profile(args.profile)
-    except ProfileError as exc:
-        parser.error(str(exc))
-    if profile.puzzle != "3x3" or profile.search_budget_s is None:
-        parser.error(f"--profile {args.profile}: give a 3x3 robot profile with a "
-                     "search_budget_ms (six-motor, tilt-spin)")
+    profile = robot_profile(parser, args.profile)
     budget_s = profile.search_budget_s
     with ProcessPoolExecutor(PARTS) as pool:
         for f in [pool.submit(_warm, str(profile.path)) for _ in range(PARTS)]:
