@@ -11,8 +11,11 @@ computed by robocell's motion compiler from the profile; printed: mean and p99 r
 the change of the mean against the shortest-face-turn plan of the same run (rob-twophase HT),
 mean face turns, and search time p50/p99 (as each planner reports it). `--htm` adds plain
 move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s;
-`--speed-only` the motion compiler's own speed. The machine's other load slows the budgeted
-searches; run it on a quiet machine for the best figures.
+`--speed-only` the motion compiler's own speed. Under each table: the counting bound
+(`robocell.services.solver.cube3.bound`), below which no planner's mean over all cubes can
+be, and the issue's target with the share of all cubes a plan that fast can solve at most;
+`--bound-only` prints the bound alone, for any 3x3 profile. The machine's other load slows
+the budgeted searches; run it on a quiet machine for the best figures.
 
     python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
 """
@@ -32,6 +35,7 @@ from robocell.common.notation import Move, parse_moves
 from robocell.common.profile import load_profile
 from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
+from robocell.services.solver.cube3.bound import count_by_cost
 from robocell.services.solver.cube3.robot import compile_plan, motion_tables
 from robocell.services.solver.pool import SolverPool
 from robocell.services.solver.service import merge_outcomes
@@ -41,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_twophase import TwoPhasePeer, source_dir  # noqa: E402  (a sibling bench module)
 
 ROBOT_PROFILES = ("six-motor", "tilt-spin")
+TARGETS = {"six-motor": 0.18, "tilt-spin": 0.20}
+"""Issue 22's targets: mean robot time this much under the shortest-face-turn plan."""
 FACE_TURNS = [Move(face, turns) for face in "URFDLB" for turns in (1, 2, 3)]
 SEQUENCE_LENGTH = 20
 N_SPEED_SEQUENCES = 2000
@@ -179,6 +185,23 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
                 print(f"{label:<42} {r['mean']:>9,.0f} {r['p99']:>9,.0f} "
                       f"{100 * (r['mean'] / reference - 1):>+6.1f}% {r['turns']:>6.2f} "
                       f"{r['s50']:>10.1f} {r['s99']:>7.1f}")
+            bound_rows(profile_name, reference)
+
+
+def bound_rows(profile_name: str, reference_ms: float | None) -> None:
+    """The counting bound (`cube3.bound`): no planner's mean over all cubes is below it; and
+    the target, with the share of all cubes a plan that fast can solve at most."""
+    profile = load_profile(profile_name)
+    counts = count_by_cost(profile)
+    bound_ms = profile.cost_ms(counts.mean_units())
+    vs = f"{100 * (bound_ms / reference_ms - 1):>+6.1f}%" if reference_ms else f"{'':>7}"
+    print(f"{'any planner, all cubes: at least':<42} {bound_ms:>9,.0f} {'':>9} {vs}"
+          "   (counting bound)")
+    if reference_ms and profile_name in TARGETS:
+        target_ms = reference_ms * (1 - TARGETS[profile_name])
+        share = counts.share_within(target_ms / profile.unit_ms)
+        print(f"{'target':<42} {target_ms:>9,.0f} {'':>9} {-100 * TARGETS[profile_name]:>+6.1f}%"
+              f"   a plan that fast solves at most {100 * share:.2g} % of all cubes")
 
 
 def htm_table(cubes: list[str], pool: SolverPool) -> None:
@@ -205,9 +228,20 @@ def main() -> None:
                         help="also the htm move counts on N cubes at 10 ms, 100 ms and 1 s")
     parser.add_argument("--speed-only", action="store_true",
                         help="only the motion compiler's speed")
+    parser.add_argument("--bound-only", action="store_true",
+                        help="only the counting bound on each profile's mean least robot time")
     args = parser.parse_args()
     if args.speed_only:
         compiler_speed(args.seed)
+        return
+    if args.bound_only:
+        for name in args.profiles:
+            profile = load_profile(name)
+            counts = count_by_cost(profile)
+            mean, half = counts.mean_units(), counts.quantile_units(0.5)
+            print(f"{name}: any planner needs at least {mean:,.2f} units "
+                  f"({profile.cost_ms(mean):,.0f} ms) a cube on average over all cubes, and "
+                  f"half of all cubes at least {half:,.0f} units (counting bound)")
         return
     budgets = [None if b == "profile" else int(b) for b in args.budgets.split(",")]
     cubes = [random_facelets(3, np.random.default_rng([args.seed, i])) for i in range(args.cubes)]
