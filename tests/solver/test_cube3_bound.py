@@ -8,8 +8,9 @@ import heapq
 
 import numpy as np
 import pytest
+from support.cube import solved_orientations
 
-from robocell.common.cube import apply_to_facelets, solved
+from robocell.common.cube import solved
 from robocell.common.moves import move_facelet_permutation
 from robocell.common.profile import Profile, load_profile, parse_profile
 from robocell.services.solver.cube3.bound import N_CUBES, BoundError, count_by_cost
@@ -29,17 +30,7 @@ def _solvable_within(profile: Profile, max_cost: float) -> np.ndarray:
         for move in prim.moves:
             perm = perm[move_facelet_permutation(move, 3)]
         inverse.append((np.argsort(perm).tolist(), float(prim.cost)))
-    goals = {SOLVED}
-    frontier = [SOLVED]
-    while frontier:
-        nxt = []
-        for f in frontier:
-            for rot in ("x", "y"):
-                g = apply_to_facelets(f, rot)
-                if g not in goals:
-                    goals.add(g)
-                    nxt.append(g)
-        frontier = nxt
+    goals = solved_orientations()
     dist = dict.fromkeys(goals, 0.0)
     heap = [(0.0, g) for g in goals]
     least = []

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cube import solved_orientations
 
 from robocell.cli import main
 from robocell.common.cube import apply_to_facelets, random_facelets, solved
@@ -129,17 +130,7 @@ def _least_robot_time(facelets: str, profile: Profile, within_g1: bool = False) 
         for move in prim.moves:
             perm = perm[move_facelet_permutation(move, 3)]
         perms.append((perm.tolist(), np.argsort(perm).tolist(), float(prim.cost)))
-    goals = set()
-    frontier = [SOLVED]
-    while frontier:  # the 24 orientations of the solved cube
-        nxt = []
-        for f in frontier:
-            for rot in ("x", "y"):
-                g = apply_to_facelets(f, rot)
-                if g not in goals:
-                    goals.add(g)
-                    nxt.append(g)
-        frontier = nxt
+    goals = solved_orientations()
     dist = [{facelets: 0.0}, dict.fromkeys(goals, 0.0)]
     heaps: list[list] = [[(0.0, facelets)], [(0.0, g) for g in goals]]
     done: list[set] = [set(), set()]
