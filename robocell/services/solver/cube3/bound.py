@@ -56,7 +56,6 @@ class CostCounts:
 
     profile_name: str
     unit: int
-    unit_ms: float
     counts: np.ndarray
 
     def cumulative(self) -> np.ndarray:
@@ -123,54 +122,45 @@ def count_by_cost(profile: Profile, max_levels: int | None = None) -> CostCounts
     tables = motion_tables(profile)
     n_states = tables.n_states
     block = tables.block_cost / unit  # whole numbers or inf
-    finite = np.isfinite(block)
-    block_int = np.where(finite, block, -1).round().astype(np.int64)
     # cost of finishing after the last block: none when any orientation is solved, else the
     # re-orientation back to the start (block kind 0 = a pure re-orient of axis 0)
     if profile.solved_any_orientation:
-        finish = np.where(tables.final_states, 0, -1)
+        finish = np.where(tables.final_states, 0.0, np.inf)
     else:
-        back = block[0][:, tables.start_state]
-        finish = np.where(np.isfinite(back), back, -1).round().astype(np.int64)
+        finish = block[0][:, tables.start_state]
 
     kinds = [a * N_REMAINDERS + r for a in range(N_AXES) for r in range(1, N_REMAINDERS)]
-    start = tuple(0 if s == tables.start_state else -1 for s in range(n_states))
-    keys: dict[tuple[int, tuple[int, ...]], int] = {(-1, start): 0}
+    start = tuple(0.0 if s == tables.start_state else np.inf for s in range(n_states))
+    keys: dict[tuple[int, tuple[float, ...]], int] = {(-1, start): 0}
     order = [(-1, start)]
     edges: list[tuple[int, int, int]] = []  # (source key, target key, base cost)
     i = 0
     while i < len(order):
         last_axis, offsets = order[i]
-        off = np.array([o if o >= 0 else np.iinfo(np.int64).max // 4 for o in offsets])
-        reach = np.array(offsets) >= 0
+        off = np.array(offsets)
         for kind in kinds:
             axis = kind // N_REMAINDERS
             if axis == last_axis:
                 continue
-            costs = block_int[kind][reach]  # rows: reachable sources
-            ok = costs >= 0
-            total = np.where(ok, off[reach][:, None] + costs, np.iinfo(np.int64).max // 2)
-            new = total.min(axis=0)
-            done = new < np.iinfo(np.int64).max // 4
-            if not done.any():
+            new = (off[:, None] + block[kind]).min(axis=0)
+            base = new.min()
+            if base == np.inf:
                 continue
-            base = int(new[done].min())
-            key = (axis, tuple(int(v - base) if d else -1 for v, d in zip(new, done, strict=True)))
+            key = (axis, tuple((new - base).tolist()))
             if key not in keys:
                 if len(keys) >= MAX_KEYS:
                     raise BoundError(f"profile {profile.name}: more than {MAX_KEYS} states in "
                                      "the counting programme")
                 keys[key] = len(order)
                 order.append(key)
-            edges.append((i, keys[key], base))
+            edges.append((i, keys[key], round(base)))
         i += 1
     if any(base <= 0 for _, _, base in edges):
         raise BoundError(f"profile {profile.name}: a block costs nothing; no bound exists")
 
-    extra = np.empty(len(order), dtype=np.int64)  # cost to finish from each key's best state
-    for k, (_, offsets) in enumerate(order):
-        best = [o + f for o, f in zip(offsets, finish, strict=True) if o >= 0 and f >= 0]
-        extra[k] = min(best) if best else -1
+    # cost to finish from each key's best state (-1: it cannot finish)
+    ends = [(np.array(offsets) + finish).min() for _, offsets in order]
+    extra = np.array([round(e) if e < np.inf else -1 for e in ends], dtype=np.int64)
 
     src = np.array([e[0] for e in edges], dtype=np.int64)
     dst = np.array([e[1] for e in edges], dtype=np.int64)
@@ -181,7 +171,7 @@ def count_by_cost(profile: Profile, max_levels: int | None = None) -> CostCounts
         if max_levels is not None or np.sum(counts) >= N_CUBES:
             break
         levels *= 2
-    return CostCounts(profile.name, unit, float(profile.unit_ms), counts)
+    return CostCounts(profile.name, unit, counts)
 
 
 def _count(n_keys: int, src: np.ndarray, dst: np.ndarray, base: np.ndarray, extra: np.ndarray,
