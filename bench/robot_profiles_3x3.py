@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from robocell.common.notation import Move, parse_moves
-from robocell.common.profile import load_profile
+from robocell.common.profile import ProfileError, load_profile
 from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
-from robocell.services.solver.cube3.bound import count_by_cost
+from robocell.services.solver.cube3.bound import BoundError, count_by_cost
 from robocell.services.solver.cube3.robot import compile_plan, motion_tables
 from robocell.services.solver.pool import SolverPool
 from robocell.services.solver.service import merge_outcomes
@@ -236,8 +236,11 @@ def main() -> None:
         return
     if args.bound_only:
         for name in args.profiles:
-            profile = load_profile(name)
-            counts = count_by_cost(profile)
+            try:
+                profile = load_profile(name)
+                counts = count_by_cost(profile)
+            except (ProfileError, BoundError) as exc:
+                parser.error(f"--profiles {name}: {exc}")
             mean, half = counts.mean_units(), counts.quantile_units(0.5)
             print(f"{name}: any planner needs at least {mean:,.2f} units "
                   f"({profile.cost_ms(mean):,.0f} ms) a cube on average over all cubes, and "
