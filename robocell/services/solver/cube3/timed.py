@@ -32,8 +32,9 @@ from robocell.services.solver.cube3.tables import load_tables
 from robocell.services.solver.cube3.weighted import weighted_tables
 
 NODE_SLICE = 1000
-"""Steps (a phase-1 node visited each, about) every active direction takes before the driver
-looks at the clock again (`timed_search.search_turns`)."""
+"""Steps (a phase-1 node visited every second one, about: a node's children have their reads
+started in two steps) every active direction takes before the driver looks at the clock
+again (`timed_search.search_turns`)."""
 PHASE2_CAP = 5000
 """Phase-2 nodes one phase-1 path may take: past it, the path is left for the next one."""
 AXIAL_GAIN = 1.2

@@ -29,9 +29,10 @@ IS_P2[list(PHASE2_MOVES)] = True
 # per-level integer fields of the phase-1 and phase-2 stacks
 TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
 # phase 1: the node's `weighted.moves_word`; its corner permutation and slice edges
-# (`leaf_precheck`); the children its word lets through (`word_passing`; -1 until then)
-WORD, WSYM, WHERE, LCO, LSS, PASSING = 8, 9, 10, 11, 12, 13
-N_FIELDS = 14
+# (`leaf_precheck`); the children its word lets through (`word_passing`; -1 until then);
+# whether their words' reads have been started (`timed_search.prefetch_words`)
+WORD, WSYM, WHERE, LCO, LSS, PASSING, STAGED = 8, 9, 10, 11, 12, 13, 14
+N_FIELDS = 15
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted
 CO, UE, SS = 0, 1, 2
 # control words: ints [sp, last level whose permutations are up to date]; floats [c1,

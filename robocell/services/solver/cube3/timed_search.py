@@ -26,18 +26,21 @@ this threshold is finished by IDA* on the cost within G1, under the best total f
 (`timed_phase2`). Both are resumable explicit-stack searches; a path's price is worked out by
 `timed_blocks`. A node's children are first tested all at once on its word
 (`word_passing`); only those that pass are visited. What visiting them reads from the big
-tables (a word is a random read of a table over a gigabyte) is started then with prefetches
-(`prefetch_children`), and the search goes on with a step of another direction while the
-reads come (`search_turns` runs the directions a step each in turn): the misses of several
-directions overlap, where one direction alone waits on each of its own in turn.
+tables (a word is a random read of a table over a gigabyte) is started then with prefetches,
+and the search goes on with a step of another direction while the reads come (`search_turns`
+runs the directions a step each in turn): the misses of several directions overlap, where one
+direction alone waits on each of its own in turn. Where a word is depends on a read of its
+own (the child's flip-slice class, `prefetch_classes`), so the words are started a step
+later (`prefetch_words`), and the children are visited the step after that.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from robocell.services.solver.cube3 import coord
-from robocell.services.solver.cube3.defs import MAX_LENGTH, N_MOVE
+from robocell.services.solver.cube3.defs import MAX_LENGTH, N_FLIP, N_MOVE
 from robocell.services.solver.cube3.prefetch import prefetch, prefetch2
 from robocell.services.solver.cube3.pruning import mod3, next_depth
 from robocell.services.solver.cube3.search import allowed_after
@@ -66,6 +69,7 @@ from robocell.services.solver.cube3.timed_blocks import (
     REFUSED,
     SL,
     SP,
+    STAGED,
     TW,
     VALID,
     WHERE,
@@ -75,6 +79,7 @@ from robocell.services.solver.cube3.timed_blocks import (
     chain,
     chain_least,
     child_kind,
+    merge_kind,
 )
 from robocell.services.solver.cube3.timed_phase2 import (
     leaf_phase2,
@@ -86,6 +91,11 @@ from robocell.services.solver.cube3.weighted import (
     phase1_entry,
     phase1_index,
 )
+from robocell.services.solver.cube3.weighted_moves import BITS, TOP
+
+ALLOWED_AFTER = np.array([sum(1 << m for m in range(N_MOVE) if allowed_after(prev, m))
+                          for prev in range(-1, N_MOVE)], dtype=np.int64)
+"""ALLOWED_AFTER[prev + 1]: the face turns that may follow ``prev`` (-1: none), as bits."""
 
 # As in `timed_blocks`, these are compiled without numba's reference counting (``_nrt=False``):
 # they create no arrays, and counting the references of the array views a node takes cost
@@ -144,34 +154,76 @@ def word_bound(W, exits, ints, before_sp, after_sp, sp, m):
 def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
     """Bit ``m`` set for each face turn ``m`` whose child the node's word lets under ``c1``
     and ``best``; the others (most) are refused here, in one pass over the turns (the least
-    bound over ``c1`` they show goes to fctl[NEXT_C1])."""
+    bound over ``c1`` they show goes to fctl[NEXT_C1]). `word_bound` for every turn, with
+    what is the same for all of them read once."""
     prev = ints[sp, MV]
+    kind0 = ints[sp, KIND]
+    word = ints[sp, WORD]
+    sym = ints[sp, WSYM]
+    here = ints[sp, WHERE]
+    scale = W.phase1_tick[0] * (1.0 - EPS)
+    step = W.move_step[0]
+    one = before.shape[1] == 1
     before_sp = before[sp]
     after_sp = after[sp]
+    b0 = before_sp[0]
+    a0 = after_sp[0]
+    prev_axis = (prev // 3) % 3 if prev >= 0 else -1
+    high = c1 + EPS
+    low = best - EPS
     passing = 0
     refused = 0
     least = fctl[NEXT_C1]
-    for m in range(N_MOVE):
-        if not allowed_after(prev, m):
-            continue
-        f = word_bound(W, exits, ints, before_sp, after_sp, sp, m)[4]
-        if f > c1 + EPS or f >= best - EPS:
-            refused += 1
-            if f > c1 + EPS and f < least:
-                least = f
-        else:
-            passing |= 1 << m
+    left = ALLOWED_AFTER[prev + 1]
+    m = 0
+    while left:
+        if left & 1:
+            if (m // 3) % 3 == prev_axis:
+                kind = merge_kind(kind0, m)
+                gc = b0 + exits[kind, 0] if one else chain_least(before_sp, exits, kind)
+            else:
+                kind = FACE_KIND[m]
+                gc = a0 + exits[kind, 0] if one else chain_least(after_sp, exits, kind)
+            mm = W.move_conj[sym, m]
+            v = (word >> (BITS * mm)) & TOP
+            y = W.move_lo[mm] if v == 0 else step * v
+            f = gc + (here - W.move_ticks[mm] + y) * scale
+            if f > high or f >= low:
+                refused += 1
+                if f > high and f < least:
+                    least = f
+            else:
+                passing |= 1 << m
+        left >>= 1
+        m += 1
     counters[REFUSED] += refused
     fctl[NEXT_C1] = least
     return passing
 
 
 @njit(cache=True, _nrt=False)
-def prefetch_children(T, W, ints, sp, passing):
+def prefetch_classes(T, ints, sp, passing):
+    """Start reading the flip-slice class of each child in ``passing``: where its move word
+    is (`prefetch_words`) depends on it, and its table (4 MB) is in no cache but the last."""
+    fl = ints[sp, FL]
+    sl = ints[sp, SL]
+    m = 0
+    while passing:
+        if passing & 1:
+            col = FACE_KIND[m]
+            prefetch(T.flipslice_classsym,
+                     np.int64(T.slice_move[sl, col]) * N_FLIP + T.flip_move[fl, col])
+        passing >>= 1
+        m += 1
+
+
+@njit(cache=True, _nrt=False)
+def prefetch_words(T, W, ints, sp, passing):
     """Start reading what visiting the children in ``passing`` will read from the big tables:
-    their move words, and their corner and slice-edge coordinates. The reads do not wait on
-    one another nor hold up what comes next: their misses overlap, with one another and with
-    the other directions' steps taken meanwhile (`search_turns`)."""
+    their move words, and their corner and slice-edge coordinates (their classes were
+    started a step before, `prefetch_classes`). The reads do not wait on one another nor
+    hold up what comes next: their misses overlap, with one another and with the other
+    directions' steps taken meanwhile (`search_turns`)."""
     tw = ints[sp, TW]
     fl = ints[sp, FL]
     sl = ints[sp, SL]
@@ -218,28 +270,35 @@ def init_direction(T, D, W, root, start_cp, start_ep, start_vector, ints, before
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def next_threshold(H, w, ints, after, fctl, best):
+    """Start the root's next phase-1 threshold: the least bound over the last seen, a step
+    higher at least. False when none is left under ``best``."""
+    if fctl[NEXT_C1] == INF or fctl[NEXT_C1] >= best - EPS:
+        return False
+    fctl[PREV_C1] = fctl[C1]
+    fctl[C1] = max(fctl[NEXT_C1], bound(after[0], H, ints[0, DD], 0, 3), fctl[C1] + w)
+    fctl[NEXT_C1] = INF
+    ints[0, NEXT], ints[0, PASSING] = 0, -1
+    return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, ints, before,
                      after, g, ctl, fctl, budget, path, work, ints2, before2, after2, g2,
                      out_path, counters, cap, perms):
-    """Resume one direction's phase-1 IDA* for ``budget`` nodes (up to where the next node's
-    children have their reads started), solutions having to cost less than fctl[BEST]
-    (inlined in `search_turns`, its one caller). Returns (status, cost, length): FOUND with
-    the solution in ``out_path`` (fctl[BEST] lowered to its cost), EXHAUSTED when no phase-1
-    threshold under the best is left, or BUDGET_SPENT."""
+    """Resume one direction's phase-1 IDA* for ``budget`` nodes (up to where reads are started
+    next), solutions having to cost less than fctl[BEST] (inlined in `search_turns`). Returns
+    (status, cost, length): FOUND with the solution in ``out_path`` (fctl[BEST] lowered to its
+    cost), EXHAUSTED when no phase-1 threshold under the best is left, or BUDGET_SPENT."""
     sp = ctl[SP]
     n_states = before.shape[1]
     spent = 0
     while True:
         best = fctl[BEST]
         if sp < 0:
-            if fctl[NEXT_C1] == INF or fctl[NEXT_C1] >= best - EPS:
+            if not next_threshold(H, w, ints, after, fctl, best):
                 ctl[SP] = -1
                 return EXHAUSTED, INF, 0
-            fctl[PREV_C1] = fctl[C1]
-            fctl[C1] = max(fctl[NEXT_C1], bound(after[0], H, ints[0, DD], 0, 3),
-                           fctl[C1] + w)  # thresholds rise by a step at least
-            fctl[NEXT_C1] = INF
-            ints[0, NEXT], ints[0, PASSING] = 0, -1
             sp = 0
             if ints[0, DD] == 0 and fctl[PREV_C1] < 0:
                 c, n = leaf_phase2(T, D, W, cost, exits, finish, H2, w, start_cp, start_ep,
@@ -258,14 +317,20 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         if ints[sp, PASSING] < 0:
             # most children are refused here, on the node's word, without a lookup
             passing = word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters)
-            ints[sp, PASSING] = passing
-            # what visiting them reads is started now; the budget is looked at here only, so
-            # that another direction's step (`search_turns`) goes on while the reads come
-            prefetch_children(T, W, ints, sp, passing)
+            ints[sp, PASSING], ints[sp, STAGED] = passing, 0
+            # what visiting them reads is started in two steps (`prefetch_words`); the budget
+            # is looked at here only, so that other directions' steps go on while reads come
+            prefetch_classes(T, ints, sp, passing)
             if spent >= budget:
                 ctl[SP] = sp
                 return BUDGET_SPENT, INF, 0
             continue
+        if not ints[sp, STAGED]:
+            ints[sp, STAGED] = 1
+            if ints[sp, PASSING] >> k:
+                prefetch_words(T, W, ints, sp, ints[sp, PASSING] >> k << k)
+                ctl[SP] = sp
+                return BUDGET_SPENT, INF, 0
         left = ints[sp, PASSING] >> k
         if left == 0:
             sp -= 1
@@ -346,7 +411,8 @@ def search_turns(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, int
     """Run the active directions (``active[i]``; their stacks and tables stacked on a first
     axis) a step each in turn (`search_direction` with a budget of one), about ``steps``
     steps in all, solutions having to cost less than ``best``: a step that starts reads
-    (`prefetch_children`) is followed by the other directions' steps while they come.
+    (`prefetch_classes`, `prefetch_words`) is followed by the other directions' steps while
+    they come.
     Returns (status, direction, cost, length): FOUND with the solution in ``out_path``,
     EXHAUSTED when no direction is active any more, or BUDGET_SPENT."""
     n = ints.shape[0]
