@@ -3,7 +3,7 @@
 it are the cube's, and the bound it refuses on is never over the one `phase2_root` would
 refuse on (so it refuses no leaf phase 2 would take). A node's children tested all at once
 on its word (`timed_search.word_passing`) as they would be one by one, and what visiting
-those that pass reads started ahead (`timed_search.prefetch_classes`, `prefetch_words`)."""
+those that pass reads started ahead (`timed_search.prefetch_children`)."""
 
 from __future__ import annotations
 
@@ -131,10 +131,10 @@ def test_a_nodes_children_are_refused_on_its_word_all_at_once_as_one_by_one() ->
 
 
 def test_the_reads_started_ahead_are_prefetches_of_the_passing_childrens_entries() -> None:
-    """`timed_search.prefetch_classes` and `prefetch_words` start the reads of each passing
-    child's flip-slice class, then of its move word (and its corner and slice-edge moves),
-    with prefetch instructions, which hold nothing up and change nothing: the compiled code
-    has them, and the stack is as it was."""
+    """`timed_search.prefetch_children` starts the reads of each passing child's flip-slice
+    class, then (``words``) of its move word and its corner and slice-edge moves, with
+    prefetch instructions, which hold nothing up and change nothing: the compiled code has
+    them, and the stack is as it was."""
     search = RobotTimeSearch(random_cubie_state(3, 11), load_profile("six-motor"))
     T, W = search.T, search.W
     for _ in search.solutions(0.005):
@@ -142,12 +142,10 @@ def test_the_reads_started_ahead_are_prefetches_of_the_passing_childrens_entries
     ds = search.directions[0]
     before = ds.ints.copy()
     # compiled afresh: code loaded from numba's cache keeps no assembly to look at
-    classes = njit(_nrt=False)(timed_search.prefetch_classes.py_func)
-    words = njit(_nrt=False)(timed_search.prefetch_words.py_func)
+    fn = njit(_nrt=False)(timed_search.prefetch_children.py_func)
     for sp in range(int(ds.ctl[SP]) + 1):
-        classes(T, ds.ints, sp, (1 << N_MOVE) - 1)
-        words(T, W, ds.ints, sp, (1 << N_MOVE) - 1)
+        for words in (False, True):
+            fn(T, W, ds.ints, sp, (1 << N_MOVE) - 1, words)
     assert np.array_equal(ds.ints, before)
-    assert classes.inspect_asm(classes.signatures[0]).count("prefetch") >= 1  # the class
-    # the word, the corner move, the slice-edge move
-    assert words.inspect_asm(words.signatures[0]).count("prefetch") >= 3
+    asm = fn.inspect_asm(fn.signatures[0])
+    assert asm.count("prefetch") >= 4  # the class; the word, the corner move, the slice move

@@ -30,8 +30,8 @@ tables (a word is a random read of a table over a gigabyte) is started then with
 and the search goes on with a step of another direction while the reads come (`search_turns`
 runs the directions a step each in turn): the misses of several directions overlap, where one
 direction alone waits on each of its own in turn. Where a word is depends on a read of its
-own (the child's flip-slice class, `prefetch_classes`), so the words are started a step
-later (`prefetch_words`), and the children are visited the step after that.
+own (the child's flip-slice class), so `prefetch_children` starts the classes first and the
+words a step later, and the children are visited the step after that.
 """
 
 from __future__ import annotations
@@ -202,28 +202,13 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
 
 
 @njit(cache=True, _nrt=False)
-def prefetch_classes(T, ints, sp, passing):
-    """Start reading the flip-slice class of each child in ``passing``: where its move word
-    is (`prefetch_words`) depends on it, and its table (4 MB) is in no cache but the last."""
-    fl = ints[sp, FL]
-    sl = ints[sp, SL]
-    m = 0
-    while passing:
-        if passing & 1:
-            col = FACE_KIND[m]
-            prefetch(T.flipslice_classsym,
-                     np.int64(T.slice_move[sl, col]) * N_FLIP + T.flip_move[fl, col])
-        passing >>= 1
-        m += 1
-
-
-@njit(cache=True, _nrt=False)
-def prefetch_words(T, W, ints, sp, passing):
-    """Start reading what visiting the children in ``passing`` will read from the big tables:
-    their move words, and their corner and slice-edge coordinates (their classes were
-    started a step before, `prefetch_classes`). The reads do not wait on one another nor
-    hold up what comes next: their misses overlap, with one another and with the other
-    directions' steps taken meanwhile (`search_turns`)."""
+def prefetch_children(T, W, ints, sp, passing, words):
+    """Start reading what visiting the children in ``passing`` will read from the big tables,
+    in two steps, since where a child's move word is depends on a read of its own: without
+    ``words``, their flip-slice classes (a table of 4 MB, in no cache but the last); with,
+    their move words and their corner and slice-edge moves. The reads do not wait on one
+    another nor hold up what comes next: their misses overlap, with one another and with the
+    other directions' steps taken meanwhile (`search_turns`)."""
     tw = ints[sp, TW]
     fl = ints[sp, FL]
     sl = ints[sp, SL]
@@ -233,11 +218,14 @@ def prefetch_words(T, W, ints, sp, passing):
     while passing:
         if passing & 1:
             col = FACE_KIND[m]
-            entry = phase1_entry(T, T.twist_move[tw, col], T.flip_move[fl, col],
-                                 T.slice_move[sl, col])[0]
-            prefetch(W.moves, entry)
-            prefetch2(T.corners_move, lco, col)
-            prefetch2(T.slice_sorted_move, lss, col)
+            f1 = T.flip_move[fl, col]
+            s1 = T.slice_move[sl, col]
+            if words:
+                prefetch(W.moves, phase1_entry(T, T.twist_move[tw, col], f1, s1)[0])
+                prefetch2(T.corners_move, lco, col)
+                prefetch2(T.slice_sorted_move, lss, col)
+            else:
+                prefetch(T.flipslice_classsym, np.int64(s1) * N_FLIP + f1)
         passing >>= 1
         m += 1
 
@@ -318,9 +306,9 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
             # most children are refused here, on the node's word, without a lookup
             passing = word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters)
             ints[sp, PASSING], ints[sp, STAGED] = passing, 0
-            # what visiting them reads is started in two steps (`prefetch_words`); the budget
+            # what visiting them reads is started in two steps (`prefetch_children`); the budget
             # is looked at here only, so that other directions' steps go on while reads come
-            prefetch_classes(T, ints, sp, passing)
+            prefetch_children(T, W, ints, sp, passing, False)
             if spent >= budget:
                 ctl[SP] = sp
                 return BUDGET_SPENT, INF, 0
@@ -328,7 +316,7 @@ def search_direction(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep,
         if not ints[sp, STAGED]:
             ints[sp, STAGED] = 1
             if ints[sp, PASSING] >> k:
-                prefetch_words(T, W, ints, sp, ints[sp, PASSING] >> k << k)
+                prefetch_children(T, W, ints, sp, ints[sp, PASSING] >> k << k, True)
                 ctl[SP] = sp
                 return BUDGET_SPENT, INF, 0
         left = ints[sp, PASSING] >> k
@@ -411,8 +399,7 @@ def search_turns(T, D, W, cost, exits, finish, H, H2, w, start_cp, start_ep, int
     """Run the active directions (``active[i]``; their stacks and tables stacked on a first
     axis) a step each in turn (`search_direction` with a budget of one), about ``steps``
     steps in all, solutions having to cost less than ``best``: a step that starts reads
-    (`prefetch_classes`, `prefetch_words`) is followed by the other directions' steps while
-    they come.
+    (`prefetch_children`) is followed by the other directions' steps while they come.
     Returns (status, direction, cost, length): FOUND with the solution in ``out_path``,
     EXHAUSTED when no direction is active any more, or BUDGET_SPENT."""
     n = ints.shape[0]
