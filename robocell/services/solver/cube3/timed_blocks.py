@@ -30,7 +30,7 @@ IS_P2[list(PHASE2_MOVES)] = True
 TW, FL, SL, DD, MV, KIND, NEXT, EXT = 0, 1, 2, 3, 4, 5, 6, 7
 # phase 1: the node's `weighted.moves_word`; its corner permutation and slice edges
 # (`leaf_precheck`); the children its word lets through (`word_passing`; -1 until then);
-# whether their words' reads have been started (`timed_search.prefetch_words`)
+# whether their words' reads have been started (`timed_search.prefetch_children`)
 WORD, WSYM, WHERE, LCO, LSS, PASSING, STAGED = 8, 9, 10, 11, 12, 13, 14
 N_FIELDS = 15
 # phase-2 names of the first three fields: corners, ud_edges, slice_sorted

@@ -91,7 +91,6 @@ from robocell.services.solver.cube3.weighted import (
     phase1_entry,
     phase1_index,
 )
-from robocell.services.solver.cube3.weighted_moves import BITS, TOP
 
 ALLOWED_AFTER = np.array([sum(1 << m for m in range(N_MOVE) if allowed_after(prev, m))
                           for prev in range(-1, N_MOVE)], dtype=np.int64)
@@ -162,8 +161,6 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
     word = ints[sp, WORD]
     sym = ints[sp, WSYM]
     here = ints[sp, WHERE]
-    scale = W.phase1_tick[0] * (1.0 - EPS)
-    step = W.move_step[0]
     one = before.shape[1] == 1
     before_sp = before[sp]
     after_sp = after[sp]
@@ -185,10 +182,7 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
             else:
                 kind = FACE_KIND[m]
                 gc = a0 + exits[kind, 0] if one else chain_least(after_sp, exits, kind)
-            mm = W.move_conj[sym, m]
-            v = (word >> (BITS * mm)) & TOP
-            y = W.move_lo[mm] if v == 0 else step * v
-            f = gc + (here - W.move_ticks[mm] + y) * scale
+            f = gc + move_bound(W, word, sym, here, m)
             if f > high or f >= low:
                 refused += 1
                 if f > high and f < least:
