@@ -79,7 +79,6 @@ from robocell.services.solver.cube3.timed_blocks import (
     chain,
     chain_least,
     child_kind,
-    merge_kind,
 )
 from robocell.services.solver.cube3.timed_phase2 import (
     leaf_phase2,
@@ -157,7 +156,6 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
     what is the same for all of them read once. Inlined: a call would pass every array of
     the tables' tuples field by field, once a node (a quarter of the search's time)."""
     prev = ints[sp, MV]
-    kind0 = ints[sp, KIND]
     word = ints[sp, WORD]
     sym = ints[sp, WSYM]
     here = ints[sp, WHERE]
@@ -166,7 +164,6 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
     after_sp = after[sp]
     b0 = before_sp[0]
     a0 = after_sp[0]
-    prev_axis = (prev // 3) % 3 if prev >= 0 else -1
     high = c1 + EPS
     low = best - EPS
     passing = 0
@@ -176,12 +173,11 @@ def word_passing(W, exits, ints, before, after, sp, c1, best, fctl, counters):
     m = 0
     while left:
         if left & 1:
-            if (m // 3) % 3 == prev_axis:
-                kind = merge_kind(kind0, m)
-                gc = b0 + exits[kind, 0] if one else chain_least(before_sp, exits, kind)
+            kind, _, joins = child_kind(ints, sp, m)
+            if one:
+                gc = (b0 if joins else a0) + exits[kind, 0]
             else:
-                kind = FACE_KIND[m]
-                gc = a0 + exits[kind, 0] if one else chain_least(after_sp, exits, kind)
+                gc = chain_least(before_sp if joins else after_sp, exits, kind)
             f = gc + move_bound(W, word, sym, here, m)
             if f > high or f >= low:
                 refused += 1
