@@ -138,7 +138,7 @@ def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, 
             return c, offset
     found_cost, found_length = INF, 0
     limit, max_depth = counters[P2NODES] + cap, MAX_LENGTH - offset
-    while threshold < best - EPS:
+    while True:
         next_threshold = INF
         # level 0 is the phase-1 leaf
         ints2[0, CO] = corners
@@ -224,8 +224,10 @@ def phase2(T, D, W, cost, exits, finish, H, w, corners, ud_edges, slice_sorted, 
             ints2[child, NEXT] = 0
             g2[child] = g
             sp = child
-        if found_length > 0 or next_threshold == INF:
+        if found_length > 0 or next_threshold >= best - EPS:
             break
+        # a step at least; past ``best`` it searches everything under it (the finishes
+        # between the last threshold and ``best`` are not to be skipped)
         threshold = max(next_threshold, threshold + w)
     return found_cost, found_length
 
