@@ -11,7 +11,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import numba
+
 from robocell.common.numba_cache import STAMP_NAME, sweep
+
+NUMBA_VERSION = tuple(int(part) for part in numba.__version__.split(".")[:2])
 
 CALLEE = """
 from numba import njit
@@ -64,12 +68,14 @@ def _edit_callee(tmp_path: Path, value: int) -> None:
     os.utime(callee, ns=(before + 2_000_000_000, before + 2_000_000_000))
 
 
-def test_numba_alone_keeps_a_stale_callee_and_the_sweep_does_not(tmp_path: Path) -> None:
+def test_after_the_sweep_a_caller_runs_its_callees_current_code(tmp_path: Path) -> None:
     _package(tmp_path, 1)
     assert _run(tmp_path, "plain") == 1
     _edit_callee(tmp_path, 2)
-    # what the sweep is for: the caller's file did not change, so numba loads its old code
-    assert _run(tmp_path, "plain") == 1
+    # what the sweep is for: the caller's file did not change, so numba (0.68 here) loads its
+    # old code; a numba that notices the callee's change gives 2, which is right too
+    stale = _run(tmp_path, "plain")
+    assert stale == 1 if NUMBA_VERSION <= (0, 68) else stale in (1, 2)
     assert _run(tmp_path, "sweep") == 2
     _edit_callee(tmp_path, 3)
     assert _run(tmp_path, "sweep") == 3
