@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_twophase import MODES, TwoPhasePeer, source_dir  # noqa: E402
 
 from robocell.common.cubie import from_facelets  # noqa: E402
-from robocell.common.notation import Move  # noqa: E402
+from robocell.common.notation import Move, simplify_moves  # noqa: E402
 from robocell.common.profile import load_profile  # noqa: E402
 from robocell.common.scramble import random_facelets  # noqa: E402
 from robocell.services.solver.cube3 import timed_blocks as tb  # noqa: E402
@@ -35,22 +35,19 @@ from robocell.services.solver.cube3.robot import compile_plan  # noqa: E402
 from robocell.services.solver.cube3.solver import warm_up  # noqa: E402
 from robocell.services.solver.cube3.timed import RobotTimeSearch  # noqa: E402
 
-AXIS = {"U": 0, "D": 0, "R": 1, "L": 1, "F": 2, "B": 2}
+ORDER = "URFDLB"
+"""Canonical order within a block: U before D, R before L, F before B (as the search turns)."""
 
 
 def blocks(moves: list[Move]) -> list[Move]:
-    """Runs of one axis merged: each face once, its quarter turns summed, U R F before D L B
-    (the peer writes a half turn as two quarter turns in its quarter-turn metric)."""
+    """Runs of one axis merged (`simplify_moves`; the peer writes a half turn as two quarter
+    turns in its quarter-turn metric) and each run put in the search's canonical order."""
     out: list[Move] = []
-    for move in moves:
+    for move in simplify_moves(moves):
         run = []
-        while out and AXIS[out[-1].name] == AXIS[move.name]:
-            run.insert(0, out.pop())
-        run.append(move)
-        turns: dict[str, int] = {}
-        for m in run:
-            turns[m.name] = (turns.get(m.name, 0) + m.quarter_turns) % 4
-        out.extend(Move(face, turns[face]) for face in "URFDLB" if turns.get(face))
+        while out and out[-1].axis == move.axis:
+            run.append(out.pop())
+        out.extend(sorted([*run, move], key=lambda m: ORDER.index(m.name)))
     return out
 
 
@@ -65,6 +62,7 @@ def phase1_cost(plan: list[Move], direction, profile) -> float:
     seen = [Move(back[m.name], m.quarter_turns) for m in plan]
     if direction.inverse:
         seen = [m.inverse() for m in reversed(seen)]
+    seen = blocks(seen)  # canonical in the direction's frame, as its search turns
     last = max((i for i, m in enumerate(seen) if not in_g1(m)), default=-1)
     part = [Move(direction.face_map[m.name], m.quarter_turns) for m in seen[:last + 1]]
     return compile_plan(part, profile)[1] if part else 0.0
