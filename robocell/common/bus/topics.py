@@ -214,6 +214,12 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("eta_s", "float", "estimated seconds to the end of the plan"),
         F("state", "enum(running,paused,stopped)", "execution state"),
     ), "Execution progress, one message per primitive."),
+    TopicSpec("actuator.amended", "ActuatorAmended", EVENT, "actuator", (
+        F("plan_id", "str", "plan being executed"),
+        F("at_step", "int", "the first step replaced"),
+        F("primitives", "list[str]", "the whole plan as it now stands"),
+        F("predicted_ms", "float", "its predicted robot time"),
+    ), "The running plan's rest was replaced (actuator.amend): the plan as it now stands."),
     TopicSpec("actuator.result", "ActuatorResult", LATCHED, "actuator", (
         F("plan_id", "str", "plan executed"),
         F("ok", "bool", "every primitive executed exactly once"),
@@ -222,6 +228,10 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("duration_s", "float", "wall time of the execution"),
         F("error", "str?", "why execution stopped", optional=True),
         F("cube_state_known", "bool", "false after a firmware reset: rescan", optional=True),
+        F("amendments", "int", "rests of the plan replaced while it ran (actuator.amend)",
+          optional=True),
+        F("primitives", "list[str]", "the primitives of the plan as executed, amendments "
+          "included", optional=True),
     ), "Final result of a plan execution."),
     # --- solver ---------------------------------------------------------------------------
     TopicSpec("solver.plan", "Plan", LATCHED, "solver", (
@@ -326,7 +336,18 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("actuator", "execute", (
         F("plan", "map", "the plan to execute: the fields of solver.plan (see `Plan` in "
           "robocell.common.bus.messages)"),
+        F("hold_at", "int", "send nothing of this step until actuator.amend answers for it "
+          "(or the robot has finished every step before it)", optional=True),
     ), (), "Start executing a plan; progress and result on actuator.* topics."),
+    CommandSpec("actuator", "amend", (
+        F("plan_id", "str", "the running plan"),
+        F("at_step", "int", "the step it is held at"),
+        F("primitives", "list[str]", "the new rest, from at_step to the end (omitted: keep "
+          "the rest as it is)", optional=True),
+        F("hold_at", "int", "hold again before this step (omitted: run to the end)",
+          optional=True),
+    ), (), "Replace a running plan's rest from the step it is held at, or release the hold: "
+        "accepted, or not and why (the robot had begun that step: the rest runs as it was)."),
     CommandSpec("actuator", "scan", (
         F("scan_id", "str", "id for this scan", optional=True),
     ), (), "Run the scan program; one actuator.scan_pose event per pose."),

@@ -64,6 +64,22 @@ class Job:
     def texts(self) -> list[str]:
         return [line.text for line in self.lines]
 
+    def first_line(self, step: int) -> int:
+        """Index of the line that starts ``step`` (the number of lines when ``step`` is
+        one past the last)."""
+        if step == self.n_steps:
+            return len(self.lines)
+        for i, line in enumerate(self.lines):
+            if line.starts_step and line.step == step:
+                return i
+        raise ValueError(f"step {step}: the {self.kind} has steps 0 to {self.n_steps - 1}")
+
+    def replace_from(self, step: int, other: Job) -> None:
+        """Take ``other``'s steps from ``step`` on in place of this job's (the steps before
+        are the same in both: an amended plan keeps what the robot has begun)."""
+        self.lines[self.first_line(step):] = other.lines[other.first_line(step):]
+        self.step_names[step:] = other.step_names[step:]
+
 
 class Compiler:
     """Compiles plans and the scan program of one profile, predicting each line's time."""

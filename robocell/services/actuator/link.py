@@ -26,9 +26,11 @@ from robocell.services.actuator.port import (
     check_serial_url,
     describe_open_error,
     open_port,
+    port_fd,
 )
+from robocell.services.actuator.tail import Tail
 
-__all__ = ["SerialUrlError", "check_serial_url", "open_port"]
+__all__ = ["SerialUrlError", "Tail", "check_serial_url", "open_port"]
 
 READ_POLL_S = 0.005
 """Longest a read waits for the first byte before the stream loop looks around again."""
@@ -162,17 +164,6 @@ class LinkEvents:
     reboots: int = 0
     busy: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-def port_fd(port: object) -> int | None:
-    """The port's file descriptor, for ports that have one (devices, ptys, ``socket://``)."""
-    try:
-        fd = port.fileno()  # type: ignore[attr-defined]
-    except (AttributeError, OSError, ValueError, NotImplementedError):
-        # no descriptor to wait on (loop://, rfc2217://, a closed port): not a failure, the
-        # caller reads through pyserial's own timeout instead (`Link._read_reports`)
-        return None
-    return fd if isinstance(fd, int) and fd >= 0 else None
 
 
 class Link:
@@ -443,22 +434,22 @@ class Link:
     # --- streaming -------------------------------------------------------------------------
     # long-function: the protocol's sender state (window, resends, probes, each report kind)
     # in one loop, in the order of docs/serial-protocol.md
-    def stream(self, commands: Sequence[str], on_done: Callable[[int], None], *,
+    def stream(self, commands: Sequence[str] | Tail, on_done: Callable[[int], None], *,
                pause_points: frozenset[int] = frozenset()) -> StreamResult:
         """Execute ``commands`` (line bodies without numbers) exactly once each, in order.
 
         ``on_done(i)`` is called once per command index when the firmware reports it
         finished. Pausing holds back command ``i`` only if ``i`` is in ``pause_points`` (e.g.
-        the first command of each primitive). Raises FirmwareReset, FirmwareFault,
-        FirmwareUnreachableError, CommandRejectedError; returns with outcome ``estop`` after an
-        e-stop.
+        the first command of each primitive). A `Tail` (with its own pause points) may also
+        hold a command back, and be changed from there on meanwhile. Raises FirmwareReset,
+        FirmwareFault, FirmwareUnreachableError, CommandRejectedError; returns with outcome
+        ``estop`` after an e-stop.
         """
         if self.info is None:
             self.open()
         assert self.info is not None
+        tail = commands if isinstance(commands, Tail) else Tail(commands, None, pause_points)
         first = self.next_line
-        last = first + len(commands) - 1
-        lines = {first + i: proto.frame(f"N{first + i} {text}") for i, text in enumerate(commands)}
         window = self.info.queue
         next_send = first
         done = first - 1
@@ -468,13 +459,40 @@ class Link:
         stalled = False
         estop_wait_since = 0.0
 
+        def last_line() -> int:
+            return first + len(tail.commands) - 1
+
+        def held_at(index: int) -> bool:
+            return ((self._paused.is_set() and index in tail.pause_points)
+                    or index == tail.hold)
+
+        def send_window() -> bool:  # True: paused, and nothing runs in the firmware
+            nonlocal next_send
+            with tail.lock:
+                while True:
+                    index = next_send - first
+                    if next_send > last_line() or next_send - done > window:
+                        return False
+                    if held_at(index):
+                        if done < next_send - 1:
+                            return False
+                        if index != tail.hold or (self._paused.is_set()
+                                                  and index in tail.pause_points):
+                            return True
+                        # the robot reached a hold nobody released: run on as planned
+                        tail.released_idle.append(index)
+                        tail.hold = None
+                    self._write(proto.frame(f"N{next_send} {tail.commands[index]}"))
+                    next_send += 1
+                    tail.sent = max(tail.sent, index + 1)
+
         def mark_done(upto: int) -> None:
             nonlocal done
-            while done < min(upto, last):
+            while done < min(upto, last_line()):
                 done += 1
                 on_done(done - first)
 
-        while done < last or (self._estop.is_set()):
+        while done < last_line() or (self._estop.is_set()):
             try:
                 if self._estop.is_set():
                     if time.monotonic() - estop_wait_since > ESTOP_REPEAT_S:
@@ -488,17 +506,11 @@ class Link:
                         self.next_line = done + 1
                         self._estop.clear()
                         return StreamResult("estop", done - first + 1, None)
-                else:
-                    held = self._paused.is_set() and (next_send - first) in pause_points
-                    while (next_send <= last and next_send - done <= window and not held):
-                        self._write(lines[next_send])
-                        next_send += 1
-                        held = self._paused.is_set() and (next_send - first) in pause_points
-                    if held and done == next_send - 1:
-                        self._resume.wait(0.05)
-                        last_report = time.monotonic()
-                        next_probe = last_report + PROBE_AFTER_S
-                        continue
+                elif send_window():  # paused with nothing running: wait for resume
+                    self._resume.wait(0.05)
+                    last_report = time.monotonic()
+                    next_probe = last_report + PROBE_AFTER_S
+                    continue
                 reports = self._read_reports()
                 now = time.monotonic()
                 if reports:
@@ -535,7 +547,7 @@ class Link:
                         else:
                             self.events.busy += 1
                             time.sleep(READ_POLL_S)
-                        if done < wanted <= last + 1:
+                        if done < wanted <= last_line() + 1:
                             next_send = min(next_send, wanted)
                     elif kind == "status":
                         self._check_boot(report)
@@ -561,7 +573,8 @@ class Link:
                             report.float_field("rx_wall"), self._estop_sent_wall))
                     elif kind == "err":
                         index = report.line - first
-                        text = commands[index] if 0 <= index < len(commands) else "?"
+                        text = (tail.commands[index] if 0 <= index < len(tail.commands)
+                                else "?")
                         raise CommandRejectedError(f"firmware refused line {report.line} ({text}): "
                                               f"{report.text()}")
             except proto.ProtocolError as exc:
@@ -582,5 +595,5 @@ class Link:
                 next_send = max(banner.int_field("accepted") + 1, done + 1)
                 last_report = time.monotonic()
                 next_probe = last_report + PROBE_AFTER_S
-        self.next_line = last + 1
+        self.next_line = last_line() + 1
         return StreamResult("completed", done - first + 1)

@@ -83,3 +83,12 @@ def describe_open_error(url: str, exc: BaseException) -> str:
             "open it (dialout group) and that no other program holds it")
 
 
+def port_fd(port: object) -> int | None:
+    """The port's file descriptor, for ports that have one (devices, ptys, ``socket://``)."""
+    try:
+        fd = port.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError, NotImplementedError):
+        # no descriptor to wait on (loop://, rfc2217://, a closed port): not a failure, the
+        # caller reads through pyserial's own timeout instead (`Link._read_reports`)
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None

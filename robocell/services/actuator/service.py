@@ -23,7 +23,8 @@ from robocell.common.bus.wire import ValidationError
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
-from robocell.services.actuator.executor import Compiler, Execution, Job, PlanMismatch, StepProgress
+from robocell.services.actuator.amend import RunningPlan
+from robocell.services.actuator.executor import Compiler, Execution, PlanMismatch, StepProgress
 from robocell.services.actuator.link import (
     CommandRejectedError,
     EStopNotSentError,
@@ -63,6 +64,9 @@ class ActuatorService:
         self.link = link
         self.pose_hold_timeout_s = pose_hold_timeout_s
         self._job_lock = threading.Lock()
+        self._amend_lock = threading.Lock()
+        self.running: RunningPlan | None = None
+        """The plan being executed, whose rest may still be amended."""
         self._faces = queue.Queue()
         self.job_kind: str | None = None
         self.executed_plans = 0
@@ -78,6 +82,7 @@ class ActuatorService:
     def start(self) -> None:
         self.node.subscribe("vision.captured", lambda env: self._faces.put(env.payload))
         self.node.serve("execute", self.on_execute)
+        self.node.serve("amend", self.on_amend, concurrency=4)
         self.node.serve("scan", self.on_scan)
         self.node.serve("pause", self.on_pause, concurrency=4)
         self.node.serve("resume", self.on_resume, concurrency=4)
@@ -159,7 +164,8 @@ class ActuatorService:
     # --- bus inputs ------------------------------------------------------------------------
     def on_execute(self, args: dict, ctx: Any) -> dict:
         """Start executing the plan handed over in ``args["plan"]`` (a `solver.plan`
-        payload); answers at once, progress and result follow on the actuator topics."""
+        payload), held before step ``args["hold_at"]`` if given (see `on_amend`); answers at
+        once, progress and result follow on the actuator topics."""
         try:
             plan = Plan.from_payload(args["plan"])
         except ValidationError as exc:
@@ -169,13 +175,46 @@ class ActuatorService:
         try:
             self.compiler.check_plan(plan.puzzle, plan.profile, plan.primitives)
             job = self.compiler.plan(plan.primitives)
+            running = RunningPlan.start(plan_id, plan.puzzle, plan.profile, plan.primitives,
+                                        job, args.get("hold_at"))
         except PlanMismatch as exc:
             self._error("execute", "plan_mismatch", str(exc), "re-plan for this robot")
             raise CommandFailed("invalid_arguments", str(exc)) from None
         self._take_job("plan")
-        threading.Thread(target=self._run_plan, args=(plan_id, job), daemon=True).start()
+        self.running = running
+        threading.Thread(target=self._run_plan, args=(running,), daemon=True).start()
         return {"plan_id": plan_id, "n_steps": job.n_steps,
                 "predicted_ms": round(job.predicted_ms, 1)}
+
+    def on_amend(self, args: dict, ctx: Any) -> dict:
+        """Replace the rest of the running plan from the step it is held at, or let it run
+        on as it is; hold again at ``hold_at``. ``accepted`` is false (with the reason) when
+        the robot has begun that step already: the rest then runs as it was."""
+        plan_id, at_step = args["plan_id"], int(args["at_step"])
+        rest = args.get("primitives")
+        with self._amend_lock:
+            running = self.running
+            if running is None or running.plan_id != plan_id:
+                now = "no plan runs" if running is None else f"plan {running.plan_id} runs"
+                return {"accepted": False, "reason": f"plan {plan_id} is not running ({now})"}
+            try:
+                accepted, reason = running.amend(self.compiler, at_step,
+                                                 None if rest is None else list(rest),
+                                                 args.get("hold_at"))
+            except PlanMismatch as exc:
+                raise CommandFailed("invalid_arguments", f"{exc}; the plan runs on as it "
+                                    "is") from None
+            job = running.job
+            out = {"accepted": accepted, "n_steps": job.n_steps,
+                   "predicted_ms": round(job.predicted_ms, 1)}
+            if not accepted:
+                return {**out, "reason": reason}
+            if rest is not None:
+                self.node.publish("actuator.amended", {
+                    "plan_id": plan_id, "at_step": at_step,
+                    "primitives": list(running.primitives),
+                    "predicted_ms": out["predicted_ms"]})
+            return out
 
     def on_scan(self, args: dict, ctx: Any) -> dict:
         """Run the scan program; answers when the last pose was held and the cube is back."""
@@ -332,7 +371,8 @@ class ActuatorService:
         if state in ("estop", "fault"):
             self.link.clear()
 
-    def _run_plan(self, plan_id: str, job: Job) -> None:
+    def _run_plan(self, running: RunningPlan) -> None:
+        plan_id, job = running.plan_id, running.job
         started = time.monotonic()
         execution = Execution(job)
         error = None
@@ -351,7 +391,7 @@ class ActuatorService:
         noise_before = (self.link.events.resends, self.link.events.bad_lines)
         try:
             self._prepare()
-            result = self.link.stream(job.texts, on_done, pause_points=job.pause_points)
+            result = self.link.stream(running.tail, on_done)
             outcome = result.outcome
             if outcome == "estop":
                 error = "emergency stop: motion stopped part way; check the cube, then rescan"
@@ -381,6 +421,8 @@ class ActuatorService:
             known = False
             self._error("execute", "internal", error, "report this bug")
         finally:
+            with self._amend_lock:
+                self.running = None
             self.job_kind = None
             self._job_lock.release()
         self.cube_state_known = known
@@ -395,7 +437,8 @@ class ActuatorService:
             "plan_id": plan_id, "ok": error is None and execution.finished,
             "executed": execution.steps_done, "n_steps": job.n_steps,
             "duration_s": round(time.monotonic() - started, 4), "error": error,
-            "cube_state_known": known})
+            "cube_state_known": known, "amendments": running.amendments,
+            "primitives": list(running.primitives)})
         self.node.set_state(self._idle_state(), executed_plans=self.executed_plans,
                             cube_state_known=known)
 
