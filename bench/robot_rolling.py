@@ -9,8 +9,9 @@ margin; a cheaper rest replaces the old one. The robot's time is the sum of what
 Every search is split over two solver processes with the whole budget each, as the solver
 service does; the robot's motions are not waited for (only the searches take real time).
 
-It measures an idea, not a mode of the cell: the actuator cannot yet have a running plan's
-rest replaced. Run it on a quiet machine.
+It measures the searches alone, with no robot; the cell does the same while its robot moves
+(`robocell.services.cell.rolling`), measured in `bench/cell_rolling.py`. Run it on a quiet
+machine.
 
     python bench/robot_rolling.py [--profile six-motor] [--cubes 40] [--seed 2000]
         [--margin-ms 10]

@@ -147,6 +147,23 @@ def test_plan_progress_follows_the_plan_and_its_execution():
     assert (other["plan_id"], other["n_steps"]) == ("p2", 5)
 
 
+def test_plan_progress_shows_a_rest_replaced_while_the_plan_runs():
+    progress = PlanProgress()
+    progress.plan({"plan_id": "p1", "profile": "six-motor", "primitives": ["a", "b", "c"],
+                   "face_turns": ["R", "U", "F"], "predicted_ms": 900.0, "puzzle": "3x3x3",
+                   "facelets": "", "search": {}})
+    progress.progress({"plan_id": "p1", "step": 1, "n_steps": 3, "primitive": "b",
+                       "eta_s": 0.6, "state": "running"})
+    view = progress.amended({"plan_id": "p1", "at_step": 2, "primitives": ["a", "b", "d", "e"],
+                             "predicted_ms": 850.0})
+    assert (view["n_steps"], view["executed"], view["remaining"]) == (4, ["a"], ["b", "d", "e"])
+    assert (view["predicted_ms"], view["face_turns"]) == (850.0, [])
+    view = progress.result({"plan_id": "p1", "ok": True, "executed": 4, "n_steps": 4,
+                            "duration_s": 1.0, "primitives": ["a", "b", "d", "e"]})
+    assert (view["state"], view["executed"], view["remaining"]) == (
+        "done", ["a", "b", "d", "e"], [])
+
+
 def test_service_states_say_which_heartbeats_are_stale():
     states = ServiceStates()
     states.beat(heartbeat("solver"), T0)

@@ -208,6 +208,15 @@ def test_scan_plan_progress_cycles_and_errors_are_shown(cell, page, publisher):
         page.wait_for_selector("#plan-steps li.current[data-step='3']", timeout=UI_TIMEOUT_MS)
         assert page.eval_on_selector_all("#plan-steps li.done", "l => l.length") == 3
         assert "step 4 of 6" in page.inner_text("#progress-text")
+        # the rest replaced while the plan runs (the cell's rolling search): same length,
+        # other steps
+        actuator.publish("actuator.amended", {
+            "plan_id": "plan-21", "at_step": 4, "primitives": primitives[:4] + ["B2", "L"],
+            "predicted_ms": 1200.0})
+        page.wait_for_selector("#plan-steps li[data-step='5']:has-text('L')",
+                               timeout=UI_TIMEOUT_MS)
+        assert page.inner_text("#plan-steps li[data-step='4']") == "B2"
+        assert "predicted 1.20 s" in page.inner_text("#plan-meta")
 
         cell_pub.publish("cell.status", {"cycle_id": "cycle-7", "stage": "executing"})
         page.wait_for_selector("#cell-stage[data-stage=executing]", timeout=UI_TIMEOUT_MS)

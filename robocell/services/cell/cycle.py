@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from robocell.common.bus import CommandFailed
 from robocell.errors import RobocellError
+from robocell.services.cell.rolling import Rolling, amended_plan, rolling_profile
 
 BROKER_GRACE_S = 20.0
 """How long a cycle waits for a broker that went away to come back (a restart) before it
@@ -122,14 +123,17 @@ class StageFailed(RobocellError):
 def run_cycle(bus: CellBus, simulated: bool, speed: float = 1.0,
               timeouts: CycleTimeouts | None = None, cycle_id: str | None = None,
               on_stage: Callable[[str, float], None] | None = None,
-              home_first: bool = False, result: CycleResult | None = None) -> CycleResult:
+              home_first: bool = False, result: CycleResult | None = None,
+              rolling: bool = True) -> CycleResult:
     """Run one cycle; never raises for a failing stage (the result says what failed).
     ``home_first``: clear the robot's stop or fault and home every motor before scanning
     (the recovery path: e-stop, clear, home, rescan, plan, solve). ``result``: the record
-    to fill in (a caller may read the stages done so far from it)."""
+    to fill in (a caller may read the stages done so far from it). ``rolling``: search a
+    3x3 plan's rest again while the robot executes it (`robocell.services.cell.rolling`)."""
     cycle = _Cycle(bus, simulated, max(speed, 1e-6), timeouts or CycleTimeouts(),
                    cycle_id or uuid.uuid4().hex[:12], on_stage)
     cycle.home_first = home_first
+    cycle.rolling = rolling
     if result is not None:
         result.cycle_id = cycle.cycle_id
         cycle.result = result
@@ -152,6 +156,7 @@ class _Cycle:
         self.stage = ""
         self.stage_started = self.started
         self.home_first = False
+        self.rolling = True
 
     def run(self) -> CycleResult:
         result = self.result
@@ -167,7 +172,11 @@ class _Cycle:
             result.plan = plan
             self.check_stop()
             self.enter("executing")
-            self.execute(plan)
+            done, rolled = self.execute(plan)
+            if done.get("amendments"):
+                result.plan = amended_plan(plan, list(done["primitives"]), done["amendments"])
+            if rolled is not None:
+                result.plan = {**result.plan, "rolling": rolled}
             self.enter("verifying")
             result.verified_by = self.verify()
             result.ok = True
@@ -365,15 +374,23 @@ class _Cycle:
         except CommandFailed as exc:
             raise StageFailed("solving", f"solver: {exc}") from None
 
-    def execute(self, plan: dict[str, Any]) -> None:
+    def execute(self, plan: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Execute the plan, rolling its rest when asked: the actuator's result, and what
+        the rolling did (None when it did not roll)."""
         speed, timeouts = self.speed, self.timeouts
         budget = (plan["predicted_ms"] / 1000.0 / speed * 3 + timeouts.execute_margin / speed
                   + timeouts.compute)
         exec_started = time.monotonic()
         up_before = self.bus.broker_up_s()
+        profile = rolling_profile(plan) if self.rolling else None
+        rolling = None if profile is None else Rolling(plan, profile, speed)
+        hold = None if rolling is None else rolling.first_hold()
         try:
-            self.bus.call("actuator", "execute", {"plan": plan}, timeout=10.0)
+            self.bus.call("actuator", "execute",
+                          {"plan": plan} if hold is None else {"plan": plan, "hold_at": hold},
+                          timeout=10.0)
         except CommandFailed as exc:
+            hold = None  # a plan sent again after the broker went away runs as it is
             if exc.code not in ("timeout", "unavailable") or not self.broker_went_away(
                     up_before, exec_started):
                 raise StageFailed("executing", f"actuator refused the plan: {exc}") from None
@@ -384,6 +401,14 @@ class _Cycle:
                     raise StageFailed("executing", f"actuator refused the plan: {again} "
                                       f"(sent again after the broker went away: {exc})"
                                       ) from None
+        def plan_ended() -> bool:
+            return self.bus.stopped() or self.bus.wait_for(
+                "actuator.result", lambda p: p.get("plan_id") == plan["plan_id"], 0.0) is not None
+
+        if rolling is not None and hold is not None:
+            rolling.run(self.bus.call, hold, lambda: not plan_ended())
+            if rolling.stopped:
+                self.bus.status(self.cycle_id, "executing", f"rolling stopped: {rolling.stopped}")
         # in simulation the firmware beats on the bus too: its death is seen within seconds
         watched = ("actuator", "firmware-sim") if self.simulated else ("actuator",)
         done = self.wait_watching(watched, "actuator.result",
@@ -398,6 +423,10 @@ class _Cycle:
                                                                  "rescan before the next cycle."
             raise StageFailed("executing", f"execution stopped after {done['executed']} of "
                               f"{done['n_steps']} primitives: {done.get('error')}.{known}")
+        if rolling is None or hold is None:
+            return done, None
+        return done, {"searches": rolling.searches, "replaced": rolling.replaced,
+                      "stopped": rolling.stopped}
 
     def broker_went_away(self, up_before: float, since: float) -> bool:
         """Whether the broker went away (is away, or came back) since ``since``, when it had

@@ -150,7 +150,9 @@ class CycleLog:
                facelets: str | None, plan: dict[str, Any] | None, failed_stage: str | None,
                error: str | None, errors: Iterable[str], homed: bool = False) -> None:
         kept_plan = None if plan is None else {
-            k: plan.get(k) for k in ("plan_id", "primitives", "face_turns", "predicted_ms")}
+            k: plan.get(k) for k in ("plan_id", "primitives", "face_turns", "predicted_ms",
+                                     "amendments", "found_predicted_ms", "rolling")
+            if k in plan or k in ("plan_id", "primitives", "face_turns", "predicted_ms")}
         with self._lock, self.db:
             self.db.execute(
                 "UPDATE cycles SET result = ?, stages = ?, total_s = ?, facelets = ?, plan = ?,"

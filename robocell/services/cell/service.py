@@ -160,6 +160,8 @@ class CellService:
         self.speed = speed
         self.log = log if log is not None else CycleLog()
         self.profile = os.environ.get("ROBOCELL_PROFILE") or None
+        self.rolling = os.environ.get("ROBOCELL_ROLLING", "1") not in ("", "0")
+        """Search a 3x3 plan's rest again while the robot executes it (`rolling`)."""
         self._running: threading.Thread | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -234,7 +236,7 @@ class CellService:
         try:
             result = run_cycle(self.bus, self.simulated, self.speed, CycleTimeouts(),
                                cycle_id=cycle_id, on_stage=on_stage, home_first=home_first,
-                               result=cycle)
+                               result=cycle, rolling=self.rolling)
         except Exception as exc:  # noqa: BLE001 - a bug in a cycle must not kill the cell
             result = cycle
             result.failed_stage = result.failed_stage or "cycle"

@@ -12,7 +12,7 @@ channel                schema                       from
 ``/cube/scene``        ``foxglove.SceneUpdate``      ``vision.cube_state``: the cube as read
 ``/twin/scene``        ``foxglove.SceneUpdate``      ``sim.twin_state``: the twin, turning
 ``/plan/progress``     JSON (``PLAN_PROGRESS``)      ``solver.plan``, ``actuator.progress``,
-                                                     ``actuator.result``
+                                                     ``actuator.result``, ``actuator.amended``
 ``/services``          JSON (``SERVICES``)           ``heartbeat``: each service's state
 ``/log``               ``foxglove.Log``              ``errors`` (and warnings/errors of
                                                      ``diagnostics``)
@@ -152,6 +152,15 @@ class PlanProgress:
             view["executed"] = self._primitives[:step]
             view["remaining"] = self._primitives[step:]
 
+    def amended(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The running plan's rest replaced (actuator.amended): the plan as it now stands."""
+        view = self._for(payload["plan_id"], len(payload["primitives"]))
+        self._primitives = list(payload["primitives"])
+        view.update(n_steps=len(self._primitives), predicted_ms=payload["predicted_ms"],
+                    face_turns=[])
+        self._at(view, view["step"])
+        return view
+
     def progress(self, payload: dict[str, Any]) -> dict[str, Any]:
         view = self._for(payload["plan_id"], payload["n_steps"])
         view.update(state=payload["state"], primitive=payload["primitive"],
@@ -161,6 +170,8 @@ class PlanProgress:
 
     def result(self, payload: dict[str, Any]) -> dict[str, Any]:
         view = self._for(payload["plan_id"], payload["n_steps"])
+        if payload.get("primitives") is not None:  # the plan as executed
+            self._primitives = list(payload["primitives"])
         view.update(state="done" if payload["ok"] else "failed", primitive="", eta_s=0.0,
                     error=payload.get("error") or "")
         self._at(view, payload["executed"])
@@ -360,6 +371,9 @@ class CellChannels:
     def _result(self, env: Envelope, stamp: int) -> None:
         self._log(self.plan, self.plan_progress.result(env.payload), stamp, keep=True)
 
+    def _amended(self, env: Envelope, stamp: int) -> None:
+        self._log(self.plan, self.plan_progress.amended(env.payload), stamp, keep=True)
+
     def _heartbeat(self, env: Envelope, stamp: int) -> None:
         self.service_states.beat(env.payload, env.wall_time)
         self._log(self.services, self.service_states.view(env.wall_time), stamp, keep=True)
@@ -379,6 +393,7 @@ _DERIVED = {
     "solver.plan": CellChannels._plan,
     "actuator.progress": CellChannels._progress,
     "actuator.result": CellChannels._result,
+    "actuator.amended": CellChannels._amended,
     "heartbeat": CellChannels._heartbeat,
     "errors": CellChannels._error,
     "diagnostics": CellChannels._diagnostic,

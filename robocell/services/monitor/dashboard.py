@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from robocell.common.bus import Liveness, is_replayed
 from robocell.common.bus.topics import FACES
 from robocell.common.bus.wire import Envelope
@@ -150,6 +152,9 @@ class Dashboard:
                 self._replayed_last = now
                 if env.topic == "heartbeat":
                     return
+            if env.topic == "actuator.amended":
+                self._amend_plan(env)
+                return
             view = _LAST_VALUE_VIEWS.get(env.topic)
             if view is not None:
                 latest.by_topic[env.topic] = env
@@ -193,6 +198,18 @@ class Dashboard:
                 p = env.payload
                 self._add_error(env, p.get("topic") or "bus", p["code"], p["message"],
                                 level=p["level"])
+
+    def _amend_plan(self, env: Envelope) -> None:
+        """The running plan's rest was replaced: show the plan as it now stands (the plan
+        as the solver found it otherwise; its face turns no longer describe it)."""
+        latest, amended = self._latest, env.payload
+        found = latest.by_topic.get("solver.plan")
+        if found is None or found.payload.get("plan_id") != amended["plan_id"]:
+            return
+        latest.by_topic["solver.plan"] = msgspec.structs.replace(found, payload={
+            **found.payload, "primitives": list(amended["primitives"]),
+            "predicted_ms": amended["predicted_ms"], "face_turns": []})
+        latest.dirty.add("plan")
 
     def _start_scan(self, scan_id: str) -> None:
         latest = self._latest

@@ -338,9 +338,11 @@
     $("plan-meta").textContent = `${plan.puzzle} · ${plan.profile} · ${plan.primitives.length} primitives · predicted ${(plan.predicted_ms / 1000).toFixed(2)} s`;
     const current = progress && progress.plan_id === plan.plan_id ? progress : null;
     const done = result && result.plan_id === plan.plan_id ? result : null;
-    if (list.dataset.planId !== plan.plan_id || list.childElementCount !== plan.primitives.length) {
+    const steps = plan.primitives.join(" ");  // a plan's rest may be replaced while it runs
+    if (list.dataset.planId !== plan.plan_id || list.dataset.steps !== steps) {
       list.textContent = "";
       list.dataset.planId = plan.plan_id;
+      list.dataset.steps = steps;
       plan.primitives.forEach((p, i) => list.append(el("li", { "data-step": i }, p)));
     }
     [...list.children].forEach((li, i) => {
