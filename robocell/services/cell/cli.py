@@ -252,8 +252,8 @@ class CycleFollower:
     messages of the one before are left out), its `cell.result`, and whether the cell and
     the broker are still there. Subscribe (construct) before starting the cycle."""
 
-    TOPICS = ("cell.status", "cell.result", "actuator.progress", "actuator.scan_pose",
-              "vision.cube_state", "solver.plan", "errors", "heartbeat")
+    TOPICS = ("cell.status", "cell.result", "actuator.progress", "actuator.amended",
+              "actuator.scan_pose", "vision.cube_state", "solver.plan", "errors", "heartbeat")
 
     def __init__(self, node: Any, broker: str = "") -> None:
         self.node = node
@@ -328,7 +328,7 @@ def _of_cycle(topic: str, p: dict, cycle_id: str, plan_id: str | None) -> bool:
     its plan answers one of them; its errors come after it started)."""
     if topic in ("actuator.scan_pose", "vision.cube_state", "solver.plan"):
         return str(p.get("scan_id") or "").startswith(cycle_id)
-    if topic == "actuator.progress":
+    if topic in ("actuator.progress", "actuator.amended"):
         return plan_id is not None and p["plan_id"] == plan_id
     return topic == "errors"
 
@@ -342,6 +342,11 @@ def _show(topic: str, p: dict) -> None:
     elif topic == "actuator.progress":
         print(f"    step {p['step'] + 1}/{p['n_steps']} {p['primitive']:<8} "
               f"eta {p['eta_s']:.1f}s", flush=True)
+    elif topic == "actuator.amended":
+        rest = p["primitives"][p["at_step"]:]
+        print(f"    rest searched again while the robot moves: from step {p['at_step'] + 1}, "
+              f"{len(rest)} primitives, plan now predicted {p['predicted_ms']:.0f} ms: "
+              f"{' '.join(rest)}", flush=True)
     elif topic == "errors":
         print(f"    error from {p['service']} ({p['stage']}): {p['message']}", flush=True)
 
