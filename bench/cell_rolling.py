@@ -23,13 +23,14 @@ import time
 from pathlib import Path
 
 from robocell.common.bus import Endpoints, Node
-from robocell.common.profile import ProfileError, load_profile
+from robocell.common.profile import load_profile
 from robocell.services.cell.cli import follow_cycle
 from robocell.services.cell.launcher import Launcher, temporary_cell_env
 from robocell.services.solver.cube3.robot import compile_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_twophase import TwoPhasePeer, source_dir  # noqa: E402  (a sibling bench module)
+from robot_rolling import robot_profile  # noqa: E402  (a sibling bench module)
 
 PEER_MILLIS = 50
 PEER_THREADS = 2
@@ -95,13 +96,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.cycles < 1:
         parser.error(f"--cycles {args.cycles}: give at least one")
-    try:
-        profile = load_profile(args.profile)
-    except ProfileError as exc:
-        parser.error(str(exc))
-    if profile.puzzle != "3x3" or profile.search_budget_s is None:
-        parser.error(f"--profile {args.profile}: give a 3x3 robot profile with a "
-                     "search_budget_ms (six-motor, tilt-spin)")
+    robot_profile(parser, args.profile)
     started = time.perf_counter()
     on = summary(args.profile, run_cell(args.profile, True, args.cycles, args.seed))
     off = summary(args.profile, run_cell(args.profile, False, args.cycles, args.seed))
