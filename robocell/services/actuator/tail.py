@@ -38,13 +38,14 @@ class Tail:
         with self.lock:
             if self.hold != at or self.sent > at:
                 return False
+            n = len(self.commands) if commands is None else at + len(commands)
+            if hold is not None and not at < hold < n:
+                raise ValueError(f"hold at command {hold}: give one after {at} and before "
+                                 f"the last ({n})")
             if commands is not None:
                 self.commands[at:] = list(commands)
             if pause_points is not None:
                 self.pause_points = pause_points
-            if hold is not None and not at < hold < len(self.commands):
-                raise ValueError(f"hold at command {hold}: give one after {at} and before "
-                                 f"the last ({len(self.commands)})")
             self.hold = hold
             if also is not None:
                 also()
