@@ -124,8 +124,9 @@ def test_amendments_that_cannot_apply_change_nothing(soltvvo):
     assert not accepted and reason == ("step 4 is not held (the plan is held at step 2); "
                                        "the plan's rest runs as it is")
     assert running.tail.commands == texts and running.tail.hold == running.job.first_line(2)
-    with pytest.raises(ValueError, match="hold at command 3: give one after 3"):
-        running.tail.splice(running.tail.hold, ["X"], 3)  # the tail's own check, first
+    held = running.tail.hold
+    with pytest.raises(ValueError, match=f"hold at command {held}: give one after {held}"):
+        running.tail.splice(held, ["X"], held)  # the tail's own check, before any change
     assert running.tail.commands == texts
     with pytest.raises(AmendRefused, match="hold_at 0: give a step from 1"):
         RunningPlan.start("p4", "2x2x2", "soltvvo-2x2", plan, compiler.plan(plan), hold_at=0)
