@@ -140,6 +140,10 @@ def test_amend_over_the_bus_replaces_the_rest_and_the_result_says_so(bus_cell):
     reply = cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id], "hold_at": at},
                            timeout=CALL_S)
     assert reply["n_steps"] == len(plan)
+    other = cell.make_plan(plan)
+    with pytest.raises(CommandFailed, match=f"hold_at {len(plan)}: give a step from 1"):
+        cell.node.call("actuator", "execute", {"plan": cell.plans[other],
+                                               "hold_at": len(plan)}, timeout=CALL_S)
     rest = detour(plan[at:])
     with pytest.raises(CommandFailed, match="invalid_arguments.*not one of"):
         cell.node.call("actuator", "amend", {"plan_id": plan_id, "at_step": at,

@@ -23,7 +23,7 @@ from robocell.common.bus.wire import ValidationError
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
-from robocell.services.actuator.amend import RunningPlan
+from robocell.services.actuator.amend import AmendRefused, RunningPlan
 from robocell.services.actuator.executor import Compiler, Execution, PlanMismatch, StepProgress
 from robocell.services.actuator.link import (
     CommandRejectedError,
@@ -177,6 +177,8 @@ class ActuatorService:
             job = self.compiler.plan(plan.primitives)
             running = RunningPlan.start(plan_id, plan.puzzle, plan.profile, plan.primitives,
                                         job, args.get("hold_at"))
+        except AmendRefused as exc:  # the plan is this robot's; the hold makes no sense
+            raise CommandFailed("invalid_arguments", str(exc)) from None
         except PlanMismatch as exc:
             self._error("execute", "plan_mismatch", str(exc), "re-plan for this robot")
             raise CommandFailed("invalid_arguments", str(exc)) from None
