@@ -30,4 +30,8 @@ def test_a_payload_that_is_not_a_plan_is_refused_by_field():
 
 
 def test_execute_takes_the_plan_itself():
-    assert [f.name for f in command_spec("actuator", "execute").args] == ["plan"]
+    # the plan itself, not an id to look up; the only other argument is the optional hold
+    # of the rolling search (actuator.amend)
+    args = {f.name: f for f in command_spec("actuator", "execute").args}
+    assert list(args) == ["plan", "hold_at"]
+    assert not args["plan"].optional and args["hold_at"].optional
