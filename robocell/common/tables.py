@@ -5,21 +5,29 @@ A *table group* is a directory under `tables_dir()` holding ``.npy`` arrays and 
 array its dtype, shape, byte size and SHA-256. `load` memory-maps the arrays read-only (so
 several solver processes share one copy in the page cache) after a quick check of the
 manifest and file sizes; a group that is missing or stale (other format version or
-parameters, missing or truncated files) is rebuilt first, with a message saying why.
-`verify` also recomputes every checksum.
+parameters, missing or truncated files) is rebuilt first, with a message saying why. Of
+several processes that find it so at once, one builds it under the group's lock file
+(``.<group>.lock`` beside it, an advisory ``flock`` that dies with its holder) and the others
+wait for it and load what it built. `verify` also recomputes every checksum.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: concurrent builders each build (still safe)
+    fcntl = None
 
 import numpy as np
 
@@ -129,13 +137,47 @@ def build(group: TableGroup, reason: str = "requested") -> dict:
     return manifest
 
 
+@contextlib.contextmanager
+def _build_lock(group: TableGroup) -> Iterator[None]:
+    """Hold the group's build lock (module docstring); say so when another process has it."""
+    if fcntl is None:
+        yield
+        return
+    root = tables_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f".{group.name}.lock").open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"tables: waiting for another process building {group.name}",
+                  file=sys.stderr)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ensure_built(group: TableGroup, force: bool = False) -> str | None:
+    """Build the group if missing or stale (always with ``force``), under its lock: of
+    several processes wanting it at once one builds, the others wait and find it built.
+    Returns why it was built, None when it was up to date."""
+    with _build_lock(group):
+        # looked at under the lock: the process that held it may have built it meanwhile
+        reason = "--force" if force else staleness(group)
+        if reason is not None:
+            build(group, reason)
+        return reason
+
+
 def load(group: TableGroup, build_if_needed: bool = True) -> dict[str, np.ndarray]:
-    """The group's arrays, memory-mapped read-only; builds it first if missing or stale."""
+    """The group's arrays, memory-mapped read-only; builds it first if missing or stale
+    (`ensure_built`)."""
     reason = staleness(group)
     if reason is not None:
         if not build_if_needed:
             raise TableError(f"tables {group.name}: {reason}; run `robocell tables build`")
-        build(group, reason)
+        ensure_built(group)
     manifest = read_manifest(group)
     assert manifest is not None
     return {

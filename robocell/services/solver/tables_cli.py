@@ -55,11 +55,8 @@ def all_groups(profile: str | None = None) -> list:
 
 def cmd_build(args: argparse.Namespace) -> int:
     for group in all_groups(args.profile):
-        reason = "--force" if args.force else tables.staleness(group)
-        if reason is None:
+        if tables.ensure_built(group, force=args.force) is None:
             print(f"{group.name}: up to date")
-            continue
-        tables.build(group, reason)
     return 0
 
 
