@@ -145,65 +145,39 @@ def _slot(keys, x):
 
 
 @njit(cache=True)
-def _build(depth, kinds, block_cost, perm, turn, zobrist, keys, costs, last, bits):
-    """Every cube within ``depth`` blocks of solved (no two blocks of one axis in a row):
-    its least cost and the last block of that way. Returns the cubes kept."""
-    stack = np.empty((depth + 1, SLOTS), np.int64)
-    nxt = np.zeros(depth + 1, np.int64)
-    spent = np.zeros(depth + 1)
-    axis = np.full(depth + 1, -1, np.int64)
-    for i in range(SLOTS):
-        stack[0, i] = i * 3 if i < 8 else (i - 8) * 2
-    x = _hash(stack[0], zobrist)
-    i = _slot(keys, x)
-    keys[i], costs[i], last[i] = x, 0.0, -1
+def _mark(x, bits):
     f = (x >> 8) & (bits.size * 64 - 1)
     bits[f >> 6] |= np.int64(1) << (f & 63)
-    kept = 1
-    sp = 0
-    while sp >= 0:
-        j = nxt[sp]
-        if j >= kinds.size or sp == depth:
-            sp -= 1
-            continue
-        nxt[sp] = j + 1
-        k = kinds[j]
-        if k // 16 == axis[sp]:
-            continue
-        c = spent[sp] + block_cost[k]
-        _apply(stack[sp], perm[k], turn[k], stack[sp + 1])
-        x = _hash(stack[sp + 1], zobrist)
-        i = _slot(keys, x)
-        if keys[i] == EMPTY:
-            keys[i], costs[i], last[i] = x, c, k
-            f = (x >> 8) & (bits.size * 64 - 1)
-            bits[f >> 6] |= np.int64(1) << (f & 63)
-            kept += 1
-        elif c < costs[i]:
-            costs[i], last[i] = c, k
-        spent[sp + 1] = c
-        axis[sp + 1] = k // 16
-        nxt[sp + 1] = 0
-        sp += 1
-    return kept
 
 
 @njit(cache=True)
-def _probe(target, depth, limit, kinds, block_cost, perm, turn, zobrist, keys, costs, bits,
-           path):
-    """The least cost below ``limit`` of a sequence C of up to ``depth`` blocks from
-    ``target`` plus the table's cost of the cube reached; C is left in ``path`` (-1 after
-    its end). Returns that cost, ``limit`` when nothing is cheaper."""
+def _marked(x, bits):
+    f = (x >> 8) & (bits.size * 64 - 1)
+    return bits[f >> 6] & (np.int64(1) << (f & 63)) != 0
+
+
+@njit(cache=True)
+def _walk(start, depth, limit, collect, kinds, block_cost, perm, turn, zobrist, keys, costs,
+          last, bits, path):
+    """Every sequence of up to ``depth`` blocks from ``start``, no two of one axis in a row.
+    With ``collect``: each cube reached goes into the table with its least cost and the last
+    block of that way. Otherwise: the least cost below ``limit`` of such a sequence C plus the
+    table's cost of the cube it reaches, C left in ``path`` (-1 after its end). Returns (cubes
+    the table gained, that least cost or ``limit``)."""
     stack = np.empty((depth + 1, SLOTS), np.int64)
     nxt = np.zeros(depth + 1, np.int64)
     spent = np.zeros(depth + 1)
     axis = np.full(depth + 1, -1, np.int64)
     trail = np.full(depth + 1, -1, np.int64)
-    stack[0] = target
-    best = limit
-    x = _hash(target, zobrist)
+    stack[0] = start
+    best, kept = limit, 0
+    x = _hash(start, zobrist)
     i = _slot(keys, x)
-    if keys[i] == x and costs[i] < best:
+    if collect and keys[i] == EMPTY:
+        keys[i], costs[i], last[i] = x, 0.0, -1
+        _mark(x, bits)
+        kept += 1
+    elif not collect and keys[i] == x and costs[i] < best:
         best = costs[i]
         path[:] = -1
     sp = 0
@@ -231,8 +205,15 @@ def _probe(target, depth, limit, kinds, block_cost, perm, turn, zobrist, keys, c
             x ^= zobrist[i, v]
         x |= 1
         trail[sp] = k
-        f = (x >> 8) & (bits.size * 64 - 1)
-        if bits[f >> 6] & (np.int64(1) << (f & 63)):
+        if collect:
+            i = _slot(keys, x)
+            if keys[i] == EMPTY:
+                keys[i], costs[i], last[i] = x, c, k
+                _mark(x, bits)
+                kept += 1
+            elif c < costs[i]:
+                costs[i], last[i] = c, k
+        elif _marked(x, bits):
             i = _slot(keys, x)
             if keys[i] == x and c + costs[i] < best:
                 best = c + costs[i]
@@ -242,7 +223,7 @@ def _probe(target, depth, limit, kinds, block_cost, perm, turn, zobrist, keys, c
         axis[sp + 1] = k // 16
         nxt[sp + 1] = 0
         sp += 1
-    return best
+    return kept, best
 
 
 @njit(cache=True)
@@ -268,9 +249,13 @@ class WindowTable:
         self.costs = np.zeros(size, np.float64)
         self.last = np.zeros(size, np.int64)
         self.bits = np.zeros(1 << (FILTER_BITS - 6), np.int64)
-        self.size = _build(depth, self.kinds, self.block_cost, self.perm, self.turn,
-                           self.zobrist, self.keys, self.costs, self.last, self.bits)
+        solved = encode(CubieState.solved(3))
+        self.size, _ = self._walk(solved, depth, np.inf, True, np.zeros(depth + 1, np.int64))
         self.depth = depth
+
+    def _walk(self, start, depth, limit, collect, path):
+        return _walk(start, depth, limit, collect, self.kinds, self.block_cost, self.perm,
+                     self.turn, self.zobrist, self.keys, self.costs, self.last, self.bits, path)
 
     def plan_cost(self, plan: np.ndarray) -> float:
         return float(self.block_cost[plan].sum())
@@ -283,8 +268,7 @@ class WindowTable:
         _window_cube(plan, start, stop, self.perm, self.turn, target)
         limit = self.plan_cost(plan[start:stop]) - 1e-9
         path = np.full(probe_depth + 1, -1, np.int64)
-        best = _probe(target, probe_depth, limit, self.kinds, self.block_cost, self.perm,
-                           self.turn, self.zobrist, self.keys, self.costs, self.bits, path)
+        _, best = self._walk(target, probe_depth, limit, False, path)
         if not np.isfinite(best) or best >= limit:
             return None
         # target * C = solved * D, so the window's cube is D then C's inverse
