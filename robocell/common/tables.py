@@ -161,7 +161,10 @@ def _build_lock(group: TableGroup) -> Iterator[None]:
 def ensure_built(group: TableGroup, force: bool = False) -> str | None:
     """Build the group if missing or stale (always with ``force``), under its lock: of
     several processes wanting it at once one builds, the others wait and find it built.
-    Returns why it was built, None when it was up to date."""
+    Returns why it was built, None when it was up to date (then nothing is written: the
+    tables may be on a read-only mount)."""
+    if not force and staleness(group) is None:
+        return None
     with _build_lock(group):
         # looked at under the lock: the process that held it may have built it meanwhile
         reason = "--force" if force else staleness(group)

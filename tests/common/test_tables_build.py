@@ -65,3 +65,15 @@ def test_a_builder_that_dies_leaves_no_lock(tmp_path) -> None:
     assert survivor.exitcode == 0
     assert out.get(timeout=5) == 45
     assert len(log.read_text().split()) == 2
+
+
+def test_a_group_up_to_date_is_left_alone(tmp_path, monkeypatch) -> None:
+    # nothing written, not even the lock file: the tables may be on a read-only mount
+    monkeypatch.setenv("ROBOCELL_TABLES", str(tmp_path / "t"))
+    group = _group(tmp_path / "builds.log", 0.0)
+    assert tables.ensure_built(group) == "not built yet"
+    lock = tmp_path / "t" / ".test-shared-build.lock"
+    lock.unlink()
+    assert tables.ensure_built(group) is None
+    assert not lock.exists()
+    assert len((tmp_path / "builds.log").read_text().split()) == 1
