@@ -15,9 +15,13 @@ move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s;
 (`robocell.services.solver.cube3.bound`), below which no planner's mean over all cubes can
 be, and the issue's target with the share of all cubes a plan that fast can solve at most;
 `--bound-only` prints the bound alone, for any 3x3 profile. The machine's other load slows
-the budgeted searches; run it on a quiet machine for the best figures.
+the budgeted searches; run it on a quiet machine for the best figures. A budgeted planner's
+mean moves from run to run (rob-twophase AX by about 1 % on 300 cubes): `--rounds N` runs
+every planner N times, once a round, and prints the figures over all rounds with the spread
+of the rounds' means.
 
     python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
+        [--rounds 1]
 """
 
 from __future__ import annotations
@@ -133,7 +137,9 @@ def peer_planner(peer: TwoPhasePeer) -> Planner:
 
 
 def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
-                ) -> dict[str, float]:
+                ) -> dict[str, list[float]]:
+    """Every cube's plan: its robot time (from the motion compiler), face turns and search
+    time."""
     profile = load_profile(profile_name)
     robot_ms, search_ms, turns = [], [], []
     with Progress(f"{profile_name} {name}", len(cubes)) as progress:
@@ -144,17 +150,29 @@ def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
             if said is not None and abs(said - cost) > 1e-6:
                 raise RuntimeError(f"{name} priced its plan for {facelets} at {said}, the "
                                    f"motion compiler at {cost}")
-            turns.append(len(moves))
+            turns.append(float(len(moves)))
             robot_ms.append(profile.cost_ms(cost))
             search_ms.append(millis)
             progress.advance()
-    return {"mean": statistics.fmean(robot_ms), "p99": float(np.percentile(robot_ms, 99)),
-            "turns": statistics.fmean(turns),
-            "s50": float(np.percentile(search_ms, 50)), "s99": float(np.percentile(search_ms, 99))}
+    return {"robot": robot_ms, "search": search_ms, "turns": turns}
+
+
+def summary(runs: list[dict[str, list[float]]]) -> dict[str, float]:
+    """One planner's runs (rounds) pooled: mean and p99 robot time, mean turns, search time
+    p50/p99, and the spread of the rounds' means (largest less least, in % of the mean)."""
+    def pooled(key: str) -> list[float]:
+        return [x for run in runs for x in run[key]]
+    means = [statistics.fmean(run["robot"]) for run in runs]
+    robot, search = pooled("robot"), pooled("search")
+    mean = statistics.fmean(robot)
+    return {"mean": mean, "p99": float(np.percentile(robot, 99)),
+            "turns": statistics.fmean(pooled("turns")),
+            "s50": float(np.percentile(search, 50)), "s99": float(np.percentile(search, 99)),
+            "spread": 100 * (max(means) - min(means)) / mean}
 
 
 def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
-                  profiles: list[str]) -> None:
+                  profiles: list[str], rounds: int = 1) -> None:
     have_peer = source_dir() is not None
     if not have_peer:
         print("rob-twophase: skipped (../shared/peers/rob-twophase is absent; set "
@@ -163,28 +181,33 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
         profile = load_profile(profile_name)
         for budget in budgets_ms:
             ms = budget if budget is not None else int(round(1000 * profile.search_budget_s))
-            rows: list[tuple[str, dict[str, float]]] = []
-            if have_peer:
-                for mode in ("HT", "AX", "AXQT"):
-                    with TwoPhasePeer(mode, WORKERS, ms) as peer:
-                        rows.append((f"rob-twophase {mode} mode (-t 2)",
-                                     run_planner(mode, peer_planner(peer), cubes, profile_name)))
-            rows.append(("robocell face-turn search (htm, 2 procs)",
-                         run_planner("htm", robocell_planner(pool, "htm", ms / 1000), cubes,
-                                     profile_name)))
-            rows.append(("robocell robot-time search (2 procs)",
-                         run_planner("robot", robocell_planner(pool, profile_name, ms / 1000),
-                                     cubes, profile_name)))
+            runs: dict[str, list[dict[str, list[float]]]] = {}
+            for _ in range(rounds):  # every planner once a round: drift falls on all alike
+                if have_peer:
+                    for mode in ("HT", "AX", "AXQT"):
+                        with TwoPhasePeer(mode, WORKERS, ms) as peer:
+                            runs.setdefault(f"rob-twophase {mode} mode (-t 2)", []).append(
+                                run_planner(mode, peer_planner(peer), cubes, profile_name))
+                runs.setdefault("robocell face-turn search (htm, 2 procs)", []).append(
+                    run_planner("htm", robocell_planner(pool, "htm", ms / 1000), cubes,
+                                profile_name))
+                runs.setdefault("robocell robot-time search (2 procs)", []).append(
+                    run_planner("robot", robocell_planner(pool, profile_name, ms / 1000),
+                                cubes, profile_name))
+            rows = [(label, summary(r)) for label, r in runs.items()]
             reference = rows[0][1]["mean"]
             print(f"\n{profile_name}: {len(cubes)} seeded random cubes, {ms} ms a cube"
                   f"{' (the profile budget)' if budget is None else ''}; robot time from the "
-                  "motion compiler; vs = mean against the first row (shortest face turns)")
+                  "motion compiler; vs = mean against the first row (shortest face turns)"
+                  + (f"; {rounds} rounds, each planner once a round, figures over all; "
+                     "spread = largest less least round mean" if rounds > 1 else ""))
             print(f"{'planner':<42} {'mean ms':>9} {'p99 ms':>9} {'vs':>7} {'turns':>6} "
-                  f"{'search p50':>10} {'p99 ms':>7}")
+                  f"{'search p50':>10} {'p99 ms':>7}" + (f" {'spread':>7}" if rounds > 1 else ""))
             for label, r in rows:
                 print(f"{label:<42} {r['mean']:>9,.0f} {r['p99']:>9,.0f} "
                       f"{100 * (r['mean'] / reference - 1):>+6.1f}% {r['turns']:>6.2f} "
-                      f"{r['s50']:>10.1f} {r['s99']:>7.1f}")
+                      f"{r['s50']:>10.1f} {r['s99']:>7.1f}"
+                      + (f" {r['spread']:>6.1f}%" if rounds > 1 else ""))
             bound_rows(profile_name, reference)
 
 
@@ -228,11 +251,16 @@ def main() -> None:
     parser.add_argument("--profiles", nargs="+", default=list(ROBOT_PROFILES))
     parser.add_argument("--htm", type=int, default=0, metavar="N",
                         help="also the htm move counts on N cubes at 10 ms, 100 ms and 1 s")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every planner this many times, once a round (the peers' "
+                             "means move by about 1 %% from run to run)")
     parser.add_argument("--speed-only", action="store_true",
                         help="only the motion compiler's speed")
     parser.add_argument("--bound-only", action="store_true",
                         help="only the counting bound on each profile's mean least robot time")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more")
     if args.speed_only:
         compiler_speed(args.seed)
         return
@@ -253,7 +281,7 @@ def main() -> None:
     pool = SolverPool(WORKERS, ("htm", *args.profiles), queue_limit=WORKERS)
     pool.start()
     try:
-        planner_table(cubes, budgets, pool, args.profiles)
+        planner_table(cubes, budgets, pool, args.profiles, args.rounds)
         if args.htm:
             htm_table(cubes[:args.htm], pool)
     finally:
