@@ -308,12 +308,13 @@ class WindowTable:
         return None
 
 
-def repair(moves: list[Move], table: WindowTable, deadline: float, windows: tuple[int, int],
+def repair(moves: list[Move], table: WindowTable, deadline: float, windows: tuple[int, int, bool],
            probe_depth: int) -> tuple[list[Move], list[str]]:
     """(the plan's face turns with cheaper windows in, what was replaced). Each round takes
     the window whose replacement saves most, until none saves or ``deadline``
     (`time.perf_counter`) passes; blocks of one axis that meet at a window's ends join.
-    ``windows``: the fewest and most blocks a window holds."""
+    ``windows``: the fewest and most blocks a window holds, and whether only the windows at
+    the plan's ends are looked at."""
     kinds = np.array(sequence_blocks(moves)[0], np.int64)
     replaced: list[str] = []
     while True:
@@ -342,12 +343,14 @@ def _text(kinds) -> str:
     return " ".join(str(m) for k in kinds for m in kind_moves(int(k)))
 
 
-def _windows(n: int, fewest: int, most: int) -> list[tuple[int, int]]:
+def _windows(n: int, fewest: int, most: int, at_ends: bool = False) -> list[tuple[int, int]]:
     """(start, width) of every window, nearest an end of the plan first: there the
     two-phase search leaves what a repair finds (phase 2 at the end, or at the start when
-    the inverse cube was searched), so a repair cut short by its deadline looks there."""
+    the inverse cube was searched), so a repair cut short by its deadline looks there.
+    ``at_ends``: only the windows that hold the plan's first or last block."""
     out = [(start, width) for width in range(fewest, min(most, n) + 1)
-           for start in range(n - width + 1)]
+           for start in range(n - width + 1)
+           if not at_ends or start == 0 or start + width == n]
     return sorted(out, key=lambda w: (min(w[0], n - w[0] - w[1]), w[1]))
 
 
@@ -363,7 +366,7 @@ def _table(profile_path: str, depth: int) -> WindowTable:
 
 
 def _search_repaired(facelets: str, profile_path: str, budget_s: float, share: float,
-                     part: int, depth: int, probe_depth: int, windows: tuple[int, int]
+                     part: int, depth: int, probe_depth: int, windows: tuple[int, int, bool]
                      ) -> tuple[list[str], float]:
     """One process's share of a split search that keeps ``share`` of the budget to repair
     its own plan (the table built before the clock starts)."""
@@ -387,7 +390,7 @@ def in_budget(pool: ProcessPoolExecutor, args: argparse.Namespace, profile: Prof
     """Plans searched the whole budget beside plans searched (1 - share) of it and repaired
     in the rest, cube by cube, the order alternating."""
     budget_s, share = profile.search_budget_s, args.in_budget
-    windows = (args.min_window, args.max_window)
+    windows = (args.min_window, args.max_window, args.at_ends)
     for f in [pool.submit(_warm_repaired, str(profile.path), args.depth, args.probe_depth)
               for _ in range(PARTS)]:
         f.result()
@@ -406,7 +409,8 @@ def in_budget(pool: ProcessPoolExecutor, args: argparse.Namespace, profile: Prof
     diff = [b - a for a, b in zip(plain, repaired, strict=True)]
     print(f"{profile.name}: {args.cubes} seeded random cubes (seed {args.seed}), "
           f"{budget_s * 1000:g} ms a cube on {PARTS} processes; windows of {windows[0]} to "
-          f"{windows[1]} blocks, sequences of up to {args.depth + args.probe_depth} blocks; "
+          f"{windows[1]} blocks{' at the ends' if windows[2] else ''}, sequences of up to "
+          f"{args.depth + args.probe_depth} blocks; "
           f"{time.perf_counter() - started:.0f} s")
     print(f"{'plan':52s} {'mean robot time':>16s} {'change':>8s}")
     a, b = profile.cost_ms(statistics.mean(plain)), profile.cost_ms(statistics.mean(repaired))
@@ -420,7 +424,7 @@ def in_budget(pool: ProcessPoolExecutor, args: argparse.Namespace, profile: Prof
 def after_budget(pool: ProcessPoolExecutor, args: argparse.Namespace, profile: Profile) -> None:
     """Plans found in the budget, repaired with no time limit."""
     budget_s = profile.search_budget_s
-    windows = (args.min_window, args.max_window)
+    windows = (args.min_window, args.max_window, args.at_ends)
     started = time.perf_counter()
     table = WindowTable(profile_costs(profile).cost[:, 0, 0], args.depth)
     built = time.perf_counter() - started
@@ -448,8 +452,8 @@ def after_budget(pool: ProcessPoolExecutor, args: argparse.Namespace, profile: P
     gains = sorted((a - b for a, b in zip(plans, repaired, strict=True)), reverse=True)
     print(f"{profile.name}: {args.cubes} seeded random cubes (seed {args.seed}), plans "
           f"searched {budget_s * 1000:g} ms on {PARTS} processes; windows of {windows[0]} to "
-          f"{windows[1]} blocks matched by sequences of up to "
-          f"{args.depth + args.probe_depth} blocks ({table.size:,} cubes within {args.depth} "
+          f"{windows[1]} blocks{' at the ends' if windows[2] else ''} matched by sequences of "
+          f"up to {args.depth + args.probe_depth} blocks ({table.size:,} cubes within {args.depth} "
           f"of solved, built in {built:.1f} s); {time.perf_counter() - started:.0f} s")
     print(f"{'plan':40s} {'mean robot time':>16s} {'change':>8s}")
     print(f"{'as found in the budget':40s} {plain:13,.0f} ms {'':>8s}")
@@ -474,6 +478,9 @@ def main() -> None:
                         help="shortest window looked at, in blocks (2 or more)")
     parser.add_argument("--max-window", type=int, default=10,
                         help="longest window looked at, in blocks (at least --min-window)")
+    parser.add_argument("--at-ends", action="store_true",
+                        help="only windows that hold the plan's first or last block (what an "
+                             "endgame at phase 2's end could reach)")
     parser.add_argument("--in-budget", type=float, default=None, metavar="SHARE",
                         help="repair inside the budget: search 1 - SHARE of it (0 < SHARE < 1)")
     args = parser.parse_args()
