@@ -18,7 +18,9 @@ be, and the issue's target with the share of all cubes a plan that fast can solv
 the budgeted searches; run it on a quiet machine for the best figures. A budgeted planner's
 mean moves from run to run (rob-twophase AX by about 1 % on 300 cubes): `--rounds N` runs
 every planner N times, once a round, and prints the figures over all rounds with the spread
-of the rounds' means.
+of the rounds' means. Under the table, the robot-time search against rob-twophase HT and AX
+with a 95 % interval, the plans paired cube by cube (and round by round): how far the run's
+change could be from the same planners' over all cubes.
 
     python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
         [--rounds 1]
@@ -171,6 +173,19 @@ def summary(runs: list[dict[str, list[float]]]) -> dict[str, float]:
             "spread": 100 * (max(means) - min(means)) / mean}
 
 
+def paired_change(runs: list[dict[str, list[float]]], against: list[dict[str, list[float]]]
+                  ) -> tuple[float, float]:
+    """(change of the mean robot time against ``against``'s, in %; the half-width of its 95 %
+    interval), the plans paired cube by cube and round by round (the ratio of means by the
+    delta method): how far the run's figure could be from the same planners' on all cubes."""
+    x = np.array([v for run in runs for v in run["robot"]])
+    y = np.array([v for run in against for v in run["robot"]])
+    ratio = x.mean() / y.mean()
+    d = x - ratio * y
+    half = 1.96 * d.std(ddof=1) / np.sqrt(x.size) / y.mean()
+    return 100 * (ratio - 1), 100 * half
+
+
 def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
                   profiles: list[str], rounds: int = 1) -> None:
     have_peer = source_dir() is not None
@@ -208,6 +223,12 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
                       f"{100 * (r['mean'] / reference - 1):>+6.1f}% {r['turns']:>6.2f} "
                       f"{r['s50']:>10.1f} {r['s99']:>7.1f}"
                       + (f" {r['spread']:>6.1f}%" if rounds > 1 else ""))
+            robot = runs["robocell robot-time search (2 procs)"]
+            for label in (k for k in runs if k.startswith("rob-twophase") and "QT" not in k):
+                change, half = paired_change(robot, runs[label])
+                print(f"robot-time search against {label.split(' (')[0]}: {change:+.1f} % "
+                      f"(95 % interval {change - half:+.1f} to {change + half:+.1f} %, the "
+                      f"plans paired cube by cube)")
             bound_rows(profile_name, reference)
 
 
