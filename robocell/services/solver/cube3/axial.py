@@ -129,7 +129,7 @@ def build_axial() -> dict[str, np.ndarray]:
         sym_tables["corner_stab"], ud_edges, sym_tables["ud_edges_conj"],
         "axial phase-2 pruning")
     cornslice = np.full(pruning.N_CORNERS * N_PERM_4, UNSET, np.uint8)
-    pruning._cornslice_bfs(corners, slice_sorted, p2_kinds, cornslice)
+    pruning._pair_bfs(corners, slice_sorted, N_PERM_4, p2_kinds, cornslice)
     slice_twist = np.full(N_SLICE * N_TWIST, UNSET, np.uint8)
     pruning._pair_bfs(slc, twist, N_TWIST, kinds, slice_twist)
     slice_flip = np.full(N_SLICE * N_FLIP, UNSET, np.uint8)

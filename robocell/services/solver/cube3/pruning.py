@@ -151,31 +151,11 @@ def phase2_depth(move_tables: dict, sym_tables: dict) -> np.ndarray:
                     sym_tables["ud_edges_conj"], "phase-2 pruning")
 
 
-@njit(cache=True)
-def _cornslice_bfs(corners_move, slice_sorted_move, moves, depth):
-    depth[0] = 0
-    d = 0
-    while True:
-        new = 0
-        for i in range(depth.size):
-            if depth[i] == d:
-                c = i // N_PERM_4
-                s = i % N_PERM_4
-                for m in moves:
-                    j = corners_move[c, m] * N_PERM_4 + slice_sorted_move[s, m]
-                    if depth[j] == UNSET:
-                        depth[j] = d + 1
-                        new += 1
-        if new == 0:
-            return
-        d += 1
-
-
 def cornslice_depth(move_tables: dict) -> np.ndarray:
     """Exact phase-2 distance of corners * 24 + slice_perm (uint8)."""
     depth = np.full(N_CORNERS * N_PERM_4, UNSET, np.uint8)
-    _cornslice_bfs(move_tables["corners_move"], move_tables["slice_sorted_move"],
-                   PHASE2_MOVE_ARRAY, depth)
+    _pair_bfs(move_tables["corners_move"], move_tables["slice_sorted_move"], N_PERM_4,
+              PHASE2_MOVE_ARRAY, depth)
     return depth
 
 
