@@ -174,16 +174,25 @@ def summary(runs: list[dict[str, list[float]]]) -> dict[str, float]:
 
 
 def paired_change(runs: list[dict[str, list[float]]], against: list[dict[str, list[float]]]
-                  ) -> tuple[float, float]:
+                  ) -> tuple[float, float | None]:
     """(change of the mean robot time against ``against``'s, in %; the half-width of its 95 %
     interval), the plans paired cube by cube and round by round (the ratio of means by the
-    delta method): how far the run's figure could be from the same planners' on all cubes."""
+    delta method): how far the run's figure could be from the same planners' on all cubes.
+    One plan has no spread to measure, so no interval (None)."""
     x = np.array([v for run in runs for v in run["robot"]])
     y = np.array([v for run in against for v in run["robot"]])
     ratio = x.mean() / y.mean()
+    if x.size < 2:
+        return 100 * (ratio - 1), None
     d = x - ratio * y
     half = 1.96 * d.std(ddof=1) / np.sqrt(x.size) / y.mean()
     return 100 * (ratio - 1), 100 * half
+
+
+def interval_text(change: float, half: float | None) -> str:
+    if half is None:
+        return f"{change:+.1f} % (one plan: no interval)"
+    return f"{change:+.1f} % (95 % interval {change - half:+.1f} to {change + half:+.1f} %)"
 
 
 def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
@@ -226,9 +235,8 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
             robot = runs["robocell robot-time search (2 procs)"]
             for label in (k for k in runs if k.startswith("rob-twophase") and "QT" not in k):
                 change, half = paired_change(robot, runs[label])
-                print(f"robot-time search against {label.split(' (')[0]}: {change:+.1f} % "
-                      f"(95 % interval {change - half:+.1f} to {change + half:+.1f} %, the "
-                      f"plans paired cube by cube)")
+                print(f"robot-time search against {label.split(' (')[0]}: "
+                      f"{interval_text(change, half)}, the plans paired cube by cube")
             bound_rows(profile_name, reference)
 
 
