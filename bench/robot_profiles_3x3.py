@@ -18,7 +18,7 @@ be, and the issue's target with the share of all cubes a plan that fast can solv
 the budgeted searches; run it on a quiet machine for the best figures. A budgeted planner's
 mean moves from run to run (rob-twophase AX by about 1 % on 300 cubes): `--rounds N` runs
 every planner N times, once a round, and prints the figures over all rounds with the spread
-of the rounds' means. Under the table, the robot-time search against rob-twophase HT and AX
+of the rounds' means. Under the table, the robot-time search against each rob-twophase mode
 with a 95 % interval, the plans paired cube by cube (and round by round): how far the run's
 change could be from the same planners' over all cubes.
 
@@ -233,7 +233,7 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
                       f"{r['s50']:>10.1f} {r['s99']:>7.1f}"
                       + (f" {r['spread']:>6.1f}%" if rounds > 1 else ""))
             robot = runs["robocell robot-time search (2 procs)"]
-            for label in (k for k in runs if k.startswith("rob-twophase") and "QT" not in k):
+            for label in (k for k in runs if k.startswith("rob-twophase")):
                 change, half = paired_change(robot, runs[label])
                 print(f"robot-time search against {label.split(' (')[0]}: "
                       f"{interval_text(change, half)}, the plans paired cube by cube")
