@@ -22,7 +22,7 @@ from pathlib import Path
 from robocell.common.profile import load_profile
 from robocell.services.actuator.executor import Compiler, Execution
 from robocell.services.actuator.link import Link
-from robocell.services.firmware_sim.firmware import motion_gaps
+from robocell.services.firmware.simulator import motion_gaps
 
 ESTOP_TARGET_MS = 50.0
 IDLE_TARGET_MS = 5.0

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.faults import FAULTS, FaultyCell  # noqa: E402 - the fault harness of the tests
 
+from robocell.deploy.launcher import Launcher, temporary_cell_env  # noqa: E402
 from robocell.errors import CommandError  # noqa: E402
-from robocell.services.cell.launcher import Launcher, temporary_cell_env  # noqa: E402
 
 REPORT_TARGET_S = 3.0
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.profile import load_profile
-from robocell.services.cell.cli import follow_cycle
-from robocell.services.cell.launcher import Launcher, temporary_cell_env
+from robocell.deploy.launcher import Launcher, temporary_cell_env
 from robocell.services.solver.cube3.robot import compile_plan
+from robocell.tools.cycle import follow_cycle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_twophase import TwoPhasePeer, source_dir  # noqa: E402  (a sibling bench module)

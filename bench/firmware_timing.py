@@ -22,8 +22,8 @@ from pathlib import Path
 import serial
 
 from robocell.common.profile import load_profile
-from robocell.services.actuator import protocol as proto
-from robocell.services.actuator.motion import Motor, load_motors
+from robocell.robot import protocol as proto
+from robocell.robot.motion import Motor, load_motors
 
 JITTER_TARGET_US = 20.0
 ESTOP_TARGET_MS = 1.0

@@ -26,8 +26,8 @@ from pathlib import Path
 import websockets
 
 from robocell.common.bus import Endpoints, Node
-from robocell.services.cell.cli import follow_cycle
-from robocell.services.cell.launcher import Launcher, temporary_cell_env
+from robocell.deploy.launcher import Launcher, temporary_cell_env
+from robocell.tools.cycle import follow_cycle
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]

@@ -73,7 +73,7 @@ def live_screenshot(profile: str, out: Path) -> int:
     from playwright.sync_api import sync_playwright
 
     from robocell.common.bus import Endpoints, Node
-    from robocell.services.cell.launcher import Launcher, temporary_cell_env
+    from robocell.deploy.launcher import Launcher, temporary_cell_env
 
     token = secrets.token_urlsafe(12)
     with temporary_cell_env(profile, speed=0.5) as env:  # its cycle log: removed after

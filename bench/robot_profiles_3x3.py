@@ -43,8 +43,8 @@ from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
 from robocell.services.solver.cube3.bound import BoundError, count_by_cost
 from robocell.services.solver.cube3.robot import compile_plan, motion_tables
+from robocell.services.solver.planning import merge_outcomes
 from robocell.services.solver.pool import SolverPool
-from robocell.services.solver.service import merge_outcomes
 from robocell.services.solver.worker import solve_in_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

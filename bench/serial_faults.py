@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from robocell.services.actuator import protocol as proto
+from robocell.robot import protocol as proto
 from robocell.services.actuator.link import FirmwareUnreachableError, Link
 
 MISSING_DEVICE = "/dev/ttyUSB9"

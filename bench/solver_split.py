@@ -19,8 +19,8 @@ import time
 
 from robocell.common.profile import load_profile
 from robocell.common.scramble import random_facelets
+from robocell.services.solver.planning import merge_outcomes, split_jobs
 from robocell.services.solver.pool import SolverPool
-from robocell.services.solver.service import merge_outcomes, split_jobs
 
 DEADLINE_S = 30.0
 

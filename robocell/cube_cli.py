@@ -23,8 +23,9 @@ from robocell.common.cube import (
 )
 from robocell.common.facelets import FACES, size_of
 from robocell.common.notation import NotationError, parse_moves
+from robocell.common.scramble import scramble_to
 from robocell.errors import CommandError
-from robocell.services.solver.scramble import scramble_moves
+from robocell.services.solver.api import solve
 
 ANSI_BACKGROUND = {  # face letter -> 256-colour background close to a real cube's sticker
     "U": 231, "R": 160, "F": 34, "D": 226, "L": 208, "B": 27,
@@ -149,7 +150,7 @@ def cmd_scramble(args: argparse.Namespace) -> int:
         payload: dict = {"size": args.size, "facelets": facelets}
         text = facelets
         if not args.no_moves:
-            moves = format_moves(scramble_moves(facelets))
+            moves = format_moves(scramble_to(facelets, solve(facelets, "htm").moves))
             payload["moves"] = moves
             text = f"{facelets}  {moves}"
         _emit(args, payload, text)

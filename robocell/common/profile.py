@@ -25,12 +25,12 @@ Sections the actuator, vision and twin use, kept as plain data here and validate
 same `ProfileError`) by the actuator's loaders when a robot is driven or simulated:
 ``[motors.NAME]`` (``kind`` = "stepper" with ``steps_per_rev``, ``speed_dps``,
 ``accel_dps2``; or "servo" with named ``positions``, ``home``, ``speed_dps``, ``settle_ms``;
-`robocell.services.actuator.motion.load_motors`), each primitive's ``motion`` (motion strings
+`robocell.robot.motion.load_motors`), each primitive's ``motion`` (motion strings
 such as ``"turn R:-90 L:-90"``, ``"grip gR gL"``; `motion.compile_primitives`), ``[scan]``
 (``[[scan.poses]]`` with ``name``, ``motion``, ``views`` = [{at, face, rotation}], and
 ``finish``; `motion.load_scan`), ``[geometry]`` (``[[geometry.arms]]`` with ``face``,
 ``stepper``, ``gripper``, ``holds``, ``layers``; ``rest``; ``[[geometry.tilters]]``;
-`robocell.services.firmware_sim.twin.load_geometry`). Full description: docs/profiles.md.
+`robocell.services.firmware.twin.load_geometry`). Full description: docs/profiles.md.
 
 A bad file raises `ProfileError` naming the file, the key and the problem.
 """

@@ -1,11 +1,27 @@
-"""Uniform random cube states (every legal state equally likely, seedable)."""
+"""Scrambles, all in one place: uniform random cube states (every legal state equally likely,
+seedable), random face turns as a person scrambles by hand (never two turns of one face in a
+row, so none cancels), and the face turns that take the solved cube to a given state (from a
+solver's plan for it)."""
 
 from __future__ import annotations
+
+import random
+from collections.abc import Sequence
 
 import numpy as np
 
 from robocell.common.cubie import CubieState, permutation_parity
-from robocell.common.facelets import N_CORNERS, N_EDGES, check_size
+from robocell.common.facelets import N_CORNERS, N_EDGES, check_size, size_of, solved
+from robocell.common.moves import apply_to_facelets
+from robocell.common.notation import Move, invert_moves, parse_moves
+
+ROTATIONS = (
+    "y", "y2", "y'", "x", "x y", "x y2", "x y'", "x2", "x2 y", "x2 y2", "x2 y'", "x'",
+    "x' y", "x' y2", "x' y'", "z", "z y", "z y2", "z y'", "z'", "z' y", "z' y2", "z' y'",
+)
+"""The 23 non-trivial whole-cube rotations (with the identity, all 24)."""
+
+FACES = "URFDLB"
 
 
 def random_cubie_state(size: int, rng: np.random.Generator | int | None = None) -> CubieState:
@@ -38,3 +54,27 @@ def random_facelets(size: int, rng: np.random.Generator | int | None = None) -> 
     """Facelet string of a uniformly random legal state (see `random_cubie_state`)."""
     return random_cubie_state(size, rng).to_facelets()
 
+
+def random_turns(count: int, seed: int | None = None) -> list[Move]:
+    """``count`` random face turns (quarter, half or counter-quarter), never two of the same
+    face in a row: no turn undoes or merges with the one before, as a person scrambles."""
+    rng = random.Random(seed)
+    turns: list[Move] = []
+    for _ in range(count):
+        face = rng.choice([f for f in FACES if not turns or f != turns[-1].name])
+        turns.append(Move(face, rng.choice((1, 2, 3))))
+    return turns
+
+
+def scramble_to(facelets: str, plan: Sequence[Move]) -> list[Move]:
+    """A face-turn sequence that takes the solved cube to exactly ``facelets``, from a plan
+    that solves it (its inverse), preceded, for a 2x2x2 whose plan solves it in another
+    orientation, by the whole-cube rotation that sets that orientation. Half turns are
+    written plainly (U2, not U2'), the usual scramble notation."""
+    moves = [Move(m.name, m.quarter_turns) for m in invert_moves(list(plan))]
+    size = size_of(facelets)
+    for rotation in ("", *ROTATIONS):
+        extra = parse_moves(rotation) if rotation else []
+        if apply_to_facelets(solved(size), extra + moves, size) == facelets:
+            return extra + moves
+    raise ValueError(f"no orientation of the plan's inverse reaches {facelets}")

@@ -18,7 +18,7 @@ import pytest
 from robocell.common.facelets import solved
 from robocell.common.moves import apply_to_facelets
 from robocell.common.profile import Profile
-from robocell.services.firmware_avr.build import (
+from robocell.services.firmware.avr_build import (
     AVR_PACKAGES,
     SIM_PACKAGES,
     ToolchainError,

@@ -14,7 +14,7 @@ import pytest
 from robocell.common.profile import load_profile, parse_profile
 from robocell.services.actuator.executor import Compiler, Execution
 from robocell.services.actuator.link import FirmwareFault, FirmwareReset, Link
-from robocell.services.firmware_sim.firmware import motion_gaps
+from robocell.services.firmware.simulator import motion_gaps
 
 from .conftest import primitive_inverses, reference_case, start_firmware
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from robocell.common.profile import PROFILE_DIR
-from robocell.services.actuator import protocol as proto
+from robocell.robot import protocol as proto
 from robocell.services.actuator.executor import Compiler, Execution
 from robocell.services.actuator.link import (
     EStopNotSentError,

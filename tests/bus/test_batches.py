@@ -39,7 +39,7 @@ from robocell.common.bus.wire import (
     unbatch_frame,
 )
 from robocell.services.broker.broker import Broker
-from robocell.services.broker.recording import read_messages
+from robocell.tools.recording import read_messages
 
 STATUS = {"cycle_id": "c1", "stage": "executing"}
 BURST = 1000

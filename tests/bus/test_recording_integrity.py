@@ -8,7 +8,7 @@ from pathlib import Path
 from support.bus import free_base_port, robocell_cmd, robocell_env
 
 from robocell.common.bus.wire import Envelope, encode
-from robocell.services.broker.recording import Recorder, verify_recording
+from robocell.tools.recording import Recorder, verify_recording
 
 N_MESSAGES = 600
 DETAIL = "x" * 1000  # ~1 KB a message: about three chunks of CHUNK_BYTES

@@ -12,7 +12,7 @@ from support.bus import recv_topic, robocell_cmd, robocell_env
 
 from robocell.common.bus import Node, Subscriber
 from robocell.common.bus.wire import Envelope, encode
-from robocell.services.broker.recording import Recorder
+from robocell.tools.recording import Recorder
 
 LIVE_STATUS = {"cycle_id": "live", "stage": "scanning"}
 RECORDED_STATUS = {"cycle_id": "recorded", "stage": "done"}

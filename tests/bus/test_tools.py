@@ -21,7 +21,7 @@ from support.bus import (
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
 from robocell.common.bus.wire import TOPIC_END, decode
-from robocell.services.broker.recording import read_messages, recording_info
+from robocell.tools.recording import read_messages, recording_info
 
 PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 30, "primitive": "R+", "eta_s": 1.0,
             "state": "running"}

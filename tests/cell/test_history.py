@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from robocell.deploy.launcher import temporary_cell_env
 from robocell.services.cell.history import (
     HISTORY_ENV,
     SCHEMA_VERSION,
@@ -18,7 +19,6 @@ from robocell.services.cell.history import (
     percentile,
     summary,
 )
-from robocell.services.cell.launcher import temporary_cell_env
 
 PLAN = {"plan_id": "p1", "primitives": ["R", "F'"], "face_turns": ["R"], "predicted_ms": 800.0,
         "search": {"nodes": 5}}

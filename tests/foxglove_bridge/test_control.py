@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import pytest
 
 from robocell.common.bus.commands import Reply
+from robocell.common.operator_control import ControlRefusedError
 from robocell.services.foxglove import control
 from robocell.services.foxglove.control import CALLS, CellServices, parse_call, request_schema
-from robocell.services.monitor.control import ControlRefusedError
 
 TOKEN = "foxglove-token-91ab"
 

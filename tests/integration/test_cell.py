@@ -14,7 +14,7 @@ import pytest
 from support.cell import bus_address, running_cell
 
 from robocell.common.bus import Endpoints, Node
-from robocell.services.cell.cli import follow_cycle
+from robocell.tools.cycle import follow_cycle
 
 
 def run_one_cycle(node: Node, seed: int, timeout: float = 120.0) -> dict:

@@ -17,8 +17,8 @@ from pathlib import Path
 from support.cell import bus_address, running_cell
 
 from robocell.common.bus import Endpoints, Node
-from robocell.services.cell.cli import CycleFollower
 from robocell.services.cell.history import HISTORY_ENV, CycleLog
+from robocell.tools.cycle import CycleFollower
 
 from .test_cell import run_one_cycle, twin_solved
 

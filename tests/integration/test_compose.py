@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from robocell.common.paths import REPO_DIR
-from robocell.services.cell.compose import (
+from robocell.deploy.compose import (
     PACKAGED_COMPOSE_FILE,
     ComposeError,
     find_compose_file,
@@ -93,10 +93,11 @@ def test_broker_refuses_a_bus_port_block_compose_would_publish_wrongly():
     assert "ROBOCELL_BUS_PORT_LAST=7503" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_packaged_compose_file_equals_the_top_level_one():
-    """An installed robocell reads its shipped copy: it must be the deployment in the checkout
-    (copy docker-compose.yml to robocell/services/cell/ after editing it)."""
-    assert PACKAGED_COMPOSE_FILE.read_bytes() == COMPOSE.read_bytes()
+def test_the_top_level_compose_file_is_the_packaged_one():
+    """One compose file: the package's (an installed robocell reads it); the checkout's
+    ./docker-compose.yml is a link to it, so there is no copy to keep equal."""
+    assert COMPOSE.is_symlink()
+    assert COMPOSE.resolve() == PACKAGED_COMPOSE_FILE.resolve()
 
 
 def test_compose_file_search_order(tmp_path):

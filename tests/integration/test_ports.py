@@ -19,8 +19,8 @@ from contextlib import contextmanager
 import pytest
 
 from robocell.common.config import free_port_block, free_port_blocks
-from robocell.services.cell.compose import LocalService
-from robocell.services.cell.launcher import Launcher, LaunchError
+from robocell.deploy.compose import LocalService
+from robocell.deploy.launcher import Launcher, LaunchError
 
 PORT_VARIABLES = ("ROBOCELL_BUS", "ROBOCELL_BUS_PORT", "ROBOCELL_BUS_PORT_LAST",
                   "ROBOCELL_SIM_PORT", "ROBOCELL_FIRMWARE_PORT", "ROBOCELL_MONITOR_PORT",

@@ -255,8 +255,8 @@ def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):
 
 
 def test_a_split_search_takes_the_cheapest_share_and_adds_up_the_work():
+    from robocell.services.solver.planning import merge_outcomes, split_jobs
     from robocell.services.solver.pool import SolverPool
-    from robocell.services.solver.service import merge_outcomes, split_jobs
 
     pool = SolverPool(2, ("six-motor",), queue_limit=2)
     pool.start()

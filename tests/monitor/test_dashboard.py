@@ -8,7 +8,7 @@ import pytest
 
 from robocell.common.bus.schema import validate
 from robocell.common.bus.wire import Envelope
-from robocell.services.monitor.control import (
+from robocell.common.operator_control import (
     ACTIONS,
     ControlRefusedError,
     check_configured_token,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from robocell.services.cell.launcher import Launcher, temporary_cell_env
+from robocell.deploy.launcher import Launcher, temporary_cell_env
 
 
 @contextmanager

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robocell.common.bus import CommandFailed, Endpoints, Node, Subscriber
+from robocell.deploy.launcher import Launcher
 from robocell.errors import CommandError
-from robocell.services.cell.cli import CycleFollower
 from robocell.services.cell.history import HISTORY_ENV, CycleLog, summary
-from robocell.services.cell.launcher import Launcher
+from robocell.tools.cycle import CycleFollower
 from support.bus import wait_subscribed
 
 KILLABLE = ("broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from robocell.common.facelets import puzzle_size
 from robocell.common.profile import Profile
 from robocell.errors import RobocellError
-from robocell.services.actuator.motion import (
+from robocell.robot.motion import (
     MotorModel,
     PrimitiveMotion,
     ScanProgram,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import serial
 
 from robocell.errors import RobocellError
-from robocell.services.actuator import protocol as proto
+from robocell.robot import protocol as proto
 from robocell.services.actuator.port import (
     SerialUrlError,
     check_serial_url,

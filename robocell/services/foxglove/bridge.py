@@ -44,8 +44,8 @@ from foxglove.messages import CompressedImage, Log, LogLevel, SceneUpdate, Times
 from robocell.common.bus.liveness import STALE_AFTER_BEATS
 from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPICS
+from robocell.common.bus.views import IMAGE_CHANNEL
 from robocell.common.bus.wire import Envelope
-from robocell.services.broker.recording import IMAGE_CHANNEL
 from robocell.services.foxglove.scene import CubeLabel, cube_scene, find_turns
 
 NS_PER_S = 1_000_000_000

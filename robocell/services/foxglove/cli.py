@@ -9,10 +9,10 @@ from pathlib import Path
 from robocell.common import config
 from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import KeyFileError
+from robocell.common.operator_control import TOKEN_ENV, check_configured_token
 from robocell.errors import CommandError
 from robocell.services.foxglove.layout import LAYOUT_FILE, write_layout
 from robocell.services.foxglove.server import FoxgloveBridge, serve
-from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

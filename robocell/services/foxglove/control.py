@@ -5,7 +5,7 @@ monitor's token (``--token`` / ``$ROBOCELL_MONITOR_TOKEN``, the dashboard's)::
 
     cell.scramble  {"token": "...", "seed": 3}
 
-The token is checked as the dashboard checks it (:func:`~robocell.services.monitor.control.
+The token is checked as the dashboard checks it (:func:`~robocell.common.operator_control.
 check_token`, constant time, a refused one answered late); without it, or with arguments
 that do not fit the command's declaration, the call fails with a message saying why and
 nothing reaches the bus. Otherwise the bus commands are sent (``cell.estop`` stops the
@@ -29,15 +29,15 @@ from foxglove import MessageSchema, Schema, Service, ServiceRequest, ServiceSche
 
 from robocell.common.bus.commands import Reply
 from robocell.common.bus.schema import command_spec, type_json_schema, validate_args
+from robocell.common.bus.views import jsonable
 from robocell.common.bus.wire import MessageError
-from robocell.services.monitor.control import (
+from robocell.common.operator_control import (
     ACTIONS,
     WRONG_TOKEN_DELAY_S,
     Action,
     ControlRefusedError,
     check_token,
 )
-from robocell.services.monitor.dashboard import jsonable
 
 SOLVE_TIMEOUT_S = 30.0
 """A 3x3 search may use its whole budget: wait longer than for the cell's buttons."""

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from robocell.services.broker.recording import IMAGE_CHANNEL
+from robocell.common.bus.views import IMAGE_CHANNEL
 from robocell.services.foxglove.bridge import CUBE_SCENE, LOG, PLAN_PROGRESS, SERVICES, TWIN_SCENE
 from robocell.services.foxglove.scene import FRAME
 

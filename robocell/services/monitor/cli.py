@@ -8,8 +8,8 @@ import os
 from robocell.common import config
 from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import KeyFileError
+from robocell.common.operator_control import TOKEN_ENV, check_configured_token
 from robocell.errors import CommandError
-from robocell.services.monitor.control import TOKEN_ENV, check_configured_token
 from robocell.services.monitor.server import MonitorServer, serve
 
 DEFAULT_HTTP = "127.0.0.1:8765"

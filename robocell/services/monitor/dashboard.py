@@ -39,6 +39,7 @@ import msgspec
 
 from robocell.common.bus import Liveness, is_replayed
 from robocell.common.bus.topics import FACES
+from robocell.common.bus.views import jsonable
 from robocell.common.bus.wire import Envelope
 
 UPDATE_PERIOD_S = 0.1
@@ -56,18 +57,6 @@ FACE_VIEWS = tuple(f"face.{face}" for face in FACES)
 
 Clock = Callable[[], float]
 
-
-def jsonable(value: Any) -> Any:
-    """``value`` with bytes turned into base64 text and tuples into lists (JSON-safe)."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, float) and value != value:  # NaN is not JSON
-        return None
-    return value
 
 
 @dataclass

@@ -45,14 +45,15 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 
 from robocell.common.bus import Endpoints, Node
-from robocell.services.monitor.control import (
+from robocell.common.bus.views import jsonable
+from robocell.common.operator_control import (
     ACTIONS,
     WRONG_TOKEN_DELAY_S,
     ControlRefusedError,
     check_token,
     plan_control,
 )
-from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard, jsonable
+from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard
 from robocell.services.monitor.sokoban_graph import SokobanGraphError, SokobanGraphs
 from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE
 

@@ -17,93 +17,30 @@ idle core searches all of it.
 
 from __future__ import annotations
 
-import argparse
-import os
 import threading
 import time
 import uuid
 from typing import Any
 
-from robocell.common import tables
-from robocell.common.bus import Busy, CommandFailed, Endpoints, Node
-from robocell.common.bus.messages import Plan
+from robocell.common.bus import Busy, CommandFailed
 from robocell.common.facelets import size_of
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
-from robocell.errors import CommandError
+from robocell.services.solver.planning import (
+    DEFAULT_TIMEOUT_S,
+    merge_outcomes,
+    plan_message,
+    split_jobs,
+)
 from robocell.services.solver.pool import PoolBusy, PoolTimeout, SolverPool, WorkerDied
-from robocell.services.solver.tables_cli import all_groups
 from robocell.services.solver.worker import (
     SOKOBAN_DEFAULT_TIMEOUT_S,
-    solve_in_worker,
     solve_sokoban_in_worker,
 )
 
-DEFAULT_TIMEOUT_S = 0.1
-"""3x3 search budget per request when neither the request nor the robot profile
-(``search_budget_ms``) sets one; always bounded by the caller's deadline."""
 MIN_BUDGET_S = 0.005
 QUEUE_PER_WORKER = 4
 """Requests waiting per worker before new ones are refused as busy."""
-
-
-# --- the pure core: one plan from a split search, and its bus message --------------------
-
-def split_jobs(facelets: str, profile: str | None, budget: float, workers: int) -> list[tuple]:
-    """The pool jobs of one solve on ``workers`` idle workers: a 3x3 search split into that
-    many shares of its directions, each searching the whole budget, until one moment (the
-    budget is the search's wall time, the time the robot waits: every idle core searches all
-    of it); anything else (a 2x2 is a table look-up) as one job."""
-    if size_of(facelets) != 3 or workers < 2:
-        return [(solve_in_worker, facelets, profile, None, budget)]
-    until = time.monotonic() + budget
-    return [(solve_in_worker, facelets, profile, None, budget, (k, workers), until)
-            for k in range(workers)]
-
-
-def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """One worker outcome from the shares of a split search: the cheapest plan (fewest
-    moves on a tie), with the shares' statistics added up. An error wins (every share
-    validated the same cube, so they agree)."""
-    for outcome in outcomes:
-        if "error" in outcome:
-            return outcome
-    if len(outcomes) == 1:
-        return outcomes[0]
-    plans = [outcome["plan"] for outcome in outcomes]
-    best = min(plans, key=lambda p: (p["cost"], p["length"]))
-    stats = dict(best["stats"])
-    for key in ("candidates", "nodes"):
-        if all(key in p["stats"] for p in plans):
-            stats[key] = sum(p["stats"][key] for p in plans)
-    if all("shortest_length" in p["stats"] for p in plans):
-        shortest = min(plans, key=lambda p: (p["stats"]["shortest_length"],
-                                             p["stats"]["shortest_cost"]))
-        stats["shortest_length"] = shortest["stats"]["shortest_length"]
-        stats["shortest_cost"] = shortest["stats"]["shortest_cost"]
-    stats["workers"] = len(plans)
-    # the solve of a split search lasts from its first share's start to its last one's end
-    # (a time.monotonic() span: one clock for the host's processes)
-    spans = [outcome["span"] for outcome in outcomes]
-    solve_ms = 1000 * (max(end for _, end in spans) - min(start for start, _ in spans))
-    # optimal only if every share searched its directions to the end
-    return {"plan": {**best, "stats": stats, "solve_ms": round(solve_ms, 4),
-                     "optimal": all(p["optimal"] for p in plans)}}
-
-
-def plan_message(solution: dict[str, Any], plan_id: str, scan_id: str | None,
-                 service_ms: float) -> Plan:
-    """The `solver.plan` message for a worker's solution (see `Solution.to_dict`)."""
-    return Plan(
-        plan_id=plan_id, scan_id=scan_id, puzzle=solution["puzzle"],
-        profile=solution["profile"], facelets=solution["facelets"],
-        primitives=list(solution["primitives"]),
-        face_turns=solution["moves"].split() if solution["moves"] else [],
-        predicted_ms=float(solution["cost_ms"]),
-        search={"solve_ms": solution["solve_ms"], "service_ms": round(service_ms, 3),
-                "length": solution["length"], "cost_units": solution["cost"],
-                "optimal": solution["optimal"], **solution.get("stats", {})},
-    )
 
 
 # --- the bus adapter ----------------------------------------------------------------------
@@ -229,50 +166,3 @@ class SolverService:
             "lurd": result["lurd"] or "", "pushes": result["pushes"], "moves": result["moves"],
             "metric": result["metric"], "optimal": result["optimal"]})
         return {**result, "service_ms": round((time.perf_counter() - started) * 1e3, 3)}
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "solver", help="run the solver service on the bus",
-        description="Serve `solve` commands from a pool of worker processes sharing the "
-                    "memory-mapped tables (the cell asks for each plan).")
-    p.add_argument("--workers", type=int,
-                   default=int(os.environ.get("ROBOCELL_SOLVER_WORKERS", "2")),
-                   help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
-    p.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE"),
-                   help="the cell's robot profile (default $ROBOCELL_PROFILE); used for "
-                        "cubes of its size, htm for the other size")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="3x3 search budget per request in seconds (bounded by its deadline; "
-                        "default: the robot profile's search_budget_ms, else "
-                        f"{DEFAULT_TIMEOUT_S})")
-    p.add_argument("--split", action=argparse.BooleanOptionalAction,
-                   default=os.environ.get("ROBOCELL_SOLVER_SPLIT", "1") not in ("", "0"),
-                   help="share a 3x3 search among the workers idle when it arrives (default "
-                        "$ROBOCELL_SOLVER_SPLIT or on; --no-split: one worker per request)")
-    p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")
-    p.set_defaults(func=cmd_solver)
-
-
-def cmd_solver(args: argparse.Namespace) -> int:
-    profiles = {2: "htm", 3: "htm"}
-    if args.profile:
-        try:
-            profile = load_profile(args.profile)
-        except ProfileError as exc:
-            raise CommandError(str(exc)) from None
-        for size in (2, 3):
-            if profile.fits(size):
-                profiles[size] = args.profile
-    # build missing tables once, here, before the workers map them
-    for name in dict.fromkeys(profiles.values()):
-        for group in all_groups(name):
-            tables.load(group)
-    with Node("solver", Endpoints.resolve(args.broker)) as node:
-        service = SolverService(node, args.workers, profiles, args.timeout, args.split)
-        try:
-            service.start()
-            node.wait()
-        finally:
-            service.stop()
-    return 0

@@ -1,0 +1,116 @@
+"""`robocell up` and `robocell demo`: the cell of docker-compose.yml started as local processes;
+the demo also scrambles the simulated twin and follows one solve cycle."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.deploy.compose import ComposeError
+from robocell.deploy.launcher import Launcher, LaunchError
+from robocell.errors import CommandError
+from robocell.tools.cycle import CycleFollower, print_summary
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `up` and `demo` to the subcommands."""
+    p = subparsers.add_parser(
+        "up", help="start the whole cell as local processes (from docker-compose.yml)",
+        description="Start broker, solver, vision, actuator, cell coordinator, monitor and "
+                    "Foxglove bridge (and the firmware simulator with --sim) as local "
+                    "processes, with the "
+                    "commands and environment of docker-compose.yml. Ctrl-C stops them all; "
+                    "the exit status is non-zero if a service dies.")
+    p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
+    p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
+    p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.add_argument("--firmware", choices=("python", "avr"), default=None,
+                   help="in simulation, the firmware behind the serial line: python (the "
+                        "simulator) or avr (the real firmware/ in simavr); sets "
+                        "$ROBOCELL_FIRMWARE")
+    p.add_argument("--compose", type=Path, metavar="FILE",
+                   help="compose file to read (default ./docker-compose.yml, else the copy "
+                        "shipped with robocell)")
+    p.set_defaults(func=cmd_up)
+
+    p = subparsers.add_parser(
+        "demo", help="the main job: simulated cell, scramble the twin, one solve cycle",
+        description="Start the cell in simulation, scramble the digital twin, run one full "
+                    "cycle (scan, solve, execute, verify) with a progress display, print the "
+                    "summary and shut everything down. Exit 0 when the twin is solved.")
+    p.add_argument("--profile", default=None,
+                   help="robot profile (default $ROBOCELL_PROFILE or soltvvo-2x2)")
+    p.add_argument("--seed", type=int, default=None, help="scramble seed")
+    p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
+    p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.add_argument("--firmware", choices=("python", "avr"), default=None,
+                   help="in simulation, the firmware behind the serial line: python (the "
+                        "simulator) or avr (the real firmware/ in simavr); sets "
+                        "$ROBOCELL_FIRMWARE")
+    p.add_argument("--compose", type=Path, metavar="FILE",
+                   help="compose file to read (default ./docker-compose.yml, else the copy "
+                        "shipped with robocell)")
+    p.set_defaults(func=cmd_demo)
+
+
+def _env_with(args: argparse.Namespace) -> dict[str, str]:
+    env = dict(os.environ)
+    if getattr(args, "profile", None):
+        env["ROBOCELL_PROFILE"] = args.profile
+    if getattr(args, "speed", None):
+        env["ROBOCELL_SPEED"] = str(args.speed)
+    if getattr(args, "firmware", None):
+        env["ROBOCELL_FIRMWARE"] = args.firmware
+    return env
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    try:
+        launcher = Launcher("sim" if args.sim else "hardware", _env_with(args),
+                            compose_file=args.compose)
+    except ComposeError as exc:
+        raise CommandError(str(exc)) from None
+    with launcher:
+        try:
+            launcher.start(on_ready=lambda name: launcher.log("up", f"{name} is alive"))
+        except LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        launcher.log("up", "the cell is up; Ctrl-C stops it")
+        return launcher.watch()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    env = _env_with(args)
+    env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
+    firmware = ("the AVR firmware in simavr" if env.get("ROBOCELL_FIRMWARE") == "avr"
+                else "the firmware simulator")
+    print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}, "
+          f"{firmware}); a first run builds the solver tables", flush=True)
+    try:
+        launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
+                            else {"broker", "solver", "firmware-sim", "actuator-sim",
+                                  "vision-sim", "cell", "monitor", "foxglove"})
+    except ComposeError as exc:
+        raise CommandError(str(exc)) from None
+    with launcher:
+        try:
+            launcher.start(on_ready=lambda name: print(f"  {name} is up", flush=True))
+        except LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        bus = launcher.services[0].environment.get("ROBOCELL_BUS")
+        with Node("demo", Endpoints.resolve(bus), track_peers=False) as node:
+            follower = CycleFollower(node, bus or "")
+            try:
+                scrambled = node.call("cell", "scramble",
+                                      {} if args.seed is None else {"seed": args.seed},
+                                      timeout=10.0)
+                print(f"twin scrambled: {scrambled}", flush=True)
+                started = node.call("cell", "start", {}, timeout=5.0)
+            except CommandFailed as exc:
+                raise CommandError(f"the cell refused: {exc}") from None
+            print(f"cycle {started['cycle_id']} started", flush=True)
+            result = follower.follow(started["cycle_id"], 600.0, show=True)
+        print_summary(result)
+    return 0 if result["ok"] else 1

@@ -1,0 +1,124 @@
+"""The firmware simulator's bus adapter: `FirmwareSimBus` publishes the twin on the latched
+``sim.twin_state`` topic and answers the sim-only ``scramble`` command; `main_with_args` is
+the `robocell firmware-sim` process (the core on its serial line, and on the bus if asked);
+`main_avr` the same with the compiled AVR firmware in simavr in place of the Python core.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+from typing import Any
+
+from robocell.common.bus import CommandFailed, Node
+from robocell.common.cube import apply_to_facelets, format_moves, solved
+from robocell.common.notation import Move
+from robocell.common.profile import Profile
+from robocell.common.scramble import random_turns
+from robocell.common.validation import CubeStateError, validate
+from robocell.services.firmware.avr_hil import serve_avr
+from robocell.services.firmware.serial_server import serve
+from robocell.services.firmware.simulator import FaultPlan, FirmwareCore
+
+DEFAULT_SCRAMBLE_MOVES = 25
+
+
+class FirmwareSimBus:
+    """The simulator on the bus: publishes the twin (latched ``sim.twin_state``) after every
+    motion and answers ``scramble`` (a person's hands on the simulated cube)."""
+
+    def __init__(self, profile: Profile, control: queue.Queue) -> None:
+        self.profile = profile
+        self.control = control
+        self.node = Node("firmware-sim")
+
+    def start(self, core: Any) -> None:
+        core.on_twin = self.publish
+        self.node.start()
+        self.node.serve("scramble", self.on_scramble)
+        self.node.set_state("ready", profile=self.profile.name, boot_id=core.boot_id)
+        self.publish(core)
+
+    def stop(self) -> None:
+        self.node.stop()
+
+    def publish(self, core: Any) -> None:
+        twin = core.twin
+        state = twin.state()
+        self.node.publish("sim.twin_state", {
+            "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
+            "solved": state["solved"], "grips": state["grips"],
+            "arm_angles": state["arm_angles"], "misaligned": state["misaligned"],
+            "fault": state["fault"],
+            "boot_id": core.boot_id, "line": core.executed})
+
+    def on_scramble(self, args: dict, ctx: Any) -> dict:
+        size = self.profile.size or 3
+        facelets = args.get("facelets")
+        moves: list[Move] = []
+        if facelets is None:
+            moves = random_turns(args.get("moves", DEFAULT_SCRAMBLE_MOVES), args.get("seed"))
+            facelets = apply_to_facelets(solved(size), moves, size)
+        else:
+            try:
+                validate(facelets, size)
+            except CubeStateError as exc:
+                raise CommandFailed("invalid_arguments", f"scramble facelets: {exc}") from None
+
+        def set_cube(core: Any) -> str:
+            core.twin.facelets = facelets
+            core.twin.fault = None
+            core._log("scramble", facelets=facelets)
+            self.publish(core)
+            return facelets
+
+        reply: queue.Queue = queue.Queue()
+        self.control.put((set_cube, reply))
+        result = reply.get(timeout=5.0)
+        if isinstance(result, Exception):
+            raise CommandFailed("failed", f"scramble failed: {result}")
+        return {"facelets": result, "moves": format_moves(moves)}
+
+
+def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,
+                   facelets: str | None, queue_size: int, log_path: str | None,
+                   faults: FaultPlan, max_runtime_s: float | None = None,
+                   host: str = "127.0.0.1", bus: bool = False) -> None:
+    """The `robocell firmware-sim` process body (with ``bus``: twin on sim.twin_state and the
+    ``scramble`` command, see `FirmwareSimBus`)."""
+    log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+    adapter = None
+    control: queue.Queue | None = None
+    try:
+        core = FirmwareCore(profile, facelets, queue_size, log)
+        if bus:
+            control = queue.Queue()
+            adapter = FirmwareSimBus(profile, control)
+            adapter.start(core)
+        serve(core, port=port, pty_link=pty_link, speed=speed, faults=faults,
+              ready=sys.stdout, max_runtime_s=max_runtime_s, host=host, control=control)
+    finally:
+        if adapter is not None:
+            adapter.stop()
+        if log is not None:
+            log.close()
+
+
+def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | None,
+             speed: float, facelets: str | None, log_path: str | None, faults: FaultPlan,
+             max_runtime_s: float | None = None, host: str = "127.0.0.1", bus: bool = False,
+             trace: str | None = None, physics: bool = True) -> None:
+    """The process body of `robocell firmware-sim --avr`."""
+    log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+    control: queue.Queue | None = queue.Queue() if bus else None
+    adapter = FirmwareSimBus(profile, control) if control is not None else None
+    try:
+        serve_avr(profile, mcu=mcu, port=port, pty_link=pty_link, speed=speed,
+                  facelets=facelets, log=log, faults=faults, ready=sys.stdout,
+                  max_runtime_s=max_runtime_s, host=host, control=control, trace=trace,
+                  on_start=adapter.start if adapter is not None else None, physics=physics)
+    finally:
+        if adapter is not None:
+            adapter.stop()
+        if log is not None:
+            log.close()

@@ -1,0 +1,436 @@
+"""The simulated firmware itself: `FirmwareCore`, a pure state machine fed with received
+bytes and the simulated time, returning the bytes to send; it times every motion with the
+motor model, moves the digital twin and logs every executed line.
+
+Its serial line (TCP or a pty, the clock, fault injection) is `serial_server.serve`; its bus
+side is `service.FirmwareSimBus`; `robocell firmware-sim` is `cli`.
+
+HOME (docs/serial-protocol.md, "Homing"): its targets are fixed when it starts, from the
+step counts (or, for a stepper with a home switch, from where the arm physically stands:
+a power-up zeroes the count, not the arm); steppers first, then servos.
+
+Timing: simulated time is real time since start multiplied by the speed factor. A command
+starts when the previous one ends if it is already queued then (no idle), else when it
+arrives; so the logged gaps between motions measure how well the host keeps the queue fed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import IO
+
+from robocell.common.profile import Profile
+from robocell.robot import protocol as proto
+from robocell.robot.motion import MotorModel, load_motors
+from robocell.services.firmware.twin import Twin, TwinFaultError
+
+FIRMWARE_NAME = "robocell-fwsim"
+FIRMWARE_VERSION = "1.0"
+DEFAULT_QUEUE = 8
+CAPABILITIES = ("move", "servo", "mark", "dwell", "status", "estop", "resend", "boot-id",
+                "home")
+ESTOP_SERVO_STOP_MS = 0.0
+"""Servos hold their commanded pulse: they stop at once on e-stop."""
+
+
+@dataclass
+class Motion:
+    """A queued or running command with its simulated schedule."""
+
+    command: proto.Command
+    targets: dict[str, float]
+    arrival: float
+    start: float = 0.0
+    end: float = 0.0
+    idle: float = 0.0
+    steppers_ms: float = 0.0
+    """HOME: length of its first phase (steppers); the servos follow."""
+
+
+@dataclass
+class FaultPlan:
+    """Fault injection settings (all off by default)."""
+
+    drop_rate: float = 0.0
+    corrupt_rate: float = 0.0
+    seed: int = 0
+    disconnect_after: tuple[int, ...] = ()
+    stall_after: int | None = None
+    stall_ms: float = 0.0
+    reset_after: int | None = None
+
+
+@dataclass
+class FirmwareCore:
+    """The firmware's protocol and motion state machine (no I/O; time in simulated ms)."""
+
+    profile: Profile
+    facelets: str | None = None
+    queue_size: int = DEFAULT_QUEUE
+    log: IO[str] | None = None
+    on_twin: object = None
+    boot_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    accepted_count: int = 0
+
+    def __post_init__(self) -> None:
+        self.motors = load_motors(self.profile)
+        self.model = MotorModel(self.motors)
+        self.twin = Twin(self.profile, self.facelets)
+        self.physical_offset = {n: 0.0 for n, m in self.motors.items() if m.kind == "stepper"}
+        """Steps between where each stepper physically stands and its step count since
+        boot (non-zero after a reboot: the count restarts at 0 wherever the arm is)."""
+        self._boot_state()
+        self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION)
+
+    def _boot_state(self) -> None:
+        self.expected = 1
+        self.executed = 0
+        self.waiting: deque[Motion] = deque()
+        self.current: Motion | None = None
+        self.state = "idle"
+        self.resend_pending = False
+        self.last_end = 0.0
+
+    # --- logging and reports ----------------------------------------------------------------
+    def _log(self, event: str, **fields: object) -> None:
+        if self.log is not None:
+            self.log.write(json.dumps({"ev": event, "boot": self.boot_id, **fields}) + "\n")
+            self.log.flush()
+
+    def banner(self) -> bytes:
+        return proto.report(
+            "start", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, proto=proto.PROTOCOL_VERSION,
+            boot=self.boot_id, queue=self.queue_size, caps=",".join(CAPABILITIES),
+            motors=",".join(self.motors), last=self.executed, accepted=self.expected - 1,
+        ).encode()
+
+    def status(self) -> bytes:
+        depth = len(self.waiting) + (1 if self.current else 0)
+        return proto.report(
+            "status", state=self.state, boot=self.boot_id, last=self.executed,
+            accepted=self.expected - 1, queue=depth,
+            pos=proto.format_positions({k: round(v, 3) for k, v in self.model.positions.items()}),
+        ).encode()
+
+    # --- input ------------------------------------------------------------------------------
+    def realtime(self, byte: bytes, now: float, wall: float) -> list[bytes]:
+        """A real-time byte: status at once, or e-stop acted on at once."""
+        if byte == proto.STATUS_BYTE:
+            return [self.status()]
+        return self.estop(now, wall)
+
+    def estop(self, now: float, wall: float) -> list[bytes]:
+        stopped = now
+        if self.current is not None and self.current.start <= now < self.current.end:
+            motion = self.current
+            elapsed = now - motion.start
+            if motion.command.verb == "HOME":
+                stop_ms, fraction = self._estop_home(motion, elapsed)
+            elif motion.command.verb == "MOVE":
+                # each stepper brakes from its speed at this instant of its trapezoid
+                stops = [self.motors[n].emergency_stop(self.motors[n].degrees(v), elapsed)
+                         for n, v in motion.targets.items()]
+                stop_ms = max(s for s, _ in stops)
+                fraction = max(f for _, f in stops)
+            else:
+                stop_ms = ESTOP_SERVO_STOP_MS
+                fraction = elapsed / (motion.end - motion.start)
+            stopped = now + stop_ms
+            if motion.command.verb != "HOME":
+                self._apply_partial(motion, fraction)
+            self._log("interrupted", line=motion.command.line, text=motion.command.body,
+                      fraction=round(fraction, 4), facelets=self.twin.facelets)
+        dropped = len(self.waiting) + (1 if self.current else 0)
+        self.waiting.clear()
+        self.current = None
+        self.expected = self.executed + 1
+        self.state = "estop"
+        self._log("estop", t=now, stopped=stopped, discarded=dropped)
+        return [proto.report("estop", t=f"{now:.3f}", stopped=f"{stopped:.3f}",
+                             rx_wall=f"{wall:.6f}", discarded=dropped).encode()]
+
+    def _estop_home(self, motion: Motion, elapsed: float) -> tuple[float, float]:
+        """E-stop during HOME: the phase running is cut short; (ms until standstill, fraction
+        of the stepper phase done)."""
+        steppers, servos = self._split(motion.targets)
+        if elapsed < motion.steppers_ms:
+            stops = [self.motors[n].emergency_stop(self.motors[n].degrees(v), elapsed)
+                     for n, v in steppers.items() if v]
+            stepper_fraction = max((f for _, f in stops), default=1.0)
+            servo_fraction, stop_ms = 0.0, max((s for s, _ in stops), default=0.0)
+        else:
+            servo_ms = max(motion.end - motion.start - motion.steppers_ms, 1e-9)
+            stepper_fraction, stop_ms = 1.0, ESTOP_SERVO_STOP_MS
+            servo_fraction = min(1.0, (elapsed - motion.steppers_ms) / servo_ms)
+        try:
+            self._apply_home(motion, stepper_fraction, servo_fraction)
+        except TwinFaultError as exc:
+            self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
+        return stop_ms, stepper_fraction
+
+    def line(self, raw: bytes, now: float) -> list[bytes]:
+        """One received line (without its newline)."""
+        try:
+            parsed = proto.parse_host_line(proto.unframe(raw))
+        except proto.ProtocolError:
+            # every damaged line asks for a resend (the damaged one may be a resent line)
+            self.resend_pending = True
+            return [proto.report("rs", self.expected, "bad-line").encode()]
+        if isinstance(parsed, str):
+            if parsed == "HELLO":
+                return [self.banner()]
+            if parsed == "CLEAR":
+                if self.state in ("estop", "fault"):
+                    self.twin.fault = None
+                    self.state = "idle"
+                    self._log("clear")
+                return [self.status()]
+            return []
+        command = parsed
+        if command.line < self.expected:
+            return [proto.report("ok", command.line, "dup").encode()]
+        if command.line > self.expected:
+            if self.resend_pending:
+                return []
+            self.resend_pending = True
+            return [proto.report("rs", self.expected, "skipped").encode()]
+        self.resend_pending = False
+        if self.state in ("estop", "fault"):
+            return [proto.report("err", command.line, self.state, "send CLEAR first").encode()]
+        if len(self.waiting) + (1 if self.current else 0) >= self.queue_size:
+            return [proto.report("busy", command.line).encode()]
+        try:
+            targets = self._targets(command)
+        except ValueError as exc:
+            self.expected += 1
+            return [proto.report("err", command.line, *str(exc).split()).encode()]
+        self.expected += 1
+        self.accepted_count += 1
+        self.waiting.append(Motion(command, targets, arrival=now))
+        out = [proto.report("ok", command.line,
+                            free=self.queue_size - len(self.waiting) - (1 if self.current else 0)
+                            ).encode()]
+        out += self.advance(now)
+        return out
+
+    def _targets(self, command: proto.Command) -> dict[str, float]:
+        """The checked arguments of a queued command; ValueError naming the field (sent back
+        as ``err N <text>``)."""
+        verb = command.verb
+        if verb == "MARK":
+            return {}
+        if verb == "DWELL":
+            if len(command.args) != 1:
+                raise ValueError("DWELL takes one duration in ms")
+            low, high = proto.DWELL_RANGE_MS
+            return {"ms": proto.parse_decimal(command.args[0], "DWELL ms", low, high)}
+        if verb == "HOME":
+            names = command.args or tuple(self.motors)
+            for name in names:
+                if name not in self.motors:
+                    raise ValueError(f"HOME: no motor named {name}")
+            if len(set(names)) != len(names):
+                raise ValueError("HOME: a motor is named twice")
+            return dict.fromkeys(names, 0.0)
+        kind = "stepper" if verb == "MOVE" else "servo"
+        targets: dict[str, float] = {}
+        for arg in command.args:
+            name, sep, value = arg.partition(":")
+            if not sep or not name:
+                raise ValueError(f"{verb}: argument {arg} is not motor:value")
+            motor = self.motors.get(name)
+            if motor is None or motor.kind != kind:
+                raise ValueError(f"no {kind} named {name}")
+            if name in targets:
+                raise ValueError(f"{verb}: motor {name} named twice")
+            if verb == "MOVE":
+                targets[name] = float(proto.parse_integer(
+                    value, f"MOVE {name} steps", -proto.MAX_STEPS, proto.MAX_STEPS))
+            else:
+                low, high = proto.SERVO_RANGE_DEG
+                targets[name] = proto.parse_decimal(value, f"SERVO {name} degrees", low, high)
+        if not targets:
+            raise ValueError(f"{verb}: no motor targets given")
+        return targets
+
+    def _home_targets(self, names: list[str]) -> dict[str, float]:
+        """HOME's targets from where the motors stand now: steppers a relative move in steps
+        to their reference position (from the step count, or to the switch the physical arm
+        meets first in ``home_dir``), servos their home angle."""
+        targets: dict[str, float] = {}
+        for name in names:
+            motor = self.motors[name]
+            if motor.kind == "servo":
+                targets[name] = motor.home
+                continue
+            count = self.model.positions[name]
+            if motor.home_switch:
+                physical = count + self.physical_offset[name]
+                step = motor.align_steps * motor.home_dir
+                # the switch closes at every aligned position: seek to the next one
+                ahead = math.ceil(round(physical / step, 9)) * step
+                targets[name] = ahead - physical
+            else:
+                targets[name] = motor.reference_steps(count) - count
+        return targets
+
+    def _start_home(self, motion: Motion) -> float:
+        """Fix a HOME's targets as it starts; its duration (steppers, then servos)."""
+        motion.targets = self._home_targets(list(motion.targets))
+        steppers, servos = self._split(motion.targets)
+        motion.steppers_ms = self.model.duration_ms("MOVE", steppers)
+        return motion.steppers_ms + (self.model.duration_ms("SERVO", servos) if servos else 0.0)
+
+    def _split(self, targets: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+        steppers = {n: v for n, v in targets.items() if self.motors[n].kind == "stepper"}
+        return steppers, {n: v for n, v in targets.items() if n not in steppers}
+
+    # --- motion -----------------------------------------------------------------------------
+    def next_deadline(self) -> float | None:
+        """Simulated time at which the running motion ends, if any."""
+        return self.current.end if self.current else None
+
+    def advance(self, now: float) -> list[bytes]:
+        """Finish motions due by ``now`` and start queued ones back to back."""
+        out: list[bytes] = []
+        while True:
+            if self.current is not None:
+                if self.current.end > now:
+                    break
+                out += self._finish(self.current)
+                if self.state == "fault":
+                    break
+            if not self.waiting:
+                break
+            motion = self.waiting.popleft()
+            motion.start = max(motion.arrival, self.last_end)
+            motion.idle = motion.start - self.last_end
+            if motion.command.verb == "HOME":
+                duration = self._start_home(motion)
+            else:
+                duration = self.model.duration_ms(motion.command.verb, motion.targets)
+            motion.end = motion.start + duration
+            self.current = motion
+            self.state = "run"
+        if self.current is None and self.state == "run":
+            self.state = "idle"
+        return out
+
+    def _apply(self, motion: Motion, fraction: float = 1.0) -> None:
+        verb = motion.command.verb
+        if verb == "HOME":
+            self._apply_home(motion, fraction, 1.0 if fraction >= 1.0 else 0.0)
+            return
+        # the motors move whatever the mechanism makes of it (a jam is the twin's to report)
+        self.model.apply(verb, motion.targets, fraction)
+        if verb == "MOVE":
+            self.twin.move({n: self.motors[n].degrees(v) for n, v in motion.targets.items()},
+                           fraction)
+        elif verb == "SERVO":
+            self.twin.set_servos(motion.targets, fraction)
+
+    def _apply_home(self, motion: Motion, stepper_fraction: float,
+                    servo_fraction: float) -> None:
+        """HOME done (or stopped part way): steppers turn first, then servos move."""
+        steppers, servos = self._split(motion.targets)
+        moving = {n: v for n, v in steppers.items() if v}
+        if moving:
+            self.model.apply("MOVE", moving, stepper_fraction)
+            self.twin.move({n: self.motors[n].degrees(v) for n, v in moving.items()},
+                           stepper_fraction)
+        if stepper_fraction >= 1.0:
+            for name in steppers:  # at the reference: the count is a multiple again
+                motor = self.motors[name]
+                count = self.model.positions[name]
+                aligned = motor.reference_steps(count)
+                self.physical_offset[name] += count - aligned
+                self.model.positions[name] = aligned
+        if servos and servo_fraction > 0.0:
+            self.model.apply("SERVO", servos, servo_fraction)
+            self.twin.set_servos(servos, servo_fraction)
+
+    def _apply_partial(self, motion: Motion, fraction: float) -> None:
+        """A motion cut short (e-stop, reset): the twin records what physically happened."""
+        try:
+            self._apply(motion, fraction)
+        except TwinFaultError as exc:
+            self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
+
+    def _finish(self, motion: Motion) -> list[bytes]:
+        self.current = None
+        self.last_end = motion.end
+        self.executed = motion.command.line
+        fault = None
+        try:
+            self._apply(motion)
+        except TwinFaultError as exc:
+            fault = exc
+        self._log("exec", line=motion.command.line, text=motion.command.body,
+                  start=round(motion.start, 3), end=round(motion.end, 3),
+                  idle=round(motion.idle, 3),
+                  facelets=self.twin.facelets, solved=self.twin.solved)
+        if callable(self.on_twin):
+            self.on_twin(self)
+        if fault is not None:
+            self.state = "fault"
+            self.waiting.clear()
+            self.expected = self.executed + 1
+            self._log("fault", code=fault.code, message=str(fault), line=motion.command.line)
+            return [proto.report("fault", fault.code, *str(fault).split(),
+                                 line=motion.command.line).encode()]
+        return [proto.report("done", motion.command.line, t=f"{motion.end:.3f}").encode()]
+
+    # --- connection events ------------------------------------------------------------------
+    def disconnected(self, now: float) -> None:
+        """The host went away: finish the running motion, discard the waiting queue."""
+        self._log("disconnect", t=now, discarded=len(self.waiting))
+        self.waiting.clear()
+        self.expected = (self.current.command.line if self.current else self.executed) + 1
+        self.resend_pending = False
+
+    def reset(self, now: float, counts_kept: bool = True) -> bytes:
+        """A reboot: new boot id, queue and line numbers gone; the motion in progress stops
+        where it is and the cube stays as it is. ``counts_kept``: a watchdog reset, whose
+        step counts survive in RAM the start-up leaves alone; False: a power-up, the counts
+        restart at 0 wherever the arms stand (only a home switch finds them again)."""
+        if self.current is not None:
+            self._apply_partial(self.current, min(1.0, (now - self.current.start) / max(
+                1e-9, self.current.end - self.current.start)))
+        self.boot_id = uuid.uuid4().hex[:8]
+        # the rebooted firmware knows of no fault; what stands misaligned stays so physically
+        self.twin.fault = None
+        if not counts_kept:
+            for name in self.physical_offset:
+                self.physical_offset[name] += self.model.positions[name]
+                self.model.positions[name] = 0.0
+        self._boot_state()
+        self.last_end = now
+        self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")
+        return self.banner()
+
+
+def motion_gaps(entries: list[dict]) -> tuple[list[float], list[float]]:
+    """From ``exec`` log entries of one run: the motors' idle time (simulated ms) between
+    consecutive motions, and the subset at primitive boundaries (gaps spanning a MARK line,
+    which moves nothing)."""
+    gaps: list[float] = []
+    boundaries: list[float] = []
+    previous_end = None
+    spans_mark = False
+    for entry in entries:
+        if entry.get("ev") != "exec":
+            continue
+        if " MARK " in entry["text"]:
+            spans_mark = previous_end is not None
+            continue
+        if previous_end is not None:
+            gap = entry["start"] - previous_end
+            gaps.append(gap)
+            if spans_mark:
+                boundaries.append(gap)
+        previous_end, spans_mark = entry["end"], False
+    return gaps, boundaries

@@ -1,0 +1,343 @@
+"""The solver process's command line: `robocell solve` (plan a cube for a robot profile, in
+this process), `robocell tables` (build, verify and describe the generated tables) and
+`robocell solver` (the solver service on the bus)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+import time
+from typing import Any
+
+from robocell.common import tables
+from robocell.common.bus import Endpoints, Node
+from robocell.common.facelets import puzzle_size, size_of
+from robocell.common.profile import ProfileError, available_profiles, load_profile
+from robocell.common.validation import CubeStateError, validate
+from robocell.errors import CommandError, RobocellError
+from robocell.services.solver.api import solve
+from robocell.services.solver.planning import DEFAULT_TIMEOUT_S, merge_outcomes, split_jobs
+from robocell.services.solver.pool import SolverPool
+from robocell.services.solver.service import SolverService
+from robocell.services.solver.table_groups import all_groups
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `solve`, `tables` and `solver` to the subcommands."""
+    register_solve(subparsers)
+    register_tables(subparsers)
+    register_service(subparsers)
+
+
+POOL_DEADLINE_S = 600.0
+"""Longest a split solve may take before the command gives up on it (a budget is far less)."""
+
+
+def register_solve(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "solve", help="plan the fastest solution of a cube for a robot profile",
+        description="Plan a solution. FACELETS is a kociemba-style facelet string; with - read "
+                    "one per line from stdin and write one JSON line per cube.")
+    p.add_argument("facelets", metavar="FACELETS", nargs="?",
+                   help="facelet string, or - for stdin")
+    p.add_argument("--list-profiles", action="store_true",
+                   help="list the shipped robot profiles (name, puzzle, primitives, "
+                        "description) and exit")
+    p.add_argument("--puzzle", choices=("2x2", "3x3", "2x2x2", "3x3x3"), default=None,
+                   help="expected puzzle (default: from the string's length)")
+    p.add_argument("--profile", default=None, help="robot profile name or .toml file "
+                   "(default htm; shipped: see `robocell solve --list-profiles`)")
+    p.add_argument("--max-length", type=int, default=None, metavar="N",
+                   help="fail unless a solution of at most N face turns is found (3x3: the "
+                        "search stops at the first one; see --timeout)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="3x3: search budget in seconds (0: the first solution found)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="3x3: processes to split a search over (default: every core, "
+                        f"{os.cpu_count()} here; 1: in this process)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_solve)
+
+
+class TooLongError(RobocellError, ValueError):
+    """No solution within ``--max-length`` was found."""
+
+    code = "too_long"
+
+
+class _Planner:
+    """Plans cubes in this process, or split over a pool started on the first 3x3 cube."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+        if self.workers < 1:
+            raise CommandError(f"--workers {self.workers}: give 1 or more")
+        self.pool: SolverPool | None = None
+
+    def plan(self, facelets: str) -> dict[str, Any]:
+        args = self.args
+        if self.workers == 1 or args.max_length is not None or size_of(facelets) != 3:
+            plan = solve(facelets, args.profile, max_length=args.max_length,
+                         timeout=args.timeout)
+            return plan.to_dict()
+        validate(facelets)  # an impossible cube is refused here, as solve() refuses it
+        profile = load_profile(args.profile or "htm")
+        budget = args.timeout
+        if budget is None:
+            budget = profile.search_budget_s or DEFAULT_TIMEOUT_S
+        if self.pool is None:
+            self.pool = SolverPool(self.workers, (profile.name,), queue_limit=self.workers)
+            self.pool.start()
+        # the whole budget on each idle core, as the service does
+        outcome = merge_outcomes(self.pool.solve_split(
+            lambda n: split_jobs(facelets, args.profile, budget, n),
+            time.monotonic() + POOL_DEADLINE_S))
+        if "error" in outcome:
+            error = outcome["error"]
+            raise ValueError(error.get("message", str(error)))
+        return outcome["plan"]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _summary(row: dict[str, Any]) -> str:
+    stats = row.get("stats", {})
+    turns = stats.get("face_turn_count", row["length"])
+    workers = stats.get("workers", 1)
+    return (f"# {turns} face turns, {len(row['primitives'])} primitives, predicted robot time "
+            f"{row['cost_ms']:,.0f} ms ({row['profile']}: {row['cost']:g} units), searched "
+            f"{row['solve_ms']:.1f} ms on {workers} process{'es' if workers > 1 else ''}")
+
+
+def _plan_dict(facelets: str, args: argparse.Namespace, planner: _Planner) -> dict:
+    row = planner.plan(facelets)
+    turns = row.get("stats", {}).get("face_turn_count", row["length"])
+    if args.max_length is not None and turns > args.max_length:
+        if row.get("optimal"):
+            found = f"the optimal solution for profile {row['profile']} has {turns} moves"
+        else:
+            budget = "the default search budget" if args.timeout is None else \
+                f"a search budget of {args.timeout:g} s"
+            found = f"the shortest found in {budget} has {turns} face turns"
+        raise TooLongError(f"no solution of at most {args.max_length} moves: {found} "
+                           f"({row['moves']}); allow more moves with --max-length"
+                           + ("" if row.get("optimal") else ", or search longer with --timeout S"))
+    return row
+
+
+def list_profiles(as_json: bool) -> str:
+    """The shipped profiles: name, puzzle, number of primitives, description."""
+    rows = []
+    for name in available_profiles():
+        profile = load_profile(name)
+        rows.append({"name": profile.name, "puzzle": profile.puzzle,
+                     "primitives": len(profile.primitives),
+                     "description": " ".join(profile.description.split())})
+    if as_json:
+        return json.dumps(rows, indent=2)
+    lines = [f"{'NAME':<14} {'PUZZLE':<7} PRIMITIVES"]
+    for row in rows:
+        lines.append(f"{row['name']:<14} {row['puzzle']:<7} {row['primitives']}")
+        lines.extend(textwrap.wrap(row["description"], 96, initial_indent="    ",
+                                   subsequent_indent="    "))
+    lines.append("Use one with `robocell solve --profile NAME FACELETS`; docs/profiles.md "
+                 "describes the file format.")
+    return "\n".join(lines)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.timeout is not None and not args.timeout >= 0:
+        raise CommandError(f"--timeout must be 0 or more seconds, not {args.timeout:g} "
+                           "(0 takes the first solution found)")
+    if args.max_length is not None and args.max_length < 0:
+        raise CommandError(f"--max-length must be 0 or more, not {args.max_length}")
+    if args.facelets is None:
+        raise CommandError("give a FACELETS string (or - to read one per line from stdin); "
+                           "`robocell solve --list-profiles` lists the robot profiles")
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    if args.list_profiles:
+        print(list_profiles(args.json))
+        return 0
+    _check_options(args)
+    planner = _Planner(args)
+    try:
+        return _run(args, planner)
+    finally:
+        planner.close()
+
+
+def _run(args: argparse.Namespace, planner: _Planner) -> int:
+    size = puzzle_size(args.puzzle) if args.puzzle else None
+    if args.facelets == "-":
+        status = 0
+        for number, line in enumerate(sys.stdin, 1):
+            facelets = line.strip()
+            if not facelets:
+                continue
+            try:
+                if size is not None and len(facelets) != 6 * size * size:
+                    raise CubeStateError("length", f"line {number}: expected a {args.puzzle} "
+                                         f"facelet string ({6 * size * size} letters), "
+                                         f"got {len(facelets)}")
+                row = _plan_dict(facelets, args, planner)
+            except (CubeStateError, ValueError) as exc:
+                status = 1
+                code = getattr(exc, "code", "invalid")
+                row = {"facelets": facelets, "line": number, "error": str(exc), "code": code}
+            print(json.dumps(row), flush=True)
+        return status
+    try:
+        if size is not None and len(args.facelets) != 6 * size * size:
+            raise CommandError(f"--puzzle {args.puzzle} needs {6 * size * size} letters, "
+                               f"got {len(args.facelets)}")
+        row = _plan_dict(args.facelets, args, planner)
+    except CubeStateError as exc:
+        raise CommandError(f"{exc} [{exc.code}]") from None
+    except TooLongError as exc:
+        print(f"robocell solve: {exc}", file=sys.stderr)
+        return 1
+    except (ProfileError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    if args.json:
+        print(json.dumps(row))
+    else:
+        print(row["moves"] if row["moves"] else "(already solved)")
+        print(_summary(row), file=sys.stderr)
+    return 0
+
+
+def register_tables(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("tables", help="build, verify and describe solver tables")
+    sub = parser.add_subparsers(dest="tables_command", metavar="ACTION", required=True)
+    for action, helptext in (("build", "build missing or stale tables (or --force all)"),
+                             ("verify", "check manifests and checksums; exit 1 on a problem"),
+                             ("info", "list table groups with sizes and build times")):
+        p = sub.add_parser(action, help=helptext)
+        p.add_argument("--profile", help="only the tables this robot profile needs")
+        p.add_argument("--json", action="store_true")
+        if action == "build":
+            p.add_argument("--force", action="store_true", help="rebuild even if up to date")
+        p.set_defaults(func=globals()[f"cmd_{action}"])
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    for group in all_groups(args.profile):
+        if tables.ensure_built(group, force=args.force) is None:
+            print(f"{group.name}: up to date")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    unbuilt, damaged = [], []
+    for group in all_groups(args.profile):
+        problems = tables.verify(group)
+        if tables.staleness(group) is not None:
+            unbuilt.append(group.name)
+        elif problems:
+            damaged.append(group.name)
+        if args.json:
+            print(json.dumps({"group": group.name, "ok": not problems, "problems": problems}))
+        else:
+            print(f"{group.name}: " + ("ok" if not problems else "; ".join(problems)))
+    hint = rebuild_hint(unbuilt, damaged, args.profile)
+    if hint:
+        print(hint, file=sys.stderr)
+    return 1 if unbuilt or damaged else 0
+
+
+def rebuild_hint(unbuilt: list[str], damaged: list[str], profile: str | None) -> str:
+    """What to run when ``verify`` found groups missing or stale (``unbuilt``) or with a
+    checksum mismatch (``damaged``); empty when there is nothing to do."""
+    only = f" --profile {profile}" if profile else ""
+    lines = []
+    if unbuilt:
+        lines.append(f"{len(unbuilt)} table group(s) in {tables.tables_dir()} are not usable "
+                     f"({', '.join(unbuilt)}): build them with `robocell tables build{only}` "
+                     "(the solver also builds what it needs on first use, with a progress "
+                     "bar)")
+    if damaged:
+        lines.append(f"checksum mismatch in {', '.join(damaged)}: rebuild with `robocell "
+                     f"tables build --force{only}`")
+    return "\n".join(lines)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    for group in all_groups(args.profile):
+        manifest = tables.read_manifest(group) or {}
+        arrays = manifest.get("arrays", {})
+        row = {
+            "group": group.name, "description": group.description,
+            "status": tables.staleness(group) or "ok", "path": str(group.path),
+            "megabytes": round(sum(a["bytes"] for a in arrays.values()) / 1e6, 2),
+            "build_seconds": manifest.get("build_seconds"), "params": group.params,
+            "arrays": {k: {"dtype": v["dtype"], "shape": v["shape"]} for k, v in arrays.items()},
+        }
+        if args.json:
+            print(json.dumps(row))
+        else:
+            print(f"{row['group']}: {_info_status(row)} — {row['description']}")
+    return 0
+
+
+def _info_status(row: dict) -> str:
+    """Status, size and build time of one row of `tables info`, as far as they are known."""
+    if not row["arrays"]:
+        return row["status"]  # e.g. "not built yet": no size, no build time
+    seconds = row["build_seconds"]
+    built = "build time not recorded" if seconds is None else f"built in {seconds:.1f} s"
+    return f"{row['status']}, {row['megabytes']} MB, {built}"
+
+
+def register_service(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "solver", help="run the solver service on the bus",
+        description="Serve `solve` commands from a pool of worker processes sharing the "
+                    "memory-mapped tables (the cell asks for each plan).")
+    p.add_argument("--workers", type=int,
+                   default=int(os.environ.get("ROBOCELL_SOLVER_WORKERS", "2")),
+                   help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
+    p.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE"),
+                   help="the cell's robot profile (default $ROBOCELL_PROFILE); used for "
+                        "cubes of its size, htm for the other size")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="3x3 search budget per request in seconds (bounded by its deadline; "
+                        "default: the robot profile's search_budget_ms, else "
+                        f"{DEFAULT_TIMEOUT_S})")
+    p.add_argument("--split", action=argparse.BooleanOptionalAction,
+                   default=os.environ.get("ROBOCELL_SOLVER_SPLIT", "1") not in ("", "0"),
+                   help="share a 3x3 search among the workers idle when it arrives (default "
+                        "$ROBOCELL_SOLVER_SPLIT or on; --no-split: one worker per request)")
+    p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")
+    p.set_defaults(func=cmd_solver)
+
+
+def cmd_solver(args: argparse.Namespace) -> int:
+    profiles = {2: "htm", 3: "htm"}
+    if args.profile:
+        try:
+            profile = load_profile(args.profile)
+        except ProfileError as exc:
+            raise CommandError(str(exc)) from None
+        for size in (2, 3):
+            if profile.fits(size):
+                profiles[size] = args.profile
+    # build missing tables once, here, before the workers map them
+    for name in dict.fromkeys(profiles.values()):
+        for group in all_groups(name):
+            tables.load(group)
+    with Node("solver", Endpoints.resolve(args.broker)) as node:
+        service = SolverService(node, args.workers, profiles, args.timeout, args.split)
+        try:
+            service.start()
+            node.wait()
+        finally:
+            service.stop()
+    return 0
