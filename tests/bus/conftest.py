@@ -10,7 +10,7 @@ import pytest
 from support.bus import free_base_port, robocell_cmd, robocell_env, stop_process, wait_for_broker
 
 from robocell.common.bus import Endpoints
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import time
 from support.bus import wait_subscribed
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 N_MESSAGES = 10_000
 DETAIL_BYTES = 4096  # big enough that kernel socket buffers cannot hide the queue

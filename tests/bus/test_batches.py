@@ -38,7 +38,7 @@ from robocell.common.bus.wire import (
     last_of_batch,
     unbatch_frame,
 )
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 from robocell.tools.recording import read_messages
 
 STATUS = {"cycle_id": "c1", "stage": "executing"}

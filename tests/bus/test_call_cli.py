@@ -10,7 +10,7 @@ import pytest
 from support.bus import robocell_cmd, robocell_env, wait_registered
 
 from robocell.common.bus import Node
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process, wait_registered
 
 from robocell.common.bus import Busy, CommandClient, CommandFailed, Endpoints, Node
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 LATE_S = 2.0
 """How late after its deadline a caller may get its timeout: what a loaded machine may delay

@@ -41,7 +41,7 @@ from robocell.common.bus.wire import (
     decode,
     encode,
 )
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 DEEP = 10_000
 """Nesting far past every recursion limit (Python's, msgpack's, msgspec's)."""

@@ -20,7 +20,7 @@ from support.bus import SCRIPTED_SERVICE, recv_topic, robocell_env, stop_process
 from robocell.common.bus import CommandClient, Endpoints, Node, Subscriber
 from robocell.common.bus.commands import REQUEST
 from robocell.common.bus.wire import Envelope, encode
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 FAST_BEAT_S = 0.2
 

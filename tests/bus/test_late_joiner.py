@@ -13,7 +13,7 @@ import threading
 import time
 
 from robocell.common.bus import Node, Subscriber
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 TRIALS = 1_000
 TRIAL_TIMEOUT_S = 10.0  # only bounds a trial whose joiner misses a topic (on a loaded machine,

@@ -10,7 +10,7 @@ from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process
 
 from robocell.common.bus import STALE_AFTER_BEATS, Endpoints, Liveness, Node
 from robocell.common.bus.wire import Envelope
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 FAST_BEAT_S = 0.1
 

@@ -12,7 +12,7 @@ from support.bus import recv_topic, wait_registered, wait_subscribed
 
 from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.wire import SCHEMA_VERSION, TOPIC_END, Envelope, encode
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 STATUS = {"cycle_id": "c1", "stage": "idle"}
 N_ROUNDS = 20

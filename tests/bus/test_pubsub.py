@@ -10,7 +10,7 @@ import zmq
 from support.bus import recv_topic, wait_subscribed
 
 from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 
 STATUS = {"cycle_id": "c1", "stage": "scanning"}
 PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 5, "primitive": "R+", "eta_s": 2.0,

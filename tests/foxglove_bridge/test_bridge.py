@@ -18,7 +18,7 @@ from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.wire import Envelope
 from robocell.common.cube import apply_to_facelets, solved
 from robocell.common.notation import parse_moves
-from robocell.services.foxglove.bridge import (
+from robocell.services.foxglove.service import (
     TURN_S,
     CellChannels,
     PlanProgress,

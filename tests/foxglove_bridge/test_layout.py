@@ -9,9 +9,9 @@ from pathlib import Path
 
 import foxglove
 
-from robocell.services.foxglove.bridge import CellChannels
 from robocell.services.foxglove.control import CALLS
 from robocell.services.foxglove.layout import LAYOUT_FILE, cell_layout, layout_text
+from robocell.services.foxglove.service import CellChannels
 
 REPO = Path(__file__).resolve().parents[2]
 

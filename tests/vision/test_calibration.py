@@ -25,8 +25,8 @@ from robocell.services.vision.calibration import (
     save,
 )
 from robocell.services.vision.detect import detect
+from robocell.services.vision.reading import calibration_mismatch
 from robocell.services.vision.scan import find_face_files, read_image, scan_folder
-from robocell.services.vision.service import calibration_mismatch
 
 PHOTOS_3X3 = "3x3x3-random-01"
 CUBE_3X3 = "LBBUURDDRDDLBRFRBDLLFRFRBLURFFLDLDBLURFULFBUUUDFDBFBUR"

@@ -14,7 +14,7 @@ from support.bus import wait_subscribed
 from robocell.common.bus import Endpoints, Node
 from robocell.common.config import free_port_block
 from robocell.common.cube import random_facelets
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 from robocell.services.vision.resolve import same_cube
 from robocell.services.vision.scan import SCRIPTED_POSES
 from robocell.services.vision.service import VisionService

@@ -11,7 +11,7 @@ from robocell.common import config
 from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import CurveKey, KeyFileError, load_key, parse_allow
 from robocell.errors import CommandError
-from robocell.services.broker.broker import Broker
+from robocell.services.broker.service import Broker
 from robocell.services.broker.zap import RemoteAccess
 
 

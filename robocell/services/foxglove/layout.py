@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from robocell.common.bus.views import IMAGE_CHANNEL
-from robocell.services.foxglove.bridge import CUBE_SCENE, LOG, PLAN_PROGRESS, SERVICES, TWIN_SCENE
 from robocell.services.foxglove.scene import FRAME
+from robocell.services.foxglove.service import CUBE_SCENE, LOG, PLAN_PROGRESS, SERVICES, TWIN_SCENE
 
 LAYOUT_FILE = "docs/foxglove-layout.json"
 _BUTTONS = (

@@ -22,8 +22,8 @@ from foxglove import Context
 from foxglove.websocket import Capability, ChannelView, Client, WebSocketServer
 
 from robocell.common.bus import Endpoints, Node
-from robocell.services.foxglove.bridge import CellChannels
 from robocell.services.foxglove.control import CellServices
+from robocell.services.foxglove.service import CellChannels
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 SERVER_NAME = "robocell"

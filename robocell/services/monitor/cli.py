@@ -10,7 +10,7 @@ from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import KeyFileError
 from robocell.common.operator_control import TOKEN_ENV, check_configured_token
 from robocell.errors import CommandError
-from robocell.services.monitor.server import MonitorServer, serve
+from robocell.services.monitor.service import MonitorServer, serve
 
 DEFAULT_HTTP = "127.0.0.1:8765"
 """Where the dashboard listens when $ROBOCELL_MONITOR_PORT is unset."""

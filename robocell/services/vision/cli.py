@@ -25,10 +25,11 @@ from robocell.services.vision.calibration import load as load_calibration
 from robocell.services.vision.calibration import save as save_calibration
 from robocell.services.vision.detect import DetectionError, detect, draw_debug
 from robocell.services.vision.interchange import ScanFormatError, load_scan
+from robocell.services.vision.reading import DEFAULT_THREADS
 from robocell.services.vision.resolve import ResolveError, resolve
 from robocell.services.vision.scan import ScanError, find_face_files, read_image, scan_frames
 from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses
-from robocell.services.vision.sources import SimSource, SourceError, open_source
+from robocell.services.vision.sources import SimSource, SourceError, is_device, open_source
 
 DEFAULT_CALIBRATION_FILE = "vision-calibration.json"
 
@@ -100,12 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="no clutter, noise, glare or lighting changes")
     render.set_defaults(func=cmd_render)
 
-    try:
-        # lazy and guarded: the service needs the bus, which an installation may leave out
-        from robocell.services.vision import service
-    except ImportError:  # the bus is not part of this installation
-        return
-    service.register(commands)
+    register_serve(commands)
 
 
 def _read(path: str):
@@ -274,3 +270,48 @@ def cmd_render(args: argparse.Namespace) -> int:
             raise CommandError(f"cannot write {path}")
     print(f"wrote {len(frames)} frames to {out}", file=sys.stderr)
     return 0
+
+
+def register_serve(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve", help="run the vision service on the bus",
+        description="Capture at every actuator.scan_pose, publish vision.face results and "
+                    "the vision.cube_state (or an errors message saying what to rescan).")
+    serve.add_argument("--camera", default=os.environ.get("ROBOCELL_CAMERA", "sim"),
+                       help="sim | device index | video file or URL | folder of images "
+                            "(default $ROBOCELL_CAMERA or sim)")
+    serve.add_argument("--size", type=int, choices=(2, 3),
+                       help="cube size (default: the size of $ROBOCELL_PROFILE's robot, else "
+                            "guessed per face)")
+    serve.add_argument("--readers", type=int,
+                       default=int(os.environ.get("ROBOCELL_VISION_READERS", DEFAULT_THREADS)),
+                       help="views read at once, each in its own reader process (default "
+                            f"$ROBOCELL_VISION_READERS or {DEFAULT_THREADS}; 0: one view at a "
+                            "time, in the service process)")
+    serve.add_argument("--seed", type=int, default=0, help="sim camera seed")
+    serve.add_argument("--state", help="sim camera: look at this facelet string until the "
+                                       "twin publishes its state")
+    serve.add_argument("--scripted", type=float, metavar="SECONDS", default=None,
+                       help="without an actuator: run the scripted pose sequence now and "
+                            "then every SECONDS (0: once)")
+    serve.add_argument("--calibration", metavar="FILE",
+                       default=os.environ.get(CALIBRATION_ENV) or None,
+                       help="calibration file from `vision calibrate` (default "
+                            f"${CALIBRATION_ENV}); a frame that no longer matches it is "
+                            "reported on the errors topic")
+    serve.add_argument("--broker", help="broker base address tcp://HOST:PORT "
+                                        "(default $ROBOCELL_BUS)")
+    serve.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    # the service (bus, reader processes) is loaded only to serve, not to read an image
+    from robocell.services.vision.service import serve
+
+    if is_device(args.camera):
+        return serve(args, None)
+    try:
+        source = open_source(args.camera, args.seed)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from None
+    return serve(args, source)
