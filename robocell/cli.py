@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     try:
         parser = build_parser(argv)
-    except CommandError as exc:
+    except (CommandError, ConfigError) as exc:  # a default read from a malformed variable
         print(f"robocell: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)

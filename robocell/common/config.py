@@ -10,6 +10,19 @@ listen, read the same way by every command, by `robocell up` and by docker-compo
 | ``ROBOCELL_MONITOR_PORT`` | 8765 | the dashboard's HTTP port |
 | ``ROBOCELL_FOXGLOVE_PORT`` | 8766 | the Foxglove WebSocket bridge's port |
 
+and what the cell is (`profile_name`, `speed`, ... below, read here and nowhere else):
+
+| variable | default | what |
+| --- | --- | --- |
+| ``ROBOCELL_PROFILE`` | soltvvo-2x2 | the robot profile |
+| ``ROBOCELL_SPEED`` | 1 | simulated time runs this many times faster than real time |
+| ``ROBOCELL_FIRMWARE`` | python | in simulation, the firmware: python or avr (in simavr) |
+| ``ROBOCELL_SERIAL`` | the simulator's port | the actuator's serial line (device or URL) |
+| ``ROBOCELL_CAMERA`` | sim | the vision service's camera |
+| ``ROBOCELL_VISION_READERS`` | 2 | views read at once, each in a reader process |
+| ``ROBOCELL_SOLVER_WORKERS`` | 2 | solver worker processes |
+| ``ROBOCELL_SOLVER_SPLIT``, ``ROBOCELL_ROLLING`` | 1 | switches: 0 turns off |
+
 ``ROBOCELL_FIRMWARE_PORT``, the firmware simulator's old variable, is read as an alias of
 ``ROBOCELL_SIM_PORT`` when that is unset. Every function takes the environment to read
 (default ``os.environ``) and raises :class:`ConfigError` naming the variable at fault.
@@ -223,3 +236,82 @@ def free_port_blocks(*counts: int, host: str = LOOPBACK) -> list[int]:
     sum, cut in order."""
     base = free_port_block(sum(counts), host)
     return list(accumulate(counts[:-1], initial=base))
+
+
+# --- what the cell is ------------------------------------------------------------------
+
+PROFILE_ENV = "ROBOCELL_PROFILE"
+SPEED_ENV = "ROBOCELL_SPEED"
+FIRMWARE_ENV = "ROBOCELL_FIRMWARE"
+SERIAL_ENV = "ROBOCELL_SERIAL"
+CAMERA_ENV = "ROBOCELL_CAMERA"
+VISION_READERS_ENV = "ROBOCELL_VISION_READERS"
+SOLVER_WORKERS_ENV = "ROBOCELL_SOLVER_WORKERS"
+SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
+ROLLING_ENV = "ROBOCELL_ROLLING"
+DEFAULT_PROFILE = "soltvvo-2x2"
+FIRMWARE_BACKENDS = ("python", "avr")
+
+
+def profile_name(env: Mapping[str, str] | None = None) -> str | None:
+    """The robot profile the cell is configured with, None when unset."""
+    return (_environ(env).get(PROFILE_ENV) or "").strip() or None
+
+
+def default_profile(env: Mapping[str, str] | None = None) -> str:
+    """The configured robot profile, else `DEFAULT_PROFILE`."""
+    return profile_name(env) or DEFAULT_PROFILE
+
+
+def _number(env: Mapping[str, str], name: str, default: float, kind: type = float,
+            lowest: float = 0.0, strict: bool = True) -> float:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or value < lowest or (strict and value == lowest):
+        bound = "above" if strict else "at least"
+        raise ConfigError(f"{name}={text!r}: give a number {bound} {lowest:g}, or unset it "
+                          f"for the default {default:g}")
+    return value
+
+
+def speed(env: Mapping[str, str] | None = None) -> float:
+    """The simulation speed factor (1 = real time)."""
+    return _number(_environ(env), SPEED_ENV, 1.0)
+
+
+def firmware_backend(env: Mapping[str, str] | None = None) -> str:
+    """The firmware behind a simulated serial line: "python" or "avr"."""
+    text = (_environ(env).get(FIRMWARE_ENV) or "python").strip()
+    if text not in FIRMWARE_BACKENDS:
+        raise ConfigError(f"{FIRMWARE_ENV}={text!r}: set it to python or avr")
+    return text
+
+
+def serial_url(env: Mapping[str, str] | None = None) -> str:
+    """The actuator's serial line: $ROBOCELL_SERIAL, else the firmware simulator's port."""
+    return (_environ(env).get(SERIAL_ENV) or "").strip() or sim_serial_url(env)
+
+
+def camera(env: Mapping[str, str] | None = None) -> str:
+    """The vision service's camera: "sim", a device index, a file, URL or folder."""
+    return (_environ(env).get(CAMERA_ENV) or "").strip() or "sim"
+
+
+def vision_readers(default: int, env: Mapping[str, str] | None = None) -> int:
+    """Reader processes of the vision service (0: read in the service process)."""
+    return int(_number(_environ(env), VISION_READERS_ENV, default, int, 0, strict=False))
+
+
+def solver_workers(env: Mapping[str, str] | None = None) -> int:
+    """Worker processes of the solver service."""
+    return int(_number(_environ(env), SOLVER_WORKERS_ENV, 2, int, 1, strict=False))
+
+
+def switch(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """An on/off variable (on unless set to "" or "0")."""
+    return _environ(env).get(name, "1") not in ("", "0")

@@ -93,6 +93,13 @@ def puzzle_size(puzzle: str) -> int:
     return int(parts[0])
 
 
+def is_solved_any_orientation(facelets: str) -> bool:
+    """Every face shows one colour: the cube is solved in some whole-cube orientation."""
+    per_face = len(facelets) // 6
+    return all(len(set(facelets[i:i + per_face])) == 1
+               for i in range(0, len(facelets), per_face))
+
+
 def solved(size: int) -> str:
     """The facelet string of a solved cube."""
     check_size(size)

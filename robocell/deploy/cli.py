@@ -7,6 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
+from robocell.common import config
 from robocell.common.bus import CommandFailed, Endpoints, Node
 from robocell.deploy.compose import ComposeError
 from robocell.deploy.launcher import Launcher, LaunchError
@@ -58,11 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _env_with(args: argparse.Namespace) -> dict[str, str]:
     env = dict(os.environ)
     if getattr(args, "profile", None):
-        env["ROBOCELL_PROFILE"] = args.profile
+        env[config.PROFILE_ENV] = args.profile
     if getattr(args, "speed", None):
-        env["ROBOCELL_SPEED"] = str(args.speed)
+        env[config.SPEED_ENV] = str(args.speed)
     if getattr(args, "firmware", None):
-        env["ROBOCELL_FIRMWARE"] = args.firmware
+        env[config.FIRMWARE_ENV] = args.firmware
     return env
 
 
@@ -83,7 +84,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     env = _env_with(args)
-    env.setdefault("ROBOCELL_PROFILE", "soltvvo-2x2")
+    env.setdefault(config.PROFILE_ENV, config.DEFAULT_PROFILE)
     firmware = ("the AVR firmware in simavr" if env.get("ROBOCELL_FIRMWARE") == "avr"
                 else "the firmware simulator")
     print(f"robocell demo: starting the simulated cell (profile {env['ROBOCELL_PROFILE']}, "

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.bus.liveness import STALE_AFTER_S
 from robocell.errors import CommandError
 
 
@@ -26,9 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_cycle)
 
 
-STALE_S = 3.0
-"""A heartbeat older than this (three missed beats, as `Liveness` counts) means its sender
-is gone."""
 
 
 class CycleFollower:
@@ -51,7 +49,7 @@ class CycleFollower:
 
     def follow(self, cycle_id: str, timeout: float, show: bool) -> dict:
         """The cycle's `cell.result` payload; CommandError when the cell or the broker goes
-        away (within STALE_S of its last heartbeat) or after ``timeout``."""
+        away (within STALE_AFTER_S of its last heartbeat) or after ``timeout``."""
         began = time.monotonic()
         deadline = began + timeout
         last_beat = last_cell_beat = began
@@ -62,12 +60,12 @@ class CycleFollower:
             if now >= deadline:
                 raise CommandError(f"no result for cycle {cycle_id} within {timeout:.0f} s "
                                    f"(last stage: {stage})")
-            if now - last_beat > STALE_S:
+            if now - last_beat > STALE_AFTER_S:
                 raise CommandError(f"the broker {self.broker} went away: no heartbeat from "
                                    f"any service for {now - last_beat:.1f} s during cycle "
                                    f"{cycle_id} (stage {stage}); restart the broker, then "
                                    "`robocell history` shows how the cycle ended")
-            if now - last_cell_beat > STALE_S:
+            if now - last_cell_beat > STALE_AFTER_S:
                 raise CommandError(f"the cell service went away: no heartbeat for "
                                    f"{now - last_cell_beat:.1f} s during cycle {cycle_id} "
                                    f"(stage {stage}); restart `robocell cell` and start a "

@@ -14,7 +14,7 @@ from robocell.common.cube import (
     random_facelets,
     solved,
 )
-from robocell.common.facelets import OPPOSITE_FACE
+from robocell.common.facelets import OPPOSITE_FACE, is_solved_any_orientation
 from robocell.common.profile import Profile, load_profile, parse_profile
 from robocell.services.solver.api import solve
 from robocell.services.solver.cube2.robot import ProfileNotSupported, compile_profile
@@ -29,12 +29,6 @@ ORIENTATIONS = ("", "x", "y'", "z2", "x y", "z' x2")
 DBL = 6
 """Corner position DBL in kociemba order."""
 STICKERS_PER_FACE = 4
-
-
-def is_solved_any_orientation(facelets: str) -> bool:
-    """Every face shows one colour (the cube is solved in some orientation)."""
-    return all(len(set(facelets[i:i + STICKERS_PER_FACE])) == 1
-               for i in range(0, len(facelets), STICKERS_PER_FACE))
 
 
 def orientation_free_key(facelets: str) -> str:

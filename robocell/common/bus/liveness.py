@@ -15,6 +15,15 @@ from robocell.common.bus.wire import Envelope, is_replayed
 
 HEARTBEAT_PERIOD_S = 1.0
 STALE_AFTER_BEATS = 3
+STALE_AFTER_S = HEARTBEAT_PERIOD_S * STALE_AFTER_BEATS
+"""A heartbeat older than this (three missed beats) means its sender is gone."""
+ECHO_STALE_S = 2.5
+"""A node's own heartbeat not back through the broker for this long: the broker is away."""
+MISSED_BEAT_S = 1.5
+"""Our heartbeat back this long after a service's last one: the broker was there when that
+service should have beaten again."""
+PEERS_HEARD_S = 2.0
+"""After the broker came back: how long before a service not heard again counts as gone."""
 
 
 @dataclass
@@ -72,3 +81,44 @@ class Liveness:
         status = self.peers(now).get(service)
         return status is not None and not status.stale
 
+
+class BrokerPresence:
+    """Whether the broker is there, from a node's own heartbeat coming back through it, and
+    whether a service is gone (not merely unheard while the broker was away). Thread-safe;
+    `on_own_heartbeat` is called with each of the node's own beats seen on the bus."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._created = time.monotonic()
+        self._echo_last: float | None = None
+        self._echo_since = self._created
+
+    def on_own_heartbeat(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._echo_last is None or now - self._echo_last > ECHO_STALE_S:
+                self._echo_since = now
+            self._echo_last = now
+
+    def broker_up_s(self) -> float:
+        """Seconds the broker has been there without a break; negative: seconds it has
+        been away (or, never heard, since this tracker was made)."""
+        now = time.monotonic()
+        with self._lock:
+            last, since = self._echo_last, self._echo_since
+        if last is None or now - last > ECHO_STALE_S:
+            return -(now - (last if last is not None else self._created))
+        return now - since
+
+    def gone(self, peer: PeerStatus | None) -> bool:
+        """Whether the service ``peer`` (None: never heard) is gone: its heartbeat is stale,
+        our own came back well after its last one (it missed a beat the broker would have
+        carried), and the broker has been back long enough for every live service to be
+        heard again."""
+        if peer is not None and not peer.stale:
+            return False
+        last_heard = peer.last_seen if peer is not None else self._created
+        with self._lock:
+            echo = self._echo_last
+        return (echo is not None and echo > last_heard + MISSED_BEAT_S
+                and self.broker_up_s() >= PEERS_HEARD_S)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from robocell.common import config
 from robocell.errors import CommandError
 from robocell.services.actuator.port import SerialUrlError, check_serial_url, precheck_device
-
-DEFAULT_PROFILE = "soltvvo-2x2"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "actuator", help="the actuator service: plans from the bus -> motor commands",
         description="Execute plans from the bus on the robot through its serial line "
                     "(device path or pyserial URL such as socket://127.0.0.1:7700).")
-    act.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE", DEFAULT_PROFILE))
+    act.add_argument("--profile", default=config.default_profile())
     act.add_argument("--serial", default=None,
                      help="device path or pyserial URL of the firmware; default "
                           "$ROBOCELL_SERIAL, else the local simulator: "
@@ -28,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_actuator(args: argparse.Namespace) -> int:
     if args.serial is None:
-        args.serial = os.environ.get("ROBOCELL_SERIAL") or config.sim_serial_url()
+        args.serial = config.serial_url()
     try:
         check_serial_url(args.serial)
     except SerialUrlError as exc:

@@ -76,6 +76,7 @@ import zmq.utils.z85
 
 from robocell.common.bus import SUB_HWM, Endpoints, Publisher
 from robocell.common.bus.endpoints import ZMQ_NOBLOCK
+from robocell.common.bus.liveness import HEARTBEAT_PERIOD_S
 from robocell.common.bus.node import DIAGNOSTIC_MIN_INTERVAL_S
 from robocell.common.bus.publisher import TRAFFIC_TOPIC
 from robocell.common.bus.schema import validate
@@ -114,7 +115,6 @@ COMMAND_HWM = 10_000
 BATCH = 500
 """Messages taken from one socket before looking at the others (fairness, bounded latency)."""
 STATS_PERIOD_S = 1.0
-HEARTBEAT_PERIOD_S = 1.0
 SUBSCRIBE_MARK = b"\x01"  # first byte of a subscription message (b"\x00": unsubscribe)
 CACHE_REFRESH_S = 0.05
 """How often the broker reads the latched messages queued for the cache between

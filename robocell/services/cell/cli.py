@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from robocell.common import config
 from robocell.common.bus import CommandFailed, Endpoints, Node
 from robocell.errors import CommandError
 from robocell.services.cell.history import (
@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_cell(args: argparse.Namespace) -> int:
-    speed = float(os.environ.get("ROBOCELL_SPEED", "1") or 1)
+    speed = config.speed()
     try:
         log = CycleLog(args.history)
     except HistoryError as exc:

@@ -24,7 +24,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from robocell.common import config
 from robocell.common.bus import Busy, CommandFailed
+from robocell.common.bus.liveness import BrokerPresence
 from robocell.common.malloc import freeze_startup_objects
 from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
 from robocell.services.cell.history import CycleLog, CycleRecord, summary
@@ -35,13 +37,6 @@ HISTORY = 64
 PUBLISHED_HISTORY = 20
 """Cycles carried by the latched `cell.history` topic (the dashboard's list)."""
 REPUBLISH_PERIOD_S = 1.0
-ECHO_STALE_S = 2.5
-"""Our own heartbeat (every second) not back through the broker for this long: it is away."""
-MISSED_BEAT_S = 1.5
-"""Our heartbeat back this long after a service's last one: the broker was there when that
-service should have beaten again."""
-PEERS_HEARD_S = 2.0
-"""After the broker came back: how long before a service not heard again counts as gone."""
 REPUBLISH_AFTER_S = 2.0
 """A result not seen back from the broker this long after it was sent is sent again."""
 HOMING_CODES = ("firmware_reset", "cube_state_unknown", "estop", "fault")
@@ -58,9 +53,7 @@ class NodeCellBus:
         self._changed = threading.Condition()
         self.stop_requested = threading.Event()
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
-        self._created = time.monotonic()
-        self._echo_last: float | None = None
-        self._echo_since = self._created
+        self.presence = BrokerPresence()
         for topic in WATCHED_TOPICS:
             node.subscribe(topic, self._on_message)
         node.subscribe("heartbeat", self._on_heartbeat)
@@ -116,35 +109,15 @@ class NodeCellBus:
         return self.node.liveness.is_alive(service)
 
     def broker_up_s(self) -> float:
-        now = time.monotonic()
-        with self._changed:
-            last, since = self._echo_last, self._echo_since
-        if last is None or now - last > ECHO_STALE_S:
-            return -(now - (last if last is not None else self._created))
-        return now - since
+        return self.presence.broker_up_s()
 
     def gone(self, service: str) -> bool:
-        peer = self.node.liveness.peers().get(service)
-        if peer is not None and not peer.stale:
-            return False
-        last_heard = peer.last_seen if peer is not None else self._created
-        with self._changed:
-            echo = self._echo_last
-        # our own heartbeat came back well after the service's last one (it missed a beat
-        # the broker would have carried), and the broker has been back long enough for
-        # every live service to be heard again
-        return (echo is not None and echo > last_heard + MISSED_BEAT_S
-                and self.broker_up_s() >= PEERS_HEARD_S)
+        return self.presence.gone(self.node.liveness.peers().get(service))
 
     def _on_heartbeat(self, env: Any) -> None:
         """Our own heartbeat, back through the broker: the broker is there."""
-        if env.payload["service"] != self.node.name or env.payload["pid"] != os.getpid():
-            return
-        now = time.monotonic()
-        with self._changed:
-            if self._echo_last is None or now - self._echo_last > ECHO_STALE_S:
-                self._echo_since = now
-            self._echo_last = now
+        if env.payload["service"] == self.node.name and env.payload["pid"] == os.getpid():
+            self.presence.on_own_heartbeat()
 
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         self.node.publish("cell.status", {"cycle_id": cycle_id, "stage": stage,
@@ -159,8 +132,8 @@ class CellService:
         self.bus = NodeCellBus(node)
         self.speed = speed
         self.log = log if log is not None else CycleLog()
-        self.profile = os.environ.get("ROBOCELL_PROFILE") or None
-        self.rolling = os.environ.get("ROBOCELL_ROLLING", "1") not in ("", "0")
+        self.profile = config.profile_name()
+        self.rolling = config.switch(config.ROLLING_ENV)
         """Search a 3x3 plan's rest again while the robot executes it (`rolling`)."""
         self._running: threading.Thread | None = None
         self._lock = threading.Lock()

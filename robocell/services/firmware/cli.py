@@ -28,8 +28,6 @@ from robocell.services.firmware.service import main_avr, main_with_args
 from robocell.services.firmware.simulator import FaultPlan
 from robocell.services.firmware.twin import Twin
 
-DEFAULT_PROFILE = "soltvvo-2x2"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `firmware-sim` and `firmware` to the subcommands."""
@@ -42,7 +40,7 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
         "firmware-sim", help="simulated motor firmware + digital twin on TCP or a pty",
         description="Speak the actuator serial protocol on 127.0.0.1:PORT (or a pty) and move a "
                     "digital twin of the robot and cube. Faults can be injected for tests.")
-    sim.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE", DEFAULT_PROFILE),
+    sim.add_argument("--profile", default=config.default_profile(),
                      help="robot profile (motors and geometry); default %(default)s")
     where = sim.add_mutually_exclusive_group()
     where.add_argument("--port", type=int, default=None,
@@ -54,7 +52,7 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
                        help="tcp://HOST:PORT to listen on another interface (e.g. in a "
                             "container); default 127.0.0.1 and --port")
     sim.add_argument("--speed", type=float,
-                     default=float(os.environ.get("ROBOCELL_SPEED", "1")),
+                     default=config.speed(),
                      help="simulated time runs this many times faster than real time "
                           "(default $ROBOCELL_SPEED or 1)")
     sim.add_argument("--cube", metavar="FACELETS", help="start cube (default solved)")
@@ -81,7 +79,7 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
                        help="reboot (new boot id) after N accepted commands")
     avr = sim.add_argument_group("hardware in the loop")
     avr.add_argument("--avr", action="store_true",
-                     default=os.environ.get("ROBOCELL_FIRMWARE", "python") == "avr",
+                     default=config.firmware_backend() == "avr",
                      help="run the real AVR firmware (firmware/, built for the profile) in "
                           "simavr instead of the Python simulator; its step/dir and servo "
                           "pins move the twin (default: on when $ROBOCELL_FIRMWARE is avr)")
@@ -177,7 +175,7 @@ def register_firmware(subparsers: argparse._SubParsersAction) -> None:
                                  "print flash and RAM use"),
                        ("flash", "build, then write the firmware to a board with avrdude")):
         cmd = sub.add_parser(name, help=text, description=text)
-        cmd.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE", DEFAULT_PROFILE),
+        cmd.add_argument("--profile", default=config.default_profile(),
                          help="robot profile; default %(default)s")
         cmd.add_argument("--mcu", default=DEFAULT_MCU, choices=sorted(BOARDS),
                          help="microcontroller: atmega2560 (Mega 2560) or atmega328p (Uno); "

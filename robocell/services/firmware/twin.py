@@ -26,7 +26,14 @@ from functools import cache
 
 import numpy as np
 
-from robocell.common.facelets import FACE_NORMALS, FACES, OPPOSITE_FACE, solved, sticker_geometry
+from robocell.common.facelets import (
+    FACE_NORMALS,
+    FACES,
+    OPPOSITE_FACE,
+    is_solved_any_orientation,
+    solved,
+    sticker_geometry,
+)
 from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, NotationError, parse_moves
 from robocell.common.profile import Profile, ProfileError
@@ -143,12 +150,6 @@ def _centre_sticker(face: str) -> frozenset[int]:
     return frozenset({FACES.index(face) * 9 + 4})
 
 
-def is_solved(facelets: str) -> bool:
-    """Every face one colour (any whole-cube orientation)."""
-    per_face = len(facelets) // 6
-    return all(len(set(facelets[i:i + per_face])) == 1 for i in range(0, len(facelets), per_face))
-
-
 def _square(angle: float) -> bool:
     off = angle % QUARTER_DEG
     return min(off, QUARTER_DEG - off) <= ANGLE_TOLERANCE_DEG
@@ -194,7 +195,7 @@ class Twin:
 
     @property
     def solved(self) -> bool:
-        return is_solved(self.facelets) and not self.misaligned
+        return is_solved_any_orientation(self.facelets) and not self.misaligned
 
     def state(self) -> dict:
         return {"facelets": self.facelets, "solved": self.solved, "grips": self.grips,

@@ -12,7 +12,7 @@ import textwrap
 import time
 from typing import Any
 
-from robocell.common import tables
+from robocell.common import config, tables
 from robocell.common.bus import Endpoints, Node
 from robocell.common.facelets import puzzle_size, size_of
 from robocell.common.profile import ProfileError, available_profiles, load_profile
@@ -302,9 +302,9 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
         description="Serve `solve` commands from a pool of worker processes sharing the "
                     "memory-mapped tables (the cell asks for each plan).")
     p.add_argument("--workers", type=int,
-                   default=int(os.environ.get("ROBOCELL_SOLVER_WORKERS", "2")),
+                   default=config.solver_workers(),
                    help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
-    p.add_argument("--profile", default=os.environ.get("ROBOCELL_PROFILE"),
+    p.add_argument("--profile", default=config.profile_name(),
                    help="the cell's robot profile (default $ROBOCELL_PROFILE); used for "
                         "cubes of its size, htm for the other size")
     p.add_argument("--timeout", type=float, default=None,
@@ -312,7 +312,7 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
                         "default: the robot profile's search_budget_ms, else "
                         f"{DEFAULT_TIMEOUT_S})")
     p.add_argument("--split", action=argparse.BooleanOptionalAction,
-                   default=os.environ.get("ROBOCELL_SOLVER_SPLIT", "1") not in ("", "0"),
+                   default=config.switch(config.SOLVER_SPLIT_ENV),
                    help="share a 3x3 search among the workers idle when it arrives (default "
                         "$ROBOCELL_SOLVER_SPLIT or on; --no-split: one worker per request)")
     p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")

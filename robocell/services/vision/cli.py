@@ -11,6 +11,7 @@ from pathlib import Path
 
 import cv2
 
+from robocell.common import config
 from robocell.common.cube import solved
 from robocell.common.facelets import FACES
 from robocell.errors import CommandError
@@ -277,14 +278,14 @@ def register_serve(commands: argparse._SubParsersAction) -> None:
         "serve", help="run the vision service on the bus",
         description="Capture at every actuator.scan_pose, publish vision.face results and "
                     "the vision.cube_state (or an errors message saying what to rescan).")
-    serve.add_argument("--camera", default=os.environ.get("ROBOCELL_CAMERA", "sim"),
+    serve.add_argument("--camera", default=config.camera(),
                        help="sim | device index | video file or URL | folder of images "
                             "(default $ROBOCELL_CAMERA or sim)")
     serve.add_argument("--size", type=int, choices=(2, 3),
                        help="cube size (default: the size of $ROBOCELL_PROFILE's robot, else "
                             "guessed per face)")
     serve.add_argument("--readers", type=int,
-                       default=int(os.environ.get("ROBOCELL_VISION_READERS", DEFAULT_THREADS)),
+                       default=config.vision_readers(DEFAULT_THREADS),
                        help="views read at once, each in its own reader process (default "
                             f"$ROBOCELL_VISION_READERS or {DEFAULT_THREADS}; 0: one view at a "
                             "time, in the service process)")

@@ -21,6 +21,7 @@ from itertools import permutations
 import numpy as np
 
 from robocell.common import cube
+from robocell.common.facelets import OPPOSITE_FACE
 from robocell.errors import RobocellError
 from robocell.services.vision.assign import (
     INFEASIBLE,
@@ -32,7 +33,6 @@ from robocell.services.vision.colour import colour_features
 
 N_FACES = 6
 SIZES = (2, 3)
-OPPOSITE_FACE = {"U": "D", "D": "U", "R": "L", "L": "R", "F": "B", "B": "F"}
 N_CORNER_TWIST = 3
 N_EDGE_FLIP = 2
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import queue
 import sys
 import threading
@@ -29,6 +28,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from robocell.common import config
 from robocell.common.bus import Endpoints, Node
 from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
 from robocell.common.profile import ProfileError, load_profile
@@ -274,7 +274,7 @@ def serve(args: argparse.Namespace, source: Any) -> int:
 
 def _profile_size() -> int | None:
     """The cube size of the cell's robot ($ROBOCELL_PROFILE), if it is a cube robot."""
-    name = os.environ.get("ROBOCELL_PROFILE")
+    name = config.profile_name()
     if not name:
         return None
     try:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import cache
 
 from robocell.common.cubie import CubieState, from_facelets
-from robocell.common.facelets import puzzle_name, solved
+from robocell.common.facelets import is_solved_any_orientation, puzzle_name, solved
 from robocell.common.moves import apply_to_cubies, apply_to_facelets
 from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile, load_profile
@@ -244,6 +244,4 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
 
 
 def _solved_in_some_orientation(facelets: str, any_orientation: bool) -> bool:
-    if not any_orientation:
-        return facelets == solved(3)
-    return all(len(set(facelets[9 * f: 9 * f + 9])) == 1 for f in range(6))
+    return is_solved_any_orientation(facelets) if any_orientation else facelets == solved(3)
