@@ -52,3 +52,13 @@ def data_dir() -> Path:
         return REPO_DIR / "var"
     share = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(share) / "robocell"
+
+
+HISTORY_ENV = "ROBOCELL_HISTORY"
+HISTORY_FILE_NAME = "cycles.sqlite3"
+
+
+def history_path() -> Path:
+    """The cell's cycle log: $ROBOCELL_HISTORY, else cycles.sqlite3 in the data directory."""
+    env = os.environ.get(HISTORY_ENV)
+    return Path(env) if env else data_dir() / HISTORY_FILE_NAME

@@ -36,9 +36,9 @@ from typing import TextIO
 from robocell.common import config
 from robocell.common.bus import Endpoints, Liveness, Subscriber
 from robocell.common.lifetime import follow_parent_at_exec
+from robocell.common.paths import HISTORY_ENV, HISTORY_FILE_NAME
 from robocell.deploy.compose import LocalService, find_compose_file, load_services
 from robocell.errors import RobocellError
-from robocell.services.cell.history import DB_NAME, HISTORY_ENV
 
 STOP_GRACE_S = 5.0
 READY_STATES = ("ready", "busy")
@@ -109,7 +109,8 @@ def temporary_cell_env(profile: str, speed: float, solver_workers: int = 1,
     """isolated_cell_env with its cycle log in a fresh temporary directory, removed (with the
     log) on leaving: stop the cell's processes before."""
     with tempfile.TemporaryDirectory(prefix="robocell-cell-") as folder:
-        yield isolated_cell_env(profile, speed, Path(folder) / DB_NAME, solver_workers, env)
+        history = Path(folder) / HISTORY_FILE_NAME
+        yield isolated_cell_env(profile, speed, history, solver_workers, env)
 
 
 def free_bus_base_near(base: int) -> int | None:

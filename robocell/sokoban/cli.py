@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from robocell.errors import CommandError
+from robocell.sokoban.board import build_board
+from robocell.sokoban.explorer import render_page, serve_page
+from robocell.sokoban.generator import generate
+from robocell.sokoban.graph import GraphTooLarge, build_graph
+from robocell.sokoban.graph_view import view_data
 from robocell.sokoban.level import LevelError, load_level, load_levels
 from robocell.sokoban.lurd import replay
+from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
+from robocell.sokoban.search_report import SearchReport, announce_compiling
+from robocell.sokoban.solver import FAST_WEIGHT, solve
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -142,10 +150,6 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _build_graph(args: argparse.Namespace) -> Any:
-    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
-    from robocell.sokoban.board import build_board
-    from robocell.sokoban.graph import GraphTooLarge, build_graph
-
     level = _load(args.file, args.level)
     try:
         return build_graph(build_board(level), max_states=args.max_states)
@@ -154,9 +158,6 @@ def _build_graph(args: argparse.Namespace) -> Any:
 
 
 def _explorer_page(args: argparse.Namespace, graph: Any) -> tuple[str, dict]:
-    # lazy: the page's data needs numba like the graph itself
-    from robocell.sokoban.explorer import render_page
-    from robocell.sokoban.graph_view import view_data
 
     if args.max_drawn < 1:
         raise CommandError("--max-drawn must be at least 1")
@@ -171,9 +172,6 @@ def _drawn(data: dict) -> str:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
-    from robocell.sokoban.graph import GraphTooLarge
-
     graph = _build_graph(args)
     summary = graph.summary()
     if args.json:
@@ -206,7 +204,6 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from robocell.sokoban.explorer import serve_page
 
     graph = _build_graph(args)
     page, data = _explorer_page(args, graph)
@@ -220,12 +217,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
-    from robocell.sokoban.board import build_board
-    from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
-    from robocell.sokoban.search_report import SearchReport, announce_compiling
-    from robocell.sokoban.solver import FAST_WEIGHT, solve
-
     level = _load(args.file, args.level)
     single = args.weight is not None or args.packing or args.features or args.box_moves
     if args.schedule or (args.fast and not single):
@@ -297,9 +288,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    # lazy: numba and the search compiled on import (~1 s); `parse` and `verify` need neither
-    from robocell.sokoban.generator import generate
-
     level = _load(args.file, args.level)
     result = generate(level, count=args.count, max_states=args.max_states,
                       with_moves=args.moves)

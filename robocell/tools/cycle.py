@@ -9,16 +9,16 @@ import queue
 import time
 from typing import Any
 
-from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.bus import CommandFailed, Node
 from robocell.common.bus.liveness import STALE_AFTER_S
+from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.errors import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `cycle` to the subcommands."""
     p = subparsers.add_parser("cycle", help="run one solve cycle on a running cell")
-    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
-                   "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
+    add_remote_options(p)
     p.add_argument("--timeout", type=float, default=600.0, help="give up after S seconds")
     p.add_argument("--recover", action="store_true",
                    help="the recovery path: e-stop, clear, home every motor, rescan, plan, "
@@ -149,7 +149,7 @@ def print_summary(result: dict) -> None:
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
-    endpoints = Endpoints.resolve(args.broker)
+    endpoints = endpoints_of(args)
     with Node("cycle-cli", endpoints, track_peers=False) as node:
         follower = CycleFollower(node, endpoints.subscribe)
         command = "recover" if args.recover else "start"

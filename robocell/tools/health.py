@@ -8,15 +8,15 @@ import sys
 import time
 from typing import Any
 
-from robocell.common.bus import CommandClient, Endpoints, Liveness, Subscriber
+from robocell.common.bus import CommandClient, Liveness, Subscriber
+from robocell.common.bus.options import add_remote_options, endpoints_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `health` to the subcommands."""
     p = subparsers.add_parser("health", help="exit 0 when SERVICE's heartbeat is current")
     p.add_argument("service", metavar="SERVICE")
-    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
-                   "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
+    add_remote_options(p)
     p.add_argument("--wait", type=float, default=3.5, help="seconds to listen (default 3.5)")
     p.set_defaults(func=cmd_health)
 
@@ -28,7 +28,7 @@ a state change is announced at once, and the beat before it may be the one cache
 
 def cmd_health(args: argparse.Namespace) -> int:
     liveness = Liveness()
-    sub = Subscriber(["heartbeat"], Endpoints.resolve(args.broker))
+    sub = Subscriber(["heartbeat"], endpoints_of(args))
     deadline = time.monotonic() + args.wait
     starting = None
     try:

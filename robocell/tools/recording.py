@@ -26,6 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcap.reader import make_reader
+from mcap.records import Chunk, DataEnd, Message
+from mcap.stream_reader import CRCValidationError, StreamReader, breakup_chunk
+from mcap.writer import Writer
+
 from robocell.common.bus.schema import payload_json_schema
 from robocell.common.bus.topics import TOPIC_SPECS
 from robocell.common.bus.views import IMAGE_CHANNEL, jsonable
@@ -71,9 +76,6 @@ class Recorder:
     """Writes wire envelopes into an MCAP file; close() (or the context manager) finishes it."""
 
     def __init__(self, path: Path | str, metadata: dict[str, str] | None = None) -> None:
-        # lazy: mcap takes ~0.05 s to import; `bus echo`, `hz`, `pub` load this module
-        from mcap.writer import Writer
-
         self.path = Path(path)
         try:
             self._stream = open(self.path, "wb")  # noqa: SIM115 -- closed in close()
@@ -171,9 +173,6 @@ def verify_recording(path: Path | str) -> Verification:
     """Read the whole recording with the ``mcap`` package's CRC checks: every chunk's CRC
     (of its records, as written) and the data section's. A damaged chunk is reported and
     the reading goes on with the next; a record that cannot be read at all ends it."""
-    # lazy: mcap takes ~0.05 s to import; `bus echo`, `hz`, `pub` load this module
-    from mcap.records import Chunk, DataEnd, Message
-    from mcap.stream_reader import CRCValidationError, StreamReader, breakup_chunk
 
     path = Path(path)
     result = Verification(str(path))
@@ -242,8 +241,6 @@ class RecordedMessage:
 def read_messages(path: Path | str, topics: Iterable[str] | None = None
                   ) -> Iterator[RecordedMessage]:
     """The messages of a recording in log-time order (optionally only ``topics``)."""
-    # lazy: mcap takes ~0.05 s to import; `bus echo`, `hz`, `pub` load this module
-    from mcap.reader import make_reader
 
     path = Path(path)
     wanted = set(topics) if topics else None
@@ -265,8 +262,6 @@ def read_messages(path: Path | str, topics: Iterable[str] | None = None
 
 def recording_info(path: Path | str) -> dict[str, Any]:
     """Duration, time range and per-topic counts, encodings and schema names."""
-    # lazy: mcap takes ~0.05 s to import; `bus echo`, `hz`, `pub` load this module
-    from mcap.reader import make_reader
 
     path = Path(path)
     try:
@@ -313,8 +308,6 @@ def export_json(path: Path | str, out: Path | str) -> dict[str, int]:
     """Write ``out``: the recording re-encoded as JSON messages with JSON Schemas
     (Foxglove-ready). Returns messages written per channel; undecodable ones are skipped
     and counted under ``"skipped"``."""
-    # lazy: mcap takes ~0.05 s to import; `bus echo`, `hz`, `pub` load this module
-    from mcap.writer import Writer
 
     counts: dict[str, int] = {}
     with open(out, "wb") as stream:

@@ -1,5 +1,6 @@
-"""How the bus tools reach a broker: the ``--broker`` / ``--curve-key`` options they share
-and the endpoints those options (or the environment) name."""
+"""How every service and tool reaches a broker: the ``--broker`` / ``--curve-key`` options
+they share and the endpoints those options (or the environment) name; and JSON arguments
+given on the command line."""
 
 from __future__ import annotations
 
@@ -13,21 +14,23 @@ from robocell.common.bus.keys import KeyFileError
 from robocell.errors import CommandError
 
 
-def add_remote_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--broker`` and ``--curve-key`` to ``parser``."""
+def add_remote_options(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
+    """Add ``--broker`` and ``--curve-key`` to ``parser``; ``inherited``: a subcommand's
+    copy, which leaves the parent command's value alone when not given."""
+    extra: dict[str, Any] = {"default": argparse.SUPPRESS} if inherited else {}
     parser.add_argument("--broker", metavar="tcp://HOST:PORT",
                         help="broker base address (default $ROBOCELL_BUS or "
-                             "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)")
+                             "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)", **extra)
     parser.add_argument("--curve-key", metavar="FILE",
                         help="client key file for a remote broker's CURVE endpoint "
-                             "(default $ROBOCELL_BUS_CURVE_KEY)")
+                             "(default $ROBOCELL_BUS_CURVE_KEY)", **extra)
 
 
 def endpoints_of(args: argparse.Namespace) -> Endpoints:
     """The endpoints named by the parsed ``--broker`` / ``--curve-key`` (CommandError when
     they are wrong)."""
     try:
-        return Endpoints.resolve(args.broker, args.curve_key)
+        return Endpoints.resolve(getattr(args, "broker", None), getattr(args, "curve_key", None))
     except (ValueError, KeyFileError) as exc:
         raise CommandError(str(exc)) from None
 

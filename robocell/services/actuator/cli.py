@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from robocell.common import config
+from robocell.common.bus.options import add_remote_options
 from robocell.errors import CommandError
 from robocell.services.actuator.port import SerialUrlError, check_serial_url, precheck_device
 
@@ -20,6 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="device path or pyserial URL of the firmware; default "
                           "$ROBOCELL_SERIAL, else the local simulator: "
                           "socket://127.0.0.1:$ROBOCELL_SIM_PORT (7700)")
+    add_remote_options(act)
     act.set_defaults(func=cmd_actuator)
 
 

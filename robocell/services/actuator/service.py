@@ -19,6 +19,7 @@ from typing import Any
 
 from robocell.common.bus import Busy, CommandFailed, Node
 from robocell.common.bus.messages import Plan
+from robocell.common.bus.options import endpoints_of
 from robocell.common.bus.wire import ValidationError
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
@@ -555,7 +556,7 @@ def serve_actuator(args: argparse.Namespace) -> int:
     except SerialUrlError as exc:
         raise CommandError(str(exc)) from None
     link = Link(args.serial)
-    with Node("actuator") as node:
+    with Node("actuator", endpoints_of(args)) as node:
         service = ActuatorService(node, profile, link)
         service.printed = getattr(args, "serial_problem", None) or ""
         service.start()

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from robocell.common import config
-from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.bus import CommandFailed, Node
+from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.errors import CommandError
 from robocell.services.cell.history import (
     DB_NAME,
@@ -42,8 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Without a subcommand: run the cycle coordinator "
                                           "service. `robocell cell scramble` scrambles the "
                                           "twin of a running simulated cell.")
-    p.add_argument("--broker", help="broker base address (default $ROBOCELL_BUS or "
-                   "tcp://127.0.0.1:$ROBOCELL_BUS_PORT)")
+    add_remote_options(p)
     p.add_argument("--history", type=Path, metavar="FILE",
                    help=f"the cycle log (SQLite; default ${HISTORY_ENV}, else "
                         f"{DB_NAME} in the data directory)")
@@ -56,8 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, help="random seed (the same seed, the same scramble)")
     s.add_argument("--moves", type=int, help="number of random moves (default: the "
                    "simulator's)")
-    s.add_argument("--broker", dest="broker", default=argparse.SUPPRESS,
-                   help="broker base address (as for `robocell cell`)")
+    add_remote_options(s, inherited=True)
     s.set_defaults(func=cmd_scramble)
 
 
@@ -67,7 +66,7 @@ def cmd_cell(args: argparse.Namespace) -> int:
         log = CycleLog(args.history)
     except HistoryError as exc:
         raise CommandError(str(exc)) from None
-    with Node("cell", Endpoints.resolve(args.broker)) as node:
+    with Node("cell", endpoints_of(args)) as node:
         service = CellService(node, speed, log)
         service.start()
         node.wait()
@@ -80,7 +79,7 @@ def cmd_scramble(args: argparse.Namespace) -> int:
     if args.moves is not None and args.moves < 1:
         raise CommandError(f"--moves must be at least 1, not {args.moves}")
     request = {k: v for k, v in (("seed", args.seed), ("moves", args.moves)) if v is not None}
-    with Node("scramble-cli", Endpoints.resolve(args.broker), track_peers=False) as node:
+    with Node("scramble-cli", endpoints_of(args), track_peers=False) as node:
         try:
             scrambled = node.call("cell", "scramble", request, timeout=10.0)
         except CommandFailed as exc:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 import sqlite3
 import threading
@@ -24,11 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robocell.common.paths import data_dir
+from robocell.common.paths import HISTORY_ENV, HISTORY_FILE_NAME, history_path
 from robocell.errors import RobocellError
 
-HISTORY_ENV = "ROBOCELL_HISTORY"
-DB_NAME = "cycles.sqlite3"
+DB_NAME = HISTORY_FILE_NAME
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the cycle table
@@ -60,9 +58,8 @@ class HistoryError(RobocellError):
 
 
 def default_path() -> Path:
-    """$ROBOCELL_HISTORY, else cycles.sqlite3 in the data directory."""
-    env = os.environ.get(HISTORY_ENV)
-    return Path(env) if env else data_dir() / DB_NAME
+    """The cycle log's path: `robocell.common.paths.history_path`."""
+    return history_path()
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> int:

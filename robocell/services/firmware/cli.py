@@ -12,6 +12,7 @@ import subprocess
 from urllib.parse import urlsplit
 
 from robocell.common import config
+from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.cube import random_facelets
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError, validate
@@ -92,6 +93,7 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
                      help="with --avr: the firmware alone, its pins traced but moving no twin "
                           "(protocol conformance and timing runs that make moves no robot "
                           "could)")
+    add_remote_options(sim)
     sim.add_argument("--max-runtime", type=float, help=argparse.SUPPRESS)
     sim.set_defaults(func=cmd_firmware_sim)
 
@@ -136,7 +138,8 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
         main_with_args(profile, port=None if args.pty is not None else port,
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
                        queue_size=args.queue, log_path=args.log, faults=faults,
-                       max_runtime_s=args.max_runtime, host=host, bus=args.bus)
+                       max_runtime_s=args.max_runtime, host=host, bus=args.bus,
+                       endpoints=endpoints_of(args) if args.bus else None)
     except OSError as exc:
         raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
                            "--port or 0 for any free one") from None
@@ -154,6 +157,7 @@ def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: Fa
         main_avr(profile, mcu=args.mcu, port=None if args.pty is not None else port,
                  pty_link=args.pty, speed=args.speed, facelets=facelets, log_path=args.log,
                  faults=faults, max_runtime_s=args.max_runtime, host=host, bus=args.bus,
+                 endpoints=endpoints_of(args) if args.bus else None,
                  trace=args.trace, physics=not args.no_twin)
     except (ToolchainError, ProfileError) as exc:
         raise CommandError(str(exc)) from None

@@ -10,7 +10,7 @@ import queue
 import sys
 from typing import Any
 
-from robocell.common.bus import CommandFailed, Node
+from robocell.common.bus import CommandFailed, Endpoints, Node
 from robocell.common.cube import apply_to_facelets, format_moves, solved
 from robocell.common.notation import Move
 from robocell.common.profile import Profile
@@ -27,10 +27,11 @@ class FirmwareSimBus:
     """The simulator on the bus: publishes the twin (latched ``sim.twin_state``) after every
     motion and answers ``scramble`` (a person's hands on the simulated cube)."""
 
-    def __init__(self, profile: Profile, control: queue.Queue) -> None:
+    def __init__(self, profile: Profile, control: queue.Queue,
+                 endpoints: Endpoints | None = None) -> None:
         self.profile = profile
         self.control = control
-        self.node = Node("firmware-sim")
+        self.node = Node("firmware-sim", endpoints)
 
     def start(self, core: Any) -> None:
         core.on_twin = self.publish
@@ -83,7 +84,8 @@ class FirmwareSimBus:
 def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,
                    facelets: str | None, queue_size: int, log_path: str | None,
                    faults: FaultPlan, max_runtime_s: float | None = None,
-                   host: str = "127.0.0.1", bus: bool = False) -> None:
+                   host: str = "127.0.0.1", bus: bool = False,
+                   endpoints: Endpoints | None = None) -> None:
     """The `robocell firmware-sim` process body (with ``bus``: twin on sim.twin_state and the
     ``scramble`` command, see `FirmwareSimBus`)."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
@@ -93,7 +95,7 @@ def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, 
         core = FirmwareCore(profile, facelets, queue_size, log)
         if bus:
             control = queue.Queue()
-            adapter = FirmwareSimBus(profile, control)
+            adapter = FirmwareSimBus(profile, control, endpoints)
             adapter.start(core)
         serve(core, port=port, pty_link=pty_link, speed=speed, faults=faults,
               ready=sys.stdout, max_runtime_s=max_runtime_s, host=host, control=control)
@@ -107,11 +109,12 @@ def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, 
 def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | None,
              speed: float, facelets: str | None, log_path: str | None, faults: FaultPlan,
              max_runtime_s: float | None = None, host: str = "127.0.0.1", bus: bool = False,
+             endpoints: Endpoints | None = None,
              trace: str | None = None, physics: bool = True) -> None:
     """The process body of `robocell firmware-sim --avr`."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
     control: queue.Queue | None = queue.Queue() if bus else None
-    adapter = FirmwareSimBus(profile, control) if control is not None else None
+    adapter = FirmwareSimBus(profile, control, endpoints) if control is not None else None
     try:
         serve_avr(profile, mcu=mcu, port=port, pty_link=pty_link, speed=speed,
                   facelets=facelets, log=log, faults=faults, ready=sys.stdout,

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from robocell.common import config
-from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import KeyFileError
+from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.operator_control import TOKEN_ENV, check_configured_token
 from robocell.errors import CommandError
 from robocell.services.foxglove.layout import LAYOUT_FILE, write_layout
@@ -32,13 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         f"{config.DEFAULT_FOXGLOVE_PORT}; 0 picks a free one)")
     p.add_argument("--host", default=config.LOOPBACK,
                    help="address to listen on (default 127.0.0.1: this host only)")
-    p.add_argument("--broker", metavar="tcp://HOST:PORT",
-                   help="broker base address (default $ROBOCELL_BUS or "
-                        "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600); with --curve-key, the "
-                        "broker's remote (CURVE) address")
-    p.add_argument("--curve-key", metavar="FILE",
-                   help="client key file for a remote broker's CURVE endpoint "
-                        "(default $ROBOCELL_BUS_CURVE_KEY)")
+    add_remote_options(p)
     p.add_argument("--token", default=None,
                    help="the monitor's token, which the services require (default "
                         "$ROBOCELL_MONITOR_TOKEN; without one the services refuse every call)")
@@ -70,7 +64,7 @@ def run_foxglove(args: argparse.Namespace) -> int:
     if not 0 <= port < 65536:
         raise CommandError(f"--port {port} is not a port number; use 1-65535 (0: any free one)")
     try:
-        endpoints = Endpoints.resolve(args.broker, args.curve_key)
+        endpoints = endpoints_of(args)
         token = check_configured_token(args.token if args.token is not None
                                        else os.environ.get(TOKEN_ENV))
     except (KeyFileError, ValueError) as exc:

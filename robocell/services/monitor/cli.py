@@ -6,8 +6,8 @@ import argparse
 import os
 
 from robocell.common import config
-from robocell.common.bus import Endpoints
 from robocell.common.bus.keys import KeyFileError
+from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.operator_control import TOKEN_ENV, check_configured_token
 from robocell.errors import CommandError
 from robocell.services.monitor.service import MonitorServer, serve
@@ -25,14 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "offered only to a browser that presents the token: open "
                     "http://HOST:PORT/#token=TOKEN. Watch a remote cell with --broker and "
                     "--curve-key (its broker's CURVE endpoint).")
-    p.add_argument("--broker", metavar="tcp://HOST:PORT",
-                   help="broker base address (default $ROBOCELL_BUS or "
-                        "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600); "
-                        "with --curve-key, the broker's remote (CURVE) address")
-    p.add_argument("--curve-key", metavar="FILE",
-                   help="client key file for a remote broker's CURVE endpoint "
-                        "(default $ROBOCELL_BUS_CURVE_KEY); make one with `robocell keys "
-                        "generate NAME --broker-pub broker.pub`")
+    add_remote_options(p)
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="where the dashboard listens (default 127.0.0.1:$ROBOCELL_MONITOR_PORT, "
                         f"{DEFAULT_HTTP})")
@@ -60,7 +53,7 @@ def run_monitor(args: argparse.Namespace) -> int:
         if args.http is None:
             args.http = config.monitor_http()
         host, port = parse_http(args.http)
-        endpoints = Endpoints.resolve(args.broker, args.curve_key)
+        endpoints = endpoints_of(args)
         token = check_configured_token(args.token if args.token is not None
                                        else os.environ.get(TOKEN_ENV))
     except KeyFileError as exc:

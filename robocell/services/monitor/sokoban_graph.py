@@ -8,6 +8,10 @@ import threading
 from typing import Any
 
 from robocell.errors import RobocellError
+from robocell.sokoban.board import build_board
+from robocell.sokoban.graph import GraphTooLarge, build_graph
+from robocell.sokoban.graph_view import view_data
+from robocell.sokoban.level import LevelError, parse_levels
 
 SERVED_MAX_STATES = 1_000_000
 """Largest push graph the monitor builds; above it the view says so instead."""
@@ -46,11 +50,6 @@ class SokobanGraphs:
 
     def _build(self, level_text: str) -> dict[str, Any]:
         # lazy: numba compiles the graph search on import (~1 s); a monitor that never shows
-        # a Sokoban level never pays for it
-        from robocell.sokoban.board import build_board
-        from robocell.sokoban.graph import GraphTooLarge, build_graph
-        from robocell.sokoban.graph_view import view_data
-        from robocell.sokoban.level import LevelError, parse_levels
 
         try:
             levels = parse_levels(level_text)

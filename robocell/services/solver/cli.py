@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 from robocell.common import config, tables
-from robocell.common.bus import Endpoints, Node
+from robocell.common.bus import Node
+from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.facelets import puzzle_size, size_of
 from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.validation import CubeStateError, validate
@@ -315,7 +316,7 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
                    default=config.switch(config.SOLVER_SPLIT_ENV),
                    help="share a 3x3 search among the workers idle when it arrives (default "
                         "$ROBOCELL_SOLVER_SPLIT or on; --no-split: one worker per request)")
-    p.add_argument("--broker", help="broker base address tcp://HOST:PORT (default $ROBOCELL_BUS)")
+    add_remote_options(p)
     p.set_defaults(func=cmd_solver)
 
 
@@ -333,7 +334,7 @@ def cmd_solver(args: argparse.Namespace) -> int:
     for name in dict.fromkeys(profiles.values()):
         for group in all_groups(name):
             tables.load(group)
-    with Node("solver", Endpoints.resolve(args.broker)) as node:
+    with Node("solver", endpoints_of(args)) as node:
         service = SolverService(node, args.workers, profiles, args.timeout, args.split)
         try:
             service.start()

@@ -20,8 +20,11 @@ from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError
 from robocell.services.solver.api import solve
 from robocell.services.solver.cube3.weighted import touch_loaded
+from robocell.sokoban.board import build_board
 from robocell.sokoban.level import LevelError, parse_levels
 from robocell.sokoban.lurd import replay
+from robocell.sokoban.schedule import default_schedule, solve_scheduled
+from robocell.sokoban.solver import solve as solve_sokoban
 
 SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
 """Search budget of a Sokoban solve when the request gives none."""
@@ -80,10 +83,6 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
                             fast: bool) -> dict[str, Any]:
     """Solve one Sokoban level (XSB text) in a worker; the solution is replayed before it is
     returned. Errors come back as data."""
-    # lazy: numba and the Sokoban search compiled on import (~1 s); cube-only workers skip it
-    from robocell.sokoban.board import build_board
-    from robocell.sokoban.schedule import default_schedule, solve_scheduled
-    from robocell.sokoban.solver import solve as solve_sokoban
 
     try:
         levels = parse_levels(level_text)

@@ -12,6 +12,7 @@ from pathlib import Path
 import cv2
 
 from robocell.common import config
+from robocell.common.bus.options import add_remote_options
 from robocell.common.cube import solved
 from robocell.common.facelets import FACES
 from robocell.errors import CommandError
@@ -300,8 +301,7 @@ def register_serve(commands: argparse._SubParsersAction) -> None:
                        help="calibration file from `vision calibrate` (default "
                             f"${CALIBRATION_ENV}); a frame that no longer matches it is "
                             "reported on the errors topic")
-    serve.add_argument("--broker", help="broker base address tcp://HOST:PORT "
-                                        "(default $ROBOCELL_BUS)")
+    add_remote_options(serve)
     serve.set_defaults(func=cmd_serve)
 
 

@@ -29,7 +29,8 @@ import cv2
 import numpy as np
 
 from robocell.common import config
-from robocell.common.bus import Endpoints, Node
+from robocell.common.bus import Node
+from robocell.common.bus.options import endpoints_of
 from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
 from robocell.common.profile import ProfileError, load_profile
 from robocell.errors import CommandError
@@ -254,7 +255,7 @@ def serve(args: argparse.Namespace, source: Any) -> int:
             raise CommandError(f"{args.calibration} calibrates a {calibration.size}x"
                                f"{calibration.size} cube, this cell reads {size}x{size}; "
                                "calibrate again with this cube")
-    with Node("vision", Endpoints.resolve(args.broker)) as node:
+    with Node("vision", endpoints_of(args)) as node:
         if source is None:
             source = _open_camera(args.camera, args.seed, node)
             if source is None:
