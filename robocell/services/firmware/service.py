@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from robocell.common.bus import CommandFailed, Endpoints, Node
-from robocell.common.cube import apply_to_facelets, format_moves, solved
+from robocell.common.cube import apply_to_facelets, solved
 from robocell.common.notation import Move
 from robocell.common.profile import Profile
 from robocell.common.scramble import random_turns
@@ -78,7 +78,7 @@ class FirmwareSimBus:
         result = reply.get(timeout=5.0)
         if isinstance(result, Exception):
             raise CommandFailed("failed", f"scramble failed: {result}")
-        return {"facelets": result, "moves": format_moves(moves)}
+        return {"facelets": result, "moves": [str(m) for m in moves]}
 
 
 def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,
