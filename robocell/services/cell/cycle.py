@@ -178,7 +178,7 @@ class _Cycle:
             if rolled is not None:
                 result.plan = {**result.plan, "rolling": rolled}
             self.enter("verifying")
-            result.verified_by = self.verify()
+            result.verified_by = self.verify(done)
             result.ok = True
             self.enter("done")
         except StageFailed as exc:
@@ -463,22 +463,17 @@ class _Cycle:
                               "actuator, then start a new cycle") from None
         return status.get("job") == "plan"
 
-    def verify(self) -> str:
+    def verify(self, done: dict[str, Any]) -> str:
         """What confirmed the solve: the twin in simulation, else the execution itself.
 
         Only evidence newer than this cycle's last motion counts: the newest twin state of
-        the firmware's current boot showing the last line the actuator streamed (every
-        motion line publishes the twin before the firmware answers ``done``). A solved twin
-        from an earlier cycle, or from before a later scramble, is never taken."""
+        the firmware's boot showing the last line the actuator streamed, both named by the
+        plan's result ``done`` (every motion line publishes the twin before the firmware
+        answers ``done``). A solved twin from an earlier cycle, or from before a later
+        scramble, is never taken."""
         if not self.simulated:
             return "execution"
-        try:
-            status = self.bus.call("actuator", "status", {}, timeout=2.0)
-        except CommandFailed as exc:
-            raise StageFailed("verifying", f"cannot ask the actuator which motion was last "
-                              f"({exc}); restart the actuator and rescan") from None
-        last_line = int(status.get("last_line") or 0)
-        boot_id = status.get("boot_id")
+        last_line, boot_id = done["last_line"], done["boot_id"]
 
         def after_last_motion(twin: dict[str, Any]) -> bool:
             return ((boot_id is None or twin.get("boot_id") in (None, boot_id))

@@ -32,7 +32,7 @@ from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
 from robocell.services.cell.history import CycleLog, CycleRecord, summary
 
 WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "sim.twin_state", "errors",
-                  "solver.plan", "cell.result")
+                  "cell.result")
 HISTORY = 64
 PUBLISHED_HISTORY = 20
 """Cycles carried by the latched `cell.history` topic (the dashboard's list)."""
