@@ -1,9 +1,11 @@
 """Every bus topic and command of the cell, declared once: name, kind, publisher, fields, types.
 
-This file is the contract between the processes. Encoding and validation are generated from
-it in :mod:`robocell.common.bus.schema` (:func:`~robocell.common.bus.schema.validate`,
-:func:`~robocell.common.bus.schema.validate_args`); no service writes its own checks of what
-arrives. To add a topic or a field, add it here -- nowhere else.
+This file is the contract between the processes. Validation is generated from it in
+:mod:`robocell.common.bus.schema` (:func:`~robocell.common.bus.schema.validate`,
+:func:`~robocell.common.bus.schema.validate_args`,
+:func:`~robocell.common.bus.schema.validate_result`), the typed classes in
+:mod:`robocell.common.bus.payloads`; no service writes its own checks of what arrives. To add
+a topic, a command or a field, add it here -- nowhere else.
 
 Topics
     ``TopicSpec(topic, type_name, kind, publisher, fields, doc)``. ``kind`` is
