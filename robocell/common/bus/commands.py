@@ -259,4 +259,3 @@ def _checked(reply: Reply) -> Reply:
                              "version of both)",
                      service=reply.service, command=reply.command, attempts=reply.attempts)
     return reply
-

@@ -12,9 +12,9 @@ imported, and named as declared (a topic's ``type_name``, a command's ``result_n
     Plan.from_checked(args["plan"])            # the class of a map checked where it arrived
 
 A class has the declaration's fields as attributes, in its order, optional ones defaulting to
-``UNSET`` (absent). Constructing one checks nothing: a
-message is checked once, where it is received (:mod:`robocell.common.bus.schema`), and these
-same classes decode and check every topic's payload there in C (the wire decoders).
+``UNSET`` (absent). Constructing one checks nothing: a message is checked once, where it is
+received (:mod:`robocell.common.bus.schema`), and these same classes decode and check every
+topic's payload there in C (the wire decoders).
 """
 
 from __future__ import annotations
