@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robocell.services.vision.colour import log_rgb
+from robocell.services.vision.colour import SATURATED, log_rgb
 
 N_FACES = 6
 PRIOR_VARIANCE = 60.0
@@ -183,7 +183,7 @@ class FaceLight:
             tints = np.full_like(rgb, np.nan)
         tint, self.tint_noise = log_rgb(np.clip(tints, 0, 255))
         self.tint = tint - tint.mean(axis=1, keepdims=True)
-        self.tint_counts = (rgb >= CLIPPED).any(axis=1) & np.isfinite(tints).all(axis=1)
+        self.tint_counts = (rgb >= SATURATED).any(axis=1) & np.isfinite(tints).all(axis=1)
         self.log_level = np.log(np.maximum(rgb.sum(axis=1), LEVEL_FLOOR))
         area = size * size
         self.face_of = np.arange(len(rgb)) // area

@@ -33,11 +33,11 @@ def trimmed_mean(pixels: np.ndarray, trim: float = TRIM_FRACTION) -> np.ndarray:
     return pixels[kept].mean(axis=0)
 
 
-SATURATED = 235
+SATURATED = 245
 """A pixel with a channel at or above this may be cut off by the sensor (webcams saturate
 one channel at 247 and another at 252)."""
 
-TINT_FLOOR = 0.3
+TINT_FLOOR = 0.2
 """Pixels darker than this fraction of the sticker's own level are the black plastic around
 it, not the sticker."""
 

@@ -3,11 +3,11 @@
 Stickers are not classified one by one against fixed colour thresholds. Instead six colour
 classes are learnt from the scan itself (`classes`: seeded by the centres on a 3x3, by
 clustering on a 2x2) and the assignment of colours to stickers is chosen as the cheapest
-assignment of real cubies to positions (every corner and edge a real cubie, twist and flip sums zero, corner and
-edge permutation parities equal), alternating with re-estimating the classes from that
-assignment. Which colour is opposite which is never assumed: on a 3x3 the centres say it, on a
-2x2 every way of pairing the six classes into opposite faces (30 colour schemes up to a
-rotation of the cube) is tried and the cubies decide.
+assignment of real cubies to positions (every corner and edge a real cubie, twist and flip
+sums zero, corner and edge permutation parities equal), alternating with re-estimating the
+classes from that assignment. Which colour is opposite which is never assumed: on a 3x3 the
+centres say it, on a 2x2 every way of pairing the six classes into opposite faces (30 colour
+schemes up to a rotation of the cube) is tried and the cubies decide.
 
 The result is refused, naming the doubtful stickers, when the cheapest valid cube still needs
 a sticker to be far from its colour class, or when another valid cube is nearly as cheap.
