@@ -26,7 +26,7 @@ from robocell.common.bus import Endpoints, Node
 from robocell.common.profile import load_profile
 from robocell.services.cell.cli import follow_cycle
 from robocell.services.cell.launcher import Launcher, temporary_cell_env
-from robocell.services.solver.cube3.robot import compile_plan
+from robocell.services.solver.cube3.motion_compiler import compile_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_twophase import TwoPhasePeer, source_dir  # noqa: E402  (a sibling bench module)
