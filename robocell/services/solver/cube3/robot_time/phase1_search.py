@@ -223,21 +223,21 @@ def start_next_threshold(prices, stack, control, best):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def child_bound(T, D, W, prices, stack, sp, m, kind, ext, src, g, f, threshold, best):
-    """Work out the child of face turn ``m`` from level ``sp`` into level sp + 1 (its
-    coordinates, its word, its cost vectors from ``src``) and return its bound, ``f`` (the
-    node's word's) raised by the child's own entry and, for a robot of more than one state,
-    by its step distance. Level sp + 1 becomes part of the path only if `push_child` runs."""
+def child_bound(T, D, W, prices, stack, control, sp, f):
+    """The bound of the child taken at level sp + 1 (its turn, block and cost so far written
+    there by `search_direction`): ``f``, the bound the node's word gave, raised by the child's
+    own entry and, for a robot of more than one state, by its step distance. Works out the
+    child's coordinates, word and cost vector on the way; the level becomes part of the path
+    only if `push_child` runs."""
     node = stack.levels[sp]
     child = stack.levels[sp + 1]
     after = stack.after[sp + 1]
+    m, kind, ext, g = child.move, child.kind, child.open, stack.g[sp + 1]
     col = FACE_KIND[m]
     t1 = T.twist_move[node.twist, col]
     s1 = T.slice_move[node.slice, col]
     f1 = T.flip_move[node.flip, col]
     child.twist, child.flip, child.slice = t1, f1, s1
-    for s in range(src.shape[0]):
-        stack.before[sp + 1, s] = src[s]
     chain(stack.before[sp + 1], prices.block_cost, kind, after)
     word, wsym, here = moves_word(T, W, t1, f1, s1)
     child.word, child.word_sym, child.entry_ticks = word, wsym, here
@@ -248,7 +248,8 @@ def child_bound(T, D, W, prices, stack, sp, m, kind, ext, src, g, f, threshold, 
     # one robot state: the profile's phase-1 table bounds at least as tightly as the
     # steps, so their distance is not followed (depth only tells G1 apart)
     depth = 0 if here == 0 else 1
-    if src.shape[0] > 1 and f <= threshold + EPS and f < best - EPS:
+    threshold, best = control.threshold, control.best
+    if after.shape[0] > 1 and f <= threshold + EPS and f < best - EPS:
         depth = next_depth(node.depth, node.depth % 3, residue1(T, D, t1, f1, s1))
         f = max(f, bound(after, prices.steps_cost, depth, ext, kind // 16))
         if ext and depth > 0 and f <= threshold + EPS and f < best - EPS:
@@ -260,19 +261,17 @@ def child_bound(T, D, W, prices, stack, sp, m, kind, ext, src, g, f, threshold, 
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def push_child(T, stack, control, sp, m, kind, ext, g):
+def push_child(T, stack, control, sp):
     """Make the child `child_bound` worked out at level sp + 1 part of the path."""
     if control.replayed > sp:
         control.replayed = sp  # its permutations are another path's
     node = stack.levels[sp]
     child = stack.levels[sp + 1]
-    col = FACE_KIND[m]
-    child.move, child.kind, child.open = m, kind, ext
+    col = FACE_KIND[child.move]
     child.next_turn, child.passing = 0, -1
     # read beside the word, not waited for at a leaf
     child.corners = T.corners_move[node.corners, col]
     child.slice_sorted = T.slice_sorted_move[node.slice_sorted, col]
-    stack.g[sp + 1] = g
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -348,12 +347,17 @@ def search_direction(T, D, W, prices, stack, control, phase2_stack, counters, bu
             continue
         spent += 1
         counters.nodes += 1
-        f = child_bound(T, D, W, prices, stack, sp, m, kind, ext, src, g, f, threshold, best)
+        child = stack.levels[sp + 1]
+        child.move, child.kind, child.open = m, kind, ext
+        stack.g[sp + 1] = g
+        for s in range(src.shape[0]):
+            stack.before[sp + 1, s] = src[s]
+        f = child_bound(T, D, W, prices, stack, control, sp, f)
         if f > threshold + EPS or f >= best - EPS:
             if f > threshold + EPS and f < control.next_threshold:
                 control.next_threshold = f
             continue
-        push_child(T, stack, control, sp, m, kind, ext, g)
+        push_child(T, stack, control, sp)
         sp += 1
         if stack.levels[sp].depth == 0 and g > control.previous_threshold + EPS and \
                 not IS_P2[m] and leaf_precheck(T, D, W, prices, stack, sp, best):
