@@ -14,7 +14,7 @@ search ends with cheaper plans), and Sokoban levels that mostly solve within the
 whose expansions are the same when the search is (a level whose count differs is named).
 
     python bench/compare_checkouts.py --before ../wt-before --after . [--rounds 2]
-        [--cubes 100] [--robot-cubes 30] [--robot-timeout 0.1] [--out FILE]
+        [--cubes 100] [--robot-cubes 30] [--robot-timeout 0.2] [--out FILE]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,16 +48,23 @@ class BenchRunError(RuntimeError):
     """A bench script failed in one checkout (the message holds its stderr's end)."""
 
 
-def run_script(checkout: Path, script: str, args: list[str]) -> str:
-    """Run ``bench/<script>`` of ``checkout`` with its own code; its stdout."""
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_script(checkout: Path, script: str, args: list[str]) -> tuple[str, float]:
+    """Run ``bench/<script>`` of ``checkout`` with its own code: (its stdout, the CPU seconds
+    its process took, start-up included)."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
+    cpu = children_cpu_s()
     out = subprocess.run([sys.executable, str(checkout / "bench" / script), *args], env=env,
                          cwd=checkout, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
                          check=False)
     if out.returncode != 0:
         raise BenchRunError(f"{script} {' '.join(args)} in {checkout} exited "
                             f"{out.returncode}:\n{out.stderr[-3000:]}")
-    return out.stdout
+    return out.stdout, children_cpu_s() - cpu
 
 
 def solver_figures(checkout: Path, args: argparse.Namespace, out: Path,
@@ -71,25 +79,27 @@ def solver_figures(checkout: Path, args: argparse.Namespace, out: Path,
     return json.loads(out.read_text())["rows"]
 
 
-def sokoban_rows(checkout: Path, run_args: list[str], out: Path) -> list[dict]:
-    """The per-level rows `sokoban_collections.py` writes to its markdown table ``out``."""
-    run_script(checkout, "sokoban_collections.py", [*run_args, "--out", str(out)])
+def sokoban_rows(checkout: Path, run_args: list[str], out: Path) -> tuple[list[dict], float]:
+    """The per-level rows `sokoban_collections.py` writes to its markdown table ``out``, and
+    the CPU seconds of its process."""
+    _, cpu = run_script(checkout, "sokoban_collections.py", [*run_args, "--out", str(out)])
     rows = []
     for line in out.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 9 and cells[0].isdigit():
             rows.append({"level": int(cells[0]), "status": cells[3], "pushes": cells[4],
                          "expanded": int(cells[7]), "seconds": float(cells[8])})
-    return rows
+    return rows, cpu
 
 
-def sokoban_figures(rows: list[dict]) -> dict[str, float]:
+def sokoban_figures(run: tuple[list[dict], float]) -> dict[str, float]:
+    rows, cpu = run
     solved = [r for r in rows if r["status"] == "solved"]
     expanded = sum(r["expanded"] for r in rows)
     seconds = sum(r["seconds"] for r in rows)
     return {"solved": len(solved), "levels": len(rows), "expanded": expanded,
             "seconds": seconds, "expanded_per_s": expanded / seconds if seconds else 0.0,
-            "solved_seconds": sum(r["seconds"] for r in solved)}
+            "cpu_seconds": cpu}
 
 
 def one_round(checkouts: dict[str, Path], args: argparse.Namespace, scratch: Path,
@@ -146,11 +156,12 @@ def sokoban_table(rounds: list[dict]) -> list[str]:
                    for name in ("before", "after")}
         for key, text in (("solved", "solved"), ("expanded", "expansions"),
                           ("seconds", "seconds, all levels"),
-                          ("expanded_per_s", "expansions a second")):
+                          ("expanded_per_s", "expansions a second"),
+                          ("cpu_seconds", "CPU seconds of the process")):
             before = statistics.median(f[key] for f in figures["before"])
             after = statistics.median(f[key] for f in figures["after"])
-            shown = (f"{before:,.0f} | {after:,.0f}" if key != "seconds"
-                     else f"{before:,.2f} | {after:,.2f}")
+            shown = (f"{before:,.2f} | {after:,.2f}" if "seconds" in key
+                     else f"{before:,.0f} | {after:,.0f}")
             lines.append(f"| {label} | {text} | {shown} | {change(before, after)} |")
     return lines
 
@@ -159,8 +170,8 @@ def differing_levels(rounds: list[dict]) -> list[str]:
     """Levels finished in both checkouts (not at their timeout) whose expansions differ."""
     notes = []
     for label in SOKOBAN_RUNS:
-        before = {r["level"]: r for r in rounds[0]["before"]["sokoban"][label]}
-        after = {r["level"]: r for r in rounds[0]["after"]["sokoban"][label]}
+        before = {r["level"]: r for r in rounds[0]["before"]["sokoban"][label][0]}
+        after = {r["level"]: r for r in rounds[0]["after"]["sokoban"][label][0]}
         finished = [lv for lv in before if lv in after and before[lv]["status"] == "solved"
                     and after[lv]["status"] == "solved"]
         differ = [lv for lv in finished if before[lv]["expanded"] != after[lv]["expanded"]]
@@ -177,7 +188,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cubes", type=int, default=100)
     parser.add_argument("--robot-cubes", type=int, default=30)
-    parser.add_argument("--robot-timeout", type=float, default=0.1)
+    parser.add_argument("--robot-timeout", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, help="also write the tables as markdown here")
     args = parser.parse_args()
@@ -206,7 +217,7 @@ def main() -> int:
         *solver_table(rounds), "", *sokoban_table(rounds), "", *differing_levels(rounds), "",
         f"wall time {time.monotonic() - started:.0f} s; load average at the end "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (times are wall clock per cube or "
-        "level on a shared machine; the CPU column is what the solver process got)"]
+        "level on a shared machine; a CPU figure is what the process got)"]
     print("\n".join(lines))
     if args.out:
         command = " ".join(["python bench/compare_checkouts.py", *sys.argv[1:]])
