@@ -101,6 +101,20 @@ class CommandSpec:
     answered ``unavailable``."""
 
 
+TWIN_FIELDS = (
+    F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),
+    F("facelets", "str", "the twin cube, faces U R F D L B"),
+    F("solved", "bool", "the twin cube is solved"),
+    F("grips", "map[str]", "gripper name -> open/closed"),
+    F("arm_angles", "map[float]", "arm name -> angle in degrees"),
+    F("misaligned", "list[str]", "faces whose layer stands part-turned (homing squares "
+      "them)", optional=True),
+    F("fault", "str?", "jam or other physical fault, if any", optional=True),
+    F("boot_id", "str", "firmware boot id", optional=True),
+    F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
+)
+"""The digital twin as the firmware simulator reports it (topic and command alike)."""
+
 HEALTH = F("health", "map", "free-form health details (queue depth, drops, last error, ...)")
 
 TOPICS: tuple[TopicSpec, ...] = (
@@ -257,18 +271,9 @@ TOPICS: tuple[TopicSpec, ...] = (
     ), "The Sokoban level the solver last answered a `sokoban` command for, and its result "
        "(the dashboard draws its state space)."),
     # --- simulation -----------------------------------------------------------------------
-    TopicSpec("sim.twin_state", "TwinState", LATCHED, "firmware-sim", (
-        F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),
-        F("facelets", "str", "the twin cube, faces U R F D L B"),
-        F("solved", "bool", "the twin cube is solved"),
-        F("grips", "map[str]", "gripper name -> open/closed"),
-        F("arm_angles", "map[float]", "arm name -> angle in degrees"),
-        F("misaligned", "list[str]", "faces whose layer stands part-turned (homing squares "
-          "them)", optional=True),
-        F("fault", "str?", "jam or other physical fault, if any", optional=True),
-        F("boot_id", "str", "firmware boot id", optional=True),
-        F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
-    ), "The digital twin (simulation only)."),
+    TopicSpec("sim.twin_state", "TwinState", LATCHED, "firmware-sim", TWIN_FIELDS,
+              "The digital twin (simulation only), for views: what verifies a solve is the "
+              "firmware simulator's `twin` command (a topic anyone local may publish on)."),
     # --- the cell cycle -------------------------------------------------------------------
     TopicSpec("cell.status", "CycleStatus", LATCHED, "cell", (
         F("cycle_id", "str", "current or last cycle"),
@@ -363,6 +368,11 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("seed", "int", "random seed", optional=True),
         F("facelets", "str", "set this cube instead of a random one", optional=True),
     ), (), "Simulation only: scramble the twin cube by hand (as a person would)."),
+    CommandSpec("firmware-sim", "twin", (), TWIN_FIELDS,
+                "Simulation only: the twin as this simulator holds it now (its boot id and "
+                "the last line it executed included): the cell's evidence of a solve, "
+                "answered by a registered instance, which no publisher can forge.",
+                retry_safe=True),
     CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
     CommandSpec("cell", "recover", (), (), "The recovery path as one cycle: e-stop, clear, "
                 "home, rescan, plan, solve; answers with the cycle id like start."),

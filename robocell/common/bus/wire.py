@@ -86,6 +86,16 @@ MAX_MESSAGE_BYTES_ENV = "ROBOCELL_BUS_MAX_BYTES"
 
 MAX_SEQ = 2**64 - 1
 """The largest sequence number (msgpack's largest unsigned integer)."""
+MAX_SEQ_JUMP = 2**32
+"""A sequence number more than this past the last one a receiver saw from its source on its
+topic is not a gap (no publisher sends 4 billion messages unseen): the receiver takes it as
+a restart of the source, counts it (``seq_jumps``) and reports it, never as 2^64 lost
+messages and never as a number every later real message must exceed."""
+MAX_FUTURE_S = 5.0
+"""A wall time more than this ahead of the receiver's clock is refused (reason ``stamp``):
+every process of the cell reads one clock (remote peers only subscribe), so such a stamp
+is a forgery or a broken clock, and accepted it would make every real message sent before
+that time look older than it."""
 MAX_TOPIC_CHARS = 128
 MAX_SOURCE_CHARS = 64
 N_ENVELOPE_FIELDS = 7
@@ -144,7 +154,8 @@ def max_message_bytes() -> int:
 
 class MessageError(RobocellError, ValueError):
     """A message that cannot be accepted. ``reason`` is a short machine-readable code
-    (``decode``, ``schema_version``, ``oversize``, ``invalid``, ``unknown_topic``), the
+    (``decode``, ``schema_version``, ``oversize``, ``invalid``, ``unknown_topic``,
+    ``stamp``), the
     message text says what is wrong and where."""
 
     reason = "invalid"
@@ -178,6 +189,20 @@ class ValidationError(MessageError):
     """The payload does not match the declaration of its topic."""
 
     reason = "invalid"
+
+
+class StampError(MessageError):
+    """The envelope's wall time is further in the future than MAX_FUTURE_S."""
+
+    reason = "stamp"
+
+
+def future_stamp(topic: str, source: str, wall: float, now: float) -> StampError:
+    """The refusal of a message stamped ``wall`` received at ``now`` (past MAX_FUTURE_S)."""
+    return StampError(f"topic {topic!r} from {source!r}: its wall time {wall:.3f} is "
+                      f"{wall - now:.3g} s ahead of this host's clock (over the bound of "
+                      f"{MAX_FUTURE_S:g} s); a forged stamp or a broken clock: find the "
+                      "sender", topic=topic, source=source)
 
 
 class UnknownTopicError(MessageError):

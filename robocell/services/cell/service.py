@@ -31,8 +31,8 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
 from robocell.services.cell.history import CycleLog, CycleRecord, summary
 
-WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "sim.twin_state", "errors",
-                  "solver.plan", "cell.result")
+WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "errors", "solver.plan",
+                  "cell.result")
 HISTORY = 64
 PUBLISHED_HISTORY = 20
 """Cycles carried by the latched `cell.history` topic (the dashboard's list)."""
@@ -76,19 +76,6 @@ class NodeCellBus:
                 for _, payload in reversed(self._messages[topic]):
                     if match(payload):
                         return payload
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.stop_requested.is_set():
-                    return None
-                self._changed.wait(min(remaining, 0.5))
-
-    def newest(self, topic: str, match: Callable[[dict[str, Any]], bool],
-               timeout: float) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                kept = self._messages[topic]
-                if kept and match(kept[-1][1]):
-                    return kept[-1][1]
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.stop_requested.is_set():
                     return None
