@@ -22,6 +22,9 @@ from robocell.services.firmware.serial_server import serve
 from robocell.services.firmware.simulator import FaultPlan, FirmwareCore
 
 DEFAULT_SCRAMBLE_MOVES = 25
+MAX_SCRAMBLE_MOVES = 1000
+"""The most random turns one scramble makes (a person's scramble is 20-30; each turn costs
+the reply a few bytes, so a billion would never be answered)."""
 
 
 class FirmwareSimBus:
@@ -72,7 +75,11 @@ class FirmwareSimBus:
         facelets = args.get("facelets")
         moves: list[Move] = []
         if facelets is None:
-            moves = random_turns(args.get("moves", DEFAULT_SCRAMBLE_MOVES), args.get("seed"))
+            count = args.get("moves", DEFAULT_SCRAMBLE_MOVES)
+            if not 0 <= count <= MAX_SCRAMBLE_MOVES:
+                raise CommandFailed("invalid_arguments", f"scramble moves {count}: give 0 to "
+                                    f"{MAX_SCRAMBLE_MOVES} random turns")
+            moves = random_turns(count, args.get("seed"))
             facelets = apply_to_facelets(solved(size), moves, size)
         else:
             try:
