@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-import zmq
 from support.bus import RECV_TIMEOUT_S, wait_subscribed
+from support.forge import heartbeat, raw_publisher
 
 from robocell.common.bus import Endpoints, Node, Subscriber
 from robocell.common.bus.wire import (
@@ -17,7 +17,6 @@ from robocell.common.bus.wire import (
     MAX_SEQ_JUMP,
     Envelope,
     encode_frame,
-    subscription,
 )
 
 STATUS = "cell.status"
@@ -26,26 +25,6 @@ STATUS = "cell.status"
 def status(source: str, seq: int, wall: float, stage: str = "idle") -> bytes:
     return encode_frame(Envelope(STATUS, source, seq, wall, time.monotonic(),
                                  {"cycle_id": "c", "stage": stage}))
-
-
-def heartbeat(source: str, seq: int) -> bytes:
-    return encode_frame(Envelope("heartbeat", source, seq, time.time(), time.monotonic(), {
-        "service": source, "state": "ready", "health": {}, "period_s": 1.0, "pid": 1,
-        "host": "h", "uptime_s": 1.0, "commands": []}))
-
-
-def raw_publisher(endpoints: Endpoints, topic: str) -> zmq.Socket:
-    """A local process's own socket on the broker's publish port, once a subscription to
-    ``topic`` has reached it (so nothing it sends is dropped for want of one)."""
-    sock = zmq.Context.instance().socket(zmq.XPUB)
-    sock.linger = 0
-    sock.connect(endpoints.publish)
-    wanted = b"\x01" + subscription(topic)
-    deadline = time.monotonic() + RECV_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if sock.poll(200) and sock.recv().startswith(wanted):
-            return sock
-    raise AssertionError(f"no subscription to {topic} reached the publisher")
 
 
 def received(sub: Subscriber, count: int) -> list[Envelope]:

@@ -39,6 +39,7 @@ from robocell.common.bus.topics import TOPIC_SPECS
 from robocell.common.bus.wire import (
     ANSWER_MARK,
     BATCH_MARK,
+    MAX_BATCH_BYTES,
     MAX_FUTURE_S,
     MAX_SEQ,
     MAX_SEQ_JUMP,
@@ -305,6 +306,8 @@ class Subscriber:
         if wire is None or size > self._limit:
             return self._handle_slow(frame)
         if size and frame[end + 1] == BATCH_MARK:
+            if size > MAX_BATCH_BYTES:
+                return self._handle_slow(frame)  # refused there, unread
             return self._handle_batch(frame, end, route)
         try:  # decoded and checked against the declaration in C (a large frame unsliced)
             env = wire.decode(frame[end + 1:] if size < COPY_THRESHOLD

@@ -385,6 +385,13 @@ BATCH_MARK = 0xDC
 N_BATCH_FIELDS = 7
 BATCH_HEAD = bytes([BATCH_MARK, 0, N_BATCH_FIELDS])
 """What follows TOPIC_END in every batch frame: the array 16 header of its 7 fields."""
+MAX_BATCH_BYTES = 64 * 1024
+"""Largest batch frame a receiver takes apart (after the topic); publishers never make one
+over about 33 KiB (see docs/bus.md). A larger one is refused whole, unread (``oversize``):
+one frame of millions of tiny bad messages once kept every service busy for minutes."""
+MAX_BATCH_MESSAGES = 4096
+"""Most messages in one batch frame (a 32 KiB batch of the smallest real messages holds
+about 1,100); a batch claiming more is refused whole (``oversize``)."""
 ENVELOPE_ARRAY = bytes([0x90 + N_ENVELOPE_FIELDS])
 """The msgpack fixarray header of an envelope."""
 _RawEnvelope = tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw, int, msgspec.Raw, msgspec.Raw,
@@ -503,7 +510,12 @@ def is_batch_frame(frame: bytes) -> bool:
 def _batch_parts(frame: bytes, end: int) -> tuple[bytes, int, list, list, list]:
     """(the head every message frame of the batch starts with, the first sequence number,
     and the raw wall times, monotonic times and payloads) of the batch frame ``frame``
-    whose topic ends at ``end``; DecodeError if it cannot be taken apart."""
+    whose topic ends at ``end``; DecodeError if it cannot be taken apart, OversizeError
+    past MAX_BATCH_BYTES or MAX_BATCH_MESSAGES."""
+    if len(frame) - end - 1 > MAX_BATCH_BYTES:
+        raise OversizeError(f"a batch frame of {len(frame) - end - 1} bytes, over the bound "
+                            f"of {MAX_BATCH_BYTES}; refused unread (publishers batch up to "
+                            "about 33 KiB)")
     try:
         version, topic, source, first, walls, monos, payloads = _split_batch(
             memoryview(frame)[end + 1:])
@@ -512,6 +524,9 @@ def _batch_parts(frame: bytes, end: int) -> tuple[bytes, int, list, list, list]:
     count = len(payloads)
     if not count:
         raise DecodeError("an empty batch frame: a batch carries at least one message")
+    if count > MAX_BATCH_MESSAGES:
+        raise OversizeError(f"a batch frame of {count} messages, over the bound of "
+                            f"{MAX_BATCH_MESSAGES}")
     if len(walls) != count or len(monos) != count:
         raise DecodeError(f"malformed batch frame: {len(walls)} wall times, {len(monos)} "
                           f"monotonic times and {count} payloads; one of each per message")
