@@ -223,7 +223,7 @@ class ScriptedCell:
         stages["executing"] = time.monotonic() - t2
         self.publish("actuator", "actuator.result", {
             "plan_id": plan_id, "ok": True, "executed": len(plan), "n_steps": len(plan),
-            "duration_s": stages["executing"]})
+            "duration_s": stages["executing"], "last_line": len(plan), "boot_id": "rig"})
         t3 = time.monotonic()
         self.publish("cell", "cell.status", {"cycle_id": cycle_id, "stage": "verifying"})
         time.sleep(step_s)
@@ -240,7 +240,8 @@ class ScriptedCell:
                  f"{n_steps}; the cube state is unknown")
         self.publish("actuator", "actuator.result", {
             "plan_id": plan_id, "ok": False, "executed": step, "n_steps": n_steps,
-            "duration_s": time.monotonic() - t2, "error": error, "cube_state_known": False})
+            "duration_s": time.monotonic() - t2, "error": error, "cube_state_known": False,
+            "last_line": step, "boot_id": "rig"})
         stages["executing"] = time.monotonic() - t2
         self.publish("cell", "cell.status", {"cycle_id": cycle_id, "stage": "failed",
                                              "detail": error})

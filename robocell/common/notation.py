@@ -15,6 +15,7 @@ unknown token is reported with its 0-based character position.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from robocell.errors import RobocellError
@@ -83,8 +84,11 @@ class Move:
         return self.name + {1: "", 2: "2", 3: "'", -2: "2'"}[self.turns]
 
 
-def parse_moves(text: str) -> list[Move]:
-    """Parse a move sequence (see the module docstring for the accepted notation)."""
+def parse_moves(text: str | Sequence[str]) -> list[Move]:
+    """Parse a move sequence (see the module docstring for the accepted notation): notation
+    text, or a list of moves in notation (as plans carry them)."""
+    if not isinstance(text, str):
+        return [move for name in text for move in parse_moves(name)]
     moves: list[Move] = []
     i = 0
     n = len(text)

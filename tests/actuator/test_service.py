@@ -131,6 +131,29 @@ def test_plan_from_the_bus_solves_the_twin_with_progress(cell_factory):
     assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=CALL_S)
 
 
+def test_the_result_names_the_last_line_and_the_boot_the_twin_shows_at_the_end(cell_factory):
+    # what the cell verifies a solve by, in the result itself (no status call after it)
+    cell = cell_factory()
+    plan_id = cell.make_plan(scrambled_twin(cell))
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and result["ok"]
+    status = cell.node.call("actuator", "status", {}, timeout=CALL_S)
+    assert result["last_line"] > 0 and result["boot_id"]
+    assert (result["last_line"], result["boot_id"]) == (status["last_line"], status["boot_id"])
+    twin = cell.wait("sim.twin_state", lambda p: p.get("line") == result["last_line"])
+    assert twin and twin["boot_id"] == result["boot_id"] and twin["solved"]
+
+
+def test_a_plan_that_does_not_fit_its_declaration_is_refused_naming_the_field(cell_factory):
+    cell = cell_factory()
+    plan_id = cell.make_plan(["R'"])
+    broken = {k: v for k, v in cell.plans[plan_id].items() if k != "primitives"}
+    with pytest.raises(CommandFailed, match=r"plan\.primitives") as refused:
+        cell.node.call("actuator", "execute", {"plan": broken}, timeout=CALL_S)
+    assert refused.value.code == "invalid_arguments"
+
+
 def test_plan_for_another_robot_is_refused_with_the_reason(cell_factory):
     cell = cell_factory()
     plan_id = cell.make_plan(["R'"], profile="six-motor", puzzle="3x3x3")

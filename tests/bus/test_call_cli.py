@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from support.bus import robocell_cmd, robocell_env, wait_registered
+from support.bus import declared_result, robocell_cmd, robocell_env, wait_registered
 
 from robocell.common.bus import Node
 from robocell.services.broker.service import Broker
@@ -23,16 +23,21 @@ def solver(broker: Broker) -> Iterator[Node]:
     """A stand-in solver service: the edge of the unit is the bus, the CLI is real."""
 
     def solve(args, ctx):
-        return {"facelets": args["facelets"], "moves": ["R", "U'"], "raw": b"\x01\x02"}
+        return declared_result("solver", "solve", facelets=args["facelets"],
+                               face_turns=["R", "U'"])
+
+    def dump(args, ctx):  # not declared: any plain result
+        return {"raw": b"\x01\x02"}
 
     def explode(args, ctx):
         raise RuntimeError("motor table missing")
 
     with Node("solver", broker.endpoints) as node:
         node.serve("solve", solve)
+        node.serve("dump", dump)
         node.serve("explode", explode)
         node.set_state("ready")
-        wait_registered(broker, "solver", ["solve", "explode"])
+        wait_registered(broker, "solver", ["solve", "dump", "explode"])
         yield node
 
 
@@ -44,8 +49,11 @@ def call(env: dict, *args: str) -> subprocess.CompletedProcess:
 def test_a_call_prints_the_result_as_json_and_exits_0(solver: Node, cli_env: dict) -> None:
     done = call(cli_env, "solver", "solve", '{"facelets": "UUUU"}')
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"facelets": "UUUU", "moves": ["R", "U'"],
-                                       "raw": "AQI="}  # bytes as base64
+    assert json.loads(done.stdout) == declared_result("solver", "solve", facelets="UUUU",
+                                                      face_turns=["R", "U'"])
+    done = call(cli_env, "solver", "dump")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"raw": "AQI="}  # bytes as base64
 
 
 def test_a_call_without_arguments_sends_an_empty_map(solver: Node, cli_env: dict) -> None:
@@ -56,7 +64,7 @@ def test_a_call_without_arguments_sends_an_empty_map(solver: Node, cli_env: dict
 
 @pytest.mark.parametrize("service, command, code, needle", [
     ("solver", "explode", "failed", "RuntimeError: motor table missing"),
-    ("solver", "fly", "unknown_command", "explode, ping, solve"),
+    ("solver", "fly", "unknown_command", "dump, explode, ping, solve"),
     ("nobody", "ping", "unavailable", "nobody"),
 ])
 def test_an_error_reply_is_printed_with_its_code_and_exits_1(

@@ -10,7 +10,13 @@ import threading
 import time
 
 import pytest
-from support.bus import SCRIPTED_SERVICE, robocell_env, stop_process, wait_registered
+from support.bus import (
+    SCRIPTED_SERVICE,
+    declared_result,
+    robocell_env,
+    stop_process,
+    wait_registered,
+)
 
 from robocell.common.bus import Busy, CommandClient, CommandFailed, Endpoints, Node
 from robocell.services.broker.service import Broker
@@ -22,7 +28,8 @@ the caller's thread by (the point is that it comes at the deadline, not that it 
 
 @pytest.fixture
 def solver(broker: Broker):
-    """A service node 'solver' with a counted, slow `solve` and a failing `explode`."""
+    """A service node 'solver' with a counted, slow `solve` (whose plan for "broken" lacks
+    its primitives) and a failing `explode`."""
     calls: list[str] = []
     release = threading.Event()
 
@@ -30,7 +37,10 @@ def solver(broker: Broker):
         calls.append(args["facelets"])
         if args["facelets"] == "slow":
             release.wait(3)
-        return {"moves": len(args["facelets"])}
+        plan = declared_result("solver", "solve", facelets=args["facelets"])
+        if args["facelets"] == "broken":
+            del plan["primitives"]
+        return plan
 
     def explode(args, ctx):
         raise RuntimeError("motor table missing")
@@ -53,7 +63,8 @@ def solver(broker: Broker):
 def test_command_returns_the_handlers_result(endpoints: Endpoints, solver: Node) -> None:
     client = CommandClient("cli", endpoints)
     try:
-        assert client.call("solver", "solve", {"facelets": "UUU"}, timeout=10) == {"moves": 3}
+        assert client.call("solver", "solve", {"facelets": "UUU"}, timeout=10) == \
+            declared_result("solver", "solve", facelets="UUU")
         assert client.call("solver", "ping", timeout=10) == {"service": "solver",
                                                             "state": "ready"}
     finally:
@@ -81,6 +92,22 @@ def test_bad_commands_get_explicit_errors(endpoints: Endpoints, solver: Node, co
         client.close()
 
 
+def test_a_result_that_does_not_fit_its_declaration_is_refused_naming_the_field(
+        endpoints: Endpoints, solver: Node) -> None:
+    client = CommandClient("cli", endpoints)
+    try:
+        reply = client.request("solver", "solve", {"facelets": "broken"}, timeout=10)
+        assert not reply.ok and reply.error == "invalid_result" and reply.result is None
+        assert "solver.solve" in reply.message and "primitives" in reply.message
+        with pytest.raises(CommandFailed) as info:
+            reply.unwrap()
+        assert info.value.code == "invalid_result"
+        # a result that fits is handed over as it came
+        assert client.call("solver", "solve", {"facelets": "UU"}, timeout=10)["primitives"] == []
+    finally:
+        client.close()
+
+
 def test_second_request_while_one_runs_is_answered_busy(endpoints: Endpoints,
                                                         solver: Node) -> None:
     results = {}
@@ -98,7 +125,7 @@ def test_second_request_while_one_runs_is_answered_busy(endpoints: Endpoints,
         other.close()
         solver.test_release.set()
         first.join(15)
-    assert results["first"].ok and results["first"].result == {"moves": 4}
+    assert results["first"].ok and results["first"].result["facelets"] == "slow"
     assert solver.test_calls == ["slow"]
 
 
@@ -192,13 +219,15 @@ def test_command_to_a_killed_service_fails_within_its_deadline(broker: Broker,
 
 
 def test_node_call_works_from_many_threads(endpoints: Endpoints, solver: Node) -> None:
-    solver.serve("solve", lambda args, ctx: args["facelets"].lower(), concurrency=8)
+    solver.serve("solve", lambda args, ctx: declared_result(
+        "solver", "solve", facelets=args["facelets"].lower()), concurrency=8)
     errors: list[Exception] = []
     results: dict[int, str] = {}
 
     def worker(i: int) -> None:
         try:
-            results[i] = solver.call("solver", "solve", {"facelets": f"X{i}"}, timeout=10)
+            results[i] = solver.call("solver", "solve", {"facelets": f"X{i}"},
+                                     timeout=10)["facelets"]
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
 

@@ -108,6 +108,8 @@ def test_depth_limit_is_generous_for_real_payloads() -> None:
 
 SEED = 20240611
 SERVICE = "hostile-svc"
+PONG = {"service": SERVICE, "state": "ready"}
+"""The ping reply the stand-in broker hands the client (it fits the declaration)."""
 N_ROUNDS = 3
 N_RANDOM = 30
 """Random inputs of each kind per socket and round (bounded: the file runs in well under a
@@ -446,11 +448,11 @@ def test_a_service_and_a_client_take_hostile_frames_on_their_own_sockets_and_sti
             replies += [[client_id], [client_id, REPLY], [client_id, REPLY, b"x", b"y"]]
             tried += send_all(router, replies)
             good = encode(Envelope.now("cmd.reply", SERVICE, 0, {
-                "id": request_id, "ok": True, "result": "pong", "error": None,
+                "id": request_id, "ok": True, "result": PONG, "error": None,
                 "message": ""}))
             router.send_multipart([client_id, REPLY, good])
             caller.join(15)
-            assert result["reply"].ok and result["reply"].result == "pong"
+            assert result["reply"].ok and result["reply"].result == PONG
     finally:
         client.close()
         router.close(linger=0)

@@ -28,7 +28,8 @@ PAYLOADS = {
     "cell.result": lambda i: {"cycle_id": f"c{i}", "ok": True, "stages_s": {"scan": 1.0},
                               "total_s": 1.0},
     "actuator.result": lambda i: {"plan_id": f"p{i}", "ok": True, "executed": i,
-                                  "n_steps": i, "duration_s": 0.1},
+                                  "n_steps": i, "duration_s": 0.1, "last_line": i,
+                                  "boot_id": "b1"},
 }
 TOPICS = tuple(PAYLOADS)
 

@@ -8,7 +8,7 @@ import time
 
 import msgpack
 import zmq
-from support.bus import recv_topic, wait_registered, wait_subscribed
+from support.bus import declared_result, recv_topic, wait_registered, wait_subscribed
 
 from robocell.common.bus import Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.wire import SCHEMA_VERSION, TOPIC_END, Envelope, encode
@@ -244,7 +244,8 @@ def test_garbage_on_the_command_channel_is_counted_and_commands_still_work(
 
     diagnostics: list[dict] = []
     with Node("solver", broker.endpoints) as solver, Node("watcher", broker.endpoints) as w:
-        solver.serve("solve", lambda args, ctx: "planned")
+        plan = declared_result("solver", "solve", facelets="U")
+        solver.serve("solve", lambda args, ctx: plan)
         w.subscribe("diagnostics", lambda env: diagnostics.append(env.payload))
         wait_registered(broker, "solver", ["solve"])
         wait_subscribed(w.subscriber, "diagnostics")
@@ -256,7 +257,7 @@ def test_garbage_on_the_command_channel_is_counted_and_commands_still_work(
             rogue.send_multipart([REQUEST, b"solver", os.urandom(30)])  # undecodable request
             rogue.send_multipart([REQUEST, b"solver", encode(Envelope.now(
                 "cmd.request", "rogue", 0, {"id": 5}))])  # wrong field types
-            assert w.call("solver", "solve", {"facelets": "U"}, timeout=10) == "planned"
+            assert w.call("solver", "solve", {"facelets": "U"}, timeout=10) == plan
             deadline = time.monotonic() + 10
             # the broker reads each request's id and target before routing it: all three
             # are refused there, counted, and reported; the service never sees them

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.bus import (
+    declared_result,
     known_subscriptions,
     recv_topic,
     robocell_cmd,
@@ -25,6 +26,8 @@ from robocell.tools.recording import read_messages, recording_info
 
 PROGRESS = {"plan_id": "p1", "step": 0, "n_steps": 30, "primitive": "R+", "eta_s": 1.0,
             "state": "running"}
+PLAN = declared_result("solver", "solve", facelets="UUUU", primitives=["R'"])
+"""What the scripted solver answers."""
 N_RECORDED = 30
 GAP_S = (0.0, 0.05, 0.2)  # irregular spacing, so that timing is worth reproducing
 TIMING_TOLERANCE_S = 0.6  # generous: the machine may be busy; the gaps span > 2 s
@@ -228,17 +231,16 @@ def test_record_from_the_tap_includes_command_traffic(broker_process, cli_env: d
                               "--tap", "--count", "2", last_topic="cmd.reply")
     try:
         with Node("solver", endpoints) as solver, Node("cell", endpoints) as cell:
-            solver.serve("solve", lambda args, ctx: {"moves": 9})
+            solver.serve("solve", lambda args, ctx: PLAN)
             wait_registered(endpoints, "solver", ["solve"])
-            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=10) == {
-                "moves": 9}
+            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=10) == PLAN
             assert recorder.wait(30) == 0
     finally:
         stop_process(recorder)
     messages = [decode(m.data) for m in read_messages(recording)]
     assert [m.topic for m in messages] == ["cmd.request", "cmd.reply"]
     assert messages[0].payload["command"] == "solve" and messages[0].source == "cell"
-    assert messages[1].payload["result"] == {"moves": 9}
+    assert messages[1].payload["result"] == PLAN
     assert messages[1].payload["id"] == messages[0].payload["id"]
 
 
@@ -252,12 +254,11 @@ def test_record_everything_from_the_tap(
     recorder = start_recorder(endpoints, cli_env, str(recording), "--tap", "--duration", "6")
     try:
         with Node("solver", endpoints) as solver, Node("cell", endpoints) as cell:
-            solver.serve("solve", lambda args, ctx: {"moves": 9})
+            solver.serve("solve", lambda args, ctx: PLAN)
             cell.subscribe("solver.plan", lambda env: None)  # its latched replay is recorded too
             wait_registered(endpoints, "solver", ["solve"])
             cell.publish("cell.status", {"cycle_id": "c9", "stage": "solving"})
-            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=10) == {
-                "moves": 9}
+            assert cell.call("solver", "solve", {"facelets": "UUUU"}, timeout=10) == PLAN
             assert recorder.wait(30) == 0
         summary = recorder.stderr.read()
     finally:

@@ -43,9 +43,9 @@ class ScriptedBus:
         if (service, command) == ("solver", "solve"):
             return dict(PLAN, scan_id=args["scan_id"])
         if (service, command) == ("actuator", "execute"):
+            done = self.result()
             self.on_execute()
-            self.put("actuator.result", {"plan_id": "p1", "ok": True, "executed": 2,
-                                         "n_steps": 2})
+            self.put("actuator.result", done)
             return {}
         if (service, command) == ("actuator", "status"):
             return dict(self.actuator)
@@ -59,6 +59,12 @@ class ScriptedBus:
             self.actuator["cube_state_known"] = True
             return {"ok": True}
         return {}
+
+    def result(self) -> dict[str, Any]:
+        """The actuator's result of the plan: done, at the line and boot the actuator is at
+        as the plan starts."""
+        return {"plan_id": "p1", "ok": True, "executed": 2, "n_steps": 2,
+                "last_line": self.actuator["last_line"], "boot_id": self.actuator["boot_id"]}
 
     def wait_for(self, topic, match, timeout):
         deadline = time.monotonic() + timeout
@@ -128,6 +134,16 @@ def test_the_twin_at_the_last_line_of_this_boot_confirms_the_solve():
                               bus.put("sim.twin_state", twin(True, 40))]
     result = run_cycle(bus, simulated=True, timeouts=FAST)
     assert result.ok and result.verified_by == "twin", result.error
+
+
+def test_the_result_of_the_plan_names_the_motion_to_verify_without_asking_again():
+    bus = ScriptedBus()
+    bus.on_execute = lambda: [bus.put("sim.twin_state", twin(True, 40)),
+                              bus.actuator.update(last_line=90)]  # status: a later line
+    result = run_cycle(bus, simulated=True, timeouts=FAST)
+    assert result.ok and result.verified_by == "twin", result.error
+    after_execute = bus.calls[bus.calls.index(("actuator", "execute")) + 1:]
+    assert ("actuator", "status") not in after_execute
 
 
 def test_a_twin_of_another_boot_is_waited_for_and_then_refused():
@@ -216,8 +232,7 @@ def test_a_plan_sent_as_the_broker_went_away_is_followed_or_sent_again():
                 if got_it:
                     bus.actuator["job"] = "plan"
                     bus.put("sim.twin_state", twin(True, 40))
-                    bus.put("actuator.result", {"plan_id": "p1", "ok": True, "executed": 2,
-                                                "n_steps": 2})
+                    bus.put("actuator.result", bus.result())
                 raise CommandFailed("timeout", "no reply within 10 s")
             return real_call(service, command, args, timeout)
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from support.bus import declared_result
 from support.monitor import TOKEN, face_jpeg
 
 from robocell.common.bus import Node, Publisher
@@ -39,7 +40,7 @@ class RecordingService:
         def handle(args, ctx):
             with self.lock:
                 self.calls.append((command, dict(args)))
-            return {"accepted": command}
+            return declared_result(self.node.name, command)
         return handle
 
     def __enter__(self) -> RecordingService:

@@ -10,6 +10,7 @@ import threading
 import time
 
 import aiohttp
+from support.bus import declared_result
 from support.monitor import (
     TOKEN,
     http_get,
@@ -58,7 +59,7 @@ class CallCounter:
     def _start(self, args, ctx):
         with self.lock:
             self.calls += 1
-        return {"started": True}
+        return declared_result("cell", "start", cycle_id="c1")
 
     def __enter__(self) -> CallCounter:
         self.node.start()
@@ -95,7 +96,7 @@ def test_control_with_the_token_is_sent_and_answered(cell):
         ], "control_reply", count=2))
         by_id = {r["id"]: r for r in replies}
         assert by_id["go"]["ok"] is True
-        assert by_id["go"]["replies"][0]["result"] == {"started": True}
+        assert by_id["go"]["replies"][0]["result"]["cycle_id"] == "c1"
         assert by_id["bad"]["replies"][0]["error"] == "invalid_arguments"
         assert service.calls == 1
 

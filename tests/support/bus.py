@@ -3,7 +3,8 @@ messages, and waiting for readiness instead of sleeping: a subscription that has
 broker (`wait_subscribed`, `wait_raw_subscribed`, `wait_for_new_subscription` for another
 process's), a service registered for its commands (`wait_registered`). A fixed sleep before
 publishing or calling is outlasted on a loaded machine; these cost milliseconds on an idle
-one."""
+one. A scripted service answers a declared command with `declared_result` (its caller checks
+the result against the declaration)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from typing import Any
 import zmq
 
 from robocell.common.bus import Endpoints, Subscriber
+from robocell.common.bus.schema import command_spec
+from robocell.common.bus.topics import MESSAGE_TYPES, F
 from robocell.common.bus.wire import ANSWER_MARK, TOPIC_END, subscription
 from robocell.common.config import free_port_block
 
@@ -32,6 +35,31 @@ RECV_TIMEOUT_S = 10.0
 """Bound on waiting for a message that should come (it only bounds a hang)."""
 SCRIPTED_SERVICE = Path(__file__).with_name("scripted_service.py")
 """A bus service whose behaviour a test scripts (run it with ``python``)."""
+
+
+def declared_result(service: str, command: str, **fields: Any) -> dict[str, Any]:
+    """A result that fits the declaration of ``service.command``: every required field with
+    the plainest value of its type (``""``, 0, [], the first of an enum, null when nullable),
+    ``fields`` in place of those."""
+    spec = command_spec(service, command)
+    assert spec is not None and spec.result is not None, f"{service}.{command} declares none"
+    return {**_plainest(spec.result), **fields}
+
+
+def _plainest(fields: tuple[F, ...]) -> dict[str, Any]:
+    return {f.name: _plainest_value(f.type) for f in fields if not f.optional}
+
+
+def _plainest_value(text: str) -> Any:
+    if text.endswith("?"):
+        return None
+    if text.startswith("enum("):
+        return text[5:-1].split(",")[0]
+    if text in MESSAGE_TYPES:
+        return _plainest(MESSAGE_TYPES[text])
+    if text.startswith("list["):
+        return []
+    return {"str": "", "int": 0, "float": 0.0, "bool": False, "bytes": b""}.get(text, {})
 
 
 def free_base_port() -> int:

@@ -5,6 +5,7 @@ calls back on subscribed topics, answers commands, beats every second and knows 
 alive::
 
     from robocell.common.bus import Node
+    from robocell.common.bus.payloads import Plan
 
     def on_pose(msg):                              # msg: robocell.common.bus.wire.Envelope
         print("pose", msg.payload["pose"], "face", msg.payload["face"])
@@ -18,6 +19,7 @@ alive::
         node.set_state("ready")
         node.publish("vision.cube_state", {...})   # validated against topics.py
         plan = node.call("solver", "solve", {"facelets": f}, timeout=2.0)  # or CommandFailed
+        Plan.from_checked(plan)                    # checked on arrival: the typed class
         node.peers()                               # {"solver": PeerStatus(...), ...}
         node.wait()                                # until stop() or Ctrl-C
 
@@ -29,6 +31,8 @@ The package, one role per module:
   message and batch frames, the publisher's frame writer;
 - :mod:`~robocell.common.bus.topics` -- every topic and command, declared once;
   :mod:`~robocell.common.bus.schema` -- the checks and decoders generated from them;
+  :mod:`~robocell.common.bus.payloads` -- the typed payload and result classes generated
+  from them (``Plan``, ``ActuatorResult``, ...);
 - :mod:`~robocell.common.bus.publisher`, :mod:`~robocell.common.bus.subscriber` --
   :class:`Publisher` and :class:`Subscriber` (``recv(timeout)``, ``recv_batch(timeout)``)
   for tools and single-threaded code;

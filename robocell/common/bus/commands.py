@@ -9,7 +9,9 @@ it back. If no such service is connected the broker itself answers ``unavailable
 The client retries on silence like the guide's **Lazy Pirate** (same request id, resent
 until the deadline); the service's dedup cache answers a retry from its cache. Every call
 ends in a result or an explicit error: ``unknown_command``, ``invalid_arguments``, ``busy``,
-``timeout``, ``unavailable``, ``forbidden`` or ``failed``.
+``timeout``, ``unavailable``, ``forbidden`` or ``failed``; and ``invalid_result`` when the
+result of a declared command does not fit its declaration (checked here, at the caller's
+edge, once: the caller gets a map it can trust, never a KeyError deep in its own code).
 
 Here: the wire constants of the command channel, the client (:class:`CommandClient`),
 replies and their errors, and the decoders that peek at a request or reply without
@@ -29,9 +31,10 @@ import msgspec
 import zmq
 
 from robocell.common.bus.endpoints import Endpoints, LinkWatch, send_nowait, zmq_context
-from robocell.common.bus.schema import validate, validate_payload
+from robocell.common.bus.payloads import Payload
+from robocell.common.bus.schema import validate, validate_payload, validate_result
 from robocell.common.bus.topics import COMMAND_ERRORS
-from robocell.common.bus.wire import SCHEMA_VERSION, Envelope, decode, encode
+from robocell.common.bus.wire import SCHEMA_VERSION, Envelope, ValidationError, decode, encode
 from robocell.errors import RobocellError
 
 # --- wire constants of the command channel -------------------------------------------------
@@ -175,9 +178,13 @@ class CommandClient:
     def request(self, service: str, command: str, args: dict[str, Any] | None = None,
                 timeout: float = DEFAULT_TIMEOUT_S, retry_interval: float | None = None,
                 request_id: str | None = None) -> Reply:
-        """Send and wait; always returns a Reply (error ``timeout`` when the deadline passes).
-        Silence is retried every ``retry_interval`` s with the same request id."""
-        args = {} if args is None else args
+        """Send and wait; always returns a Reply (error ``timeout`` when the deadline passes,
+        ``invalid_result`` when the result does not fit the command's declaration). Silence
+        is retried every ``retry_interval`` s with the same request id. An argument may be
+        a payload class (robocell.common.bus.payloads): it is sent as its map."""
+        args = {} if args is None else {
+            name: value.to_payload() if isinstance(value, Payload) else value
+            for name, value in args.items()}
         request_id = request_id or f"{self.name[:64]}-{secrets.token_hex(8)}"
         if len(request_id) > MAX_REQUEST_ID_CHARS:
             raise ValueError(f"request id {request_id[:40]!r}... is {len(request_id)} "
@@ -212,7 +219,7 @@ class CommandClient:
                 reply = self._read_reply(request_id)
                 if reply is not None:
                     reply.service, reply.command, reply.attempts = service, command, attempts
-                    return reply
+                    return _checked(reply)
 
     def call(self, service: str, command: str, args: dict[str, Any] | None = None,
              timeout: float = DEFAULT_TIMEOUT_S) -> Any:
@@ -237,3 +244,18 @@ class CommandClient:
         self.link.close()
         self.sock.close()
 
+
+def _checked(reply: Reply) -> Reply:
+    """``reply`` itself if it is an error or its result fits the command's declaration;
+    else the error ``invalid_result`` naming the command and the field."""
+    if not reply.ok:
+        return reply
+    try:
+        validate_result(reply.service, reply.command, reply.result)
+    except ValidationError as exc:
+        return Reply(reply.id, False, error="invalid_result",
+                     message=f"{exc}; {reply.service} and this caller disagree on the "
+                             "declaration in robocell.common.bus.topics (run the same "
+                             "version of both)",
+                     service=reply.service, command=reply.command, attempts=reply.attempts)
+    return reply

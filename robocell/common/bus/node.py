@@ -52,6 +52,7 @@ from robocell.common.bus.endpoints import (
     zmq_context,
 )
 from robocell.common.bus.liveness import HEARTBEAT_PERIOD_S, Liveness, PeerStatus
+from robocell.common.bus.payloads import Payload
 from robocell.common.bus.publisher import Publisher
 from robocell.common.bus.schema import command_spec, topic_spec, validate, validate_args
 from robocell.common.bus.subscriber import RECV_BATCH, Rejection, Subscriber
@@ -214,11 +215,13 @@ class Node:
 
     # -- pub/sub -----------------------------------------------------------------------------
 
-    def publish(self, topic: str, payload: dict[str, Any]) -> int:
+    def publish(self, topic: str, payload: dict[str, Any] | Payload) -> int:
         """Publish from any thread (its sequence number); raises MessageError if the
-        message is refused."""
+        message is refused. ``payload``: the map, or the topic's payload class."""
         if self.publisher is None:
             raise ValueError("connected to a remote, read-only broker: cannot publish")
+        if isinstance(payload, Payload):
+            payload = payload.to_payload()
         return self.publisher.publish(topic, payload)
 
     def subscribe(self, topic: str, callback: Callback, prefix: bool = False) -> None:
@@ -243,9 +246,10 @@ class Node:
 
     def serve(self, command: str, handler: Handler, concurrency: int = 1,
               retry_safe: bool | None = None) -> None:
-        """Answer ``command`` with ``handler(args, ctx)`` (its return value is the result;
-        raise CommandFailed/Busy for an explicit error). More than ``concurrency``
-        simultaneous requests are answered ``busy``. Arguments are validated first.
+        """Answer ``command`` with ``handler(args, ctx)`` (its return value is the result: a
+        map, or the result's payload class; raise CommandFailed/Busy for an explicit error).
+        More than ``concurrency`` simultaneous requests are answered ``busy``. Arguments
+        are validated first, once: the handler gets them checked against the declaration.
         ``retry_safe`` (default: the command's declaration in topics.py) lets the broker
         hand a request that was in flight on a dead instance to another instance."""
         if retry_safe is None:
@@ -484,6 +488,8 @@ class Node:
              key: bytes) -> None:
         try:
             result = spec.handler(args, ctx)
+            if isinstance(result, Payload):
+                result = result.to_payload()
             payload = reply_payload(ctx.request_id, result=result)
         except CommandFailed as exc:
             code = exc.code if exc.code in COMMAND_ERRORS else "failed"

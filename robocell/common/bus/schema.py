@@ -2,11 +2,12 @@
 
 Everything here is derived from :mod:`robocell.common.bus.topics` when this module is
 imported: the field-type grammar compiled into explaining validators
-(:func:`validate_payload`, :func:`validate`, :func:`validate_args`), one generated
-predicate per topic for the publisher's hot path (``TOPIC_FAST_CHECKS``), one msgspec
-decoder per topic that decodes and checks an envelope (or a batch) in C
-(``TOPIC_WIRE_DECODERS``), and the JSON Schema of every payload (for MCAP recordings and
-Foxglove).
+(:func:`validate_payload`, :func:`validate`, :func:`validate_args`,
+:func:`validate_result`), one generated predicate per topic for the publisher's hot path
+(``TOPIC_FAST_CHECKS``), one msgspec decoder per topic that decodes and checks an envelope
+(or a batch) in C (``TOPIC_WIRE_DECODERS``, over the payload classes of
+:mod:`robocell.common.bus.payloads`), and the JSON Schema of every payload (for MCAP
+recordings and Foxglove).
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ import re
 import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from robocell.common.bus.payloads import Payload, payload_class
 from robocell.common.bus.plain import PLAIN_SCALARS, plain_problem
 from robocell.common.bus.topics import (
     ANY_SERVICE,
     COMMAND_SPECS,
+    MESSAGE_TYPES,
     TOPIC_SPECS,
     TOPICS,
     CommandSpec,
@@ -94,6 +97,8 @@ def compile_type(text: str) -> Checker:
         return check_optional
     if text in _SCALARS:
         return _SCALARS[text]
+    if text in MESSAGE_TYPES:
+        return _message_checker(text)
     if text.startswith("list[") and text.endswith("]"):
         item = compile_type(text[5:-1])
 
@@ -124,6 +129,27 @@ def compile_type(text: str) -> Checker:
         return check_enum
     raise ValueError(f"unknown field type {text!r} in robocell.common.bus.topics; "
                      "see the type grammar in its module docstring")
+
+
+def _message_checker(name: str) -> Checker:
+    """The validator of a field whose type is the declared type ``name``: a map with
+    exactly its fields (a refusal names the field by its path, ``plan.primitives``)."""
+
+    def check_message(value: Any, where: str) -> None:
+        if type(value) is not dict:
+            raise _type_error(where, f"a map ({name})", value)
+        validator = _message_validator(name)
+        if not validator.fast_check(value):
+            validator.explain(value, path=f"{where}.")
+    return check_message
+
+
+def _message_validator(name: str) -> _FieldsValidator:
+    """The validator of the declared type ``name`` (made on first use)."""
+    validator = _MESSAGE_VALIDATORS.get(name)
+    if validator is None:
+        validator = _MESSAGE_VALIDATORS[name] = _FieldsValidator(name, MESSAGE_TYPES[name])
+    return validator
 
 
 _SCALAR_TYPES: dict[str, tuple[type, ...]] = {
@@ -159,33 +185,36 @@ class _FieldsValidator:
         raise ValidationError(f"{self.owner}: payload refused by the fast check but not by "
                               "the full one (a bug in robocell.common.bus.topics)")
 
-    def explain(self, values: Any) -> None:
-        """The full check: raises ValidationError saying what is wrong and where."""
+    def explain(self, values: Any, path: str = "") -> None:
+        """The full check: raises ValidationError saying what is wrong and where. ``path``:
+        where these fields sit in an enclosing message (``plan.``); its owner names that
+        one, so the message leaves this one's out."""
+        owner = "" if path else f"{self.owner}: "
         if type(values) is not dict:
-            raise ValidationError(f"{self.owner}: expected a map of fields, got "
+            raise ValidationError(f"{owner}expected a map of fields, got "
                                   f"{type(values).__name__}")
         if not self.required <= values.keys():
-            missing = sorted(self.required - values.keys())
-            raise ValidationError(f"{self.owner}: missing required field(s) "
-                                  f"{', '.join(missing)}")
+            missing = sorted(path + name for name in self.required - values.keys())
+            raise ValidationError(f"{owner}missing required field(s) {', '.join(missing)}")
         exact_types = self.exact_types
         for name, value in values.items():
             if type(value) not in exact_types.get(name, _NO_TYPES):
-                self._check_field(name, value, values)
+                self._check_field(name, value, values, path)
 
-    def _check_field(self, name: str, value: Any, values: dict[str, Any]) -> None:
+    def _check_field(self, name: str, value: Any, values: dict[str, Any], path: str) -> None:
         """The full check of one field: undeclared, or not of a scalar type at a glance."""
+        owner = "" if path else f"{self.owner}: "
         check = self.fields.get(name)
         if check is None:
-            unknown = sorted(str(k) for k in values.keys() - self.names)
+            unknown = sorted(path + str(k) for k in values.keys() - self.names)
             raise ValidationError(
-                f"{self.owner}: undeclared field(s) {', '.join(unknown)}; declared: "
+                f"{owner}undeclared field(s) {', '.join(unknown)}; declared: "
                 f"{', '.join(sorted(self.names)) or 'none'} (add new fields in "
                 "robocell.common.bus.topics)")
         try:
-            check(value, name)
+            check(value, path + name)
         except ValidationError as exc:
-            raise ValidationError(f"{self.owner}: {exc}") from None
+            raise ValidationError(f"{owner}{exc}") from None
 
 
 _NO_TYPES: frozenset[type] = frozenset()
@@ -215,6 +244,8 @@ def _predicate(text: str) -> Callable[[Any], bool]:
         return _plain
     if text == "map":
         return lambda v: type(v) is dict and _plain(v)
+    if text in MESSAGE_TYPES:
+        return lambda v: _message_validator(text).fast_check(v)
     if text.startswith("list[") and text.endswith("]"):
         item = _predicate(text[5:-1])
         return lambda v: type(v) is list and all(map(item, v))
@@ -294,34 +325,22 @@ TOPIC_FAST_CHECKS: dict[str, Callable[[Any], bool]] = {
     topic: validator.fast_check for topic, validator in _TOPIC_VALIDATORS.items()
 }
 """topic -> payload -> bool (see compile_fast_check); a False is explained by validate()."""
+_MESSAGE_VALIDATORS: dict[str, _FieldsValidator] = {}
+"""type name -> its validator, for fields of a declared type (see _message_validator)."""
 _ARGS_VALIDATORS: dict[tuple[str, str], _FieldsValidator] = {
     key: _fields_validator(f"command {key[0]}.{key[1]}", spec.args)
     for key, spec in COMMAND_SPECS.items()
 }
+_RESULT_VALIDATORS: dict[tuple[str, str], _FieldsValidator] = {
+    key: _fields_validator("result", spec.result)
+    for key, spec in COMMAND_SPECS.items() if spec.result is not None
+}
 
 # --- wire decoders: the same declaration as msgspec types (decoding and checking in C) -----
 
-_WIRE_SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool,
-                                 "bytes": bytes, "any": Any, "map": dict[str, Any]}
 _FREE_VALUES = re.compile(r"\b(any|map)\b(?!\[)")
 """Type expressions with values of any shape ('any', a bare 'map'): the C decoder cannot
 tell plain msgpack data from the rest there, so the generated Python check runs too."""
-
-
-def wire_type(text: str) -> Any:
-    """The msgspec type of a type expression of the grammar in the module docstring."""
-    text = text.strip()
-    if text.endswith("?"):
-        return Optional[wire_type(text[:-1])]  # noqa: UP045 -- built at run time
-    if text in _WIRE_SCALARS:
-        return _WIRE_SCALARS[text]
-    if text.startswith("list[") and text.endswith("]"):
-        return list[wire_type(text[5:-1])]  # type: ignore[misc]
-    if text.startswith("map[") and text.endswith("]"):
-        return dict[str, wire_type(text[4:-1])]  # type: ignore[misc]
-    if text.startswith("enum(") and text.endswith(")"):
-        return Literal[tuple(part.strip() for part in text[5:-1].split(","))]  # type: ignore
-    raise ValueError(f"unknown field type {text!r} in robocell.common.bus.topics")
 
 
 @dataclass(frozen=True)
@@ -384,10 +403,7 @@ def _refuse_ext(code: int, data: memoryview) -> Any:
 
 
 def _wire_decoder(spec: TopicSpec) -> WireDecoder:
-    fields = [(f.name, wire_type(f.type)) for f in spec.fields if not f.optional]
-    fields += [(f.name, wire_type(f.type), msgspec.UNSET) for f in spec.fields if f.optional]
-    payload = msgspec.defstruct(spec.type_name, fields, kw_only=True,
-                                forbid_unknown_fields=True)
+    payload = payload_class(spec.type_name)
     envelope = msgspec.defstruct(f"{spec.type_name}Envelope", [
         ("version", Literal[SCHEMA_VERSION]),
         ("topic", Literal[spec.topic]),
@@ -490,6 +506,28 @@ def validate_args(service: str, command: str, args: Any) -> None:
     validator(args)
 
 
+def validate_result(service: str, command: str, result: Any) -> None:
+    """Raise ValidationError unless ``result`` fits the declared result of the command (the
+    caller's check of a reply). Results of undeclared commands are not checked here (the
+    reply's own check took them as plain data)."""
+    key = (service, command) if (service, command) in _RESULT_VALIDATORS else (ANY_SERVICE,
+                                                                                command)
+    validator = _RESULT_VALIDATORS.get(key)
+    if validator is not None:
+        try:
+            validator(result)
+        except ValidationError as exc:
+            raise ValidationError(f"{service}.{command} {exc}") from None
+
+
+def result_class(service: str, command: str) -> type[Payload] | None:
+    """The generated class of the command's declared result, if it declares one."""
+    spec = command_spec(service, command)
+    if spec is None or spec.result is None:
+        return None
+    return payload_class(spec.result_name)
+
+
 # --- JSON Schema, derived from the same declaration (for MCAP recordings and Foxglove) ------
 
 
@@ -506,6 +544,9 @@ def type_json_schema(text: str, bytes_as_base64: bool = True) -> dict[str, Any]:
               "any": {}, "map": {"type": "object"}}
     if text in simple:
         return simple[text]
+    if text in MESSAGE_TYPES:
+        return fields_json_schema(MESSAGE_TYPES[text], bytes_as_base64) | {
+            "title": f"robocell.{text}"}
     if text.startswith("list["):
         return {"type": "array", "items": type_json_schema(text[5:-1], bytes_as_base64)}
     if text.startswith("map["):
@@ -519,13 +560,19 @@ def type_json_schema(text: str, bytes_as_base64: bool = True) -> dict[str, Any]:
 def payload_json_schema(topic: str, bytes_as_base64: bool = True) -> dict[str, Any]:
     """JSON Schema of the payload of ``topic``, with each field's doc as description."""
     spec = topic_spec(topic)
+    return {"title": f"robocell.{spec.type_name}", "description": spec.doc,
+            **fields_json_schema(spec.fields, bytes_as_base64)}
+
+
+def fields_json_schema(fields: tuple[F, ...], bytes_as_base64: bool = True
+                       ) -> dict[str, Any]:
+    """JSON Schema of a map of declared fields, with each field's doc as description."""
     properties = {}
-    for f in spec.fields:
+    for f in fields:
         schema = dict(type_json_schema(f.type, bytes_as_base64))
         if f.doc:
             schema["description"] = f.doc
         properties[f.name] = schema
-    return {"title": f"robocell.{spec.type_name}", "description": spec.doc, "type": "object",
-            "properties": properties,
-            "required": [f.name for f in spec.fields if not f.optional],
+    return {"type": "object", "properties": properties,
+            "required": [f.name for f in fields if not f.optional],
             "additionalProperties": False}

@@ -1,9 +1,11 @@
 """Every bus topic and command of the cell, declared once: name, kind, publisher, fields, types.
 
-This file is the contract between the processes. Encoding and validation are generated from
-it in :mod:`robocell.common.bus.schema` (:func:`~robocell.common.bus.schema.validate`,
-:func:`~robocell.common.bus.schema.validate_args`); no service writes its own checks of what
-arrives. To add a topic or a field, add it here -- nowhere else.
+This file is the contract between the processes. Validation is generated from it in
+:mod:`robocell.common.bus.schema` (:func:`~robocell.common.bus.schema.validate`,
+:func:`~robocell.common.bus.schema.validate_args`,
+:func:`~robocell.common.bus.schema.validate_result`), the typed classes in
+:mod:`robocell.common.bus.payloads`; no service writes its own checks of what arrives. To add
+a topic, a command or a field, add it here -- nowhere else.
 
 Topics
     ``TopicSpec(topic, type_name, kind, publisher, fields, doc)``. ``kind`` is
@@ -13,14 +15,23 @@ Topics
 
 Commands
     ``CommandSpec(service, command, args, result, doc)``: request/reply through the broker
-    (see :mod:`robocell.common.bus`). ``args`` are validated before the handler runs; a
-    mismatch is answered with the ``invalid_arguments`` error.
+    (see :mod:`robocell.common.bus`). ``args`` are validated by the service before the
+    handler runs (a mismatch is answered ``invalid_arguments``); ``result`` by the caller when
+    the reply arrives (a mismatch becomes the error ``invalid_result``, naming the command and
+    the field).
+
+Typed payloads
+    Each topic's payload and each command's result is a msgspec Struct class generated from
+    these fields, named by ``type_name`` (a topic) or ``result_name`` (a command):
+    :mod:`robocell.common.bus.payloads` (``Plan``, ``ActuatorResult``,
+    ``ActuatorStatusResult``, ...).
 
 Field types (a small grammar, parsed once into validators)
     ``str int float bool bytes any map`` -- scalars (``float`` also accepts an int; ``any``
     is any msgpack value; ``map`` is any map with string keys),
     ``list[T]``, ``map[T]`` (string keys, values of type T),
-    ``enum(a,b,c)`` (one of these strings), ``T?`` (T or null).
+    ``enum(a,b,c)`` (one of these strings), ``T?`` (T or null), and the name of a declared
+    payload or result type (``Plan``): a map with exactly that type's fields.
     A field is required unless declared with ``optional=True``; fields not declared are
     refused (a typo is an error, not a silently ignored key).
 """
@@ -28,6 +39,7 @@ Field types (a small grammar, parsed once into validators)
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 from robocell.common.facelets import FACES
@@ -54,10 +66,11 @@ PUZZLES = ("2x2x2", "3x3x3", "sokoban")
 CYCLE_STAGES = ("idle", "homing", "scanning", "solving", "executing", "verifying", "done",
                 "failed", "stopped")
 COMMAND_ERRORS = ("unknown_command", "invalid_arguments", "busy", "timeout", "unavailable",
-                  "forbidden", "failed")
+                  "forbidden", "failed", "invalid_result")
 """Error codes of a command reply: the command is not offered by the service; the arguments
 do not match the declaration; the service cannot take it now; the deadline passed; no such
-service is connected; the caller's key may not command; the handler raised."""
+service is connected; the caller's key may not command; the handler raised; the result does
+not match the declaration (found by the caller, never sent by a service)."""
 
 
 @dataclass(frozen=True)
@@ -93,12 +106,25 @@ class CommandSpec:
     service: str
     command: str
     args: tuple[F, ...]
-    result: tuple[F, ...] = ()
+    result: tuple[F, ...] | None = None
+    """the fields of the result map (None: not declared, any plain value is taken)"""
     doc: str = ""
     retry_safe: bool = False
     """Running it twice does no harm (a pure computation or a read): a request in flight
     on an instance that dies is sent to another instance of the service instead of being
     answered ``unavailable``."""
+    result_type: str = ""
+    """the name of the result's generated class when another declaration shares it (a topic
+    whose payload the result is, another command answering alike); default: service and
+    command in CamelCase + ``Result`` (``actuator.status`` -> ``ActuatorStatusResult``)."""
+
+    @property
+    def result_name(self) -> str:
+        """The name of the result's generated class (see ``result_type``)."""
+        if self.result_type:
+            return self.result_type
+        words = [] if self.service == ANY_SERVICE else re.split(r"[-_]", self.service)
+        return "".join(w.capitalize() for w in (*words, self.command)) + "Result"
 
 
 TWIN_FIELDS = (
@@ -116,6 +142,20 @@ TWIN_FIELDS = (
 """The digital twin as the firmware simulator reports it (topic and command alike)."""
 
 HEALTH = F("health", "map", "free-form health details (queue depth, drops, last error, ...)")
+
+PLAN_FIELDS: tuple[F, ...] = (
+    F("plan_id", "str", "unique id of this plan"),
+    F("scan_id", "str?", "cube state it answers", optional=True),
+    F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle"),
+    F("profile", "str", "robot profile the plan is for"),
+    F("facelets", "str", "start state"),
+    F("primitives", "list[str]", "the robot's primitives, in order"),
+    F("face_turns", "list[str]", "the same solution as face turns, one move each"),
+    F("predicted_ms", "float", "predicted robot execution time"),
+    F("search", "map", "search statistics (nodes, time_ms, depth, ...)"),
+)
+"""A plan for one cube and one robot, in the robot's primitives: the payload of solver.plan,
+the result of solver.solve and the ``plan`` argument of actuator.execute (type ``Plan``)."""
 
 TOPICS: tuple[TopicSpec, ...] = (
     # --- bus infrastructure ---------------------------------------------------------------
@@ -246,19 +286,14 @@ TOPICS: tuple[TopicSpec, ...] = (
           optional=True),
         F("primitives", "list[str]", "the primitives of the plan as executed, amendments "
           "included", optional=True),
+        F("last_line", "int", "the last firmware line streamed (the twin shows the end of "
+          "the motion once it reports this line)"),
+        F("boot_id", "str?", "the firmware's boot id at the end (null: it never answered)"),
     ), "Final result of a plan execution."),
     # --- solver ---------------------------------------------------------------------------
-    TopicSpec("solver.plan", "Plan", LATCHED, "solver", (
-        F("plan_id", "str", "unique id of this plan"),
-        F("scan_id", "str?", "cube state it answers", optional=True),
-        F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle"),
-        F("profile", "str", "robot profile the plan is for"),
-        F("facelets", "str", "start state"),
-        F("primitives", "list[str]", "the robot's primitives, in order"),
-        F("face_turns", "list[str]", "the same solution as face turns"),
-        F("predicted_ms", "float", "predicted robot execution time"),
-        F("search", "map", "search statistics (nodes, time_ms, depth, ...)"),
-    ), "The plan for the current cube state."),
+    TopicSpec("solver.plan", "Plan", LATCHED, "solver", PLAN_FIELDS,
+              "The plan for the current cube state (the answer of solver.solve, published "
+              "for watchers when asked)."),
     TopicSpec("solver.sokoban_result", "SokobanResult", LATCHED, "solver", (
         F("level", "str", "the level solved, in XSB text"),
         F("status", "str", "how the search ended (solved, no solution, timeout, ...)"),
@@ -314,36 +349,61 @@ TOPICS: tuple[TopicSpec, ...] = (
     ), "A command reply (command channel, not pub/sub)."),
 )
 
+PAUSED = (F("paused", "bool", "no new line is sent (the robot stops at the next allowed "
+                                "boundary)"),
+          F("job", "str?", "the job running (plan, scan, home), if any"))
+SCRAMBLED = (F("facelets", "str", "the twin cube now"),
+             F("moves", "list[str]", "the face turns of a random scramble, one move each "
+               "(empty when facelets were given)"))
+CYCLE_STARTED = (F("cycle_id", "str", "the cycle started; its cell.result names it"),
+                 F("homing", "bool", "the cycle homes the robot before it scans"))
+
 COMMON_COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec("*", "ping", (), (F("service", "str"), F("state", "str")),
+    CommandSpec("*", "ping", (), (F("service", "str"),
+                                  F("state", f"enum({','.join(LIFECYCLE_STATES)})")),
                 "Answered by every command server: name and lifecycle state.",
                 retry_safe=True),
 )
 
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("solver", "solve", (
-        F("facelets", "str", "cube state, faces U R F D L B"),
-        F("puzzle", f"enum({','.join(PUZZLES)})", "which puzzle", optional=True),
+        F("facelets", "str", "cube state, faces U R F D L B (its length says which cube)"),
         F("profile", "str", "robot profile", optional=True),
         F("publish", "bool", "also publish the plan on solver.plan", optional=True),
         F("scan_id", "str", "the cube state this answers", optional=True),
         F("budget_ms", "float", "3x3 search budget, its wall time: every idle worker "
           "searches all of it (default: the robot profile's)", optional=True),
-    ), (), "Plan a solution; the result has the fields of solver.plan.", retry_safe=True),
+    ), PLAN_FIELDS, "Plan a solution: the plan (the fields of solver.plan).",
+        retry_safe=True, result_type="Plan"),
     CommandSpec("solver", "sokoban", (
         F("level", "str", "one Sokoban level in XSB text"),
         F("metric", "enum(pushes,moves)", "what the solution minimises (default pushes)",
           optional=True),
         F("timeout_s", "float", "search budget in seconds (default 10)", optional=True),
         F("fast", "bool", "non-optimal fast mode for large levels", optional=True),
-    ), (), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics.",
+    ), (
+        F("status", "str", "how the search ended (solved, no solution, timeout, ...)"),
+        F("solved", "bool", "a solution was found"),
+        F("lurd", "str?", "the solution in LURD"),
+        F("pushes", "int?", "pushes of the solution"),
+        F("moves", "int?", "moves of the solution"),
+        F("metric", "enum(pushes,moves)", "what the solution minimises"),
+        F("optimal", "bool", "proven optimal in that metric"),
+        F("expanded", "int", "positions expanded"),
+        F("solve_ms", "float", "search time"),
+        F("lower_bound", "int?", "the start position's lower bound"),
+        F("service_ms", "float", "time in the service, queue included"),
+    ), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics.",
         retry_safe=True),
     CommandSpec("actuator", "execute", (
-        F("plan", "map", "the plan to execute: the fields of solver.plan (see `Plan` in "
-          "robocell.common.bus.messages)"),
+        F("plan", "Plan", "the plan to execute, as solver.solve answers it"),
         F("hold_at", "int", "send nothing of this step until actuator.amend answers for it "
           "(or the robot has finished every step before it)", optional=True),
-    ), (), "Start executing a plan; progress and result on actuator.* topics."),
+    ), (
+        F("plan_id", "str", "the plan started"),
+        F("n_steps", "int", "primitives in it"),
+        F("predicted_ms", "float", "its predicted robot time on this robot"),
+    ), "Start executing a plan; progress and result on actuator.* topics."),
     CommandSpec("actuator", "amend", (
         F("plan_id", "str", "the running plan"),
         F("at_step", "int", "the step it is held at"),
@@ -351,41 +411,88 @@ COMMANDS: tuple[CommandSpec, ...] = (
           "the rest as it is)", optional=True),
         F("hold_at", "int", "hold again before this step (omitted: run to the end)",
           optional=True),
-    ), (), "Replace a running plan's rest from the step it is held at, or release the hold: "
+    ), (
+        F("accepted", "bool", "the amendment or release took effect"),
+        F("reason", "str", "why not, when not accepted", optional=True),
+        F("n_steps", "int", "primitives in the plan as it now stands", optional=True),
+        F("predicted_ms", "float", "its predicted robot time", optional=True),
+    ), "Replace a running plan's rest from the step it is held at, or release the hold: "
         "accepted, or not and why (the robot had begun that step: the rest runs as it was)."),
     CommandSpec("actuator", "scan", (
         F("scan_id", "str", "id for this scan", optional=True),
-    ), (), "Run the scan program; one actuator.scan_pose event per pose."),
-    CommandSpec("actuator", "pause", ()),
-    CommandSpec("actuator", "resume", ()),
-    CommandSpec("actuator", "estop", (), (), "Emergency stop, acted on at once. Answers "
-                "with the wall time the e-stop byte was written; fails (and says so on "
-                "errors, code serial_estop_failed) when it could not be written."),
-    CommandSpec("actuator", "status", (), (), "Firmware info, link counters, job running.",
-                retry_safe=True),
+    ), (
+        F("scan_id", "str", "the scan run"),
+        F("poses", "int", "poses held"),
+    ), "Run the scan program; one actuator.scan_pose event per pose."),
+    CommandSpec("actuator", "home", (
+        F("motors", "list[str]", "the motors to home (omitted or empty: every one)",
+          optional=True),
+    ), (
+        F("ok", "bool", "the firmware reported the homing done"),
+        F("homed", "list[str]", "the motors homed"),
+        F("cleared", "bool", "an e-stop or fault was cleared first"),
+        F("rebooted", "bool", "the firmware had rebooted (its new boot id is taken)"),
+        F("boot_id", "str", "the firmware's boot id"),
+        F("duration_s", "float", "wall time of the homing"),
+        F("status", "map", "the firmware's status report after it"),
+    ), "Bring the robot to its reference position (clearing an e-stop or fault first)."),
+    CommandSpec("actuator", "pause", (), PAUSED, "Stop feeding the robot new lines at the "
+                "next allowed boundary.",
+                result_type="PauseState"),
+    CommandSpec("actuator", "resume", (), PAUSED, "Feed a paused robot again.",
+                result_type="PauseState"),
+    CommandSpec("actuator", "estop", (), (
+        F("sent_wall", "float", "wall time the e-stop byte was written"),
+        F("job", "str?", "the job it stopped, if any"),
+    ), "Emergency stop, acted on at once. Answers with the wall time the e-stop byte was "
+       "written; fails (and says so on errors, code serial_estop_failed) when it could not "
+       "be written."),
+    CommandSpec("actuator", "status", (), (
+        F("profile", "str", "the robot profile driven"),
+        F("serial", "str", "the serial line"),
+        F("job", "str?", "the job running (plan, scan, home), if any"),
+        F("connection", "str", "connecting, connected, or why the line cannot be opened"),
+        F("firmware", "str?", "firmware name and version (null: it never answered)"),
+        F("boot_id", "str?", "the firmware's boot id (null: it never answered)"),
+        F("cube_state_known", "bool", "false after a firmware reset or a motion stopped "
+          "part way: home and rescan"),
+        F("last_line", "int", "the last firmware line streamed"),
+        F("link", "map[int]", "counters of the serial line (resends, reconnects, ...)"),
+    ), "Firmware info, link counters, job running.", retry_safe=True),
     CommandSpec("firmware-sim", "scramble", (
         F("moves", "int", "number of random face turns", optional=True),
         F("seed", "int", "random seed", optional=True),
         F("facelets", "str", "set this cube instead of a random one", optional=True),
-    ), (), "Simulation only: scramble the twin cube by hand (as a person would)."),
+    ), SCRAMBLED, "Simulation only: scramble the twin cube by hand (as a person would).",
+        result_type="Scrambled"),
     CommandSpec("firmware-sim", "twin", (), TWIN_FIELDS,
                 "Simulation only: the twin as this simulator holds it now (its boot id and "
                 "the last line it executed included): the cell's evidence of a solve, "
                 "answered by a registered instance, which no publisher can forge.",
-                retry_safe=True),
-    CommandSpec("cell", "start", (), (), "Run one cycle: scan, solve, execute, verify."),
-    CommandSpec("cell", "recover", (), (), "The recovery path as one cycle: e-stop, clear, "
-                "home, rescan, plan, solve; answers with the cycle id like start."),
+                retry_safe=True, result_type="TwinNow"),
+    CommandSpec("cell", "start", (), CYCLE_STARTED,
+                "Run one cycle: scan, solve, execute, verify.", result_type="CycleStarted"),
+    CommandSpec("cell", "recover", (), CYCLE_STARTED, "The recovery path as one cycle: "
+                "e-stop, clear, home, rescan, plan, solve; answers with the cycle id like "
+                "start.", result_type="CycleStarted"),
     CommandSpec("cell", "history", (
         F("since", "float", "wall time: only cycles started then or later", optional=True),
         F("limit", "int", "at most this many of the newest cycles", optional=True),
-    ), (), "The cycle log: cycles and summary statistics.", retry_safe=True),
-    CommandSpec("cell", "estop", (), (), "Stop the cycle at once (the monitor's e-stop sends "
-                "this together with actuator.estop)."),
+    ), (
+        F("summary", "map", "cycles, solved, failed, success rate, stage time percentiles"),
+        F("cycles", "list[map]", "the cycles asked for, oldest first"),
+        F("path", "str", "the cycle log file"),
+    ), "The cycle log: cycles and summary statistics.", retry_safe=True),
+    CommandSpec("cell", "estop", (), (
+        F("cycle_running", "bool", "a cycle was running (it reports failed)"),
+        F("actuator", "str", "stopped, or why the actuator's stop is not confirmed"),
+    ), "Stop the cycle at once (the monitor's e-stop sends this together with "
+       "actuator.estop)."),
     CommandSpec("cell", "scramble", (
         F("moves", "int", "number of random moves", optional=True),
         F("seed", "int", "random seed", optional=True),
-    ), (), "Scramble the twin (simulation only)."),
+    ), SCRAMBLED, "Scramble the twin (simulation only): the firmware simulator's answer.",
+        result_type="Scrambled"),
 )
 
 # --- derived tables -----------------------------------------------------------------------
@@ -395,3 +502,23 @@ LATCHED_TOPICS: frozenset[str] = frozenset(s.topic for s in TOPICS if s.latched)
 COMMAND_SPECS: dict[tuple[str, str], CommandSpec] = {
     (spec.service, spec.command): spec for spec in COMMON_COMMANDS + COMMANDS
 }
+
+
+def _message_types() -> dict[str, tuple[F, ...]]:
+    """Type name -> fields, of every topic payload and every declared command result; a
+    name given twice must have the same fields both times."""
+    named = [(spec.type_name, spec.fields) for spec in TOPICS]
+    named += [(spec.result_name, spec.result) for spec in COMMON_COMMANDS + COMMANDS
+              if spec.result is not None]
+    types: dict[str, tuple[F, ...]] = {}
+    for name, fields in named:
+        if types.setdefault(name, fields) != fields:
+            raise ValueError(f"type {name!r} is declared twice with different fields in "
+                             "robocell.common.bus.topics")
+    return types
+
+
+MESSAGE_TYPES: dict[str, tuple[F, ...]] = _message_types()
+"""type name -> its fields: every payload and result type (``Plan``, ``ActuatorResult``,
+``ActuatorStatusResult``, ...), each a class in :mod:`robocell.common.bus.payloads` and a
+field type of the grammar."""

@@ -18,9 +18,8 @@ import uuid
 from typing import Any
 
 from robocell.common.bus import Busy, CommandFailed, Node
-from robocell.common.bus.messages import Plan
 from robocell.common.bus.options import endpoints_of
-from robocell.common.bus.wire import ValidationError
+from robocell.common.bus.payloads import Plan
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
@@ -164,14 +163,11 @@ class ActuatorService:
 
     # --- bus inputs ------------------------------------------------------------------------
     def on_execute(self, args: dict, ctx: Any) -> dict:
-        """Start executing the plan handed over in ``args["plan"]`` (a `solver.plan`
-        payload), held before step ``args["hold_at"]`` if given (see `on_amend`); answers at
-        once, progress and result follow on the actuator topics."""
-        try:
-            plan = Plan.from_payload(args["plan"])
-        except ValidationError as exc:
-            raise CommandFailed("invalid_arguments", f"plan: {exc}; send the solver's plan "
-                                "as it is") from None
+        """Start executing the plan handed over in ``args["plan"]`` (a `Plan`, checked
+        against its declaration by the node as the request arrived), held before step
+        ``args["hold_at"]`` if given (see `on_amend`); answers at once, progress and result
+        follow on the actuator topics."""
+        plan = Plan.from_checked(args["plan"])
         plan_id = plan.plan_id
         try:
             self.compiler.check_plan(plan.puzzle, plan.profile, plan.primitives)
@@ -285,8 +281,6 @@ class ActuatorService:
         CLEAR if the firmware is e-stopped or faulted, then ``HOME [motors]``; answers when
         the firmware reports it done, or fails naming what went wrong."""
         motors = args.get("motors") or []
-        if not isinstance(motors, list) or not all(isinstance(m, str) for m in motors):
-            raise CommandFailed("invalid_arguments", "motors: expected a list of motor names")
         unknown = sorted(set(motors) - set(self.compiler.motors))
         if unknown:
             raise CommandFailed("invalid_arguments", f"no motor(s) {', '.join(unknown)} in "
@@ -436,12 +430,14 @@ class ActuatorService:
             self.node.publish("actuator.progress", {
                 "plan_id": plan_id, "step": execution.steps_done, "n_steps": job.n_steps,
                 "primitive": "", "eta_s": 0.0, "state": "stopped"})
+        info = self.link.info
         self.node.publish("actuator.result", {
             "plan_id": plan_id, "ok": error is None and execution.finished,
             "executed": execution.steps_done, "n_steps": job.n_steps,
             "duration_s": round(time.monotonic() - started, 4), "error": error,
             "cube_state_known": known, "amendments": running.amendments,
-            "primitives": list(running.primitives)})
+            "primitives": list(running.primitives), "last_line": self.link.next_line - 1,
+            "boot_id": None if info is None else info.boot_id})
         self.node.set_state(self._idle_state(), executed_plans=self.executed_plans,
                             cube_state_known=known)
 

@@ -93,7 +93,8 @@ def cmd_scramble(args: argparse.Namespace) -> int:
 def _scramble_line(scrambled: Any) -> str:
     """What `cell scramble` prints of the simulator's answer."""
     if isinstance(scrambled, dict) and "facelets" in scrambled:
-        extra = ", ".join(f"{k} {v}" for k, v in scrambled.items() if k != "facelets")
+        extra = ", ".join(f"{k} {' '.join(v) if isinstance(v, list) else v}"
+                          for k, v in scrambled.items() if k != "facelets" and v)
         return f"twin scrambled: {scrambled['facelets']}" + (f" ({extra})" if extra else "")
     return f"twin scrambled: {json.dumps(scrambled)}"
 

@@ -174,7 +174,7 @@ class _Cycle:
             if rolled is not None:
                 result.plan = {**result.plan, "rolling": rolled}
             self.enter("verifying")
-            result.verified_by = self.verify()
+            result.verified_by = self.verify(done)
             result.ok = True
             self.enter("done")
         except StageFailed as exc:
@@ -459,25 +459,19 @@ class _Cycle:
                               "actuator, then start a new cycle") from None
         return status.get("job") == "plan"
 
-    def verify(self) -> str:
+    def verify(self, done: dict[str, Any]) -> str:
         """What confirmed the solve: the twin in simulation, else the execution itself.
 
         The twin is asked, not read off a topic: the ``twin`` command of the firmware
         simulator answers with the twin as that process holds it now, through its registered
         instance on the command channel (anyone local may publish `sim.twin_state`; a
         publisher cannot answer a command, and a replay sends no replies). Only an answer
-        from the firmware's current boot (the one the actuator's serial line talks to) that
-        shows the last line the actuator streamed counts: a solved twin from an earlier
-        cycle, another boot, or before a later scramble is never taken."""
+        from the firmware's boot that shows the last line the actuator streamed, both named
+        by the plan's result ``done``, counts: a solved twin from an earlier cycle, another
+        boot, or before a later scramble is never taken."""
         if not self.simulated:
             return "execution"
-        try:
-            status = self.bus.call("actuator", "status", {}, timeout=2.0)
-        except CommandFailed as exc:
-            raise StageFailed("verifying", f"cannot ask the actuator which motion was last "
-                              f"({exc}); restart the actuator and rescan") from None
-        last_line = int(status.get("last_line") or 0)
-        boot_id = status.get("boot_id")
+        last_line, boot_id = done["last_line"], done["boot_id"]
         twin = self.twin_after(last_line, boot_id, self.timeouts.verify / self.speed)
         if not twin["solved"]:
             fault = f" (twin fault: {twin['fault']})" if twin.get("fault") else ""

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from robocell.common.bus import CommandFailed, Endpoints, Node
-from robocell.common.cube import apply_to_facelets, format_moves, solved
+from robocell.common.cube import apply_to_facelets, solved
 from robocell.common.notation import Move
 from robocell.common.profile import Profile
 from robocell.common.scramble import random_turns
@@ -95,7 +95,7 @@ class FirmwareSimBus:
             return facelets
 
         result = self._on_loop(set_cube, ctx, "scramble")
-        return {"facelets": result, "moves": format_moves(moves)}
+        return {"facelets": result, "moves": [str(m) for m in moves]}
 
 
 def twin_report(core: Any) -> dict[str, Any]:

@@ -117,7 +117,10 @@ def _summary(row: dict[str, Any]) -> str:
 
 
 def _plan_dict(facelets: str, args: argparse.Namespace, planner: _Planner) -> dict:
+    """The row `robocell solve` prints of a cube's plan: the solution, its moves as
+    notation text (``R U2 F'``)."""
     row = planner.plan(facelets)
+    row = {**row, "moves": " ".join(row["moves"])}
     turns = row.get("stats", {}).get("face_turn_count", row["length"])
     if args.max_length is not None and turns > args.max_length:
         if row.get("optimal"):

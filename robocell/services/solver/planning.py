@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from robocell.common.bus.messages import Plan
+from robocell.common.bus.payloads import UNSET, Plan
 from robocell.common.facelets import size_of
 from robocell.services.solver.worker import (
     solve_in_worker,
@@ -62,12 +62,12 @@ def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 
 def plan_message(solution: dict[str, Any], plan_id: str, scan_id: str | None,
                  service_ms: float) -> Plan:
-    """The `solver.plan` message for a worker's solution (see `Solution.to_dict`)."""
+    """The `solver.plan` message for a worker's solution (see `Solution.to_dict`); without
+    a ``scan_id`` the field is absent."""
     return Plan(
-        plan_id=plan_id, scan_id=scan_id, puzzle=solution["puzzle"],
-        profile=solution["profile"], facelets=solution["facelets"],
-        primitives=list(solution["primitives"]),
-        face_turns=solution["moves"].split() if solution["moves"] else [],
+        plan_id=plan_id, scan_id=UNSET if scan_id is None else scan_id,
+        puzzle=solution["puzzle"], profile=solution["profile"], facelets=solution["facelets"],
+        primitives=list(solution["primitives"]), face_turns=list(solution["moves"]),
         predicted_ms=float(solution["cost_ms"]),
         search={"solve_ms": solution["solve_ms"], "service_ms": round(service_ms, 3),
                 "length": solution["length"], "cost_units": solution["cost"],

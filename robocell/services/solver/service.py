@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from robocell.common.bus import Busy, CommandFailed
+from robocell.common.bus.payloads import Plan
 from robocell.common.facelets import size_of
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
@@ -125,7 +126,7 @@ class SolverService:
             return requested
         return self.profiles.get(size_of(facelets) or 3)
 
-    def on_solve(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    def on_solve(self, args: dict[str, Any], ctx: Any) -> Plan:
         started = time.perf_counter()
         facelets = args["facelets"]
         profile = self._profile_for(facelets, args.get("profile"))
@@ -138,12 +139,11 @@ class SolverService:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments",
                                 f"{err['message']} [{err['code']}]")
-        plan_id = uuid.uuid4().hex[:12]
-        payload = plan_message(outcome["plan"], plan_id, args.get("scan_id"),
-                               (time.perf_counter() - started) * 1e3).to_payload()
+        plan = plan_message(outcome["plan"], uuid.uuid4().hex[:12], args.get("scan_id"),
+                            (time.perf_counter() - started) * 1e3)
         if args.get("publish"):
-            self.node.publish("solver.plan", payload)
-        return payload
+            self.node.publish("solver.plan", plan)
+        return plan
 
     def on_sokoban(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode)."""

@@ -1,13 +1,14 @@
 """A solution: what the solver library returns for one cube and one robot profile.
 
-The bus carries it as a plan, `robocell.common.bus.messages.Plan` (see the solver service).
+The bus carries it as a plan, `robocell.common.bus.payloads.Plan` (see
+`robocell.services.solver.planning.plan_message`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from robocell.common.notation import Move, format_moves
+from robocell.common.notation import Move
 
 
 @dataclass
@@ -33,9 +34,11 @@ class Solution:
         return len(self.moves)
 
     def to_dict(self) -> dict:
+        """The solution as plain data (what a worker process sends back): the moves as a
+        list of their names in standard notation."""
         return {
             "puzzle": self.puzzle, "profile": self.profile, "facelets": self.facelets,
-            "primitives": list(self.primitives), "moves": format_moves(self.moves),
+            "primitives": list(self.primitives), "moves": [str(m) for m in self.moves],
             "length": self.length, "cost": self.cost, "cost_ms": self.cost_ms,
             "solve_ms": round(self.solve_ms, 4), "optimal": self.optimal, "stats": self.stats,
         }
