@@ -183,6 +183,7 @@ class Link:
         self.info: FirmwareInfo | None = None
         self.next_line = 1
         self.events = LinkEvents()
+        self.spans: dict[int, tuple[int, int] | None] = {}  # by index in a stream: µs
         self._buffer = bytearray()
         self._fd: int | None = None
         self._write_lock = threading.Lock()
@@ -259,10 +260,9 @@ class Link:
                     queue=banner.int_field("queue", 1),
                     capabilities=tuple(banner.fields.get("caps", "").split(",")),
                     motors=tuple(m for m in banner.fields.get("motors", "").split(",") if m))
-                if info.protocol != proto.PROTOCOL_VERSION:
+                if info.protocol not in proto.SUPPORTED_PROTOCOLS:
                     raise LinkError(f"firmware {info.name} speaks protocol {info.protocol}, "
-                                    f"this host speaks {proto.PROTOCOL_VERSION}; update one of "
-                                    "them")
+                                    f"this host {proto.SUPPORTED_PROTOCOLS}: update one")
                 self.next_line = banner.int_field("accepted") + 1
                 self.info = info
             elif boot != self.info.boot_id:
@@ -539,6 +539,7 @@ class Link:
                     if kind == "ok":
                         pass
                     elif kind == "done":
+                        self.spans[report.line - first] = proto.motion_span(report)
                         mark_done(report.line)
                     elif kind in ("rs", "busy"):
                         wanted = report.line
