@@ -281,6 +281,9 @@ TOPICS: tuple[TopicSpec, ...] = (
           "plan did not finish, or a protocol-1 firmware)", optional=True),
         F("primitive_ms", "list[float]?", "measured ms per primitive, in order",
           optional=True),
+        F("line_ms", "list[float]?", "measured ms per firmware line of the plan (a MARK "
+          "line before each primitive's commands; robocell calibrate fits the motors to "
+          "them)", optional=True),
     ), "Final result of a plan execution."),
     # --- solver ---------------------------------------------------------------------------
     TopicSpec("solver.plan", "Plan", LATCHED, "solver", PLAN_FIELDS,

@@ -29,6 +29,7 @@ from robocell.services.actuator.executor import (
     Execution,
     PlanMismatch,
     StepProgress,
+    measured_lines,
     measured_steps,
 )
 from robocell.services.actuator.link import (
@@ -438,6 +439,7 @@ class ActuatorService:
                 "plan_id": plan_id, "step": execution.steps_done, "n_steps": job.n_steps,
                 "primitive": "", "eta_s": 0.0, "state": "stopped"})
         info = self.link.info
+        line_ms = measured_lines(job, self.link.spans) if execution.finished else None
         primitive_ms = measured_steps(job, self.link.spans) if execution.finished else None
         self.node.publish("actuator.result", {
             "plan_id": plan_id, "ok": error is None and execution.finished,
@@ -449,7 +451,8 @@ class ActuatorService:
             "predicted_ms": round(job.predicted_ms, 3),
             "measured_ms": None if primitive_ms is None else round(sum(primitive_ms), 3),
             "primitive_ms": None if primitive_ms is None else [round(m, 3)
-                                                                for m in primitive_ms]})
+                                                                for m in primitive_ms],
+            "line_ms": None if line_ms is None else [round(m, 3) for m in line_ms]})
         self.node.set_state(self._idle_state(), executed_plans=self.executed_plans,
                             cube_state_known=known)
 
