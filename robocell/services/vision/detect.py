@@ -403,14 +403,51 @@ def _detect_at(bgr: np.ndarray, size: int | None, work_width: int,
             grid = _refine(found, cands)
     else:
         grid = _choose_size(grids, cands)
+    if grid is None and size == 3:
+        other = _best_grid(cands, 2, centre)
+        if other is not None and other.votes == 4:
+            raise DetectionError(
+                f"the face in the {width}x{height} frame is a 2x2 (4 stickers in a 2x2 grid "
+                "found, no 3x3), not the 3x3 asked for; check the cube size given (--size, "
+                "the robot profile's puzzle)")
     if grid is None:
         raise DetectionError(
             f"no {' or '.join(f'{n}x{n}' for n in sorted(sizes))} sticker grid found in the "
             f"{width}x{height} frame ({len(cands)} sticker-like regions); check that the face "
             "fills a good part of the frame and is lit")
+    if size == 2 and (seen := _stickers_around(grid, cands)) is not None:
+        raise DetectionError(
+            f"the face in the {width}x{height} frame is a 3x3 ({seen} stickers in a 3x3 grid "
+            "found), not the 2x2 asked for; check the cube size given (--size, the robot "
+            "profile's puzzle)")
     reading = _read_grid(bgr, grid, scale)
     reading.extra["fit_residual"] = _fit_residual(grid, cands)
     return reading
+
+
+def _stickers_around(grid: _Grid, cands: list[_Candidate]) -> int | None:
+    """When a 2x2 grid is part of a larger 3x3 one -- stickers of the same size on the
+    lattice points around it fill a 3x3 window across all its rows and columns, with
+    `MIN_EXTRA_3X3` more stickers than the 2x2 -- the number seen in that window, else None."""
+    xy = np.array([[c.x, c.y] for c in cands])
+    side = np.array([c.side for c in cands])
+    typical = float(np.median(side[list(grid.members.values())]))
+    similar = np.maximum(side, typical) / np.minimum(side, typical) < SIDE_TOLERANCE
+    seen = set()
+    for col in range(-1, 3):
+        for row in range(-1, 3):
+            point = _apply(grid.to_image, np.array([[col, row]], dtype=np.float64))[0]
+            dist = np.hypot(*(xy - point).T)
+            if np.any(similar & (dist < LATTICE_TOLERANCE * grid.pitch)):
+                seen.add((col, row))
+    best = None
+    for col0 in (-1, 0):
+        for row0 in (-1, 0):
+            window = {(c, r) for c, r in seen if col0 <= c < col0 + 3 and row0 <= r < row0 + 3}
+            if (len(window) >= max(min_votes(3), grid.votes + MIN_EXTRA_3X3)
+                    and len({c for c, _ in window}) == 3 and len({r for _, r in window}) == 3):
+                best = max(best or 0, len(window))
+    return best
 
 
 def _fit_residual(grid: _Grid, cands: list[_Candidate]) -> float:
@@ -472,9 +509,15 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
                        angle, float(np.hypot(*(b - a))), tints=tints)
 
 
-def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
+DOUBTFUL_BGR = (255, 0, 255)
+"""Magenta ring around a sticker the resolver doubts (the colour `net.draw_net` uses too)."""
+
+
+def draw_debug(bgr: np.ndarray, reading: FaceReading, doubtful: tuple[int, ...] = ()
+               ) -> np.ndarray:
     """A copy of the frame with the face outline, each sticker's centre, number and read
-    colour (solid: seen, hollow: inferred) drawn on it."""
+    colour (solid: seen, hollow: inferred) drawn on it; the stickers at ``doubtful`` (indices
+    in the reading's row-major order) ringed in magenta."""
     out = bgr.copy()
     thickness = max(1, round(out.shape[1] / 640))
     cv2.polylines(out, [np.round(reading.corners).astype(np.int32)], True, (0, 255, 0),
@@ -485,7 +528,28 @@ def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
         bgr_colour = tuple(int(c) for c in rgb[::-1])
         cv2.circle(out, point, radius, bgr_colour, -1 if reading.found[index] else thickness)
         cv2.circle(out, point, radius, (0, 0, 0), thickness)
+        if index in doubtful:
+            cv2.circle(out, point, int(radius * 1.6), DOUBTFUL_BGR, 3 * thickness)
         cv2.putText(out, f"{index + 1}:{reading.confidence[index]:.2f}",
                     (point[0] - radius, point[1] - radius - 4), cv2.FONT_HERSHEY_SIMPLEX,
                     0.4 * thickness, (0, 255, 0), thickness)
+    return out
+
+
+def draw_failure(bgr: np.ndarray, why: str) -> np.ndarray:
+    """A copy of a frame in which no grid was found, with the reason written across it."""
+    out = bgr.copy()
+    thickness = max(1, round(out.shape[1] / 640))
+    scale = 0.5 * thickness
+    words, lines = why.split(), [""]
+    for word in words:
+        if len(lines[-1]) + len(word) > 60:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {word}".strip()
+    for row, line in enumerate(lines):
+        origin = (10 * thickness, (24 + 22 * row) * thickness)
+        cv2.putText(out, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
+                    3 * thickness, cv2.LINE_AA)
+        cv2.putText(out, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, DOUBTFUL_BGR,
+                    thickness, cv2.LINE_AA)
     return out
