@@ -16,11 +16,16 @@ import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from robocell.common.hosts import host_name
+
 PAGE_DIR = Path(__file__).with_name("explorer_page")
 SCRIPT_FILE = PAGE_DIR / "explorer.js"
 STYLE_FILE = PAGE_DIR / "explorer.css"
 TEMPLATE_FILE = PAGE_DIR / "page.html"
 LOOPBACK = "127.0.0.1"
+SERVED_HOSTS = (LOOPBACK, "localhost")
+"""Names the explore server answers to; a request with another ``Host`` (a page on a name
+that resolves here: DNS rebinding) is refused, as the dashboard does."""
 _PLACEHOLDER = re.compile(r"\{\{(TITLE|STYLE|SCRIPT|DATA)\}\}")
 
 
@@ -49,6 +54,10 @@ class PageServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
+                if host_name(self.headers.get("Host", "")) not in SERVED_HOSTS:
+                    self.send_error(421, "host not served here",
+                                    f"open the explorer by {' or '.join(SERVED_HOSTS)}")
+                    return
                 if self.path not in ("/", "/index.html"):
                     self.send_error(404, "only / is served: the explorer is one page")
                     return

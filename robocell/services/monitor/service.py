@@ -46,6 +46,7 @@ from aiohttp import WSMsgType, web
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.bus.views import jsonable
+from robocell.common.hosts import LOOPBACK_HOSTS, host_name
 from robocell.common.operator_control import (
     ACTIONS,
     WRONG_TOKEN_DELAY_S,
@@ -66,7 +67,6 @@ AUTH_BACKLOG_MAX_S = 10.0
 MAX_OUTBOX = 64
 """Direct messages (replies) queued for one browser before the oldest are dropped."""
 CONTROL_WORKERS = 4
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 ANY_HOSTS = ("0.0.0.0", "::", "")
 
 
@@ -87,12 +87,6 @@ def served_hosts(host: str) -> frozenset[str]:
     return frozenset(names - {""})
 
 
-def host_name(header: str) -> str:
-    """The host part of a ``Host`` header (``[::1]:8765`` -> ``::1``), lower case."""
-    try:
-        return (urlsplit(f"//{header}").hostname or "").lower()
-    except ValueError:
-        return ""
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "connect-src 'self' ws: wss:; frame-ancestors 'none'",
