@@ -150,6 +150,8 @@ class MonitorServer:
         self._auth_next: dict[str, float] = {}
         """Per client address: the earliest time its next token attempt is tried."""
         self._pool = ThreadPoolExecutor(CONTROL_WORKERS, thread_name_prefix="monitor-control")
+        self._graph_pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-sokoban-graph")
+        """Waits on the Sokoban graph builds, apart from the control workers."""
         self._ticker: asyncio.Task[None] | None = None
 
     # -- application -------------------------------------------------------------------------
@@ -193,6 +195,7 @@ class MonitorServer:
             node, self.node = self.node, None
             await asyncio.get_running_loop().run_in_executor(None, node.stop)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._graph_pool.shutdown(wait=False, cancel_futures=True)
 
     async def _tick(self) -> None:
         """Every update period: hand the changed views to every browser (ends on cancel)."""
@@ -233,11 +236,12 @@ class MonitorServer:
         return web.FileResponse(SCRIPT_FILE if request.path.endswith(".js") else STYLE_FILE)
 
     async def _sokoban_graph(self, request: web.Request) -> web.Response:
-        """The explorer data of the level the solver last solved (built off the loop)."""
+        """The explorer data of the level the solver last solved (built in a child process
+        within a time bound, the outcome kept per level: ``sokoban_graph``)."""
         level = self.dashboard.last_sokoban_level()
         try:
             data = await asyncio.get_running_loop().run_in_executor(
-                self._pool, self.sokoban_graphs.data_for, level)
+                self._graph_pool, self.sokoban_graphs.data_for, level)
         except SokobanGraphError as exc:
             return web.json_response({"error": exc.message}, status=exc.status)
         return web.json_response(data, dumps=json.dumps)
