@@ -256,6 +256,7 @@ def board_data(graph: StateGraph) -> dict:
         "neighbours": board.neighbours.astype(int).ravel().tolist(),
         "goals": board.goal_squares.astype(int).tolist(),
         "n_boxes": board.n_boxes,
+        "start_player": int(board.start_player),
     }
 
 
@@ -309,6 +310,7 @@ def view_data(graph: StateGraph, max_drawn: int = MAX_DRAWN_STATES) -> dict:
         "solution": {
             "states": [int(local[s]) for s in path],
             "arcs_in_graph": [int(a) for a in path_arcs],
+            "pushes": [int(graph.arc_push[a]) for a in path_arcs],
             "lurd": lurd,
             "steps": lurd_steps(lurd),
         },

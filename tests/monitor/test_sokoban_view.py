@@ -137,8 +137,11 @@ def test_the_level_last_solved_is_drawn_with_its_counts_and_boards(cell, page, s
         state = page.evaluate(f"s => {explorer}.view.model.data.states.id[s]", local)
         board = page.wait_for_selector(
             f"#sokoban-explorer [data-role=board][data-state='{state}']", timeout=UI_TIMEOUT_MS)
-        assert board.get_attribute("data-xsb") == graph.board.render(
-            graph.boxes[state], int(graph.player[state]))
+        player = int(board.get_attribute("data-player"))
+        assert player in {int(graph.arc_push[a]) // 4
+                          for a in range(len(graph.arc_src)) if graph.arc_dst[a] == state}
+        assert board.get_attribute("data-xsb") == graph.board.render(graph.boxes[state],
+                                                                     player)
     status, body = get_json(cell.url + "/api/sokoban/graph")
     assert status == 200 and body["summary"]["states"] == 23
     assert page.js_errors == []

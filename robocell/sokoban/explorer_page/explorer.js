@@ -104,8 +104,8 @@ const SokobanExplorer = (() => {
     return walk + DIRS[d].toUpperCase();
   }
 
-  // The level as XSB text in this state (the same drawing as Board.render).
-  function xsb(m, s) {
+  // The level as XSB text in this state, the player on ``player`` (Board.render's drawing).
+  function xsb(m, s, player) {
     const b = m.data.board;
     const grid = b.rows.map((row) => row.split(''));
     b.squares.forEach(([r, c], q) => { grid[r][c] = ' '; });
@@ -113,10 +113,24 @@ const SokobanExplorer = (() => {
     const goal = new Uint8Array(m.nSquares);
     for (const g of b.goals) goal[g] = 1;
     for (const q of boxesOf(m, s)) { const [r, c] = b.squares[q]; grid[r][c] = goal[q] ? '*' : '$'; }
-    const p = m.data.states.player[s];
-    const [pr, pc] = b.squares[p];
-    grid[pr][pc] = goal[p] ? '+' : '@';
+    const [pr, pc] = b.squares[player];
+    grid[pr][pc] = goal[player] ? '+' : '@';
     return grid.map((row) => row.join('').replace(/\s+$/, '')).join('\n');
+  }
+
+  // Where the player stands in state s: on ``given`` when the push that led here is known
+  // (the square the pushed box stood on), on its start square in the start, else where the
+  // first push into s (in arc order) left it. The state itself only knows the player's
+  // region; its smallest square is the player's spot only when nothing better is known.
+  function standingSquare(m, s, given) {
+    if (given >= 0) return given;
+    if (m.has(s, 'start')) return m.data.board.start_player;
+    if (m.inStart[s + 1] > m.inStart[s]) return pushedBox(m, m.inArcs[m.inStart[s]]);
+    return m.data.states.player[s];
+  }
+
+  function pushedBox(m, a) {
+    return Math.floor(m.data.arcs.push[a] / 4);
   }
 
   function bestNextArc(m, s) {
@@ -272,6 +286,7 @@ const SokobanExplorer = (() => {
     root.classList.add('sx');
     const view = {
       model: m, layoutName: 'layers', showDead: false, selected: 0, hovered: -1, step: 0,
+      standing: -1,
       scale: 1, tx: 0, ty: 0, pos: null, layered: null, forceJob: null, ready: false,
     };
     const solution = data.solution.states;
@@ -321,13 +336,19 @@ const SokobanExplorer = (() => {
       ['live_states', 'live states'], ['live_arcs', 'live arcs'],
       ['goal_states', 'goal states'], ['diameter', 'diameter (live)'],
       ['max_distance_to_goal', 'farthest from goal'],
-      ['solution_pushes', 'solution pushes'], ['solution_moves', 'solution moves'],
+      ['solution_pushes', 'solution pushes'],
+      ['solution_moves', 'solution moves (push-optimal, fewest moves)'],
       ['branching', 'branching (arcs/state)'], ['live_branching', 'live branching'],
       ['largest_scc', 'largest SCC'], ['largest_live_scc', 'largest live SCC'],
     ];
     for (const [key, label] of rows) {
       const value = summary[key];
       const tr = el('tr', { 'data-key': key });
+      if (key === 'solution_moves') {
+        tr.title = 'the moves of the solution drawn: of all push-optimal solutions, one with ' +
+                   'the fewest moves (`sokoban solve` prints a push-optimal one, which may ' +
+                   'take more moves; `--metric moves` the fewest moves of all)';
+      }
       tr.append(el('th', {}, label),
                 el('td', {}, value === null || value === undefined ? 'n/a' : String(value)));
       table.append(tr);
@@ -493,14 +514,15 @@ const SokobanExplorer = (() => {
     }
 
     // ---------------------------------------------------------------- the state panel
-    function drawBoard(s, role = 'board', widthPx = 300) {
+    function drawBoard(s, role = 'board', widthPx = 300, player = standingSquare(m, s, -1)) {
       const b = data.board;
       const size = Math.max(role === 'board' ? 12 : 6,
                             Math.min(28, Math.floor(widthPx / Math.max(b.width, b.height))));
       const svg = svgEl('svg', { width: b.width * size, height: b.height * size,
                                  viewBox: `0 0 ${b.width * size} ${b.height * size}`,
                                  class: 'sx-board', 'data-role': role,
-                                 'data-state': String(st.id[s]), 'data-xsb': xsb(m, s) });
+                                 'data-state': String(st.id[s]), 'data-player': String(player),
+                                 'data-xsb': xsb(m, s, player) });
       const reachable = reach(m, s);
       b.rows.forEach((row, r) => {
         for (let c = 0; c < row.length; c++) {
@@ -522,7 +544,7 @@ const SokobanExplorer = (() => {
         svg.append(svgEl('rect', { x: c * size + 2, y: r * size + 2, width: size - 4, height: size - 4,
                                    rx: 3, class: goal.has(q) ? 'box on-goal' : 'box' }));
       }
-      const [pr, pc] = b.squares[st.player[s]];
+      const [pr, pc] = b.squares[player];
       svg.append(svgEl('circle', { cx: (pc + 0.5) * size, cy: (pr + 0.5) * size, r: size * 0.32, class: 'player' }));
       return svg;
     }
@@ -540,7 +562,7 @@ const SokobanExplorer = (() => {
         const moves = el('code', {}, arcMoves(m, a));
         const d = st.distance[t];
         li.append(moves, document.createTextNode(` ${role === 'in-arcs' ? 'from' : 'to'} #${st.id[t]} (${d >= 0 ? d + ' to goal' : 'dead'})`));
-        li.addEventListener('click', () => select(t));
+        li.addEventListener('click', () => select(t, role === 'out-arcs' ? pushedBox(m, a) : -1));
         list.append(li);
       }
       if (count > limit) list.append(el('li', {}, `... ${count - limit} more`));
@@ -558,7 +580,7 @@ const SokobanExplorer = (() => {
       info.append(el('p', { 'data-role': 'distance', 'data-distance': String(d) },
                      d >= 0 ? `${d} push${d === 1 ? '' : 'es'} to goal` : 'dead: no goal can be reached'));
       if (marks.length) info.append(el('p', { class: 'sx-marks' }, marks.join(', ')));
-      info.append(drawBoard(s));
+      info.append(drawBoard(s, 'board', 300, view.standing));
       const best = bestNextArc(m, s);
       const bestText = el('p', { 'data-role': 'best', class: 'sx-best' });
       if (best >= 0) {
@@ -579,8 +601,10 @@ const SokobanExplorer = (() => {
       stepText.dataset.step = String(view.step);
     }
 
-    function select(s) {
+    // select state s; ``standOn``: the player's square when the push that led there is known
+    function select(s, standOn = -1) {
       view.selected = s;
+      view.standing = s >= 0 ? standingSquare(m, s, standOn) : -1;
       if (s >= 0 && !shown[s]) { view.showDead = true; deadBox.checked = true; shown = visible(); }
       const onPath = solution.indexOf(s);
       if (onPath >= 0) view.step = onPath;
@@ -592,12 +616,13 @@ const SokobanExplorer = (() => {
     function goStep(k) {
       if (!solution.length) return;
       view.step = Math.max(0, Math.min(solution.length - 1, k));
-      select(solution[view.step]);
+      const pushes = data.solution.pushes;
+      select(solution[view.step], view.step > 0 ? Math.floor(pushes[view.step - 1] / 4) : -1);
     }
 
     function takeBest() {
       const a = bestNextArc(m, view.selected);
-      if (a >= 0) select(m.dst[a]);
+      if (a >= 0) select(m.dst[a], pushedBox(m, a));
     }
 
     // ---------------------------------------------------------------- input
@@ -731,7 +756,7 @@ const SokobanExplorer = (() => {
         return { x: r.left + sx(s), y: r.top + sy(s) };
       },
       arcMoves: (a) => arcMoves(m, a),
-      xsb: (s) => xsb(m, s),
+      xsb: (s) => xsb(m, s, standingSquare(m, s, -1)),
     };
     root.explorer = api;
     return api;
