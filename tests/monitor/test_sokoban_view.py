@@ -131,7 +131,7 @@ def test_the_level_last_solved_is_drawn_with_its_counts_and_boards(cell, page, s
     assert page.evaluate(f"{explorer}.view.model.data.solution.states.length") == 6
     page.check("#sokoban-explorer [data-role=show-dead]")
     for local in (3, 11, 20):
-        page.locator("#sokoban-explorer canvas").scroll_into_view_if_needed()
+        page.locator("#sokoban-explorer [data-role=graph]").scroll_into_view_if_needed()
         spot = page.evaluate(f"s => {explorer}.screenPosition(s)", local)
         page.mouse.click(spot["x"], spot["y"])
         state = page.evaluate(f"s => {explorer}.view.model.data.states.id[s]", local)

@@ -191,7 +191,7 @@ def test_a_click_on_a_state_shows_its_board_and_arcs(page, tmp_path, capsys, lev
     assert page.js_errors == []
 
 
-def test_best_push_buttons_and_the_force_layout(page, tmp_path, capsys, microban):
+def test_best_push_buttons_and_the_two_layouts(page, tmp_path, capsys, microban):
     graph = build_graph(build_board(load_level(microban, 1)))
     path, _ = write_page(capsys, tmp_path, microban, 1)
     open_page(page, path)
@@ -211,16 +211,17 @@ def test_best_push_buttons_and_the_force_layout(page, tmp_path, capsys, microban
     page.wait_for_selector("[data-role=board][data-state='0']", timeout=UI_TIMEOUT_MS)
     page.click("[data-role=step-next]")
     assert page.inner_text("[data-role=step-text]").startswith("push 1 of 8")
-    layered = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
-    page.click("[data-role=layout-force]")
-    page.wait_for_selector("#explorer[data-layout=force][data-layout-done=true]",
+    shaped = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
+    assert page.get_attribute("#explorer", "data-layout") == "force"
+    page.click("[data-role=layout-layers]")
+    page.wait_for_selector("#explorer[data-layout=layers][data-layout-done=true]",
                            timeout=UI_TIMEOUT_MS)
-    forced = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
-    assert forced != layered
+    layered = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
+    assert layered != shaped
     click_state(page, 0)
     page.wait_for_selector("[data-role=board][data-state='0']", timeout=UI_TIMEOUT_MS)
-    page.click("[data-role=layout-layers]")
-    assert page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)") == layered
+    page.click("[data-role=layout-force]")
+    assert page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)") == shaped
     assert page.js_errors == []
 
 

@@ -56,7 +56,7 @@ from robocell.common.operator_control import (
 )
 from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard
 from robocell.services.monitor.sokoban_graph import SokobanGraphError, SokobanGraphs
-from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE
+from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE, VENDOR_DIR, VENDOR_FILES
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
@@ -165,6 +165,7 @@ class MonitorServer:
         app.router.add_get("/api/sokoban/graph", self._sokoban_graph)
         app.router.add_get("/sokoban/explorer.js", self._explorer_file)
         app.router.add_get("/sokoban/explorer.css", self._explorer_file)
+        app.router.add_get("/sokoban/vendor/{name}", self._explorer_library)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
@@ -234,6 +235,14 @@ class MonitorServer:
         """The explorer's script or style, from the Sokoban package (the same files the
         standalone page inlines)."""
         return web.FileResponse(SCRIPT_FILE if request.path.endswith(".js") else STYLE_FILE)
+
+    async def _explorer_library(self, request: web.Request) -> web.StreamResponse:
+        """One of the explorer's graph libraries (bundled in the Sokoban package)."""
+        name = request.match_info["name"]
+        if name not in VENDOR_FILES:
+            raise web.HTTPNotFound(text=f"no library {name!r}: the explorer uses "
+                                        f"{', '.join(VENDOR_FILES)}")
+        return web.FileResponse(VENDOR_DIR / name)
 
     async def _sokoban_graph(self, request: web.Request) -> web.Response:
         """The explorer data of the level the solver last solved (built in a child process
