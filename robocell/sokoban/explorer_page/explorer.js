@@ -362,9 +362,11 @@ const SokobanExplorer = (() => {
       if (view.scc) {
         const rank = st.scc ? st.scc[s] : -1;
         color = rank >= 0 && rank < SCC_COLOURS.length ? SCC_COLOURS[rank] : COLOURS.other;
+      } else if (m.has(s, 'dead_end')) {
+        color = COLOURS.deadEnd;
+      } else if (isDead(s) && m.has(s, 'tail')) {
+        color = COLOURS.tail;
       }
-      if (isDead(s) && m.has(s, 'tail')) color = COLOURS.tail;
-      if (m.has(s, 'dead_end')) color = COLOURS.deadEnd;
       if (m.has(s, 'solution')) { color = COLOURS.solution; zIndex = 2; }
       if (view.bottlenecks && m.has(s, 'bottleneck')) {
         color = COLOURS.bottleneck; size = base * 1.8; zIndex = 3;
@@ -735,7 +737,7 @@ const SokobanExplorer = (() => {
     return api;
   }
 
-  return { mount };
+  return { mount, COLOURS, SCC_COLOURS };
 })();
 
 if (typeof window !== 'undefined') window.SokobanExplorer = SokobanExplorer;
