@@ -289,6 +289,8 @@ const SokobanExplorer = (() => {
 
     const main = el('div', { class: 'sx-main' });
     const wrap = el('div', { class: 'sx-canvas-wrap' });
+    const massCanvas = el('canvas', { class: 'sx-mass', 'data-role': 'dead-mass' });
+    wrap.append(massCanvas);
     const container = el('div', { class: 'sx-canvas', 'data-role': 'graph', tabindex: '0' });
     wrap.append(container);
     const side = el('div', { class: 'sx-side' });
@@ -356,7 +358,7 @@ const SokobanExplorer = (() => {
     function stateStyle(s) {
       if (!shownState(s)) return { hidden: true };
       const base = Math.max(2.5, Math.min(8, 12 - 2.2 * Math.log10(Math.max(10, m.n))));
-      if (asMass(s)) return { hidden: false, color: COLOURS.deadMass, size: base * 3, zIndex: 0 };
+      if (asMass(s)) return { hidden: true, color: COLOURS.deadMass };  // drawn by the mass layer
       let color = isDead(s) ? COLOURS.dead : COLOURS.live;
       let size = base, zIndex = 1;
       if (view.scc) {
@@ -400,21 +402,26 @@ const SokobanExplorer = (() => {
     const graph = new Graph({ type: 'directed', multi: true, allowSelfLoops: true });
     view.shaped = { x: Float64Array.from(data.layout.x), y: Float64Array.from(data.layout.y) };
     view.pos = view.shaped;
-    for (let s = 0; s < m.n; s++) graph.addNode(s, { x: view.pos.x[s], y: view.pos.y[s], size: 3 });
-    // the arcs into dead states are added when first drawn: on a large level they are most
-    // of the arcs, and a dead region drawn as a mass does not need them
-    let deadArcsAdded = false;
-    const addArcs = (dead) => {
+    // the dead states and the arcs into them are added when first drawn one by one: on a
+    // large level they are most of the graph, and a dead region drawn as a mass (the mass
+    // layer below) does not need them
+    let deadAdded = false;
+    const addStates = (dead) => {
+      for (let s = 0; s < m.n; s++) {
+        if (isDead(s) === dead) graph.addNode(s, { x: view.pos.x[s], y: view.pos.y[s], size: 3 });
+      }
       for (let a = 0; a < nArcs; a++) {
         if (isDead(m.dst[a]) === dead) graph.addDirectedEdgeWithKey(a, m.src[a], m.dst[a]);
       }
+      runs.forEach(([from, to], k) => {
+        if ((isDead(from) || isDead(to)) === dead) graph.addDirectedEdgeWithKey(nArcs + k, from, to);
+      });
     };
-    addArcs(false);
-    runs.forEach(([from, to], k) => graph.addDirectedEdgeWithKey(nArcs + k, from, to));
+    addStates(false);
     function needDeadArcs() {
-      if (deadArcsAdded || !(view.showDead || !liveDrawn)) return;
-      deadArcsAdded = true;
-      addArcs(true);
+      if (deadAdded || !(view.showDead || !liveDrawn)) return;
+      deadAdded = true;
+      addStates(true);
     }
     needDeadArcs();
 
@@ -426,6 +433,7 @@ const SokobanExplorer = (() => {
       hideEdgesOnMove: nArcs > MANY_ARCS, zIndex: true, allowInvalidContainer: true,
       minCameraRatio: 0.0005, maxCameraRatio: 20, stagePadding: 20,
       doubleClickZoomingRatio: 1,  // clicks on two states in a row are not a zoom
+      pickingDownSizingRatio: 4,
       nodeReducer: (key, attrs) => ({ ...attrs, ...stateStyle(+key) }),
       edgeReducer: (key, attrs) => ({ ...attrs, ...arcStyle(+key) }),
     });
@@ -440,8 +448,84 @@ const SokobanExplorer = (() => {
       if (frames.last) frames.interval.push(now - frames.last);
       frames.last = now;
       if (!frames.firstAt) frames.firstAt = now;
+      drawMass();
       if (frames.render.length > 2000) { frames.render.splice(0, 1000); frames.interval.splice(0, 1000); }
     });
+
+    // The dead region as one shaded mass: the density of the dead states on a grid over their
+    // extent, blurred, made once per layout into an image that each frame only places.
+    const MASS_GRID = 256;
+    let mass = null;
+    function massImage() {
+      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity, count = 0;
+      for (let s = 0; s < m.n; s++) {
+        if (!isDead(s)) continue;
+        count++;
+        x0 = Math.min(x0, view.pos.x[s]); x1 = Math.max(x1, view.pos.x[s]);
+        y0 = Math.min(y0, view.pos.y[s]); y1 = Math.max(y1, view.pos.y[s]);
+      }
+      if (!count) return null;
+      const pad = Math.max(x1 - x0, y1 - y0, 1) * 0.03;
+      x0 -= pad; x1 += pad; y0 -= pad; y1 += pad;
+      const side = Math.max(x1 - x0, y1 - y0);
+      const W = Math.max(8, Math.round(MASS_GRID * (x1 - x0) / side));
+      const H = Math.max(8, Math.round(MASS_GRID * (y1 - y0) / side));
+      let grid = new Float32Array(W * H);
+      for (let s = 0; s < m.n; s++) {
+        if (!isDead(s)) continue;
+        const i = Math.min(W - 1, Math.floor((view.pos.x[s] - x0) / (x1 - x0) * W));
+        const j = Math.min(H - 1, Math.floor((y1 - view.pos.y[s]) / (y1 - y0) * H));
+        grid[j * W + i] += 1;
+      }
+      for (let pass = 0; pass < 3; pass++) {  // a box blur, three times
+        const out = new Float32Array(W * H);
+        for (let j = 0; j < H; j++) {
+          for (let i = 0; i < W; i++) {
+            let sum = 0, k = 0;
+            for (let dj = -1; dj <= 1; dj++) {
+              for (let di = -1; di <= 1; di++) {
+                const a = i + di, b = j + dj;
+                if (a >= 0 && a < W && b >= 0 && b < H) { sum += grid[b * W + a]; k++; }
+              }
+            }
+            out[j * W + i] = sum / k;
+          }
+        }
+        grid = out;
+      }
+      const sorted = grid.filter((v) => v > 0).sort();
+      const high = sorted.length ? sorted[Math.floor(0.95 * (sorted.length - 1))] : 1;
+      const image = new ImageData(W, H);
+      for (let c = 0; c < W * H; c++) {
+        const v = Math.min(1, grid[c] / high);
+        image.data[4 * c] = 217; image.data[4 * c + 1] = 120; image.data[4 * c + 2] = 108;
+        image.data[4 * c + 3] = v > 0.01 ? Math.round(40 + 110 * v) : 0;
+      }
+      const canvas = document.createElement('canvas');
+      canvas.width = W; canvas.height = H;
+      canvas.getContext('2d').putImageData(image, 0, 0);
+      return { canvas, x0, x1, y0, y1 };
+    }
+
+    function drawMass() {
+      const r = wrap.getBoundingClientRect();
+      const ratio = window.devicePixelRatio || 1;
+      const w = Math.max(1, Math.round(r.width * ratio)), h = Math.max(1, Math.round(r.height * ratio));
+      if (massCanvas.width !== w || massCanvas.height !== h) { massCanvas.width = w; massCanvas.height = h; }
+      const ctx = massCanvas.getContext('2d');
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.clearRect(0, 0, w, h);
+      if (!(view.deadMass && !view.showDead && liveDrawn)) return;
+      if (!mass) mass = massImage();
+      if (!mass) return;
+      // image pixel (0, 0) is the top-left corner (x0, y1) of the dead states' extent
+      const a = renderer.graphToViewport({ x: mass.x0, y: mass.y1 });
+      const b = renderer.graphToViewport({ x: mass.x1, y: mass.y0 });
+      ctx.setTransform(ratio * (b.x - a.x) / mass.canvas.width, 0, 0,
+                       ratio * (b.y - a.y) / mass.canvas.height, ratio * a.x, ratio * a.y);
+      ctx.imageSmoothingEnabled = true;
+      ctx.drawImage(mass.canvas, 0, 0);
+    }
 
     function refresh(states, arcs) {
       if (states || arcs) {
@@ -578,7 +662,8 @@ const SokobanExplorer = (() => {
       if (onPath >= 0) view.step = onPath;
       showState();
       showStep();
-      if (whole) refresh(); else refresh([previous, s].filter((x) => x >= 0), touched.filter((a) => graph.hasEdge(a)));
+      if (whole) refresh();
+      else refresh([previous, s].filter((x) => x >= 0 && graph.hasNode(x)), touched.filter((a) => graph.hasEdge(a)));
     }
 
     function goStep(k) {
@@ -653,6 +738,7 @@ const SokobanExplorer = (() => {
       forceBtn.setAttribute('aria-pressed', String(name === 'force'));
       if (name === 'layers' && !view.layered) view.layered = layeredLayout(m);
       view.pos = name === 'layers' ? view.layered : view.shaped;
+      mass = null;
       graph.updateEachNodeAttributes((key, attrs) => {
         attrs.x = view.pos.x[+key];
         attrs.y = view.pos.y[+key];
@@ -676,18 +762,20 @@ const SokobanExplorer = (() => {
     refresh();
 
     // Frame time while the view moves: the camera is moved a little on every animation
-    // frame for ``count`` frames; the page's timer gives each render and the time between.
-    function measureFrames(count = 120) {
+    // frame for ``count`` frames (or ``maxMs``, whichever comes first); the page's timer gives
+    // each render and the time between.
+    function measureFrames(count = 120, maxMs = 30000) {
       return new Promise((resolve) => {
         const camera = renderer.getCamera();
         const from = camera.getState();
         frames.render.length = 0; frames.interval.length = 0; frames.last = 0;
         let k = 0;
+        const until = performance.now() + maxMs;
         const step = () => {
           k++;
           camera.setState({ x: from.x + 0.15 * Math.sin(k / 15), y: from.y + 0.1 * Math.cos(k / 20),
                             ratio: from.ratio * (1 + 0.5 * Math.sin(k / 30)) });
-          if (k < count) { requestAnimationFrame(step); return; }
+          if (k < count && performance.now() < until) { requestAnimationFrame(step); return; }
           requestAnimationFrame(() => {
             camera.setState(from);
             const stats = (xs) => {
@@ -724,8 +812,8 @@ const SokobanExplorer = (() => {
       counts() {
         let states = 0, arcs = 0, mass = 0;
         for (let s = 0; s < m.n; s++) {
-          if (stateStyle(s).hidden) continue;
-          if (asMass(s)) mass++; else states++;
+          if (shownState(s) && asMass(s)) mass++;
+          else if (!stateStyle(s).hidden) states++;
         }
         for (let a = 0; a < nArcs + runs.length; a++) if (!arcStyle(a).hidden) arcs++;
         return { states, arcs, mass };
