@@ -46,6 +46,7 @@ from aiohttp import WSMsgType, web
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.bus.views import jsonable
+from robocell.common.hosts import LOOPBACK_HOSTS, host_name
 from robocell.common.operator_control import (
     ACTIONS,
     WRONG_TOKEN_DELAY_S,
@@ -55,7 +56,7 @@ from robocell.common.operator_control import (
 )
 from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard
 from robocell.services.monitor.sokoban_graph import SokobanGraphError, SokobanGraphs
-from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE
+from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE, VENDOR_DIR, VENDOR_FILES
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
@@ -66,7 +67,6 @@ AUTH_BACKLOG_MAX_S = 10.0
 MAX_OUTBOX = 64
 """Direct messages (replies) queued for one browser before the oldest are dropped."""
 CONTROL_WORKERS = 4
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 ANY_HOSTS = ("0.0.0.0", "::", "")
 
 
@@ -87,12 +87,6 @@ def served_hosts(host: str) -> frozenset[str]:
     return frozenset(names - {""})
 
 
-def host_name(header: str) -> str:
-    """The host part of a ``Host`` header (``[::1]:8765`` -> ``::1``), lower case."""
-    try:
-        return (urlsplit(f"//{header}").hostname or "").lower()
-    except ValueError:
-        return ""
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "connect-src 'self' ws: wss:; frame-ancestors 'none'",
@@ -156,6 +150,8 @@ class MonitorServer:
         self._auth_next: dict[str, float] = {}
         """Per client address: the earliest time its next token attempt is tried."""
         self._pool = ThreadPoolExecutor(CONTROL_WORKERS, thread_name_prefix="monitor-control")
+        self._graph_pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-sokoban-graph")
+        """Waits on the Sokoban graph builds, apart from the control workers."""
         self._ticker: asyncio.Task[None] | None = None
 
     # -- application -------------------------------------------------------------------------
@@ -169,6 +165,7 @@ class MonitorServer:
         app.router.add_get("/api/sokoban/graph", self._sokoban_graph)
         app.router.add_get("/sokoban/explorer.js", self._explorer_file)
         app.router.add_get("/sokoban/explorer.css", self._explorer_file)
+        app.router.add_get("/sokoban/vendor/{name}", self._explorer_library)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
@@ -199,6 +196,7 @@ class MonitorServer:
             node, self.node = self.node, None
             await asyncio.get_running_loop().run_in_executor(None, node.stop)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._graph_pool.shutdown(wait=False, cancel_futures=True)
 
     async def _tick(self) -> None:
         """Every update period: hand the changed views to every browser (ends on cancel)."""
@@ -238,12 +236,21 @@ class MonitorServer:
         standalone page inlines)."""
         return web.FileResponse(SCRIPT_FILE if request.path.endswith(".js") else STYLE_FILE)
 
+    async def _explorer_library(self, request: web.Request) -> web.StreamResponse:
+        """One of the explorer's graph libraries (bundled in the Sokoban package)."""
+        name = request.match_info["name"]
+        if name not in VENDOR_FILES:
+            raise web.HTTPNotFound(text=f"no library {name!r}: the explorer uses "
+                                        f"{', '.join(VENDOR_FILES)}")
+        return web.FileResponse(VENDOR_DIR / name)
+
     async def _sokoban_graph(self, request: web.Request) -> web.Response:
-        """The explorer data of the level the solver last solved (built off the loop)."""
+        """The explorer data of the level the solver last solved (built in a child process
+        within a time bound, the outcome kept per level: ``sokoban_graph``)."""
         level = self.dashboard.last_sokoban_level()
         try:
             data = await asyncio.get_running_loop().run_in_executor(
-                self._pool, self.sokoban_graphs.data_for, level)
+                self._graph_pool, self.sokoban_graphs.data_for, level)
         except SokobanGraphError as exc:
             return web.json_response({"error": exc.message}, status=exc.status)
         return web.json_response(data, dumps=json.dumps)
