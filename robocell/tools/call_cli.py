@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from robocell.common.bus import CommandClient
@@ -64,8 +65,9 @@ def call_arguments(service: str, command: str, text: str) -> dict:
 
 
 def run_call(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise CommandError(f"--timeout must be positive, not {args.timeout:g}")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise CommandError(f"--timeout must be a positive number of seconds, not "
+                           f"{args.timeout:g}")
     arguments = call_arguments(args.service, args.command_name, args.arguments)
     client = CommandClient("bus-call", endpoints_of(args))
     try:

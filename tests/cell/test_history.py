@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -170,3 +173,19 @@ def test_a_version_1_log_gains_the_robot_time_columns(tmp_path):
     db.close()
     (old,) = CycleLog(path).cycles()
     assert old.cycle_id == "old" and old.measured_ms is None and old.error_pct is None
+
+
+@pytest.mark.parametrize("content", [b"this is not a database\n" * 100, b"\x00" * 4096, b""])
+def test_history_on_a_file_that_is_not_a_cycle_log_says_so_and_exits_2(tmp_path, content):
+    fake = tmp_path / "notes.sqlite3"
+    fake.write_bytes(content)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-m", "robocell", "history", "--db", str(fake)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr
+    if content:
+        assert done.returncode == 2, done.stderr
+        assert f"{fake} is not a cycle log" in done.stderr
+    else:  # SQLite takes an empty file as an empty database: no schema yet
+        assert done.returncode == 2, done.stderr
+        assert "schema version 0" in done.stderr

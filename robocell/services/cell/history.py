@@ -159,11 +159,14 @@ class CycleLog:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 migrate(self.db, self.path)
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as exc:
+            if "not a database" in str(exc):
+                raise HistoryError(f"{self.path} is not a cycle log (not an SQLite file): "
+                                   f"point --db or {HISTORY_ENV} at the cell's log") from None
             raise HistoryError(f"cannot open the cycle log {self.path}: {exc}; check the "
                                f"directory is writable, or set {HISTORY_ENV}") from None
         if readonly:
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
                 raise HistoryError(f"cycle log {self.path} has schema version {version}, "
                                    f"this robocell reads {SCHEMA_VERSION}: run the cell once "

@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace, planner: _Planner) -> int:
     except TooLongError as exc:
         print(f"robocell solve: {exc}", file=sys.stderr)
         return 1
-    except (ProfileError, ValueError) as exc:
+    except (ProfileError, ValueError, tables.TableError) as exc:
         raise CommandError(str(exc)) from None
     if args.json:
         print(json.dumps(row))
