@@ -113,10 +113,13 @@ def temporary_cell_env(profile: str, speed: float, solver_workers: int = 1,
         yield isolated_cell_env(profile, speed, history, solver_workers, env)
 
 
-def free_bus_base_near(base: int) -> int | None:
-    """A base port after ``base`` (in steps of 10) whose whole bus block is free, to suggest."""
-    for candidate in range(base + 10, min(base + 500, 65535 - config.BUS_PORT_COUNT), 10):
-        if not any(port_taken(p) for p in range(candidate, candidate + config.BUS_PORT_COUNT)):
+def free_port_near(port: int, count: int = 1, avoid: frozenset[int] = frozenset()
+                   ) -> int | None:
+    """A port after ``port`` (in steps of 10) such that it and the ``count`` - 1 after it are
+    free and not in ``avoid``, to suggest."""
+    for candidate in range(port + 10, min(port + 500, 65536 - count), 10):
+        block = range(candidate, candidate + count)
+        if not any(p in avoid or port_taken(p) for p in block):
             return candidate
     return None
 
@@ -209,6 +212,19 @@ class Launcher:
                         + "); give each its own port")
         return problems
 
+    def _second_cell_ports(self) -> str:
+        """Every port variable of this launch set to a free port near its own, none shared:
+        what a second cell on this host needs (moving the bus alone collides on the rest)."""
+        chosen: list[str] = []
+        avoid: set[int] = {p for need in self.ports() for p in (need.span or [need.port])}
+        for need in self.ports():
+            count = len(need.span) if need.span is not None else 1
+            other = free_port_near(need.port, count, frozenset(avoid))
+            if other is not None:
+                avoid.update(range(other, other + count))
+            chosen.append(f"{need.variable}={other if other is not None else 'ANOTHER_PORT'}")
+        return " ".join(chosen)
+
     def check_ports(self) -> None:
         """PortsInUseError, naming each taken port, its variable and how to find who holds it,
         unless every port the cell needs is free."""
@@ -218,13 +234,11 @@ class Launcher:
             if not taken:
                 continue
             if need.span is not None:
-                other = free_bus_base_near(need.port)
                 problems.append(
                     f"port {taken[0]} of {need.what} ({need.variable}={need.port}: ports "
                     f"{need.span.start}-{need.span.stop - 1}) is in use; another cell there "
                     f"shows with `{need.variable}={need.port} robocell bus list`; run this one "
-                    f"beside it with {need.variable}="
-                    f"{other if other is not None else 'ANOTHER_PORT'}")
+                    f"beside it with {self._second_cell_ports()}")
             else:
                 problems.append(
                     f"port {need.port} of {need.what} ({need.variable}) is in use (`ss -ltnp "
