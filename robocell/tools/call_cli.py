@@ -10,7 +10,7 @@ import sys
 from robocell.common.bus import CommandClient
 from robocell.common.bus.options import (
     add_remote_options,
-    endpoints_of,
+    broker_endpoints,
     json_object_argument,
 )
 from robocell.common.bus.schema import command_spec, validate_args
@@ -67,7 +67,7 @@ def run_call(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise CommandError(f"--timeout must be positive, not {args.timeout:g}")
     arguments = call_arguments(args.service, args.command_name, args.arguments)
-    client = CommandClient("bus-call", endpoints_of(args))
+    client = CommandClient("bus-call", broker_endpoints(args))
     try:
         reply = client.request(args.service, args.command_name, arguments, timeout=args.timeout)
     finally:

@@ -11,7 +11,7 @@ from typing import Any
 
 from robocell.common.bus import CommandFailed, Node
 from robocell.common.bus.liveness import STALE_AFTER_S
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.options import add_remote_options, broker_endpoints
 from robocell.errors import CommandError
 
 
@@ -149,7 +149,7 @@ def print_summary(result: dict) -> None:
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
-    endpoints = endpoints_of(args)
+    endpoints = broker_endpoints(args)
     with Node("cycle-cli", endpoints, track_peers=False) as node:
         follower = CycleFollower(node, endpoints.subscribe)
         command = "recover" if args.recover else "start"

@@ -10,7 +10,7 @@ from typing import Any
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Node
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.options import add_remote_options, broker_endpoints, endpoints_of
 from robocell.errors import CommandError
 from robocell.services.cell.history import (
     DB_NAME,
@@ -79,7 +79,7 @@ def cmd_scramble(args: argparse.Namespace) -> int:
     if args.moves is not None and args.moves < 1:
         raise CommandError(f"--moves must be at least 1, not {args.moves}")
     request = {k: v for k, v in (("seed", args.seed), ("moves", args.moves)) if v is not None}
-    with Node("scramble-cli", endpoints_of(args), track_peers=False) as node:
+    with Node("scramble-cli", broker_endpoints(args), track_peers=False) as node:
         try:
             scrambled = node.call("cell", "scramble", request, timeout=10.0)
         except CommandFailed as exc:
