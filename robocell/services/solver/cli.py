@@ -23,7 +23,8 @@ from robocell.services.solver.api import solve
 from robocell.services.solver.planning import DEFAULT_TIMEOUT_S, merge_outcomes, split_jobs
 from robocell.services.solver.pool import SolverPool
 from robocell.services.solver.service import SolverService
-from robocell.services.solver.table_groups import all_groups
+from robocell.services.solver.table_groups import all_groups, cell_groups
+from robocell.services.solver.worker import warm_profiles
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -225,15 +226,41 @@ def register_tables(subparsers: argparse._SubParsersAction) -> None:
                              ("verify", "check manifests and checksums; exit 1 on a problem"),
                              ("info", "list table groups with sizes and build times")):
         p = sub.add_parser(action, help=helptext)
-        p.add_argument("--profile", help="only the tables this robot profile needs")
+        chosen = p.add_mutually_exclusive_group()
+        chosen.add_argument("--profile", help="the tables this robot profile needs (default: "
+                                              "the configured cell's, $ROBOCELL_PROFILE or "
+                                              f"{config.DEFAULT_PROFILE})")
+        chosen.add_argument("--all", action="store_true",
+                            help="every shipped robot profile's tables (about 4 GB)")
         p.add_argument("--json", action="store_true")
         if action == "build":
             p.add_argument("--force", action="store_true", help="rebuild even if up to date")
         p.set_defaults(func=globals()[f"cmd_{action}"])
 
 
+def _chosen_groups(args: argparse.Namespace) -> tuple[list, str]:
+    """The groups a `tables` action works on, and whose they are: every shipped profile's
+    with --all, else the --profile's, else the configured cell's."""
+    if args.all:
+        return all_groups(None), "every shipped profile"
+    profile = args.profile or config.default_profile()
+    return all_groups(profile), f"profile {profile}"
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    for group in all_groups(args.profile):
+    groups, whose = _chosen_groups(args)
+    plan = tables.build_plan(list(all_groups(None)) if args.force and args.all else groups,
+                             whose)
+    if args.force:
+        plan = (f"tables: rebuilding {len(groups)} group(s) of {whose}: about "
+                f"{sum(g.expected_mb for g in groups):,.0f} MB, about "
+                f"{sum(g.expected_s for g in groups):.0f} s on two cores")
+    if plan is not None:
+        print(plan, file=sys.stderr, flush=True)
+    if not args.all:
+        print(f"tables: only {whose}'s; every shipped profile's: `robocell tables build "
+              "--all`", file=sys.stderr, flush=True)
+    for group in groups:
         if tables.ensure_built(group, force=args.force) is None:
             print(f"{group.name}: up to date")
     return 0
@@ -241,7 +268,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     unbuilt, damaged = [], []
-    for group in all_groups(args.profile):
+    groups, _ = _chosen_groups(args)
+    for group in groups:
         problems = tables.verify(group)
         if tables.staleness(group) is not None:
             unbuilt.append(group.name)
@@ -251,16 +279,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print(json.dumps({"group": group.name, "ok": not problems, "problems": problems}))
         else:
             print(f"{group.name}: " + ("ok" if not problems else "; ".join(problems)))
-    hint = rebuild_hint(unbuilt, damaged, args.profile)
+    hint = rebuild_hint(unbuilt, damaged,
+                        " --all" if args.all else f" --profile {args.profile}" if args.profile
+                        else "")
     if hint:
         print(hint, file=sys.stderr)
     return 1 if unbuilt or damaged else 0
 
 
-def rebuild_hint(unbuilt: list[str], damaged: list[str], profile: str | None) -> str:
+def rebuild_hint(unbuilt: list[str], damaged: list[str], only: str) -> str:
     """What to run when ``verify`` found groups missing or stale (``unbuilt``) or with a
-    checksum mismatch (``damaged``); empty when there is nothing to do."""
-    only = f" --profile {profile}" if profile else ""
+    checksum mismatch (``damaged``); empty when there is nothing to do. ``only``: the options
+    that chose the groups (" --profile P", " --all" or "")."""
     lines = []
     if unbuilt:
         lines.append(f"{len(unbuilt)} table group(s) in {tables.tables_dir()} are not usable "
@@ -274,7 +304,8 @@ def rebuild_hint(unbuilt: list[str], damaged: list[str], profile: str | None) ->
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    for group in all_groups(args.profile):
+    groups, _ = _chosen_groups(args)
+    for group in groups:
         manifest = tables.read_manifest(group) or {}
         arrays = manifest.get("arrays", {})
         row = {
@@ -333,12 +364,17 @@ def cmd_solver(args: argparse.Namespace) -> int:
         for size in (2, 3):
             if profile.fits(size):
                 profiles[size] = args.profile
-    # build missing tables once, here, before the workers map them
-    for name in dict.fromkeys(profiles.values()):
-        for group in all_groups(name):
-            tables.load(group)
+    # build missing tables once, here, before the workers map them: the cell's profile's
+    # alone (another profile's are built, cold, by the first request that needs them)
+    groups = cell_groups(args.profile)
+    plan = tables.build_plan(groups, f"profile {args.profile or 'htm'}")
+    if plan is not None:
+        print(plan, file=sys.stderr, flush=True)
+    for group in groups:
+        tables.load(group)
     with Node("solver", endpoints_of(args)) as node:
-        service = SolverService(node, args.workers, profiles, args.timeout, args.split)
+        service = SolverService(node, args.workers, profiles, args.timeout, args.split,
+                                warm=warm_profiles(args.profile))
         try:
             service.start()
             node.wait()
