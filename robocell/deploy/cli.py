@@ -92,7 +92,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
                             else {"broker", "solver", "firmware-sim", "actuator-sim",
-                                  "vision-sim", "cell", "monitor", "foxglove"})
+                                  "vision-sim", "cell", "monitor", "foxglove"},
+                            talking={"solver"})
     except ComposeError as exc:
         raise CommandError(str(exc)) from None
     with launcher:

@@ -15,8 +15,9 @@ from typing import Any
 from robocell.common import config, tables
 from robocell.common.bus import Node
 from robocell.common.bus.options import add_remote_options, endpoints_of
-from robocell.common.facelets import puzzle_size, size_of
+from robocell.common.facelets import puzzle_size, size_of, solved
 from robocell.common.profile import ProfileError, available_profiles, load_profile
+from robocell.common.progress import Ticker
 from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError, RobocellError
 from robocell.services.solver.api import solve
@@ -64,6 +65,12 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_solve)
 
 
+COMPILE_QUIET_S = 2.0
+"""A warm-up longer than this is a compile (a cache load takes less): it is said, with ticks."""
+COMPILE_EXPECTED_S = {2: 15.0, 3: 35.0}
+"""What compiling each size's search takes on two cores, about."""
+
+
 class TooLongError(RobocellError, ValueError):
     """No solution within ``--max-length`` was found."""
 
@@ -79,10 +86,25 @@ class _Planner:
         if self.workers < 1:
             raise CommandError(f"--workers {self.workers}: give 1 or more")
         self.pool: SolverPool | None = None
+        self.warm: set[int] = set()
+
+    def warm_up(self, size: int) -> None:
+        """Compile the search of this size before the first cube (said while it lasts, if it
+        is a compile and not a cache load), so that a plan's time is the search's alone."""
+        if size in self.warm:
+            return
+        with Ticker(f"robocell solve: compiling the {size}x{size} search (first run only)",
+                    COMPILE_EXPECTED_S[size],
+                    after_s=COMPILE_QUIET_S):
+            solve(solved(size), self.args.profile, timeout=0.01)
+        self.warm.add(size)
 
     def plan(self, facelets: str) -> dict[str, Any]:
         args = self.args
         if self.workers == 1 or args.max_length is not None or size_of(facelets) != 3:
+            size = size_of(facelets)
+            if size is not None:
+                self.warm_up(size)
             plan = solve(facelets, args.profile, max_length=args.max_length,
                          timeout=args.timeout)
             return plan.to_dict()
