@@ -9,10 +9,11 @@ from pathlib import Path
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.profile import ProfileError, load_profile
 from robocell.deploy.compose import ComposeError
 from robocell.deploy.launcher import Launcher, LaunchError
 from robocell.errors import CommandError
-from robocell.tools.cycle import CycleFollower, print_summary
+from robocell.tools.cycle import CycleFollower, print_summary, scramble_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,13 +58,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _env_with(args: argparse.Namespace) -> dict[str, str]:
+    """The environment of the launch: the options over the variables, each checked here,
+    before anything starts (CommandError naming the one at fault)."""
     env = dict(os.environ)
     if getattr(args, "profile", None):
         env[config.PROFILE_ENV] = args.profile
-    if getattr(args, "speed", None):
-        env[config.SPEED_ENV] = str(args.speed)
+    speed = getattr(args, "speed", None)
+    if speed is not None:
+        if not speed > 0:
+            raise CommandError(f"--speed {speed:g}: give a factor above 0 (1 is real time, 10 "
+                               "ten times faster)")
+        env[config.SPEED_ENV] = str(speed)
     if getattr(args, "firmware", None):
         env[config.FIRMWARE_ENV] = args.firmware
+    config.speed(env)  # a malformed $ROBOCELL_SPEED is named now, not by a service
+    try:
+        load_profile(config.default_profile(env))
+    except ProfileError as exc:
+        raise CommandError(f"{exc} (robot profiles: `robocell solve --list-profiles`)") from None
     return env
 
 
@@ -108,7 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 scrambled = node.call("cell", "scramble",
                                       {} if args.seed is None else {"seed": args.seed},
                                       timeout=10.0)
-                print(f"twin scrambled: {scrambled}", flush=True)
+                print(scramble_line(scrambled), flush=True)
                 started = node.call("cell", "start", {}, timeout=5.0)
             except CommandFailed as exc:
                 raise CommandError(f"the cell refused: {exc}") from None

@@ -6,7 +6,6 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Node
@@ -21,6 +20,7 @@ from robocell.services.cell.history import (
     summary,
 )
 from robocell.services.cell.service import CellService
+from robocell.tools.cycle import scramble_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,17 +86,8 @@ def cmd_scramble(args: argparse.Namespace) -> int:
             hint = (" (is the cell running? `robocell up --sim`)"
                     if exc.code == "unavailable" else "")
             raise CommandError(f"cannot scramble the twin: {exc}{hint}") from None
-    print(_scramble_line(scrambled))
+    print(scramble_line(scrambled))
     return 0
-
-
-def _scramble_line(scrambled: Any) -> str:
-    """What `cell scramble` prints of the simulator's answer."""
-    if isinstance(scrambled, dict) and "facelets" in scrambled:
-        extra = ", ".join(f"{k} {' '.join(v) if isinstance(v, list) else v}"
-                          for k, v in scrambled.items() if k != "facelets" and v)
-        return f"twin scrambled: {scrambled['facelets']}" + (f" ({extra})" if extra else "")
-    return f"twin scrambled: {json.dumps(scrambled)}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from robocell.common import config, tables
 from robocell.common.bus import Node
 from robocell.common.bus.options import add_remote_options, endpoints_of
-from robocell.common.facelets import puzzle_size, size_of, solved
+from robocell.common.facelets import puzzle_size, size_of, solved, typed_facelets
 from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.progress import Ticker
 from robocell.common.validation import CubeStateError, validate
@@ -44,7 +44,7 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
         "solve", help="plan the fastest solution of a cube for a robot profile",
         description="Plan a solution. FACELETS is a kociemba-style facelet string; with - read "
                     "one per line from stdin and write one JSON line per cube.")
-    p.add_argument("facelets", metavar="FACELETS", nargs="?",
+    p.add_argument("facelets", metavar="FACELETS", nargs="?", type=typed_facelets,
                    help="facelet string, or - for stdin")
     p.add_argument("--list-profiles", action="store_true",
                    help="list the shipped robot profiles (name, puzzle, primitives, "
