@@ -79,6 +79,16 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
+def ready_line(name: str, env: dict[str, str]) -> str:
+    """What `up` and `demo` say when a service is up: with where to open the dashboard and
+    Foxglove."""
+    if name == "monitor":
+        return f"monitor is up: http://{config.monitor_http(env)}/"
+    if name == "foxglove":
+        return f"foxglove is up: ws://{config.LOOPBACK}:{config.foxglove_port(env)}"
+    return f"{name} is up"
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     try:
         launcher = Launcher("sim" if args.sim else "hardware", _env_with(args),
@@ -87,7 +97,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     with launcher:
         try:
-            launcher.start(on_ready=lambda name: launcher.log("up", f"{name} is alive"))
+            launcher.start(on_ready=lambda name: launcher.log("up", ready_line(name,
+                                                                              launcher.env)))
         except LaunchError as exc:
             raise CommandError(str(exc)) from None
         launcher.log("up", "the cell is up; Ctrl-C stops it")
@@ -110,7 +121,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     with launcher:
         try:
-            launcher.start(on_ready=lambda name: print(f"  {name} is up", flush=True))
+            launcher.start(on_ready=lambda name: print(f"  {ready_line(name, launcher.env)}",
+                                                       flush=True))
         except LaunchError as exc:
             raise CommandError(str(exc)) from None
         bus = launcher.services[0].environment.get("ROBOCELL_BUS")

@@ -121,7 +121,8 @@ def show_event(topic: str, p: dict) -> None:
         print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: face {p['face']} in view",
               flush=True)
     elif topic == "vision.cube_state":
-        print(f"    cube read: {p['facelets']}", flush=True)
+        print(f"    cube read: {p['facelets']} (named by the faces as the robot holds the cube: "
+              "turned or relabelled, the same cube as scrambled)", flush=True)
     elif topic == "actuator.progress" and p.get("state") not in (None, "running"):
         print(f"    {p['state']} at step {p['step'] + 1}/{p['n_steps']} ({p['primitive']})",
               flush=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from robocell.common.facelets import solved
+from robocell.deploy.cli import ready_line
 from robocell.tools.cycle import scramble_line, show_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,3 +71,17 @@ def test_a_stopped_plan_says_where_it_stopped_not_an_eta():
         show_event("actuator.progress", {"plan_id": "p", "step": 3, "n_steps": 7,
                                          "primitive": "R", "eta_s": 0.0, "state": "stopped"})
     assert "stopped at step 4/7" in shown.getvalue() and "eta" not in shown.getvalue()
+
+
+def test_up_and_demo_say_where_the_dashboard_and_foxglove_are():
+    env = {"ROBOCELL_MONITOR_PORT": "8775", "ROBOCELL_FOXGLOVE_PORT": "8776"}
+    assert ready_line("monitor", env) == "monitor is up: http://127.0.0.1:8775/"
+    assert ready_line("foxglove", env) == "foxglove is up: ws://127.0.0.1:8776"
+    assert ready_line("solver", env) == "solver is up"
+
+
+def test_the_cube_read_says_why_it_is_not_the_scrambled_string():
+    shown = io.StringIO()
+    with redirect_stdout(shown):
+        show_event("vision.cube_state", {"facelets": solved(2)})
+    assert "robot" in shown.getvalue() and "holds" in shown.getvalue()
