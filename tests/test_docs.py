@@ -20,6 +20,7 @@ import pytest
 
 from robocell import cli
 from robocell.common import config
+from robocell.common.notation import parse_moves
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", ROOT / "firmware" / "README.md",
@@ -139,3 +140,8 @@ def test_a_command_that_needs_hardware_or_a_long_build_is_marked_so():
                 if HARDWARE.search(line.strip()) and "(needs:" not in line
                 and "--dry-run" not in line]
     assert not unmarked, unmarked
+
+
+def test_the_readme_says_how_upper_case_rotations_are_read():
+    assert "`X Y Z` are read as `x y z`" in " ".join((ROOT / "README.md").read_text().split())
+    assert parse_moves("X2 Y' Z") == parse_moves("x2 y' z")
