@@ -70,6 +70,8 @@ COMMANDS: tuple[Command, ...] = (
             "robocell.deploy.cli:register"),
     Command("cycle", "run one solve cycle on a running cell",
             "robocell.tools.cycle:register"),
+    Command("calibrate", "measure the running robot, fit its profile, write it",
+            "robocell.tools.calibrate:register"),
     Command("cell", "run the cycle coordinator service", "robocell.services.cell.cli:register"),
     Command("history", "the cycle log: every cycle the cell ran, with summary statistics",
             "robocell.services.cell.cli:register"),

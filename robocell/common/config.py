@@ -19,6 +19,7 @@ and what the cell is (`profile_name`, `speed`, ... below, read here and nowhere 
 | ``ROBOCELL_FIRMWARE`` | python | in simulation, the firmware: python or avr (in simavr) |
 | ``ROBOCELL_SERIAL`` | the simulator's port | the actuator's serial line (device or URL) |
 | ``ROBOCELL_CAMERA`` | sim | the vision service's camera |
+| ``ROBOCELL_PHYSICS`` | none | the simulated robot's physics file (docs/robot-physics.md) |
 | ``ROBOCELL_VISION_READERS`` | 2 | views read at once, each in a reader process |
 | ``ROBOCELL_SOLVER_WORKERS`` | 2 | solver worker processes |
 | ``ROBOCELL_SOLVER_SPLIT``, ``ROBOCELL_ROLLING`` | 1 | switches: 0 turns off |
@@ -245,6 +246,7 @@ SPEED_ENV = "ROBOCELL_SPEED"
 FIRMWARE_ENV = "ROBOCELL_FIRMWARE"
 SERIAL_ENV = "ROBOCELL_SERIAL"
 CAMERA_ENV = "ROBOCELL_CAMERA"
+PHYSICS_ENV = "ROBOCELL_PHYSICS"
 VISION_READERS_ENV = "ROBOCELL_VISION_READERS"
 SOLVER_WORKERS_ENV = "ROBOCELL_SOLVER_WORKERS"
 SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
@@ -300,6 +302,11 @@ def serial_url(env: Mapping[str, str] | None = None) -> str:
 def camera(env: Mapping[str, str] | None = None) -> str:
     """The vision service's camera: "sim", a device index, a file, URL or folder."""
     return (_environ(env).get(CAMERA_ENV) or "").strip() or "sim"
+
+
+def physics_file(env: Mapping[str, str] | None = None) -> str | None:
+    """The simulated robot's physics file, None when unset (the robot is its profile)."""
+    return (_environ(env).get(PHYSICS_ENV) or "").strip() or None
 
 
 def vision_readers(default: int, env: Mapping[str, str] | None = None) -> int:

@@ -13,6 +13,7 @@ from robocell.common.profile import ProfileError, load_profile
 from robocell.deploy.compose import ComposeError
 from robocell.deploy.launcher import Launcher, LaunchError
 from robocell.errors import CommandError
+from robocell.robot.physics import PhysicsError, load_physics
 from robocell.tools.cycle import CycleFollower, print_summary, scramble_line
 
 
@@ -28,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
     p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
     p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.add_argument("--physics", metavar="FILE", default=None,
+                   help="in simulation, how the robot really moves where it differs from its "
+                        "profile (TOML, docs/robot-physics.md); sets $ROBOCELL_PHYSICS")
     p.add_argument("--firmware", choices=("python", "avr"), default=None,
                    help="in simulation, the firmware behind the serial line: python (the "
                         "simulator) or avr (the real firmware/ in simavr); sets "
@@ -47,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="scramble seed")
     p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
     p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.add_argument("--physics", metavar="FILE", default=None,
+                   help="in simulation, how the robot really moves where it differs from its "
+                        "profile (TOML, docs/robot-physics.md); sets $ROBOCELL_PHYSICS")
     p.add_argument("--firmware", choices=("python", "avr"), default=None,
                    help="in simulation, the firmware behind the serial line: python (the "
                         "simulator) or avr (the real firmware/ in simavr); sets "
@@ -71,6 +78,14 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
         env[config.SPEED_ENV] = str(speed)
     if getattr(args, "firmware", None):
         env[config.FIRMWARE_ENV] = args.firmware
+    if getattr(args, "physics", None):
+        if not getattr(args, "sim", True):
+            raise CommandError("--physics describes a simulated robot: add --sim")
+        try:
+            load_physics(args.physics)
+        except PhysicsError as exc:
+            raise CommandError(f"--physics: {exc}") from None
+        env[config.PHYSICS_ENV] = str(Path(args.physics).resolve())
     config.speed(env)  # a malformed $ROBOCELL_SPEED is named now, not by a service
     try:
         load_profile(config.default_profile(env))

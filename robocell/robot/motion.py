@@ -11,9 +11,11 @@ written in degrees and named positions, one simultaneous action per string:
 ``set tilt:push``     servos to a named position or degrees -> ``SERVO tilt:120``
 ``dwell 50``          wait (ms)                             -> ``DWELL 50``
 
-A stepper moves with a trapezoidal speed profile (``speed_dps``, ``accel_dps2``); a servo
-takes ``|change| / speed_dps + settle_ms``. The firmware simulator uses the same functions,
-so the host's ETA and the simulated timing come from one model.
+A stepper moves with a trapezoidal speed profile (``speed_dps``, ``accel_dps2``) and then
+settles (``settle_ms``, optional, default 0); a servo takes ``|change| / speed_dps +
+settle_ms``. The host's ETA comes from these functions; the firmware simulator moves by the
+same ones, with a physics file's motors in place of the profile's when it has one
+(`robocell.robot.physics`).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ class Motor:
             return 0.0 if self.kind == "stepper" else self.settle_ms
         if self.kind == "servo":
             return 1000.0 * change / self.speed_dps + self.settle_ms
-        return 1000.0 * self._ramp(change)[2]
+        return 1000.0 * self._ramp(change)[2] + self.settle_ms
 
 
     def _ramp(self, change: float) -> tuple[float, float, float]:
@@ -149,6 +151,8 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                 accel_dps2=_number(spec, "accel_dps2", where, path),
                 estop_decel_dps2=(_number(spec, "estop_decel_dps2", where, path)
                                   if "estop_decel_dps2" in spec else 0.0),
+                settle_ms=(_number(spec, "settle_ms", where, path, positive=False)
+                           if "settle_ms" in spec else 0.0),
                 **_stepper_homing(spec, spr, where, path))
         else:
             positions = spec.get("positions")

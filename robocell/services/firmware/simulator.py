@@ -12,6 +12,10 @@ a power-up zeroes the count, not the arm); steppers first, then servos.
 Timing: simulated time is real time since start multiplied by the speed factor. A command
 starts when the previous one ends if it is already queued then (no idle), else when it
 arrives; so the logged gaps between motions measure how well the host keeps the queue fed.
+The robot moves by its profile's motors, or by a physics file's (`robocell.robot.physics`)
+when it has one: then the host's predictions and the robot differ as on real hardware. A
+motion's first step comes the physics' start latency after it starts; ``done`` reports its
+start and end on the simulated clock, in µs since boot (protocol 2).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import IO
 from robocell.common.profile import Profile
 from robocell.robot import protocol as proto
 from robocell.robot.motion import MotorModel, load_motors
+from robocell.robot.physics import Physics
 from robocell.services.firmware.twin import Twin, TwinFaultError
 
 FIRMWARE_NAME = "robocell-fwsim"
@@ -75,9 +80,15 @@ class FirmwareCore:
     on_twin: object = None
     boot_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     accepted_count: int = 0
+    physics: Physics | None = None
+    """How the robot really moves (None: as its profile says)."""
 
     def __post_init__(self) -> None:
         self.motors = load_motors(self.profile)
+        if self.physics is not None:
+            self.motors = self.physics.apply(self.motors)
+        self.booted = 0.0
+        """Simulated ms at the last boot: the clock of the ``done`` reports starts there."""
         self.model = MotorModel(self.motors)
         self.twin = Twin(self.profile, self.facelets)
         self.physical_offset = {n: 0.0 for n, m in self.motors.items() if m.kind == "stepper"}
@@ -313,12 +324,18 @@ class FirmwareCore:
                 duration = self._start_home(motion)
             else:
                 duration = self.model.duration_ms(motion.command.verb, motion.targets)
-            motion.end = motion.start + duration
+            motion.end = motion.start + duration + self._latency(motion)
             self.current = motion
             self.state = "run"
         if self.current is None and self.state == "run":
             self.state = "idle"
         return out
+
+    def _latency(self, motion: Motion) -> float:
+        """From a motion's start to its first step (physics ``start_latency_ms``)."""
+        if self.physics is None or motion.command.verb not in ("MOVE", "SERVO", "HOME"):
+            return 0.0
+        return self.physics.start_latency_ms(list(motion.targets))
 
     def _apply(self, motion: Motion, fraction: float = 1.0) -> None:
         verb = motion.command.verb
@@ -382,7 +399,9 @@ class FirmwareCore:
             self._log("fault", code=fault.code, message=str(fault), line=motion.command.line)
             return [proto.report("fault", fault.code, *str(fault).split(),
                                  line=motion.command.line).encode()]
-        return [proto.report("done", motion.command.line, t=f"{motion.end:.3f}").encode()]
+        return [proto.report("done", motion.command.line, t=f"{motion.end:.3f}",
+                             start=round(1000 * (motion.start - self.booted)),
+                             end=round(1000 * (motion.end - self.booted))).encode()]
 
     # --- connection events ------------------------------------------------------------------
     def disconnected(self, now: float) -> None:
@@ -408,7 +427,7 @@ class FirmwareCore:
                 self.physical_offset[name] += self.model.positions[name]
                 self.model.positions[name] = 0.0
         self._boot_state()
-        self.last_end = now
+        self.last_end = self.booted = now
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")
         return self.banner()
 
