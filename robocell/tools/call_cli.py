@@ -11,7 +11,7 @@ import sys
 from robocell.common.bus import CommandClient
 from robocell.common.bus.options import (
     add_remote_options,
-    endpoints_of,
+    broker_endpoints,
     json_object_argument,
 )
 from robocell.common.bus.schema import command_spec, validate_args
@@ -69,7 +69,7 @@ def run_call(args: argparse.Namespace) -> int:
         raise CommandError(f"--timeout must be a positive number of seconds, not "
                            f"{args.timeout:g}")
     arguments = call_arguments(args.service, args.command_name, args.arguments)
-    client = CommandClient("bus-call", endpoints_of(args))
+    client = CommandClient("bus-call", broker_endpoints(args))
     try:
         reply = client.request(args.service, args.command_name, arguments, timeout=args.timeout)
     finally:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from robocell.common.bus import Endpoints
+from robocell.common.bus.endpoints import broker_problem
 from robocell.common.bus.keys import KeyFileError
 from robocell.common.bus.plain import plain_problem
 from robocell.errors import CommandError
@@ -34,6 +35,17 @@ def endpoints_of(args: argparse.Namespace) -> Endpoints:
         return Endpoints.resolve(getattr(args, "broker", None), getattr(args, "curve_key", None))
     except (ValueError, KeyFileError) as exc:
         raise CommandError(str(exc)) from None
+
+
+def broker_endpoints(args: argparse.Namespace) -> Endpoints:
+    """The endpoints named by the parsed options, once a broker answers there: for a command
+    that needs the bus now (CommandError naming the address and how to start one, within a
+    few seconds, instead of waiting or blaming a service)."""
+    endpoints = endpoints_of(args)
+    problem = broker_problem(endpoints)
+    if problem is not None:
+        raise CommandError(problem)
+    return endpoints
 
 
 def _from_json_value(value: Any) -> Any:

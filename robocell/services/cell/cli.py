@@ -6,11 +6,10 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Node
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.options import add_remote_options, broker_endpoints, endpoints_of
 from robocell.errors import CommandError
 from robocell.services.cell.history import (
     DB_NAME,
@@ -23,6 +22,7 @@ from robocell.services.cell.history import (
     summary,
 )
 from robocell.services.cell.service import CellService
+from robocell.tools.cycle import scramble_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,24 +81,15 @@ def cmd_scramble(args: argparse.Namespace) -> int:
     if args.moves is not None and args.moves < 1:
         raise CommandError(f"--moves must be at least 1, not {args.moves}")
     request = {k: v for k, v in (("seed", args.seed), ("moves", args.moves)) if v is not None}
-    with Node("scramble-cli", endpoints_of(args), track_peers=False) as node:
+    with Node("scramble-cli", broker_endpoints(args), track_peers=False) as node:
         try:
             scrambled = node.call("cell", "scramble", request, timeout=10.0)
         except CommandFailed as exc:
             hint = (" (is the cell running? `robocell up --sim`)"
                     if exc.code == "unavailable" else "")
             raise CommandError(f"cannot scramble the twin: {exc}{hint}") from None
-    print(_scramble_line(scrambled))
+    print(scramble_line(scrambled))
     return 0
-
-
-def _scramble_line(scrambled: Any) -> str:
-    """What `cell scramble` prints of the simulator's answer."""
-    if isinstance(scrambled, dict) and "facelets" in scrambled:
-        extra = ", ".join(f"{k} {' '.join(v) if isinstance(v, list) else v}"
-                          for k, v in scrambled.items() if k != "facelets" and v)
-        return f"twin scrambled: {scrambled['facelets']}" + (f" ({extra})" if extra else "")
-    return f"twin scrambled: {json.dumps(scrambled)}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:

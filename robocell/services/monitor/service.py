@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
 import secrets
 import socket
 import sys
@@ -45,6 +46,7 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 
 from robocell.common.bus import Endpoints, Node
+from robocell.common.bus.liveness import ECHO_STALE_S, BrokerPresence
 from robocell.common.bus.views import jsonable
 from robocell.common.hosts import LOOPBACK_HOSTS, host_name
 from robocell.common.operator_control import (
@@ -153,6 +155,9 @@ class MonitorServer:
         self._graph_pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-sokoban-graph")
         """Waits on the Sokoban graph builds, apart from the control workers."""
         self._ticker: asyncio.Task[None] | None = None
+        self.presence = BrokerPresence()
+        """Whether the broker is there: this monitor's own heartbeat coming back through it."""
+        self._link_sent: dict[str, Any] | None = None
 
     # -- application -------------------------------------------------------------------------
 
@@ -179,11 +184,34 @@ class MonitorServer:
 
     def _start_node(self) -> Node:
         node = Node(self.name, self.endpoints, track_peers=False)
-        node.subscribe("", self.dashboard.ingest, prefix=True)
+        node.subscribe("", self._ingest, prefix=True)
         self.dashboard.receive_health = node.subscriber.stats.as_health
         node.start()
         node.set_state("ready", browsers=0)
         return node
+
+    def _ingest(self, env: Any) -> None:
+        if (env.topic == "heartbeat" and env.source == self.name
+                and env.payload.get("pid") == os.getpid()):
+            self.presence.on_own_heartbeat()
+        self.dashboard.ingest(env)
+
+    def link(self) -> dict[str, Any]:
+        """The monitor's link to the broker, as the page's badge and /healthz show it:
+        ``present``, ``connecting`` (just started, not heard yet) or ``absent``."""
+        up_s = self.presence.broker_up_s()
+        if up_s > 0:
+            return {"broker": "present", "address": self.endpoints.subscribe, "problem": None}
+        if -up_s < ECHO_STALE_S and self.presence.never_heard():
+            return {"broker": "connecting", "address": self.endpoints.subscribe,
+                    "problem": None}
+        return {"broker": "absent", "address": self.endpoints.subscribe,
+                "problem": f"no broker answers at {self.endpoints.subscribe}; start one with "
+                           "`robocell broker &` or the whole cell with `robocell up --sim`"}
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every view as it is now, with the link to the broker."""
+        return {**self.dashboard.snapshot(), "link": self.link()}
 
     async def _on_shutdown(self, app: web.Application) -> None:
         for browser in list(self.browsers):
@@ -208,6 +236,9 @@ class MonitorServer:
                 print(f"monitor: cannot build the dashboard's views: {type(exc).__name__}: "
                       f"{exc}", file=sys.stderr, flush=True)
                 continue
+            link = self.link()
+            if link != self._link_sent:
+                views["link"] = self._link_sent = link
             if views:
                 for browser in self.browsers:
                     browser.queue_views(views)
@@ -229,7 +260,7 @@ class MonitorServer:
         return web.FileResponse(STATIC_DIR / "index.html")
 
     async def _snapshot(self, request: web.Request) -> web.Response:
-        return web.json_response(self.dashboard.snapshot(), dumps=json.dumps)
+        return web.json_response(self.snapshot(), dumps=json.dumps)
 
     async def _explorer_file(self, request: web.Request) -> web.StreamResponse:
         """The explorer's script or style, from the Sokoban package (the same files the
@@ -256,8 +287,9 @@ class MonitorServer:
         return web.json_response(data, dumps=json.dumps)
 
     async def _health(self, request: web.Request) -> web.Response:
-        linked = self.node is not None
-        return web.json_response({"ok": linked, "service": self.name,
+        link = self.link()
+        linked = self.node is not None and link["broker"] == "present"
+        return web.json_response({"ok": linked, "service": self.name, **link,
                                   "ingested": self.dashboard.ingested,
                                   "browsers": len(self.browsers),
                                   "refused_controls": self.refused_controls},
@@ -274,7 +306,7 @@ class MonitorServer:
         await ws.prepare(request)
         browser = Browser(ws, request.remote or "?")
         browser.queue_message(self._hello(browser))
-        browser.queue_views(self.dashboard.snapshot())
+        browser.queue_views(self.snapshot())
         self.browsers.add(browser)
         self._announce_browsers()
         sender = asyncio.create_task(browser.run_sender())
