@@ -8,8 +8,9 @@ import asyncio
 import time
 
 import pytest
+import websockets
 from mcap.reader import make_reader
-from support.foxglove import FoxgloveClient
+from support.foxglove import SUBPROTOCOLS, FoxgloveClient
 from support.monitor import run_async, start_broker
 
 from robocell.common.bus import Endpoints, Node, Subscriber
@@ -113,3 +114,43 @@ def test_token_guesses_are_rate_limited_across_connections(broker):
         assert bridge.services is not None and bridge.services.refused == tried + refused
     finally:
         bridge.stop()
+
+
+async def crowd_then_operator(url: str, crowd: int) -> tuple[int, list[str], list[str]]:
+    """``crowd`` connections from 127.0.0.2 held open, then an operator from 127.0.0.1:
+    (the crowd's accepted count, the crowd's refusals, the services the operator sees)."""
+    held, refusals = [], []
+    for _ in range(crowd):
+        try:
+            ws = await asyncio.wait_for(websockets.connect(
+                url, subprotocols=SUBPROTOCOLS, local_addr=("127.0.0.2", 0)), 10.0)
+            held.append(ws)
+        except websockets.InvalidStatus as exc:
+            assert exc.response.status_code == 503
+            refusals.append(exc.response.body.decode())
+        except TimeoutError:
+            refusals.append("no answer")  # silence: what must never happen
+    try:
+        async with FoxgloveClient.connect(url) as fox:
+            await fox.until_advertised([], ["cell.estop"], timeout=10.0)
+            services = sorted(fox.services)
+    finally:
+        for ws in held:
+            await ws.close()
+    return len(held), refusals, services
+
+
+def test_a_crowd_of_clients_never_locks_the_operator_out_silently(broker):
+    """Issue 49 item 9: one address opening connection after connection is bounded and
+    refused in words, and an operator from another address still gets the E-STOP."""
+    bridge = FoxgloveBridge(Endpoints.from_base(broker), TOKEN, "127.0.0.1", 0)
+    bridge.start()
+    try:
+        accepted, refusals, services = run_async(crowd_then_operator(
+            f"ws://127.0.0.1:{bridge.port}", crowd=110))
+    finally:
+        bridge.stop()
+    assert "cell.estop" in services
+    assert "no answer" not in refusals
+    assert accepted < 100 and len(refusals) == 110 - accepted
+    assert all("Foxglove connections already open from 127.0.0.2" in r for r in refusals)
