@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from robocell.common.bus import CommandFailed, Node
-from robocell.common.bus.liveness import STALE_AFTER_S
+from robocell.common.bus.liveness import HEARTBEAT_PERIOD_S, STALE_AFTER_S
 from robocell.common.bus.options import add_remote_options, broker_endpoints
 from robocell.errors import CommandError
 
@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_cycle)
 
 
+BROKER_SILENT_S = 1.5 * HEARTBEAT_PERIOD_S
+"""No heartbeat from any service for this long while the cell's is stale: the broker, which
+beats every period itself while it lives, is lost, not the cell."""
 
 
 class CycleFollower:
@@ -60,16 +63,18 @@ class CycleFollower:
             if now >= deadline:
                 raise CommandError(f"no result for cycle {cycle_id} within {timeout:.0f} s "
                                    f"(last stage: {stage})")
-            if now - last_beat > STALE_AFTER_S:
-                raise CommandError(f"the broker {self.broker} went away: no heartbeat from "
-                                   f"any service for {now - last_beat:.1f} s during cycle "
-                                   f"{cycle_id} (stage {stage}); restart the broker, then "
-                                   "`robocell history` shows how the cycle ended")
-            if now - last_cell_beat > STALE_AFTER_S:
+            if now - last_cell_beat > STALE_AFTER_S or now - last_beat > STALE_AFTER_S:
+                silent = now - last_beat
+                if silent > BROKER_SILENT_S:  # every heartbeat stopped, the cell's among them
+                    raise CommandError(
+                        f"lost the broker {self.broker}: no heartbeat from any service for "
+                        f"{silent:.1f} s during cycle {cycle_id} (stage {stage}); the cell "
+                        "may go on and finish it: restart the broker, then `robocell "
+                        "history` shows how the cycle ended")
                 raise CommandError(f"the cell service went away: no heartbeat for "
                                    f"{now - last_cell_beat:.1f} s during cycle {cycle_id} "
-                                   f"(stage {stage}); restart `robocell cell` and start a "
-                                   "new cycle")
+                                   f"(stage {stage}) while other services beat; restart "
+                                   "`robocell cell` and start a new cycle")
             try:
                 arrived, env = self.events.get(timeout=0.25)
             except queue.Empty:
