@@ -3,7 +3,8 @@ robot that is not its profile, and how close they come after `robocell calibrate
 
 Per profile (default six-motor and tilt-spin) the simulated cell runs as local processes with
 a physics file unlike the profile (`PHYSICS`: slower to accelerate, longer to settle, a start
-latency, a slower motor, as in issue 47's example), motors sped up by --speed (the robot's
+latency, a slower motor, as in issue 47's example; the same robot under the calibrated
+profile, so its values are written out, not scaled), motors sped up by --speed (the robot's
 clock, which the firmware simulator reports, is not sped up). Then:
 
 1. the nominal profile: --cycles seeded cycles, each plan's predicted robot time against the
@@ -39,29 +40,35 @@ from robocell.services.cell.history import HISTORY_ENV, CycleLog, percentile
 from robocell.tools.cycle import follow_cycle
 
 PHYSICS = {
-    # issue 47's example: every motor accelerates at 55 % of what the profile says, settles
-    # 28 ms, starts 4 ms after its command; R turns at 80 % of its declared top speed
+    # issue 47's example: every motor accelerates at 55 % of what the profile says (43,000
+    # deg/s^2), settles 28 ms, starts 4 ms after its command; R tops at 80 % of its declared
+    # 1,300 deg/s. Written as the values, not as scales: a scale multiplies the values of
+    # the profile the simulator is given, and the calibrated cell must move the same robot
     "six-motor": """\
 [defaults]
-accel_scale = 0.55
+accel_dps2 = 23650
+speed_dps = 1300
 settle_ms = 28
 start_latency_ms = 4
 [motors.R]
-speed_scale = 0.8
+speed_dps = 1040
 [cube]
 cut_tolerance_deg = 17
 """,
-    # the servos settle 80 ms and start 4 ms late; the turntable accelerates at 70 % and
-    # tops at 85 % of its declared speed; the flipper moves at 80 % of its declared speed
+    # every motor settles 80 ms and starts 4 ms late; the turntable accelerates at 70 % and
+    # tops at 85 % of its declared 3,000 deg/s^2 and 300 deg/s; the flipper moves at 80 % of
+    # its declared 450 deg/s, the cover at its declared 600
     "tilt-spin": """\
 [defaults]
 settle_ms = 80
 start_latency_ms = 4
 [motors.table]
-accel_scale = 0.7
-speed_scale = 0.85
+accel_dps2 = 2100
+speed_dps = 255
+[motors.cover]
+speed_dps = 600
 [motors.flip]
-speed_scale = 0.8
+speed_dps = 360
 """,
 }
 CYCLE_TIMEOUT_S = 600.0
