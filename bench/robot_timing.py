@@ -91,17 +91,17 @@ class Phase:
     def row(self) -> str:
         absolute = [abs(e) for e in self.errors_pct]
         if not absolute:
-            return f"{self.profile:<10} {self.label:<11} {self.cycles:>6} {self.solved:>6}   -"
-        return (f"{self.profile:<10} {self.label:<11} {self.cycles:>6} {self.solved:>6} "
+            return f"{self.profile:<17} {self.label:<11} {self.cycles:>6} {self.solved:>6}   -"
+        return (f"{self.profile:<17} {self.label:<11} {self.cycles:>6} {self.solved:>6} "
                 f"{statistics.fmean(self.errors_pct):>+9.2f} {statistics.fmean(absolute):>9.2f} "
                 f"{percentile(absolute, 0.95):>9.2f} {max(absolute):>9.2f} "
                 f"{statistics.fmean(self.predicted_ms):>10.0f} "
                 f"{statistics.fmean(self.measured_ms):>10.0f}")
 
 
-HEADER = (f"{'profile':<10} {'phase':<11} {'cycles':>6} {'solved':>6} {'mean err':>9} "
+HEADER = (f"{'profile':<17} {'phase':<11} {'cycles':>6} {'solved':>6} {'mean err':>9} "
           f"{'mean |err|':>9} {'p95 |err|':>9} {'max |err|':>9} {'predicted':>10} "
-          f"{'measured':>10}\n{'':<35}{'%':>9} {'%':>9} {'%':>9} {'%':>9} {'ms':>10} {'ms':>10}")
+          f"{'measured':>10}\n{'':<42}{'%':>9} {'%':>9} {'%':>9} {'%':>9} {'ms':>10} {'ms':>10}")
 
 
 def run_cycles(node: Node, seeds: range) -> int:
