@@ -24,7 +24,7 @@ from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.profile import Profile, ProfileError, load_profile, parse_profile, profile_path
 from robocell.errors import CommandError
 from robocell.robot.calibration import Observations, calibrated_text, fit
-from robocell.robot.motion import load_motors
+from robocell.robot.motion import load_motors, predicted_plan_ms
 
 PLAN_TIMEOUT_S = 600.0
 """Longest one timing plan may take (a real robot at 1x, a few hundred primitives)."""
@@ -72,8 +72,7 @@ def run_plan(node: Node, results: queue.Queue, profile: Profile,
     size = profile.size or 3
     plan = {"plan_id": plan_id, "puzzle": f"{size}x{size}x{size}", "profile": profile.name,
             "facelets": "", "primitives": primitives, "face_turns": [],
-            "predicted_ms": profile.cost_ms(sum(profile.primitive(p).cost
-                                                for p in primitives)), "search": {}}
+            "predicted_ms": predicted_plan_ms(profile, primitives), "search": {}}
     try:
         node.call("actuator", "execute", {"plan": plan}, timeout=10.0)
     except CommandFailed as exc:

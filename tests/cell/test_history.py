@@ -21,6 +21,7 @@ from robocell.services.cell.history import (
     HistoryError,
     parse_since,
     percentile,
+    prediction_flag,
     summary,
 )
 
@@ -189,3 +190,18 @@ def test_history_on_a_file_that_is_not_a_cycle_log_says_so_and_exits_2(tmp_path,
     else:  # SQLite takes an empty file as an empty database: no schema yet
         assert done.returncode == 2, done.stderr
         assert "schema version 0" in done.stderr
+
+
+def test_a_cycle_more_than_10_percent_off_its_prediction_is_flagged_naming_the_fix():
+    # 11 % slower and 11 % faster than predicted (of the measured time): flagged both ways
+    for measured in (1000.0, 900.9):
+        flag = prediction_flag("c7", 890.0 if measured == 1000.0 else 1000.0, measured)
+        assert flag is not None and flag["code"] == "prediction_off"
+        assert flag["action"] == "run robocell calibrate"
+        assert "c7" in flag["message"] and "no longer matches the robot" in flag["message"]
+        assert abs(flag["detail"]["error_pct"]) > 10.0
+    # within 10 %, or a time unknown: nothing to say
+    assert prediction_flag("c8", 910.0, 1000.0) is None
+    assert prediction_flag("c8", 1090.0, 1000.0) is None
+    assert prediction_flag("c9", None, 1000.0) is None
+    assert prediction_flag("c9", 1000.0, None) is None

@@ -251,3 +251,38 @@ def test_the_badge_says_no_broker_when_the_monitor_has_none(page, tmp_path):
         assert nowhere in badge.get_attribute("title")
     finally:
         monitor.stop()
+
+
+def test_the_plan_panel_shows_predicted_and_measured_robot_time_and_the_error(cell, page):
+    open_dashboard(page, cell.url)
+    solver = Publisher("solver", cell.endpoints)
+    actuator = Publisher("actuator", cell.endpoints)
+    try:
+        for p in (solver, actuator):
+            assert p.wait_linked(5.0)
+        primitives = ["R", "U2", "F'"]
+        for plan_id, predicted, measured, off in (("plan-31", 1500.0, 1560.0, "false"),
+                                                  ("plan-32", 1600.0, 2000.0, "true")):
+            solver.publish("solver.plan", {
+                "plan_id": plan_id, "puzzle": "3x3x3", "profile": "six-motor",
+                "facelets": solved(3), "primitives": primitives, "face_turns": primitives,
+                "predicted_ms": predicted, "search": {}})
+            page.wait_for_selector(f"#plan-timing:has-text('predicted {predicted / 1000:.2f} s "
+                                   "· measured after execution')", timeout=UI_TIMEOUT_MS)
+            actuator.publish("actuator.result", {
+                "plan_id": plan_id, "ok": True, "executed": 3, "n_steps": 3,
+                "duration_s": 0.05, "last_line": 7, "boot_id": "b1",
+                "predicted_ms": predicted, "measured_ms": measured,
+                "primitive_ms": [measured / 3] * 3})
+            page.wait_for_selector(f"#plan-timing:has-text('measured {measured / 1000:.2f} s')",
+                                   timeout=UI_TIMEOUT_MS)
+            assert page.get_attribute("#plan-timing", "data-off") == off
+            if off == "false":  # (1560 - 1500) / 1560
+                assert "error +3.8 %" in page.inner_text("#plan-timing")
+        # (2000 - 1600) / 2000: 20 % slower than predicted, flagged with the fix
+        timing = page.inner_text("#plan-timing")
+        assert "error +20.0 %" in timing and "run robocell calibrate" in timing
+    finally:
+        for p in (solver, actuator):
+            p.close()
+    assert page.js_errors == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from robocell.common.profile import ProfileError, load_profile, parse_profile
-from robocell.robot.motion import compile_motion, load_motors
+from robocell.robot.motion import compile_motion, load_motors, predicted_plan_ms
 from robocell.services.actuator.executor import Compiler, Execution, PlanMismatch
 
 
@@ -106,3 +106,20 @@ def test_emergency_stop_brakes_from_the_speed_of_the_moment(soltvvo):
     stop_ms, fraction = motor.emergency_stop(90.0, 42.5)   # cruising at 1500 deg/s
     assert stop_ms == pytest.approx(25.0) and 0.4 < fraction < 0.9
     assert motor.emergency_stop(90.0, 85.0)[1] == pytest.approx(1.0)  # already there
+
+
+@pytest.mark.parametrize("name", ["soltvvo-2x2", "six-motor", "tilt-spin"])
+def test_a_plans_prediction_is_the_actuators_motion_model_not_the_declared_costs(name):
+    # the same primitive costs more or less by what the one before left the servos doing:
+    # the prediction replays the motions, as the actuator and the simulated robot do
+    profile = load_profile(name)
+    names = [p.name for p in profile.primitives]
+    plan = (names * 3)[::-1][:40]
+    assert predicted_plan_ms(profile, plan) == pytest.approx(
+        Compiler(profile).plan(plan).predicted_ms, abs=1e-9)
+    assert predicted_plan_ms(profile, []) == 0.0
+
+
+def test_a_metric_profile_without_motors_is_predicted_by_its_declared_costs():
+    htm = load_profile("htm")
+    assert predicted_plan_ms(htm, ["R", "U2", "F'"]) == htm.cost_ms(3)

@@ -41,7 +41,8 @@ def test_solve_takes_no_puzzle_argument():
 def test_a_solutions_moves_stay_a_list_into_the_plan():
     moves = parse_moves("R U2 F'")
     solution = Solution(puzzle="3x3x3", profile="htm", facelets="", primitives=["R", "U2", "F'"],
-                        moves=moves, cost=3.0, cost_ms=300.0, solve_ms=1.0)
+                        moves=moves, cost=3.0, cost_ms=300.0, solve_ms=1.0,
+                        robot_ms=300.0)
     row = solution.to_dict()
     assert row["moves"] == ["R", "U2", "F'"]
     plan = plan_message(row, "p1", None, 2.0)
@@ -49,5 +50,6 @@ def test_a_solutions_moves_stay_a_list_into_the_plan():
     validate_payload("solver.plan", plan.to_payload())
     assert "scan_id" not in plan.to_payload()  # not known: absent, not null
     already_solved = Solution(puzzle="3x3x3", profile="htm", facelets="", primitives=[],
-                              moves=[], cost=0.0, cost_ms=0.0, solve_ms=1.0)
+                              moves=[], cost=0.0, cost_ms=0.0, solve_ms=1.0,
+                              robot_ms=0.0)
     assert plan_message(already_solved.to_dict(), "p2", "s1", 2.0).face_turns == []

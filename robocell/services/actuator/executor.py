@@ -19,10 +19,10 @@ from robocell.robot.motion import (
     PrimitiveMotion,
     ScanProgram,
     WireCommand,
-    command_targets,
     compile_primitives,
     load_motors,
     load_scan,
+    timed_commands,
 )
 
 
@@ -147,13 +147,9 @@ class Compiler:
 
     @staticmethod
     def _lines(commands: tuple[WireCommand, ...], step: int, model: MotorModel) -> list[Line]:
-        out = []
-        for command in commands:
-            targets = command_targets(command)
-            duration = model.duration_ms(command.verb, targets)
-            model.apply(command.verb, targets)
-            out.append(Line(command.text, step, duration))
-        return out
+        return [Line(command.text, step, duration)
+                for command, duration in zip(commands, timed_commands(commands, model),
+                                             strict=True)]
 
 
 @dataclass

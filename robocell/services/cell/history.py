@@ -138,6 +138,24 @@ def prediction_error_pct(predicted_ms: float | None, measured_ms: float | None) 
     return 100.0 * (measured_ms - predicted_ms) / measured_ms
 
 
+def prediction_flag(cycle_id: str, predicted_ms: float | None,
+                    measured_ms: float | None) -> dict[str, Any] | None:
+    """The `errors` message for a cycle whose measured robot time is off its plan's
+    prediction by more than `ERROR_FLAG` (the profile no longer describes this robot), or
+    None when it is within it or either time is unknown."""
+    error = prediction_error_pct(predicted_ms, measured_ms)
+    if error is None or abs(error) <= 100 * ERROR_FLAG:
+        return None
+    return {
+        "service": "cell", "stage": "executing", "code": "prediction_off",
+        "message": f"cycle {cycle_id}: the robot took {measured_ms:,.0f} ms, the plan "
+                   f"predicted {predicted_ms:,.0f} ms ({error:+.1f} %): the profile no longer "
+                   "matches the robot",
+        "action": "run robocell calibrate",
+        "detail": {"cycle_id": cycle_id, "predicted_ms": predicted_ms,
+                   "measured_ms": measured_ms, "error_pct": round(error, 2)}}
+
+
 class CycleLog:
     """The cycle log at ``path`` (created with its directory when missing)."""
 

@@ -23,6 +23,7 @@ from robocell.common.bus import CommandFailed
 from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import ROTATIONS
 from robocell.common.profile import Profile, ProfileError, load_profile
+from robocell.robot.motion import predicted_plan_ms
 
 MARGIN_S = 0.02
 """A rest's search ends this long before the robot needs it: the solver's reply and the
@@ -148,7 +149,7 @@ def amended_plan(plan: dict[str, Any], primitives: list[str], amendments: int
     primitives and predicted time; the face turns of the plan as found no longer describe
     it, so they are left out (``found_predicted_ms`` keeps what it predicted)."""
     profile = load_profile(plan["profile"])
-    units = sum(profile.primitive(p).cost for p in primitives)
     return {**plan, "primitives": primitives, "face_turns": [],
-            "predicted_ms": round(profile.cost_ms(units), 3), "amendments": amendments,
+            "predicted_ms": round(predicted_plan_ms(profile, primitives), 3),
+            "amendments": amendments,
             "found_predicted_ms": plan["predicted_ms"]}

@@ -32,12 +32,11 @@ from robocell.common.bus.liveness import BrokerPresence
 from robocell.common.malloc import freeze_startup_objects
 from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
 from robocell.services.cell.history import (
-    ERROR_FLAG,
     CycleLog,
     CycleRecord,
     HistoryError,
     LogBusy,
-    prediction_error_pct,
+    prediction_flag,
     summary,
 )
 
@@ -296,19 +295,12 @@ class CellService:
 
     def _flag_prediction(self, result: CycleResult) -> None:
         """On `errors` when the robot's measured time is off the plan's prediction by more
-        than `ERROR_FLAG`: the profile no longer describes this robot."""
-        predicted = None if result.plan is None else result.plan.get("predicted_ms")
-        error = prediction_error_pct(predicted, result.measured_ms)
-        if error is None or abs(error) <= 100 * ERROR_FLAG:
-            return
-        self.node.publish("errors", {
-            "service": "cell", "stage": "executing", "code": "prediction_off",
-            "message": f"cycle {result.cycle_id}: the robot took {result.measured_ms:,.0f} ms, "
-                       f"the plan predicted {predicted:,.0f} ms ({error:+.1f} %): the profile "
-                       "no longer matches the robot",
-            "action": "run robocell calibrate",
-            "detail": {"cycle_id": result.cycle_id, "predicted_ms": predicted,
-                       "measured_ms": result.measured_ms, "error_pct": round(error, 2)}})
+        than `history.ERROR_FLAG`: the profile no longer describes this robot."""
+        flag = prediction_flag(result.cycle_id,
+                               None if result.plan is None else result.plan.get("predicted_ms"),
+                               result.measured_ms)
+        if flag is not None:
+            self.node.publish("errors", flag)
 
     def on_estop(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Stop the robot at once and abandon the running cycle (it reports `failed`)."""

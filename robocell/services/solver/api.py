@@ -5,6 +5,7 @@ from __future__ import annotations
 from robocell.common.facelets import relabel_by_centres
 from robocell.common.profile import load_profile
 from robocell.common.validation import validate
+from robocell.robot.motion import predicted_plan_ms
 from robocell.services.solver.solution import Solution
 
 DEFAULT_PROFILE = {2: "htm", 3: "htm"}
@@ -31,13 +32,15 @@ def solve(facelets: str, profile: str | None = None, *, max_length: int | None =
         # lazy: numba and the 2x2 tables (~0.6 s); `robocell cube` loads this module
         from robocell.services.solver.cube2.solver import solve_2x2
 
-        return solve_2x2(facelets, chosen)
-    # lazy: numba and the two-phase tables; a 2x2 solve needs neither
-    from robocell.services.solver.cube3.solver import solve_3x3
+        plan = solve_2x2(facelets, chosen)
+    else:
+        # lazy: numba and the two-phase tables; a 2x2 solve needs neither
+        from robocell.services.solver.cube3.solver import solve_3x3
 
-    # a cube sitting rotated (centres not in U R F D L B order) is solved in the robot's
-    # frame: name each colour after the position of its centre first
-    plan = solve_3x3(relabel_by_centres(facelets), chosen, max_length=max_length,
-                     timeout=timeout, part=part)
-    plan.facelets = facelets
+        # a cube sitting rotated (centres not in U R F D L B order) is solved in the robot's
+        # frame: name each colour after the position of its centre first
+        plan = solve_3x3(relabel_by_centres(facelets), chosen, max_length=max_length,
+                         timeout=timeout, part=part)
+        plan.facelets = facelets
+    plan.robot_ms = predicted_plan_ms(chosen, plan.primitives)
     return plan

@@ -63,12 +63,14 @@ def merge_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 def plan_message(solution: dict[str, Any], plan_id: str, scan_id: str | None,
                  service_ms: float) -> Plan:
     """The `solver.plan` message for a worker's solution (see `Solution.to_dict`); without
-    a ``scan_id`` the field is absent."""
+    a ``scan_id`` the field is absent. Its ``predicted_ms`` is the robot time the profile's
+    motion model predicts (``robot_ms``), the model the simulated robot moves by and
+    `robocell calibrate` fits: not the declared primitive costs the search priced it by."""
     return Plan(
         plan_id=plan_id, scan_id=UNSET if scan_id is None else scan_id,
         puzzle=solution["puzzle"], profile=solution["profile"], facelets=solution["facelets"],
         primitives=list(solution["primitives"]), face_turns=list(solution["moves"]),
-        predicted_ms=float(solution["cost_ms"]),
+        predicted_ms=float(solution["robot_ms"]),
         search={"solve_ms": solution["solve_ms"], "service_ms": round(service_ms, 3),
                 "length": solution["length"], "cost_units": solution["cost"],
                 "optimal": solution["optimal"], **solution.get("stats", {})},

@@ -16,7 +16,10 @@ class Solution:
     """The library's answer. ``moves`` are face turns (and rotations) in the robot's frame that
     take ``facelets`` to solved (in any orientation when the profile allows it);
     ``primitives`` name the profile's primitives in execution order; ``cost`` is the robot
-    time in profile units (for metric profiles: the move count)."""
+    time in profile units (for metric profiles: the move count), the price the search
+    minimised; ``robot_ms`` the robot time its motion model predicts for the primitives
+    (`robocell.robot.motion.predicted_plan_ms`, set by `robocell.services.solver.api.solve`):
+    what the robot is expected to take, and what its measured time is checked against."""
 
     puzzle: str
     profile: str
@@ -28,6 +31,7 @@ class Solution:
     solve_ms: float
     optimal: bool = False
     stats: dict = field(default_factory=dict)
+    robot_ms: float | None = None
 
     @property
     def length(self) -> int:
@@ -40,5 +44,6 @@ class Solution:
             "puzzle": self.puzzle, "profile": self.profile, "facelets": self.facelets,
             "primitives": list(self.primitives), "moves": [str(m) for m in self.moves],
             "length": self.length, "cost": self.cost, "cost_ms": self.cost_ms,
-            "solve_ms": round(self.solve_ms, 4), "optimal": self.optimal, "stats": self.stats,
+            "robot_ms": self.robot_ms, "solve_ms": round(self.solve_ms, 4),
+            "optimal": self.optimal, "stats": self.stats,
         }

@@ -341,6 +341,7 @@
       list.textContent = "";
       list.dataset.planId = "";
       $("plan-meta").textContent = ""; $("progress-text").textContent = "";
+      $("plan-timing").textContent = "";
       return;
     }
     $("plan-meta").textContent = `${plan.puzzle} · ${plan.profile} · ${plan.primitives.length} primitives · predicted ${(plan.predicted_ms / 1000).toFixed(2)} s`;
@@ -368,6 +369,7 @@
       fraction = current.n_steps ? current.step / current.n_steps : 0;
       text = `${current.state}: step ${current.step + 1} of ${current.n_steps} (${current.primitive}) · ETA ${current.eta_s.toFixed(1)} s`;
     }
+    drawRobotTime(plan, done);
     $("progress-bar").style.width = `${(100 * fraction).toFixed(1)}%`;
     $("progress-bar").className = done && !done.ok ? "bad" : "";
     $("progress-text").textContent = text;
@@ -376,6 +378,28 @@
       (Object.keys(s).length ? ` · search ${Object.entries(s).map(([k, v]) => `${k} ${v}`).join(", ")}` : "");
     const cur = list.querySelector(".current");
     if (cur) cur.scrollIntoView({ block: "nearest" });
+  }
+
+  // A cycle whose measured robot time is this far off its prediction (in percent of the
+  // measured time) is flagged by the cell (robocell.services.cell.history.ERROR_FLAG).
+  const PREDICTION_FLAG_PCT = 10;
+
+  function drawRobotTime(plan, done) {
+    // the plan's predicted robot time, and once it ran, the robot's measured motion time
+    const line = $("plan-timing"), seconds = (ms) => `${(ms / 1000).toFixed(2)} s`;
+    const measured = done ? done.measured_ms : null;
+    if (!measured) {  // absent, null (not finished, a protocol-1 firmware) or nothing moved
+      line.textContent = `robot time: predicted ${seconds(plan.predicted_ms)} · measured ` +
+        (done ? "not reported" : "after execution");
+      line.dataset.off = "";
+      return;
+    }
+    const error = 100 * (measured - plan.predicted_ms) / measured;
+    const off = Math.abs(error) > PREDICTION_FLAG_PCT;
+    line.textContent = `robot time: predicted ${seconds(plan.predicted_ms)} · measured ` +
+      `${seconds(measured)} · error ${error >= 0 ? "+" : ""}${error.toFixed(1)} %` +
+      (off ? " · the profile no longer matches the robot: run robocell calibrate" : "");
+    line.dataset.off = off ? "true" : "false";
   }
 
   function drawCell(status) {
