@@ -7,6 +7,10 @@ run by run, in the other order every second round, so the machine's drift falls 
 A short warm-up run of each first fills the numba caches, so no measured run compiles. Printed
 side by side, medians over the rounds, with the change of ``--after`` against ``--before``.
 
+First the same work in both, timed in CPU seconds (what a loaded machine disturbs least):
+the robot-time search resumed a fixed number of turns on seeded cubes, and the Sokoban search
+to a node limit in five modes (run by this script as a worker with each checkout's code; the
+node counts show whether the two searches are the same). Then the benches as they run.
 The inputs are bounded to a few minutes a checkout and round: the two-phase search's first
 solution and 10 ms budget on seeded random cubes (a control where the face-turn search did not
 change), the robot-time search on two profiles at the solver's default robot budget (the
@@ -31,7 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 SOLVER_CONFIGS = ("ours-first", "ours-10ms", "robot-six-motor", "robot-tilt-spin")
 SOKOBAN_RUNS = {
     "microban 95-124, optimal A*, 10 s": ["microban", "--start", "95", "--first", "30",
@@ -42,6 +45,15 @@ SOKOBAN_RUNS = {
                                                        "--schedule", "2fom/0:10"],
 }
 """Sokoban inputs: a name -> the arguments of `sokoban_collections.py`."""
+FIXED_ROBOT = (("six-motor", 30, 60), ("tilt-spin", 15, 30))
+"""Fixed work of the robot-time search: (profile, cubes, turns of the search a cube)."""
+FIXED_SOKOBAN = {"optimal A*": {"weight": 1}, "moves metric": {"weight": 1, "metric": "moves"},
+                 "weight 3, no macros": {"weight": 3, "macros": False},
+                 "feature search": {"weight": 2, "features": True, "packing": True},
+                 "box moves": {"weight": 2, "features": True, "packing": True,
+                               "box_moves": True, "heap_every": 0}}
+"""Fixed work of the Sokoban search: XSokoban 1-6 to `FIXED_NODES` nodes, in these modes."""
+FIXED_NODES = 150_000
 RUN_TIMEOUT_S = 1800
 
 
@@ -54,18 +66,73 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_script(checkout: Path, script: str, args: list[str]) -> tuple[str, float]:
-    """Run ``bench/<script>`` of ``checkout`` with its own code: (its stdout, the CPU seconds
-    its process took, start-up included)."""
+def run_script(checkout: Path, script: Path, args: list[str]) -> tuple[str, float]:
+    """Run ``script`` with ``checkout``'s code: (its stdout, the CPU seconds its process took,
+    start-up included)."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
     cpu = children_cpu_s()
-    out = subprocess.run([sys.executable, str(checkout / "bench" / script), *args], env=env,
+    out = subprocess.run([sys.executable, str(script), *args], env=env,
                          cwd=checkout, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
                          check=False)
     if out.returncode != 0:
-        raise BenchRunError(f"{script} {' '.join(args)} in {checkout} exited "
+        raise BenchRunError(f"{script.name} {' '.join(args)} with {checkout} exited "
                             f"{out.returncode}:\n{out.stderr[-3000:]}")
     return out.stdout, children_cpu_s() - cpu
+
+
+def fixed_work() -> None:
+    """(Run as ``--worker`` with one checkout's code.) The same work in any checkout, timed in
+    CPU seconds: the robot-time search resumed a turn at a time (`RobotTimeSearch.solutions`
+    with no time: one slice of steps a call) on seeded cubes, and the Sokoban search to a node
+    limit with no timeout. Prints one JSON line: per input, the nodes or expansions (equal
+    when the two searches are) and the CPU seconds."""
+    # imported here: the worker runs with the checkout under test on PYTHONPATH, the driver
+    # compares two checkouts and imports neither
+    import numpy as np
+
+    from robocell.common.paths import shared_data_dir
+    from robocell.common.profile import load_profile
+    from robocell.common.scramble import random_cubie_state
+    from robocell.sokoban.board import build_board
+    from robocell.sokoban.level import load_levels
+    from robocell.sokoban.solver import solve
+    try:
+        from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch
+    except ModuleNotFoundError:  # a checkout from before the robot_time package
+        from robocell.services.solver.cube3.timed import RobotTimeSearch
+
+    out = {}
+    for name, cubes, turns in FIXED_ROBOT:
+        profile = load_profile(name)
+        for _ in RobotTimeSearch(random_cubie_state(3, 1), profile, (0, 2)).solutions(0.0):
+            pass  # compiled and the tables mapped before the clock starts
+        nodes, cpu = 0, 0.0
+        for seed in range(cubes):
+            search = RobotTimeSearch(random_cubie_state(3, 900 + seed), profile, (0, 2))
+            best = np.inf
+            started = time.process_time()
+            for _ in range(turns):
+                for _, cost in search.solutions(0.0, best):
+                    best = cost
+            cpu += time.process_time() - started
+            nodes += search.nodes
+        out[f"robot-time search, {name}, {cubes} cubes x {turns} turns"] = [nodes, cpu]
+    data = shared_data_dir() / "sokoban"
+    solve(build_board(load_levels(data / "microban.txt")[0]))  # compiled before the clock
+    levels = load_levels(data / "xsokoban-original-extra.txt")[:6]
+    for mode, options in FIXED_SOKOBAN.items():
+        expanded, started = 0, time.process_time()
+        for level in levels:
+            expanded += solve(build_board(level), max_nodes=FIXED_NODES, **options).expanded
+        out[f"Sokoban XSokoban 1-6, {mode}, to {FIXED_NODES:,} nodes"] = [
+            expanded, time.process_time() - started]
+    print(json.dumps(out))
+
+
+def fixed_figures(checkout: Path) -> dict[str, list]:
+    """`fixed_work` run with ``checkout``'s code."""
+    stdout, _ = run_script(checkout, Path(__file__).resolve(), ["--worker"])
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def solver_figures(checkout: Path, args: argparse.Namespace, out: Path,
@@ -73,7 +140,7 @@ def solver_figures(checkout: Path, args: argparse.Namespace, out: Path,
     """The rows `solver_3x3.py` writes to ``out`` (per config: length, wall and CPU times,
     robot ms)."""
     out.unlink(missing_ok=True)
-    run_script(checkout, "solver_3x3.py", [
+    run_script(checkout, checkout / "bench" / "solver_3x3.py", [
         "--configs", ",".join(SOLVER_CONFIGS), "--cubes", str(cubes), "--seed", str(args.seed),
         "--robot-cubes", str(robot_cubes), "--robot-timeout", str(args.robot_timeout),
         "--out", str(out)])
@@ -83,7 +150,8 @@ def solver_figures(checkout: Path, args: argparse.Namespace, out: Path,
 def sokoban_rows(checkout: Path, run_args: list[str], out: Path) -> tuple[list[dict], float]:
     """The per-level rows `sokoban_collections.py` writes to its markdown table ``out``, and
     the CPU seconds of its process."""
-    _, cpu = run_script(checkout, "sokoban_collections.py", [*run_args, "--out", str(out)])
+    _, cpu = run_script(checkout, checkout / "bench" / "sokoban_collections.py",
+                        [*run_args, "--out", str(out)])
     rows = []
     for line in out.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -107,6 +175,9 @@ def one_round(checkouts: dict[str, Path], args: argparse.Namespace, scratch: Pat
               order: list[str]) -> dict[str, dict]:
     """Every input once in each checkout, taking turns in ``order``."""
     results: dict[str, dict] = {name: {"solver": {}, "sokoban": {}} for name in checkouts}
+    for name in order:
+        print(f"  {name}: fixed work ...", file=sys.stderr, flush=True)
+        results[name]["fixed"] = fixed_figures(checkouts[name])
     for name in order:
         print(f"  {name}: solver_3x3 ...", file=sys.stderr, flush=True)
         results[name]["solver"] = solver_figures(checkouts[name], args,
@@ -132,6 +203,17 @@ def median_of(rounds: list[dict], name: str, *path: str) -> float:
 
 def change(before: float, after: float) -> str:
     return f"{(after - before) / before * 100:+.1f} %" if before else "-"
+
+
+def fixed_table(rounds: list[dict]) -> list[str]:
+    lines = ["| the same work | nodes before | nodes after | CPU s before | CPU s after | change |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for label in rounds[0]["before"]["fixed"]:
+        work = [median_of(rounds, name, "fixed", label, 0) for name in ("before", "after")]
+        cpu = [median_of(rounds, name, "fixed", label, 1) for name in ("before", "after")]
+        lines.append(f"| {label} | {work[0]:,.0f} | {work[1]:,.0f} | {cpu[0]:.2f} | "
+                     f"{cpu[1]:.2f} | {change(*cpu)} |")
+    return lines
 
 
 def solver_table(rounds: list[dict]) -> list[str]:
@@ -192,6 +274,10 @@ def main() -> int:
     parser.add_argument("--robot-timeout", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, help="also write the tables as markdown here")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    if "--worker" in sys.argv[1:]:
+        fixed_work()
+        return 0
     args = parser.parse_args()
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}
     for name, path in checkouts.items():
@@ -215,6 +301,8 @@ def main() -> int:
         f"{args.rounds} rounds, the checkouts taking turns; medians over the rounds. 3x3: "
         f"{args.cubes} seeded cubes (seed {args.seed}), the robot profiles on the first "
         f"{args.robot_cubes} at {args.robot_timeout:g} s a cube.", "",
+        "The same work in both (nodes or expansions equal when the searches are), CPU time:",
+        "", *fixed_table(rounds), "", "The benches as they run, on a budget of time:", "",
         *solver_table(rounds), "", *sokoban_table(rounds), "", *differing_levels(rounds), "",
         f"wall time {time.monotonic() - started:.0f} s; load average at the end "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (times are wall clock per cube or "
