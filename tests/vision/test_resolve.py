@@ -7,7 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from robocell.common.bus.schema import validate_payload
 from robocell.common.cube import facelet_name
+from robocell.common.facelets import FACES
+from robocell.services.vision.detect import FaceReading
 from robocell.services.vision.interchange import (
     ScanFormatError,
     load_scan,
@@ -15,7 +18,14 @@ from robocell.services.vision.interchange import (
     scan_to_facelet_order,
     to_scan,
 )
-from robocell.services.vision.resolve import AMBIGUOUS_COST, ResolveError, resolve, same_cube
+from robocell.services.vision.reading import ScanCollector
+from robocell.services.vision.resolve import (
+    AMBIGUOUS_COST,
+    CONFIDENT_GAP,
+    ResolveError,
+    resolve,
+    same_cube,
+)
 
 
 def expected_facelets(shared_data):
@@ -111,3 +121,20 @@ def test_scan_format_round_trips_and_rejects_bad_files(tmp_path):
     data["7"] = [1, 2]
     with pytest.raises(ScanFormatError, match="sticker 7"):
         parse_scan(data)
+
+
+def test_the_cube_state_message_carries_the_readings_margin(shared_data):
+    colours, size = load_scan(shared_data / "vision" / "scans" / "3x3x3-random-07.json")
+    margin = resolve(colours, size).margin
+    assert AMBIGUOUS_COST <= margin < CONFIDENT_GAP  # a dim scan: another cube comes near
+    collector = ScanCollector(size=3)
+    out = None
+    for f, face in enumerate(FACES):
+        rows = colours[9 * f:9 * f + 9]
+        reading = FaceReading(3, rows, np.ones(9), np.zeros((9, 2)), np.zeros((4, 2)),
+                              np.ones(9, dtype=bool), 0.0, 100.0)
+        out = collector.add("scan-7", face, 0, reading)
+    assert out is not None
+    topic, payload = out
+    assert topic == "vision.cube_state" and payload["margin"] == round(margin, 2)
+    validate_payload("vision.cube_state", payload)

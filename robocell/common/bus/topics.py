@@ -247,6 +247,8 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("facelets", "str", "kociemba facelet string, faces U R F D L B"),
         F("confidence", "list[float]", "per-sticker confidence, facelet order"),
         F("wall_time", "float", "when the scan finished", optional=True),
+        F("margin", "float", "how much worse the nearest other valid cube fits the colours "
+          "(readings below 12 are refused; absent: none within 48)", optional=True),
     ), "The current cube state as read by the camera."),
     # --- actuator -------------------------------------------------------------------------
     TopicSpec("actuator.scan_pose", "ScanPoseReached", EVENT, "actuator", (

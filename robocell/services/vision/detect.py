@@ -369,10 +369,7 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     height, width = bgr.shape[:2]
     work = None
     if width > WORK_WIDTH:
-        # A large frame: thinned to every k-th pixel (to at least 1.5 times the working
-        # width) before it is averaged down, a quarter of the cost of averaging all of it.
-        step = max(1, (2 * width) // (3 * WORK_WIDTH))
-        work = cv2.resize(bgr[::step, ::step], (WORK_WIDTH, round(height * WORK_WIDTH / width)),
+        work = cv2.resize(bgr, (WORK_WIDTH, round(height * WORK_WIDTH / width)),
                           interpolation=cv2.INTER_AREA)
         looks = [(WORK_WIDTH, work, False, "glance")]
     elif size is not None and width > FAST_WORK_WIDTH:

@@ -167,12 +167,15 @@ class ScanCollector:
             return "errors", error_payload(scan_id, exc.code, str(exc), exc.faces,
                                            list(exc.stickers))
         confidence = np.minimum(np.asarray(result.confidence), detection_conf)
-        return "vision.cube_state", {
+        payload = {
             "scan_id": scan_id, "puzzle": puzzle_name(result.size),
             "facelets": result.facelets,
             "confidence": [round(float(c), 3) for c in confidence],
             "wall_time": time.time(),
         }
+        if np.isfinite(result.margin):
+            payload["margin"] = round(float(result.margin), 2)
+        return "vision.cube_state", payload
 
 
 def calibration_mismatch(calibration: Calibration | None, scan_id: str, face: str,
