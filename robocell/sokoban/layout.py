@@ -108,12 +108,15 @@ def spread(pos: np.ndarray, offsets: np.ndarray, neighbours: np.ndarray, length:
     temperature = 0.5 * length
     for _ in range(steps):
         x0, y0 = pos[:, 0].min(), pos[:, 1].min()
-        width = int((pos[:, 0].max() - x0) / cell) + 1
-        height = int((pos[:, 1].max() - y0) / cell) + 1
-        if width * height > 4 * n + 16:  # a sparse grid: coarser cells
-            scale = np.sqrt(width * height / (4.0 * n + 16))
-            width = int(width / scale) + 1
-            height = int(height / scale) + 1
+        cells_x = (pos[:, 0].max() - x0) / cell + 1.0
+        cells_y = (pos[:, 1].max() - y0) / cell + 1.0
+        most = 4.0 * n + 16.0
+        if cells_x * cells_y > most:  # a sparse grid: coarser cells, at most 4 per state
+            scale = np.sqrt(cells_x * cells_y / most)
+            cells_x /= scale
+            cells_y /= scale
+        width = min(int(cells_x) + 1, int(most))
+        height = min(int(cells_y) + 1, int(most))
         cw = (pos[:, 0].max() - x0) / width + 1e-9
         ch = (pos[:, 1].max() - y0) / height + 1e-9
         for s in range(n):
@@ -165,6 +168,10 @@ def spread(pos: np.ndarray, offsets: np.ndarray, neighbours: np.ndarray, length:
         temperature = max(0.05 * length, temperature * 0.85)
 
 
+MAX_STRETCH = 20.0
+"""The most ``no_sliver`` stretches a layout (a line of states stays a line)."""
+
+
 def no_sliver(pos: np.ndarray, focus: np.ndarray) -> None:
     """Stretch the shorter side of the focus states' extent (in place) to 1/MAX_ASPECT of
     the longer."""
@@ -173,7 +180,7 @@ def no_sliver(pos: np.ndarray, focus: np.ndarray) -> None:
     extent = pos[focus].max(axis=0) - pos[focus].min(axis=0)
     short = int(np.argmin(extent))
     if extent[short] > 0 and extent[1 - short] > MAX_ASPECT * extent[short]:
-        pos[:, short] *= extent[1 - short] / (MAX_ASPECT * extent[short])
+        pos[:, short] *= min(MAX_STRETCH, extent[1 - short] / (MAX_ASPECT * extent[short]))
 
 
 def compute_layout(n_states: int, src: np.ndarray, dst: np.ndarray,
