@@ -19,15 +19,16 @@ from numba import njit
 
 from robocell.common.paths import tables_dir
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 """Part of the cache key: a change of the algorithm below makes new layouts."""
 N_PIVOTS = 40
 SPRING_LENGTH = 10.0
 """Length of an arc in layout units after the force pass."""
 FORCE_STEPS = 20
 MAX_ASPECT = 2.0
-"""The drawing of the states in focus (the live ones, drawn first) is at most this many times
-as wide as it is high, or the other way round (it would otherwise be a sliver)."""
+"""Before the force pass, the drawing of the states in focus (the live ones, drawn first) is
+stretched to at most this many times as wide as it is high, or the other way round (it would
+otherwise be a sliver); the force pass then evens out the arcs' lengths again."""
 CACHE_DIR_NAME = "sokoban-layouts"
 
 
@@ -168,13 +169,13 @@ def spread(pos: np.ndarray, offsets: np.ndarray, neighbours: np.ndarray, length:
         temperature = max(0.05 * length, temperature * 0.85)
 
 
-MAX_STRETCH = 20.0
+MAX_STRETCH = 8.0
 """The most ``no_sliver`` stretches a layout (a line of states stays a line)."""
 
 
 def no_sliver(pos: np.ndarray, focus: np.ndarray) -> None:
-    """Stretch the shorter side of the focus states' extent (in place) to 1/MAX_ASPECT of
-    the longer."""
+    """Stretch the shorter side of the focus states' extent (in place) towards 1/MAX_ASPECT
+    of the longer, by at most MAX_STRETCH."""
     if not focus.any():
         return
     extent = pos[focus].max(axis=0) - pos[focus].min(axis=0)
@@ -202,7 +203,6 @@ def compute_layout(n_states: int, src: np.ndarray, dst: np.ndarray,
     no_sliver(pos, focus)
     pos = np.ascontiguousarray(pos)
     spread(pos, offsets, neighbours, SPRING_LENGTH, FORCE_STEPS)
-    no_sliver(pos, focus)
     return (pos - pos.mean(axis=0)).astype(np.float32)
 
 

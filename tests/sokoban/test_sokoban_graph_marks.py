@@ -118,7 +118,7 @@ def test_a_five_thousand_state_graph_is_laid_out_wider_than_a_sliver(microban, t
     width, height = pos.max(axis=0) - pos.min(axis=0)
     assert max(width, height) / min(width, height) <= MAX_ASPECT * 1.5
     live_width, live_height = pos[graph.live].max(axis=0) - pos[graph.live].min(axis=0)
-    assert max(live_width, live_height) / min(live_width, live_height) <= MAX_ASPECT * 1.01
+    assert max(live_width, live_height) / min(live_width, live_height) <= MAX_ASPECT * 1.5
     # arcs short against the drawing: neighbours are drawn near each other
     lengths = np.hypot(*(pos[graph.arc_src] - pos[graph.arc_dst]).T)
     assert np.median(lengths) < 0.05 * max(width, height)

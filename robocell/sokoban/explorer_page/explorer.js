@@ -501,7 +501,7 @@ const SokobanExplorer = (() => {
       for (let c = 0; c < W * H; c++) {
         const v = Math.min(1, grid[c] / high);
         image.data[4 * c] = 217; image.data[4 * c + 1] = 120; image.data[4 * c + 2] = 108;
-        image.data[4 * c + 3] = v > 0.01 ? Math.round(40 + 110 * v) : 0;
+        image.data[4 * c + 3] = v > 0.01 ? Math.round(25 + 75 * v) : 0;
       }
       const canvas = document.createElement('canvas');
       canvas.width = W; canvas.height = H;
