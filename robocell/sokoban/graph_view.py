@@ -301,7 +301,7 @@ def drawn_shape(graph: StateGraph, shown: np.ndarray, src: np.ndarray, dst: np.n
     keep = (flags & (FLAG_START | FLAG_GOAL)) != 0
     inner, runs = corridors(len(shown), src, dst, keep)
     flags[inner] |= FLAG_CORRIDOR
-    pos = cached_layout(graph.board.level.xsb(), shown, src, dst)
+    pos = cached_layout(graph.board.level.xsb(), shown, src, dst, graph.live[shown])
     return pos, runs
 
 

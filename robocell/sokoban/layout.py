@@ -19,15 +19,16 @@ from numba import njit
 
 from robocell.common.paths import tables_dir
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 3
 """Part of the cache key: a change of the algorithm below makes new layouts."""
 N_PIVOTS = 40
 SPRING_LENGTH = 10.0
 """Length of an arc in layout units after the force pass."""
 FORCE_STEPS = 20
 MAX_ASPECT = 2.0
-"""The layout's spread along its first axis is at most this many times that along its second
-(a graph whose second axis is short would otherwise draw as a sliver)."""
+"""Before the force pass, the drawing of the states in focus (the live ones, drawn first) is
+stretched to at most this many times as wide as it is high, or the other way round (it would
+otherwise be a sliver); the force pass then evens out the arcs' lengths again."""
 CACHE_DIR_NAME = "sokoban-layouts"
 
 
@@ -108,12 +109,15 @@ def spread(pos: np.ndarray, offsets: np.ndarray, neighbours: np.ndarray, length:
     temperature = 0.5 * length
     for _ in range(steps):
         x0, y0 = pos[:, 0].min(), pos[:, 1].min()
-        width = int((pos[:, 0].max() - x0) / cell) + 1
-        height = int((pos[:, 1].max() - y0) / cell) + 1
-        if width * height > 4 * n + 16:  # a sparse grid: coarser cells
-            scale = np.sqrt(width * height / (4.0 * n + 16))
-            width = int(width / scale) + 1
-            height = int(height / scale) + 1
+        cells_x = (pos[:, 0].max() - x0) / cell + 1.0
+        cells_y = (pos[:, 1].max() - y0) / cell + 1.0
+        most = 4.0 * n + 16.0
+        if cells_x * cells_y > most:  # a sparse grid: coarser cells, at most 4 per state
+            scale = np.sqrt(cells_x * cells_y / most)
+            cells_x /= scale
+            cells_y /= scale
+        width = min(int(cells_x) + 1, int(most))
+        height = min(int(cells_y) + 1, int(most))
         cw = (pos[:, 0].max() - x0) / width + 1e-9
         ch = (pos[:, 1].max() - y0) / height + 1e-9
         for s in range(n):
@@ -165,11 +169,30 @@ def spread(pos: np.ndarray, offsets: np.ndarray, neighbours: np.ndarray, length:
         temperature = max(0.05 * length, temperature * 0.85)
 
 
-def compute_layout(n_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+MAX_STRETCH = 8.0
+"""The most ``no_sliver`` stretches a layout (a line of states stays a line)."""
+
+
+def no_sliver(pos: np.ndarray, focus: np.ndarray) -> None:
+    """Stretch the shorter side of the focus states' extent (in place) towards 1/MAX_ASPECT
+    of the longer, by at most MAX_STRETCH."""
+    if not focus.any():
+        return
+    extent = pos[focus].max(axis=0) - pos[focus].min(axis=0)
+    short = int(np.argmin(extent))
+    if extent[short] > 0 and extent[1 - short] > MAX_ASPECT * extent[short]:
+        pos[:, short] *= min(MAX_STRETCH, extent[1 - short] / (MAX_ASPECT * extent[short]))
+
+
+def compute_layout(n_states: int, src: np.ndarray, dst: np.ndarray,
+                   focus: np.ndarray | None = None) -> np.ndarray:
     """Positions (float32[n, 2]) of the states of a graph whose state 0 is the start; the
-    arcs' mean length is about SPRING_LENGTH."""
+    arcs' mean length is about SPRING_LENGTH; the ``focus`` states (default: all) drawn no
+    slimmer than 1:MAX_ASPECT."""
     if n_states == 0:
         return np.zeros((0, 2), dtype=np.float32)
+    if focus is None or not focus.any():
+        focus = np.ones(n_states, dtype=bool)
     offsets, neighbours = undirected(n_states, src, dst)
     pos = pivot_mds(offsets, neighbours)
     if len(src):
@@ -177,9 +200,7 @@ def compute_layout(n_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarra
         mean = float(lengths.mean())
         if mean > 0:
             pos *= SPRING_LENGTH / mean
-    spread_x, spread_y = pos.std(axis=0)
-    if spread_y > 0 and spread_x > MAX_ASPECT * spread_y:
-        pos[:, 1] *= spread_x / (MAX_ASPECT * spread_y)
+    no_sliver(pos, focus)
     pos = np.ascontiguousarray(pos)
     spread(pos, offsets, neighbours, SPRING_LENGTH, FORCE_STEPS)
     return (pos - pos.mean(axis=0)).astype(np.float32)
@@ -194,11 +215,12 @@ def layout_key(level_text: str, states: np.ndarray, src: np.ndarray, dst: np.nda
 
 
 def cached_layout(level_text: str, states: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                  cache_dir: Path | None = None) -> np.ndarray:
+                  focus: np.ndarray | None = None, cache_dir: Path | None = None
+                  ) -> np.ndarray:
     """``compute_layout`` of the drawn graph (``states``: the level's state ids drawn; the
-    arcs in their local numbers), read from the cache when it was computed before and
-    written there otherwise (the cache: ``sokoban-layouts/`` in the tables directory; a
-    cache that cannot be written only costs the time again)."""
+    arcs in their local numbers; ``focus``: the states drawn first), read from the cache
+    when it was computed before and written there otherwise (the cache: ``sokoban-layouts/``
+    in the tables directory; a cache that cannot be written only costs the time again)."""
     folder = cache_dir if cache_dir is not None else tables_dir() / CACHE_DIR_NAME
     path = folder / f"{layout_key(level_text, states, src, dst)}.npy"
     try:
@@ -207,7 +229,7 @@ def cached_layout(level_text: str, states: np.ndarray, src: np.ndarray, dst: np.
             return pos
     except (OSError, ValueError):
         pass
-    pos = compute_layout(len(states), src, dst)
+    pos = compute_layout(len(states), src, dst, focus)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial.npy")

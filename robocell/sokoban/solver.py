@@ -316,9 +316,9 @@ def frozen_start_reason(board: Board) -> str:
     if not stuck:
         return ""
     if len(stuck) == 1:
-        return f"box at {stuck[0]} is frozen off goal: no push can move it"
+        return f"box at {stuck[0]} is frozen off goal: no push can bring it to a goal"
     return (f"boxes at {', '.join(stuck[:-1])} and {stuck[-1]} are frozen off goals: they "
-            "hold each other, no push can move them")
+            "hold each other, no push can bring them to a goal")
 
 
 def _frozen_goal_cache(board: Board, on: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -37,8 +37,8 @@ FROZEN_BLOCK = "#######\n#     #\n# $$  #\n# $$ .#\n#@  ..#\n#    .#\n#######\n"
     (CROWDED_START, "the boxes cannot each be pushed to a goal of their own: too many of them "
                     "can only reach the same few goals"),
     (FROZEN_BLOCK, "boxes at row 3, column 3, row 3, column 4, row 4, column 3 and row 4, "
-                   "column 4 are frozen off goals: they hold each other, no push can move "
-                   "them"),
+                   "column 4 are frozen off goals: they hold each other, no push can bring "
+                   "them to a goal"),
 ])
 def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, drawing: str,
                                                               why: str):

@@ -114,9 +114,11 @@ def test_a_five_thousand_state_graph_is_laid_out_wider_than_a_sliver(microban, t
     """Microban 66 (5 075 states) drew as a thin sliver in the layered drawing."""
     graph = graph_of(microban, 66)
     assert graph.n_states == 5075
-    pos = compute_layout(graph.n_states, graph.arc_src, graph.arc_dst)
+    pos = compute_layout(graph.n_states, graph.arc_src, graph.arc_dst, graph.live)
     width, height = pos.max(axis=0) - pos.min(axis=0)
     assert max(width, height) / min(width, height) <= MAX_ASPECT * 1.5
+    live_width, live_height = pos[graph.live].max(axis=0) - pos[graph.live].min(axis=0)
+    assert max(live_width, live_height) / min(live_width, live_height) <= MAX_ASPECT * 1.5
     # arcs short against the drawing: neighbours are drawn near each other
     lengths = np.hypot(*(pos[graph.arc_src] - pos[graph.arc_dst]).T)
     assert np.median(lengths) < 0.05 * max(width, height)
@@ -128,11 +130,11 @@ def test_a_five_thousand_state_graph_is_laid_out_wider_than_a_sliver(microban, t
 def test_the_layout_is_computed_once_and_read_back(microban, tmp_path):
     graph = graph_of(microban, 6)
     states = np.arange(graph.n_states)
-    first = cached_layout("level 6", states, graph.arc_src, graph.arc_dst, tmp_path)
+    first = cached_layout("level 6", states, graph.arc_src, graph.arc_dst, cache_dir=tmp_path)
     files = list(tmp_path.glob("*.npy"))
     assert len(files) == 1
     np.save(files[0], first + 1.0)  # what is read back is the file, not a new layout
-    again = cached_layout("level 6", states, graph.arc_src, graph.arc_dst, tmp_path)
+    again = cached_layout("level 6", states, graph.arc_src, graph.arc_dst, cache_dir=tmp_path)
     assert np.array_equal(again, first + 1.0)
-    other = cached_layout("level 7", states, graph.arc_src, graph.arc_dst, tmp_path)
+    other = cached_layout("level 7", states, graph.arc_src, graph.arc_dst, cache_dir=tmp_path)
     assert np.array_equal(other, first) and len(list(tmp_path.glob("*.npy"))) == 2

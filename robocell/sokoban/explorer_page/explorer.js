@@ -12,7 +12,7 @@ const SokobanExplorer = (() => {
   const ROW_GAP = 16;
   const BAND_GAP = 60;
   const MAX_ASPECT = 2;
-  const MANY_ARCS = 150000;  // above: arcs are left out while the view moves
+  const MANY_ARCS = 20000;  // above (arcs in the drawing): left out while the view moves
   const COLOURS = {
     arc: 'rgba(90, 100, 120, 0.45)', deadArc: 'rgba(200, 80, 70, 0.35)',
     live: '#4a6fa5', dead: '#d9786c', deadMass: 'rgba(217, 120, 108, 0.10)',
@@ -406,6 +406,7 @@ const SokobanExplorer = (() => {
     // large level they are most of the graph, and a dead region drawn as a mass (the mass
     // layer below) does not need them
     let deadAdded = false;
+    let renderer = null;  // made below, once the graph holds what is drawn first
     const addStates = (dead) => {
       for (let s = 0; s < m.n; s++) {
         if (isDead(s) === dead) graph.addNode(s, { x: view.pos.x[s], y: view.pos.y[s], size: 3 });
@@ -422,15 +423,16 @@ const SokobanExplorer = (() => {
       if (deadAdded || !(view.showDead || !liveDrawn)) return;
       deadAdded = true;
       addStates(true);
+      if (renderer) renderer.setSetting('hideEdgesOnMove', graph.size > MANY_ARCS);
     }
     needDeadArcs();
 
     const R = window.Sigma.rendering;
-    const renderer = new window.Sigma(graph, container, {
+    renderer = new window.Sigma(graph, container, {
       renderLabels: false, renderEdgeLabels: false, enableEdgeEvents: false,
       defaultEdgeType: 'fast',
       edgeProgramClasses: { fast: R.EdgeLineProgram, thick: R.EdgeRectangleProgram },
-      hideEdgesOnMove: nArcs > MANY_ARCS, zIndex: true, allowInvalidContainer: true,
+      hideEdgesOnMove: graph.size > MANY_ARCS, zIndex: true, allowInvalidContainer: true,
       minCameraRatio: 0.0005, maxCameraRatio: 20, stagePadding: 20,
       doubleClickZoomingRatio: 1,  // clicks on two states in a row are not a zoom
       pickingDownSizingRatio: 4,
@@ -499,7 +501,7 @@ const SokobanExplorer = (() => {
       for (let c = 0; c < W * H; c++) {
         const v = Math.min(1, grid[c] / high);
         image.data[4 * c] = 217; image.data[4 * c + 1] = 120; image.data[4 * c + 2] = 108;
-        image.data[4 * c + 3] = v > 0.01 ? Math.round(40 + 110 * v) : 0;
+        image.data[4 * c + 3] = v > 0.01 ? Math.round(25 + 75 * v) : 0;
       }
       const canvas = document.createElement('canvas');
       canvas.width = W; canvas.height = H;
