@@ -85,3 +85,15 @@ def test_the_cube_read_says_why_it_is_not_the_scrambled_string():
     with redirect_stdout(shown):
         show_event("vision.cube_state", {"facelets": solved(2)})
     assert "robot" in shown.getvalue() and "holds" in shown.getvalue()
+
+
+def test_a_pose_with_six_views_is_said_once_with_its_faces():
+    shown = io.StringIO()
+    faces = list("URFDLB")
+    with redirect_stdout(shown):
+        for face in faces:
+            show_event("actuator.scan_pose", {"scan_id": "c-1", "pose": 0, "n_poses": 1,
+                                              "face": face, "rotation": 0,
+                                              "pose_faces": faces})
+    assert shown.getvalue().count("scan pose") == 1, shown.getvalue()
+    assert "scan pose 1/1: faces U R F D L B in view" in shown.getvalue()

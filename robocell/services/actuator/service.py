@@ -481,7 +481,8 @@ class ActuatorService:
                 self.node.publish("actuator.scan_pose", {
                     "scan_id": scan_id, "pose": pose_index, "n_poses": n_poses,
                     "face": view.face, "rotation": view.rotation, "at": view.at,
-                    "line": self.link.next_line - 1})
+                    "line": self.link.next_line - 1,
+                    "pose_faces": [v.face for v in pose.views]})
             if vision_alive:
                 self._await_capture(scan_id, pose_index, len(pose.views))
         self.node.set_state("ready", executed_plans=self.executed_plans)
