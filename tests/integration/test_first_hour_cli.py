@@ -19,6 +19,7 @@ import pytest
 
 from robocell.common.facelets import solved
 from robocell.deploy.cli import ready_line
+from robocell.deploy.launcher import Launcher, LaunchError
 from robocell.tools.cycle import scramble_line, show_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,3 +98,17 @@ def test_a_pose_with_six_views_is_said_once_with_its_faces():
                                               "pose_faces": faces})
     assert shown.getvalue().count("scan pose") == 1, shown.getvalue()
     assert "scan pose 1/1: faces U R F D L B in view" in shown.getvalue()
+
+
+def test_up_with_no_serial_device_says_it_stopped_the_cell_not_that_it_retries(cell_env):
+    device = "/dev/robocell-no-such-device"
+    out = io.StringIO()
+    launcher = Launcher("hardware", {**cell_env, "ROBOCELL_SERIAL": device}, out=out,
+                        only={"broker", "actuator"})
+    with launcher, pytest.raises(LaunchError) as refused:
+        launcher.start()
+    said = str(refused.value)
+    assert "actuator is not ready" in said and device in said, said
+    assert "keeps retrying" not in said, said
+    assert "up stopped the cell" in said, said
+    assert all(child.process.poll() is not None for child in launcher.children.values())
