@@ -5,8 +5,10 @@ channel to an MCAP file with the SDK's writer."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
+import websockets
 from mcap.reader import make_reader
 from support.foxglove import FoxgloveClient
 from support.monitor import run_async, start_broker
@@ -16,6 +18,7 @@ from robocell.common.cube import apply_to_facelets, solved
 from robocell.common.notation import parse_moves
 from robocell.services.foxglove.server import FoxgloveBridge
 
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "foxglove-server-token"
 FACELETS = apply_to_facelets(solved(3), parse_moves("R U R' U'"), 3)
 
@@ -74,3 +77,28 @@ def test_a_late_client_gets_the_latched_state_and_the_recording_holds_every_chan
     assert topics["vision.cube_state"] == "robocell.CubeState"
     assert topics["/cube/scene"] == "foxglove.SceneUpdate"
     assert topics["/services"] == "robocell.ServiceStates"
+
+
+async def status_offering(url: str, subprotocols: list[str]) -> int | str:
+    """The HTTP status that refuses a client offering only ``subprotocols``, or the
+    subprotocol the bridge chose."""
+    try:
+        async with websockets.connect(url, subprotocols=subprotocols) as ws:
+            return ws.subprotocol
+    except websockets.exceptions.InvalidStatus as refused:
+        return refused.response.status_code
+
+
+def test_a_client_offering_only_the_old_subprotocol_is_refused_as_the_readme_says(broker):
+    bridge = FoxgloveBridge(Endpoints.from_base(broker), TOKEN, "127.0.0.1", 0)
+    bridge.start()
+    try:
+        url = f"ws://127.0.0.1:{bridge.port}"
+        assert run_async(status_offering(url, ["foxglove.websocket.v1"])) == 400
+        assert run_async(status_offering(url, ["foxglove.sdk.v1"])) == "foxglove.sdk.v1"
+    finally:
+        bridge.stop()
+    for doc in ("README.md", "docs/foxglove.md"):
+        said = " ".join((ROOT / doc).read_text().split())
+        assert "offers only `foxglove.websocket.v1` is refused with HTTP 400" in said, doc
+        assert "`foxglove.sdk.v1`" in said, doc
