@@ -305,8 +305,9 @@ class Launcher:
                     elif time.monotonic() - error_since > ERROR_GRACE_S:
                         reason = (p.get("health") or {}).get("error") or "no reason given"
                         raise LaunchError(
-                            f"{service.name} is not ready: {reason} (it keeps retrying; fix "
-                            f"this and run up again; see its [{service.name}] output)")
+                            f"{service.name} is not ready: {reason} (up stopped the cell after "
+                            f"{ERROR_GRACE_S:.0f} s of this error; fix it and run up again; "
+                            f"see its [{service.name}] output)")
                 self.ready.add(service.name)
                 if on_ready:
                     on_ready(service.name)

@@ -123,8 +123,10 @@ def _of_cycle(topic: str, p: dict, cycle_id: str, plan_id: str | None) -> bool:
 def show_event(topic: str, p: dict) -> None:
     """Print one event of a cycle for a person following it."""
     if topic == "actuator.scan_pose":
-        print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: face {p['face']} in view",
-              flush=True)
+        faces = p.get("pose_faces") or [p["face"]]
+        if p["face"] == faces[0]:  # a pose with several views is said once, at its first
+            seen = f"face {faces[0]}" if len(faces) == 1 else f"faces {' '.join(faces)}"
+            print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: {seen} in view", flush=True)
     elif topic == "vision.cube_state":
         print(f"    cube read: {p['facelets']} (named by the faces as the robot holds the cube: "
               "turned or relabelled, the same cube as scrambled)", flush=True)

@@ -178,6 +178,7 @@ def test_scan_publishes_one_pose_per_face_and_keeps_the_cube(cell_factory):
     poses = poses_of_s1()
     assert sorted(p["face"] for p in poses) == sorted("URFDLB")
     assert [p["pose"] for p in poses] == list(range(6))
+    assert all(p["pose_faces"] == [p["face"]] for p in poses)  # one view per pose here
     # the twin's last state may still be on its way behind the reply
     deadline = time.monotonic() + 10
     while cell.seen["sim.twin_state"][-1]["facelets"] != before and time.monotonic() < deadline:

@@ -136,3 +136,18 @@ def test_remote_endpoints_cannot_publish_and_key_files_are_checked(remote_cell) 
         load_key(remote_cell["key_dir"] / "broker.key", need_broker=True)
     secret = (remote_cell["key_dir"] / "reader.key").stat().st_mode & 0o777
     assert secret == 0o600
+
+
+@pytest.mark.parametrize("command", [["bus", "list", "--wait", "2"], ["bus", "echo", "cell.status"],
+                                     ["bus", "call", "solver", "ping"]],
+                         ids=lambda c: " ".join(c[:2]))
+def test_a_command_with_a_refused_key_is_told_so_not_asked_whether_a_broker_runs(
+        remote_cell, command) -> None:
+    env = robocell_env(remote_cell["remote"])
+    out = subprocess.run(robocell_cmd(*command, "--broker", remote_cell["remote"],
+                                      "--curve-key", str(remote_cell["keys"]["stranger"])),
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "refused this CURVE key" in out.stderr and "--allow" in out.stderr, out.stderr
+    assert "is `robocell broker` running" not in out.stderr, out.stderr
+    assert "no broker answers" not in out.stderr, out.stderr

@@ -8,7 +8,9 @@ Real processes and real sockets on loopback ports where nothing listens.
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,6 +19,7 @@ import pytest
 from support.bus import free_base_port, robocell_cmd, robocell_env
 
 from robocell.common.config import free_port_block
+from robocell.common.paths import HISTORY_ENV
 
 ANSWER_WITHIN_S = 6.0
 """A few seconds: the probe's own wait and a loaded machine's interpreter start."""
@@ -92,3 +95,61 @@ def test_a_monitor_without_a_broker_is_not_healthy_and_says_why():
             proc.wait()
         if proc.stdout:
             proc.stdout.close()
+
+
+SERVICES = [
+    ["solver", "--workers", "1"],
+    ["vision", "serve", "--camera", "sim"],
+    ["actuator", "--serial", "socket://127.0.0.1:{free}"],
+    ["cell", "--history", "{tmp}/cycles.sqlite"],
+]
+HEARD_AGAIN_S = 5.0
+"""How long a service is watched after it said so, to see it said once and still runs."""
+
+
+def _lines_of(proc: subprocess.Popen) -> queue.Queue:
+    """Each line ``proc`` writes, as it comes (a reader thread)."""
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+@pytest.mark.parametrize("command", SERVICES, ids=lambda c: c[0])
+def test_a_service_without_a_broker_says_so_once_and_keeps_retrying(command, tmp_path):
+    base = free_base_port()
+    argv = [word.replace("{tmp}", str(tmp_path)).replace("{free}", str(free_port_block(1)))
+            for word in command]
+    env = {**robocell_env(f"tcp://127.0.0.1:{base}"), HISTORY_ENV: str(tmp_path / "h.sqlite")}
+    started = time.monotonic()
+    proc = subprocess.Popen(robocell_cmd(*argv), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    said: list[str] = []
+    try:
+        lines = _lines_of(proc)
+        said_at = None
+        deadline = started + ANSWER_WITHIN_S + STARTUP_ALLOWANCE_S
+        while time.monotonic() < (deadline if said_at is None else said_at + HEARD_AGAIN_S):
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            said.append(line)
+            if "no broker answers" in line and said_at is None:
+                said_at = time.monotonic()
+        assert said_at is not None, "".join(said)
+        assert proc.poll() is None, "".join(said)  # it keeps retrying
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    told = [line for line in said if "no broker answers" in line]
+    assert len(told) == 1, told
+    assert f"127.0.0.1:{base}" in told[0] and "robocell broker" in told[0], told
+    assert told[0].startswith(f"{command[0]}:") and "keeps retrying" in told[0], told

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 import websockets
@@ -19,6 +20,7 @@ from robocell.common.notation import parse_moves
 from robocell.common.operator_control import WRONG_TOKEN_DELAY_S
 from robocell.services.foxglove.server import FoxgloveBridge
 
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "foxglove-server-token"
 FACELETS = apply_to_facelets(solved(3), parse_moves("R U R' U'"), 3)
 
@@ -154,3 +156,28 @@ def test_a_crowd_of_clients_never_locks_the_operator_out_silently(broker):
     assert "no answer" not in refusals
     assert accepted < 100 and len(refusals) == 110 - accepted
     assert all("Foxglove connections already open from 127.0.0.2" in r for r in refusals)
+
+
+async def status_offering(url: str, subprotocols: list[str]) -> int | str:
+    """The HTTP status that refuses a client offering only ``subprotocols``, or the
+    subprotocol the bridge chose."""
+    try:
+        async with websockets.connect(url, subprotocols=subprotocols) as ws:
+            return ws.subprotocol
+    except websockets.exceptions.InvalidStatus as refused:
+        return refused.response.status_code
+
+
+def test_a_client_offering_only_the_old_subprotocol_is_refused_as_the_readme_says(broker):
+    bridge = FoxgloveBridge(Endpoints.from_base(broker), TOKEN, "127.0.0.1", 0)
+    bridge.start()
+    try:
+        url = f"ws://127.0.0.1:{bridge.port}"
+        assert run_async(status_offering(url, ["foxglove.websocket.v1"])) == 400
+        assert run_async(status_offering(url, ["foxglove.sdk.v1"])) == "foxglove.sdk.v1"
+    finally:
+        bridge.stop()
+    for doc in ("README.md", "docs/foxglove.md"):
+        said = " ".join((ROOT / doc).read_text().split())
+        assert "offers only `foxglove.websocket.v1` is refused with HTTP 400" in said, doc
+        assert "`foxglove.sdk.v1`" in said, doc

@@ -19,6 +19,7 @@ import pytest
 
 from robocell.common.facelets import solved
 from robocell.deploy.cli import ready_line
+from robocell.deploy.launcher import Launcher, LaunchError
 from robocell.tools.cycle import scramble_line, show_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +86,29 @@ def test_the_cube_read_says_why_it_is_not_the_scrambled_string():
     with redirect_stdout(shown):
         show_event("vision.cube_state", {"facelets": solved(2)})
     assert "robot" in shown.getvalue() and "holds" in shown.getvalue()
+
+
+def test_a_pose_with_six_views_is_said_once_with_its_faces():
+    shown = io.StringIO()
+    faces = list("URFDLB")
+    with redirect_stdout(shown):
+        for face in faces:
+            show_event("actuator.scan_pose", {"scan_id": "c-1", "pose": 0, "n_poses": 1,
+                                              "face": face, "rotation": 0,
+                                              "pose_faces": faces})
+    assert shown.getvalue().count("scan pose") == 1, shown.getvalue()
+    assert "scan pose 1/1: faces U R F D L B in view" in shown.getvalue()
+
+
+def test_up_with_no_serial_device_says_it_stopped_the_cell_not_that_it_retries(cell_env):
+    device = "/dev/robocell-no-such-device"
+    out = io.StringIO()
+    launcher = Launcher("hardware", {**cell_env, "ROBOCELL_SERIAL": device}, out=out,
+                        only={"broker", "actuator"})
+    with launcher, pytest.raises(LaunchError) as refused:
+        launcher.start()
+    said = str(refused.value)
+    assert "actuator is not ready" in said and device in said, said
+    assert "keeps retrying" not in said, said
+    assert "up stopped the cell" in said, said
+    assert all(child.process.poll() is not None for child in launcher.children.values())

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-from typing import Any
+import sys
+import threading
+from typing import Any, TextIO
 
 from robocell.common.bus import Endpoints
 from robocell.common.bus.endpoints import broker_problem
@@ -46,6 +48,26 @@ def broker_endpoints(args: argparse.Namespace) -> Endpoints:
     if problem is not None:
         raise CommandError(problem)
     return endpoints
+
+
+def service_endpoints(args: argparse.Namespace, service: str,
+                      out: TextIO | None = None) -> Endpoints:
+    """The endpoints named by the parsed options, for a long-running ``service`` that waits
+    for its broker rather than refusing to start: when no broker answers there within a few
+    seconds (or it refuses this CURVE key), the service says so once, on ``out`` (stderr),
+    with how to start one, and goes on retrying (ZeroMQ reconnects by itself)."""
+    endpoints = endpoints_of(args)
+    threading.Thread(target=_say_if_no_broker, args=(endpoints, service, out),
+                     name=f"{service}-broker-probe", daemon=True).start()
+    return endpoints
+
+
+def _say_if_no_broker(endpoints: Endpoints, service: str, out: TextIO | None) -> None:
+    """One probe of the broker (broker_problem), its problem said once if there is one."""
+    problem = broker_problem(endpoints)
+    if problem is not None:
+        print(f"{service}: {problem}; {service} keeps retrying and goes on once a broker "
+              "answers", file=out or sys.stderr, flush=True)
 
 
 def _from_json_value(value: Any) -> Any:

@@ -261,6 +261,8 @@ TOPICS: tuple[TopicSpec, ...] = (
           "(a sim camera renders the twin's face there)", optional=True),
         F("line", "int", "firmware line after which the pose is held (a sim camera films "
           "the twin once it shows this line)", optional=True),
+        F("pose_faces", "list[str]", "every face in view at this pose, one event each, in "
+          "the order published (a six-camera robot: six faces at one pose)", optional=True),
     ), "The robot holds the cube still at a scan pose: the camera may capture."),
     TopicSpec("actuator.progress", "ActuatorProgress", EVENT, "actuator", (
         F("plan_id", "str", "plan being executed"),

@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from robocell.common.bus import Busy, CommandFailed, Node
-from robocell.common.bus.options import endpoints_of
+from robocell.common.bus.options import service_endpoints
 from robocell.common.bus.payloads import Plan
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
@@ -481,7 +481,8 @@ class ActuatorService:
                 self.node.publish("actuator.scan_pose", {
                     "scan_id": scan_id, "pose": pose_index, "n_poses": n_poses,
                     "face": view.face, "rotation": view.rotation, "at": view.at,
-                    "line": self.link.next_line - 1})
+                    "line": self.link.next_line - 1,
+                    "pose_faces": [v.face for v in pose.views]})
             if vision_alive:
                 self._await_capture(scan_id, pose_index, len(pose.views))
         self.node.set_state("ready", executed_plans=self.executed_plans)
@@ -567,7 +568,7 @@ def serve_actuator(args: argparse.Namespace) -> int:
     except SerialUrlError as exc:
         raise CommandError(str(exc)) from None
     link = Link(args.serial)
-    with Node("actuator", endpoints_of(args)) as node:
+    with Node("actuator", service_endpoints(args, "actuator")) as node:
         service = ActuatorService(node, profile, link)
         service.printed = getattr(args, "serial_problem", None) or ""
         service.start()

@@ -9,7 +9,11 @@ from pathlib import Path
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Node
-from robocell.common.bus.options import add_remote_options, broker_endpoints, endpoints_of
+from robocell.common.bus.options import (
+    add_remote_options,
+    broker_endpoints,
+    service_endpoints,
+)
 from robocell.errors import CommandError
 from robocell.services.cell.history import (
     DB_NAME,
@@ -68,7 +72,7 @@ def cmd_cell(args: argparse.Namespace) -> int:
         log = CycleLog(args.history)
     except HistoryError as exc:
         raise CommandError(str(exc)) from None
-    with Node("cell", endpoints_of(args)) as node:
+    with Node("cell", service_endpoints(args, "cell")) as node:
         service = CellService(node, speed, log)
         service.start()
         node.wait()

@@ -14,7 +14,7 @@ from typing import Any
 
 from robocell.common import config, tables
 from robocell.common.bus import Node
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.options import add_remote_options, service_endpoints
 from robocell.common.facelets import puzzle_size, size_of, solved, typed_facelets
 from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.progress import Ticker
@@ -377,6 +377,7 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_solver(args: argparse.Namespace) -> int:
+    endpoints = service_endpoints(args, "solver")  # a missing broker said while tables load
     profiles = {2: "htm", 3: "htm"}
     if args.profile:
         try:
@@ -394,7 +395,7 @@ def cmd_solver(args: argparse.Namespace) -> int:
         print(plan, file=sys.stderr, flush=True)
     for group in groups:
         tables.load(group)
-    with Node("solver", endpoints_of(args)) as node:
+    with Node("solver", endpoints) as node:
         service = SolverService(node, args.workers, profiles, args.timeout, args.split,
                                 warm=warm_profiles(args.profile))
         try:

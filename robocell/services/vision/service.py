@@ -30,7 +30,7 @@ import numpy as np
 
 from robocell.common import config
 from robocell.common.bus import Node, is_replayed
-from robocell.common.bus.options import endpoints_of
+from robocell.common.bus.options import service_endpoints
 from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
 from robocell.common.profile import ProfileError, load_profile
 from robocell.errors import CommandError
@@ -258,7 +258,7 @@ def serve(args: argparse.Namespace, source: Any) -> int:
             raise CommandError(f"{args.calibration} calibrates a {calibration.size}x"
                                f"{calibration.size} cube, this cell reads {size}x{size}; "
                                "calibrate again with this cube")
-    with Node("vision", endpoints_of(args)) as node:
+    with Node("vision", service_endpoints(args, "vision")) as node:
         if source is None:
             source = _open_camera(args.camera, args.seed, node)
             if source is None:
