@@ -34,6 +34,7 @@ CROWDED_START = "########\n#.$ $@.#\n########\n"
     (CROWDED_START, "the boxes cannot each be pushed to a goal of their own: too many of them "
                     "can only reach the same few goals"),
 ])
+@pytest.mark.slow
 def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, drawing: str,
                                                               why: str):
     level = tmp_path / "dead.xsb"
@@ -46,6 +47,7 @@ def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, dr
     assert as_json["status"] == "no solution" and why in as_json["dead_start"]
 
 
+@pytest.mark.slow
 def test_the_first_solve_after_install_says_it_compiles(tmp_path: Path):
     check = ("import sys\nfrom robocell.sokoban.search_report import announce_compiling\n"
              "print(announce_compiling(sys.stdout))")
@@ -88,6 +90,7 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
     return proc.wait(30), drawn.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_a_long_search_shows_its_progress_on_a_terminal(xsokoban: Path, microban: Path):
     assert main(["sokoban", "solve", str(microban), "--level", "1"]) == 0  # compiled first
     args = ["sokoban", "solve", str(xsokoban), "--level", "29", "--timeout", "3"]
