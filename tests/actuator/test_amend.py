@@ -60,6 +60,7 @@ def stream_in_thread(link: Link, tail: Tail, execution: Execution) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_a_held_rest_is_replaced_before_any_of_it_is_sent(firmware_factory, soltvvo):
     fw = firmware_factory(speed=2)  # the head takes about a second
     link = Link(fw.url)
@@ -132,6 +133,7 @@ def test_amendments_that_cannot_apply_change_nothing(soltvvo):
         RunningPlan.start("p4", "2x2x2", "soltvvo-2x2", plan, compiler.plan(plan), hold_at=0)
 
 
+@pytest.mark.slow
 def test_amend_over_the_bus_replaces_the_rest_and_the_result_says_so(bus_cell):
     cell = bus_cell(speed=2)
     plan = scrambled_twin(cell)
@@ -166,6 +168,7 @@ def test_amend_over_the_bus_replaces_the_rest_and_the_result_says_so(bus_cell):
     assert not late["accepted"] and late["reason"].startswith(f"plan {plan_id} is not running")
 
 
+@pytest.mark.slow
 def test_an_amendment_after_the_robot_reached_the_step_is_refused(bus_cell):
     cell = bus_cell(speed=50)
     plan = scrambled_twin(cell)

@@ -85,6 +85,7 @@ def test_a_bogus_serial_url_exits_with_the_reason_and_no_traceback():
     assert "unknown scheme 'bogus'" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_robocell_up_on_hardware_names_the_missing_serial_device(tmp_path: Path):
     """`robocell up` (hardware) stops with the actuator's reason instead of waiting out its
     ready timeout (183 s before) and pointing at an empty output."""

@@ -93,6 +93,7 @@ def solve_random_cubes(fw, profile, n_cubes: int, seed: int, events=None) -> Non
 
 
 @pytest.mark.parametrize("name", ["soltvvo-2x2", "six-motor", "tilt-spin"])
+@pytest.mark.slow
 def test_random_cubes_are_solved_by_the_twin_exactly_once(firmware_factory, name):
     fw = firmware_factory(profile=name, speed=20000)
     solve_random_cubes(fw, load_profile(name), N_RANDOM_CUBES, seed=1)
@@ -111,7 +112,8 @@ AVR_FAULTS = {  # one cube through the AVR firmware: the same faults, sooner
 
 
 @pytest.mark.parametrize("fault", ["noise", "disconnect", "stall"])
-@pytest.mark.parametrize("name", ["soltvvo-2x2", "six-motor", "tilt-spin"])
+@pytest.mark.parametrize("name", ["soltvvo-2x2", pytest.param("six-motor", marks=pytest.mark.slow),
+                                  "tilt-spin"])
 def test_faults_leave_twin_solved_and_every_primitive_run_once(any_firmware, name, fault):
     faults = (AVR_FAULTS if any_firmware.avr else FAULTS)[fault]
     fw = any_firmware(*faults, profile=name, speed=500)
@@ -234,6 +236,7 @@ def test_estop_stops_motion_within_50_ms(firmware_factory, soltvvo):
     assert len(fw.executed()) == executed_before
 
 
+@pytest.mark.slow
 def test_queue_is_kept_fed_between_primitives(any_firmware, soltvvo):
     fw = any_firmware(speed=1.0)
     link = Link(fw.url)
@@ -245,6 +248,7 @@ def test_queue_is_kept_fed_between_primitives(any_firmware, soltvvo):
     assert max(gaps) < IDLE_LIMIT_MS, f"motors idled {max(gaps):.2f} ms between motions"
 
 
+@pytest.mark.slow
 def test_pause_holds_at_a_primitive_boundary_and_resume_finishes(firmware_factory, soltvvo):
     fw = firmware_factory(speed=2)  # the job takes about a second: the pause lands inside
     link = Link(fw.url)

@@ -176,6 +176,7 @@ def test_a_report_with_a_good_checksum_and_a_bad_number_is_a_protocol_error(scri
     assert fw.wait_for(proto.ESTOP_BYTE), "the host stops the motion"
 
 
+@pytest.mark.slow
 def test_a_stalled_firmware_is_probed_with_backoff(scripted):
     fw = scripted(status=None)
     link = Link(fw.url, stall_give_up_s=3.0)
@@ -205,6 +206,7 @@ def test_an_estop_during_a_stall_ends_the_job_at_once(scripted):
     assert fw.wait_for(proto.ESTOP_BYTE)
 
 
+@pytest.mark.slow
 def test_a_missing_device_is_named_with_what_to_check_at_once(tmp_path: Path):
     device = str(tmp_path / "ttyUSB9")
     events: list[tuple[str, float]] = []

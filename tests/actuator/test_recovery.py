@@ -47,6 +47,7 @@ def switch_profile(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_home_after_an_estop_mid_plan_squares_the_twin_and_the_next_plan_solves(
         cell_factory):  # noqa: F811 - the fixture
     cell = cell_factory(speed=1)
@@ -73,6 +74,7 @@ def test_home_after_an_estop_mid_plan_squares_the_twin_and_the_next_plan_solves(
 
 
 @pytest.mark.parametrize("switches", [False, True], ids=["step-counts", "home-switches"])
+@pytest.mark.slow
 def test_after_a_firmware_reboot_home_and_the_next_plan_succeed(
         cell_factory, tmp_path, switches):  # noqa: F811
     sim_profile = str(switch_profile(tmp_path)) if switches else "soltvvo-2x2"
@@ -119,6 +121,7 @@ def test_home_names_unknown_motors_and_is_refused_while_busy(cell_factory):  # n
         raise AssertionError("home was accepted during a plan")
 
 
+@pytest.mark.slow
 def test_a_firmware_killed_and_restarted_while_idle_is_noticed_at_once_and_homing_recovers(
         tmp_path):
     """The issue's case: the simulator process is killed and started again; the actuator
@@ -194,6 +197,7 @@ def wait_until(condition, timeout: float):
     raise AssertionError(f"not within {timeout} s")
 
 
+@pytest.mark.slow
 def test_a_firmware_killed_mid_plan_ends_the_plan_within_seconds(cell_factory):  # noqa: F811
     cell = cell_factory(speed=1)
     plan_id = cell.make_plan(["R2", "B2"] * 20)
@@ -209,6 +213,7 @@ def test_a_firmware_killed_mid_plan_ends_the_plan_within_seconds(cell_factory): 
     assert cell.wait("errors", lambda e: e["code"] == "serial_open", timeout=10)
 
 
+@pytest.mark.slow
 def test_a_scan_on_a_stalled_firmware_ends_at_the_estop(cell_factory):  # noqa: F811
     """The firmware stops answering mid-scan (for 40 s); the e-stop ends the scan at once
     (before: the scan ran on to the 30 s stall give-up)."""

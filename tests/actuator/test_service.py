@@ -118,6 +118,7 @@ def scrambled_twin(cell: Cell) -> list[str]:
     return [p for name in reversed(SCRAMBLE) for p in inverses[name]]
 
 
+@pytest.mark.slow
 def test_plan_from_the_bus_solves_the_twin_with_progress(cell_factory):
     cell = cell_factory()
     plan = scrambled_twin(cell)
@@ -154,6 +155,7 @@ def test_a_plan_that_does_not_fit_its_declaration_is_refused_naming_the_field(ce
     assert refused.value.code == "invalid_arguments"
 
 
+@pytest.mark.slow
 def test_plan_for_another_robot_is_refused_with_the_reason(cell_factory):
     cell = cell_factory()
     plan_id = cell.make_plan(["R'"], profile="six-motor", puzzle="3x3x3")
@@ -164,6 +166,7 @@ def test_plan_for_another_robot_is_refused_with_the_reason(cell_factory):
         cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
 
 
+@pytest.mark.slow
 def test_scan_publishes_one_pose_per_face_and_keeps_the_cube(cell_factory):
     cell = cell_factory()
     scrambled_twin(cell)
@@ -186,6 +189,7 @@ def test_scan_publishes_one_pose_per_face_and_keeps_the_cube(cell_factory):
     assert cell.seen["sim.twin_state"][-1]["facelets"] == before
 
 
+@pytest.mark.slow
 def test_estop_stops_the_plan_and_reports_it(cell_factory):
     cell = cell_factory(speed=1)
     plan_id = cell.make_plan(["R2", "B2"] * 20)
@@ -211,6 +215,7 @@ def test_estop_stops_the_plan_and_reports_it(cell_factory):
     assert 0 < transit_ms < ESTOP_TRANSIT_LIMIT_MS
 
 
+@pytest.mark.slow
 def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     cell = cell_factory("--disconnect-after", "25")
     plan = scrambled_twin(cell)
@@ -223,6 +228,7 @@ def test_disconnect_is_reported_on_the_bus_and_the_plan_still_solves(cell_factor
     assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=CALL_S)
 
 
+@pytest.mark.slow
 def test_line_noise_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     cell = cell_factory("--drop-rate", "0.003", "--corrupt-rate", "0.003", "--fault-seed", "4")
     plan = scrambled_twin(cell)
@@ -234,6 +240,7 @@ def test_line_noise_is_reported_on_the_bus_and_the_plan_still_solves(cell_factor
     assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=CALL_S)
 
 
+@pytest.mark.slow
 def test_stall_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     cell = cell_factory("--stall-after", "20", "--stall-ms", "50000")
     plan = scrambled_twin(cell)
@@ -246,6 +253,7 @@ def test_stall_is_reported_on_the_bus_and_the_plan_still_solves(cell_factory):
     assert cell.wait("sim.twin_state", lambda p: p["solved"], timeout=CALL_S)
 
 
+@pytest.mark.slow
 def test_firmware_reset_ends_the_plan_with_cube_state_unknown(cell_factory):
     cell = cell_factory("--reset-after", "15")
     plan_id = cell.make_plan(["R'", "B'"] * 10)
@@ -256,6 +264,7 @@ def test_firmware_reset_ends_the_plan_with_cube_state_unknown(cell_factory):
     assert cell.wait("errors", lambda e: e["code"] == "firmware_reset", timeout=10)
 
 
+@pytest.mark.slow
 def test_random_scrambles_solved_with_real_solver_plans_through_the_bus(cell_factory):
     """The twin is scrambled by hand (random face turns), a scripted solver peer plans with
     the real 2x2 solver for the twin's state, the actuator executes, the twin confirms."""
@@ -283,6 +292,7 @@ def test_random_scrambles_solved_with_real_solver_plans_through_the_bus(cell_fac
         states.clear()
 
 
+@pytest.mark.slow
 def test_pause_and_resume_over_the_bus(cell_factory):
     cell = cell_factory(speed=1)  # the plan takes seconds: the pause lands in its middle
     plan = ["R'", "B'"] * 6

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from support.bus import wait_subscribed
 
 from robocell.common.bus import Endpoints, Publisher, Subscriber
@@ -103,6 +104,7 @@ def last_seq(sub: Subscriber) -> int:
     return sub.last_seq[("cell", "cell.status")]
 
 
+@pytest.mark.slow
 def test_a_node_that_falls_behind_reports_its_drops(bus_base: str) -> None:
     from robocell.common.bus import Node
 

@@ -106,6 +106,7 @@ def test_key_not_on_the_allow_list_receives_nothing(remote_cell) -> None:
         plain.close()
 
 
+@pytest.mark.slow
 def test_read_only_key_is_refused_commands_and_command_key_is_served(remote_cell) -> None:
     reader = CommandClient("laptop", Endpoints.resolve(remote_cell["remote"],
                                                        remote_cell["keys"]["reader"]))

@@ -190,6 +190,7 @@ def test_decoder_never_raises_anything_but_message_error_on_random_bytes(data: b
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(msgpack_values, min_size=6, max_size=8))
+@pytest.mark.slow
 def test_decoder_and_validator_survive_envelope_shaped_garbage(fields: list) -> None:
     data = msgpack.packb(fields, use_bin_type=True)
     try:
@@ -204,6 +205,7 @@ def test_decoder_and_validator_survive_envelope_shaped_garbage(fields: list) -> 
 @given(st.sampled_from([spec.topic for spec in TOPICS]),
        st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=6), msgpack_values,
                        max_size=6))
+@pytest.mark.slow
 def test_validator_refuses_random_payloads_only_with_message_error(topic: str,
                                                                    payload: dict) -> None:
     try:
@@ -264,6 +266,7 @@ def near_valid_payloads(draw: st.DrawFn) -> tuple[str, dict]:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(near_valid_payloads())
+@pytest.mark.slow
 def test_generated_fast_check_agrees_with_the_full_validator(case: tuple[str, dict]) -> None:
     topic, payload = case
     fast = TOPIC_FAST_CHECKS[topic](payload)
@@ -292,6 +295,7 @@ def same_value(a: object, b: object) -> bool:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(near_valid_payloads(), st.sampled_from([1, 2]), st.integers(-1, 3))
+@pytest.mark.slow
 def test_compiled_wire_decoder_agrees_with_the_full_validator(
         case: tuple[str, dict], version: int, seq: int) -> None:
     """What a receiver accepts on its fast path (one msgspec call generated from the
@@ -400,6 +404,7 @@ def received(frames: list[bytes]) -> tuple[list[list], dict[str, int]]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches())
+@pytest.mark.slow
 def test_a_batch_frame_is_accepted_and_refused_as_its_messages_alone_would_be(
         case: tuple[bytes, list[bytes]]) -> None:
     frame, singles = case

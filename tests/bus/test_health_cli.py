@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import time
 
+import pytest
 from support.bus import robocell_cmd, robocell_env, stop_process
 
 from robocell.common.bus import Publisher
@@ -41,6 +42,7 @@ def _health_beside(broker_process, bus_base: str, beats, wait: float = 8
         stop_process(proc)
 
 
+@pytest.mark.slow
 def test_health_waits_past_a_starting_beat_for_the_reason_in_the_next(
         broker_process, bus_base: str) -> None:
     """A beat saying "starting", the state change's beat 0.3 s later saying why, and a second
@@ -58,6 +60,7 @@ def test_health_waits_past_a_starting_beat_for_the_reason_in_the_next(
     assert REASON in err, err
 
 
+@pytest.mark.slow
 def test_health_fails_on_a_service_that_stays_starting_without_waiting_all_of_wait(
         broker_process, bus_base: str) -> None:
     def beats(pub: Publisher, done) -> None:

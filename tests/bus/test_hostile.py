@@ -282,6 +282,7 @@ def canaries_pass(endpoints: Endpoints, publisher: Publisher, sub: Subscriber,
     return got and reply.ok and reply.result["service"] == SERVICE
 
 
+@pytest.mark.slow
 def test_hostile_input_on_every_broker_socket_and_a_service_leaves_both_alive_and_bounded(
         hostile_cell) -> None:
     """Random, truncated, wrong-type, 10,000-deep, 1 M-key, 50 MB and wrongly framed input
@@ -404,6 +405,7 @@ def ping_request(request_id: str) -> bytes:
         "timeout_ms": 2000.0}))
 
 
+@pytest.mark.slow
 def test_a_service_and_a_client_take_hostile_frames_on_their_own_sockets_and_still_work(
         broker, bus_base: str) -> None:
     """A stand-in broker ROUTER sends a Node raw hostile requests (any frame count, 50 MB)
@@ -462,6 +464,7 @@ def test_a_service_and_a_client_take_hostile_frames_on_their_own_sockets_and_sti
     assert client.refused_replies > len(inputs) // 2
 
 
+@pytest.mark.slow
 def test_an_oversize_request_is_dropped_by_the_broker_and_the_client_says_so(
         bus_base: str) -> None:
     """A request over the broker's size limit drops the caller's connection (ZMQ_MAXMSGSIZE

@@ -43,6 +43,7 @@ def wait_until(condition, timeout: float = 15.0) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_second_instance_that_comes_and_goes_leaves_routing_intact(broker: Broker,
                                                                        bus_base: str) -> None:
     """A second `solver` started for a while and stopped: every later call still reaches

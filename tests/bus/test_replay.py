@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from support.bus import recv_topic, robocell_cmd, robocell_env
 
 from robocell.common.bus import Node, Subscriber
@@ -38,6 +39,7 @@ def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
                           timeout=30)
 
 
+@pytest.mark.slow
 def test_play_onto_live_services_is_refused_and_with_the_flag_fakes_no_liveness_or_state(
         broker_process, bus_base: str, tmp_path: Path) -> None:
     _, endpoints = broker_process

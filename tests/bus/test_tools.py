@@ -73,6 +73,7 @@ def start_recorder(endpoints: Endpoints, env: dict, *args: str, last_topic: str 
         watcher.close()
 
 
+@pytest.mark.slow
 def test_record_then_play_reproduces_the_same_messages_in_order_with_timing(
         broker_process, cli_env: dict, tmp_path: Path) -> None:
     _, endpoints = broker_process
@@ -125,6 +126,7 @@ def test_record_then_play_reproduces_the_same_messages_in_order_with_timing(
     assert recorded_offsets[-1] > 3 * TIMING_TOLERANCE_S
 
 
+@pytest.mark.slow
 def test_info_and_export_for_foxglove(broker_process, cli_env: dict, tmp_path: Path) -> None:
     _, endpoints = broker_process
     recording = tmp_path / "scan.mcap"
@@ -169,6 +171,7 @@ def test_info_and_export_for_foxglove(broker_process, cli_env: dict, tmp_path: P
     assert image["format"] == "jpeg" and base64.b64decode(image["data"]) == jpeg
 
 
+@pytest.mark.slow
 def test_pub_echo_list_and_hz_from_the_command_line(broker_process, cli_env: dict) -> None:
     done = run_cli(cli_env, "bus", "pub", "cell.status", '{"cycle_id": "c9", "stage": "idle"}')
     assert done.returncode == 0, done.stderr
@@ -244,6 +247,7 @@ def test_record_from_the_tap_includes_command_traffic(broker_process, cli_env: d
     assert messages[1].payload["id"] == messages[0].payload["id"]
 
 
+@pytest.mark.slow
 def test_record_everything_from_the_tap(
         broker_process, cli_env: dict, tmp_path: Path) -> None:
     from robocell.common.bus import Node

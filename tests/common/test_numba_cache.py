@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numba
+import pytest
 
 from robocell.common.numba_cache import STAMP_NAME, sweep
 
@@ -68,6 +69,7 @@ def _edit_callee(tmp_path: Path, value: int) -> None:
     os.utime(callee, ns=(before + 2_000_000_000, before + 2_000_000_000))
 
 
+@pytest.mark.slow
 def test_after_the_sweep_a_caller_runs_its_callees_current_code(tmp_path: Path) -> None:
     _package(tmp_path, 1)
     assert _run(tmp_path, "plain") == 1

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import foxglove
+import pytest
 from mcap.reader import make_reader
 from support.foxglove import protobuf_class
 from support.monitor import face_jpeg
@@ -175,6 +176,7 @@ def test_service_states_say_which_heartbeats_are_stale():
     assert view["alive"] == 1
 
 
+@pytest.mark.slow
 def test_a_twin_state_that_cannot_be_drawn_does_not_stop_the_next(tmp_path, capfd):
     bad = dict(twin(solved(3), 0.0), facelets="UUU")
     good = apply_to_facelets(solved(3), parse_moves("F"), 3)

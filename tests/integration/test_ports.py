@@ -92,6 +92,7 @@ def broker_pid_heard(base: int) -> int | None:
     return json.loads(out.stdout)["services"].get("broker", {}).get("pid")
 
 
+@pytest.mark.slow
 def test_health_and_bus_list_reach_the_broker_on_ROBOCELL_BUS_PORT():
     base = free_port_block(4)
     with other_broker(base) as broker:
@@ -115,6 +116,7 @@ def assert_refused(out: subprocess.CompletedProcess, port: int, variable: str) -
 
 
 @pytest.mark.parametrize("command", [["up", "--sim"], ["demo"]])
+@pytest.mark.slow
 def test_up_on_the_ports_of_another_cell_refuses_and_leaves_that_cell_running(command):
     ports = free_ports()
     base = ports["ROBOCELL_BUS_PORT"]
@@ -160,6 +162,7 @@ def test_free_ports_of_a_cell_never_share_a_port():
         assert len(set(taken)) == len(taken), ports
 
 
+@pytest.mark.slow
 def test_launcher_does_not_take_another_process_heartbeat_for_its_own_service():
     base = free_port_block(4)
     with other_broker(base) as broker:
@@ -179,7 +182,7 @@ def test_launcher_does_not_take_another_process_heartbeat_for_its_own_service():
 @pytest.mark.parametrize(("command", "variable"), [
     (["firmware-sim", "--max-runtime", "30"], "ROBOCELL_SIM_PORT"),
     (["firmware-sim", "--max-runtime", "30"], "ROBOCELL_FIRMWARE_PORT"),  # the old name
-    (["monitor"], "ROBOCELL_MONITOR_PORT"),
+    pytest.param(["monitor"], "ROBOCELL_MONITOR_PORT", marks=pytest.mark.slow),
     (["foxglove"], "ROBOCELL_FOXGLOVE_PORT"),
 ])
 def test_simulator_dashboard_and_foxglove_listen_where_the_variables_say(command, variable):

@@ -98,6 +98,7 @@ def test_the_cells_solve_request_answers_a_cube_state_with_a_latched_plan(solver
     raise AssertionError("no plan for the published cube state")
 
 
+@pytest.mark.slow
 def test_a_burst_of_requests_is_all_answered_or_refused_as_busy(solver_bus):
     n = 1000
     threads_n = 50
@@ -139,6 +140,7 @@ def test_the_request_budget_bounds_the_search(solver_bus):
     assert long["search"]["length"] <= short["search"]["length"]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_solve_is_reported_and_replaced():
     from robocell.services.solver.pool import SolverPool, WorkerDied
     from robocell.services.solver.worker import solve_in_worker
@@ -171,6 +173,7 @@ def test_a_worker_killed_mid_solve_is_reported_and_replaced():
         pool.close()
 
 
+@pytest.mark.slow
 def test_the_pool_refuses_past_its_queue_limit_and_drops_late_requests():
     from robocell.services.solver.pool import PoolBusy, PoolTimeout, SolverPool
     from robocell.services.solver.worker import solve_in_worker
@@ -209,6 +212,7 @@ SMALL_LEVEL = """\
 """
 
 
+@pytest.mark.slow
 def test_sokoban_levels_are_solved_by_the_service(solver_bus):
     from robocell.sokoban.level import parse_levels
     from robocell.sokoban.lurd import replay
@@ -236,6 +240,7 @@ def test_sokoban_levels_are_solved_by_the_service(solver_bus):
     assert env.payload["lurd"] == moves["lurd"] and env.payload["optimal"]
 
 
+@pytest.mark.slow
 def test_a_fast_sokoban_request_runs_the_schedule(solver_bus, shared_data):
     # XSokoban 60 is out of optimal A*'s reach; the fast request's feature search solves it.
     from robocell.sokoban.level import load_level
@@ -254,6 +259,7 @@ def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):
     assert "2 players" in reply.message
 
 
+@pytest.mark.slow
 def test_a_split_search_takes_the_cheapest_share_and_adds_up_the_work():
     from robocell.services.solver.planning import merge_outcomes, split_jobs
     from robocell.services.solver.pool import SolverPool

@@ -74,6 +74,7 @@ def test_served_hosts_follow_the_listen_address():
     assert host_name("[::1]:8765") == "::1" and host_name("Example.COM:80") == "example.com"
 
 
+@pytest.mark.slow
 def test_wrong_tokens_are_throttled_per_address_not_per_socket(cell):
     async def guess() -> float:
         replies = await converse(cell.url, [{"type": "auth", "token": "x" * 20}], "auth")
@@ -107,6 +108,7 @@ def test_a_right_token_still_authorises(cell):
     assert json.dumps(replies[0])
 
 
+@pytest.mark.slow
 def test_an_allowed_extra_name_is_served(tmp_path):
     broker, bus = start_broker(tmp_path)
     try:

@@ -38,6 +38,7 @@ def get_json(url: str) -> tuple[int, dict]:
         return exc.code, json.loads(exc.read())
 
 
+@pytest.mark.slow
 def test_graphs_are_built_once_per_level_and_refused_with_a_reason():
     level = load_level(TWENTY_THREE, 1).xsb()
     graphs = SokobanGraphs()

@@ -10,6 +10,7 @@ import threading
 import time
 
 import aiohttp
+import pytest
 from support.bus import declared_result
 from support.monitor import (
     TOKEN,
@@ -130,6 +131,7 @@ def test_page_headers_forbid_framing_and_foreign_scripts(cell):
     assert "default-src 'self'" in h["Content-Security-Policy"]
 
 
+@pytest.mark.slow
 def test_remote_monitoring_through_the_curve_endpoint(tmp_path):
     """A monitor on the 'laptop' watches the cell through the broker's CURVE endpoint with a
     read-only key: it sees the cell's heartbeats, and its commands get the broker's explicit

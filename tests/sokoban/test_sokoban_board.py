@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from robocell.sokoban.board import UNREACHABLE, build_board
 from robocell.sokoban.bounds import (
@@ -62,6 +63,7 @@ def test_push_cost_knows_which_sides_the_player_can_reach():
     assert solve(board).status == "no solution"
 
 
+@pytest.mark.slow
 def test_freeze_deadlock_of_a_block_against_a_wall():
     board = board_of("""\
 ######

@@ -62,6 +62,7 @@ def _box_reach(board, boxes, player, b):
     return {(int(out[0][k]), int(out[1][k])): int(out[2][k]) for k in range(count)}
 
 
+@pytest.mark.slow
 def test_box_reach_finds_every_place_with_its_fewest_pushes(microban):
     checked = 0
     for level in load_levels(microban):

@@ -83,6 +83,7 @@ def test_fast_mode_options_solve_and_are_refused_where_they_do_not_apply(
     assert says in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_solve_fast_runs_the_default_schedule_and_a_given_one(xsokoban, capsys):
     result = _solve_json(capsys, [str(xsokoban), "--level", "60", "--fast", "--timeout", "60"])
     assert result["status"] == "solved" and not result["optimal"] and result["seconds"] > 0

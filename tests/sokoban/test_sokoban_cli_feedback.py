@@ -40,6 +40,7 @@ FROZEN_BLOCK = "#######\n#     #\n# $$  #\n# $$ .#\n#@  ..#\n#    .#\n#######\n"
                    "column 4 are frozen off goals: they hold each other, no push can bring "
                    "them to a goal"),
 ])
+@pytest.mark.slow
 def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, drawing: str,
                                                               why: str):
     level = tmp_path / "dead.xsb"
@@ -52,6 +53,7 @@ def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, dr
     assert as_json["status"] == "no solution" and why in as_json["dead_start"]
 
 
+@pytest.mark.slow
 def test_the_first_solve_after_install_says_it_compiles(tmp_path: Path):
     check = ("import sys\nfrom robocell.sokoban.search_report import announce_compiling\n"
              "print(announce_compiling(sys.stdout))")
@@ -94,6 +96,7 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
     return proc.wait(30), drawn.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_a_long_search_shows_its_progress_on_a_terminal(xsokoban: Path, microban: Path):
     assert main(["sokoban", "solve", str(microban), "--level", "1"]) == 0  # compiled first
     args = ["sokoban", "solve", str(xsokoban), "--level", "29", "--timeout", "3"]

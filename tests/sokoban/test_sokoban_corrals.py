@@ -51,6 +51,7 @@ def _position_has_dead_corral(board: Board, boxes: np.ndarray, player: int,
 
 @pytest.mark.parametrize("limits", [(CORRAL_SEARCH_NODES, CORRAL_MAX_BOXES),
                                     (CORRAL_DEEP_NODES, CORRAL_DEEP_MAX_BOXES)])
+@pytest.mark.slow
 def test_corral_deadlocks_are_dead_in_the_exhaustive_graph(microban, limits):
     """Over every reachable position of small Microban levels: no live position is called
     dead, and the search does find dead ones (else it would prove nothing) - with the
@@ -88,6 +89,7 @@ def test_corral_deadlocks_let_the_fast_mode_solve_xsokoban_5(xsokoban):
     assert replay(level, result.lurd).solved
 
 
+@pytest.mark.slow
 def test_the_deep_corral_search_solves_xsokoban_24(xsokoban):
     """XSokoban 24: the default schedule, with the default corral limits, leaves it unsolved at
     60 s; with the deep limits (4 096 states, 12 boxes) this stage solves it in about 6 s."""

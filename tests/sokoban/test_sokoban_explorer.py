@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pytest
 from support.monitor import REPO_ROOT
 
 from robocell.cli import main
@@ -151,6 +152,7 @@ def test_graph_html_writes_the_page_and_refuses_a_silly_limit(tmp_path, capsys):
     assert "--max-drawn must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_explore_serves_the_page_on_loopback_without_a_browser(tmp_path):
     log = tmp_path / "explore.log"
     with open(log, "wb") as handle:

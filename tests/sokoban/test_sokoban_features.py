@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,6 +96,7 @@ def test_cell_index_and_key_bounds():
     assert fs.key.dtype == np.int64
 
 
+@pytest.mark.slow
 def test_doorways_are_the_squares_that_split_the_floor():
     """Checked against the definition: a square is a doorway exactly when taking it away
     leaves more areas of floor than before."""

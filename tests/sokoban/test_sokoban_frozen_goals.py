@@ -71,6 +71,7 @@ def _random_positions(board, rng, count):
 
 
 @pytest.mark.parametrize("first", [1, 41, 81])
+@pytest.mark.slow
 def test_every_position_called_dead_is_unsolvable(microban, first):
     """Soundness against the optimal search: every random position the check calls dead is
     proven unsolvable by optimal A* run without the check."""
@@ -97,6 +98,7 @@ def test_every_position_called_dead_is_unsolvable(microban, first):
     assert beyond_matching >= 5
 
 
+@pytest.mark.slow
 def test_the_feature_search_with_the_check_solves_xsokoban_31(xsokoban):
     """Without the check the search packed 19 of 20 boxes with the last goal out of reach and
     stalled there (60 s, unsolved); with it, it is solved in about 12 s."""

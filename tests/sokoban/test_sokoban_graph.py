@@ -13,7 +13,7 @@ from robocell.sokoban.graph import NO_DISTANCE, GraphTooLarge, build_graph
 from robocell.sokoban.level import load_level, parse_levels
 from robocell.sokoban.lurd import replay
 
-GRAPH_LEVELS = (1, 2, 3, 5, 9, 17, 36)
+GRAPH_LEVELS = (1, 2, 3, 5, 9, 17, pytest.param(36, marks=pytest.mark.slow))
 
 
 @pytest.mark.parametrize("number", GRAPH_LEVELS)

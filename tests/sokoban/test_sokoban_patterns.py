@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from robocell.sokoban.board import Board, build_board
 from robocell.sokoban.bounds import (
@@ -94,6 +95,7 @@ def _pattern_states(table: tuple, boxes: np.ndarray, player: np.ndarray) -> np.n
     return hit
 
 
+@pytest.mark.slow
 def test_learned_patterns_are_dead_in_the_exhaustive_graph(microban):
     """Patterns learned while solving (optimal and greedy) the first Microban levels: no
     reachable state that holds one is live in the complete push graph."""

@@ -20,7 +20,7 @@ from robocell.sokoban.solver import (
 CROSS_CHECK_MAX_STATES = 300_000
 """Levels whose full push graph has at most this many states are checked against BFS."""
 BOXOBAN_CROSS_CHECK_LEVELS = 40
-MOVE_CHECK_LEVELS = (1, 2, 3, 4, 5, 9, 17, 21, 30)
+MOVE_CHECK_LEVELS = (1, 2, 3, 4, pytest.param(5, marks=pytest.mark.slow), 9, 17, 21, 30)
 
 
 def test_microban_1_move_optimal_is_33_moves_8_pushes(microban):
@@ -53,12 +53,14 @@ def _cross_check(levels) -> int:
     return checked
 
 
+@pytest.mark.slow
 def test_push_optimal_matches_exhaustive_breadth_first_search_microban(microban):
     """Every Microban level whose complete push graph has at most CROSS_CHECK_MAX_STATES
     states: the solver's push count must equal the BFS distance from start to a goal state."""
     assert _cross_check(load_levels(microban)) >= 120
 
 
+@pytest.mark.slow
 def test_push_optimal_matches_exhaustive_breadth_first_search_boxoban(boxoban_hard):
     levels = load_levels(boxoban_hard)[:BOXOBAN_CROSS_CHECK_LEVELS]
     assert _cross_check(levels) >= BOXOBAN_CROSS_CHECK_LEVELS // 2
@@ -163,7 +165,7 @@ def test_fast_mode_solves_xsokoban_7_quickly(xsokoban):
     assert result.expanded < 100_000
 
 
-@pytest.mark.parametrize("number", [8, 60])
+@pytest.mark.parametrize("number", [pytest.param(8, marks=pytest.mark.slow), 60])
 def test_feature_search_solves_a_level_weighted_a_star_does_not(xsokoban, number):
     # XSokoban 8 and 60: weighted A* (2 or 3) and greedy search time out at 60 s on them; the
     # feature search takes a few seconds.
@@ -173,6 +175,7 @@ def test_feature_search_solves_a_level_weighted_a_star_does_not(xsokoban, number
     assert result.expanded < 1_000_000
 
 
+@pytest.mark.slow
 def test_feature_search_without_macros_solves_microban_153(microban):
     # The goal room's macros cut off every solution of this level (the search with them runs
     # out of positions), and the other modes time out; cells without macros do not.

@@ -131,6 +131,7 @@ def test_metric_plans_match_an_exhaustive_search_of_all_short_cases(profile_name
         assert (cost <= depth) == (orientation_free_key(facelets) in distance)
 
 
+@pytest.mark.slow
 def test_reference_robot_plans_match_an_exhaustive_search_on_short_cases():
     profile = load_profile("soltvvo-2x2")
     rng = np.random.default_rng(11)
@@ -202,6 +203,7 @@ def test_fractional_costs_are_scaled_to_integers(tilt_robot):
     assert model.prim_cost.tolist() == [10, 10, 16, 8, 8, 15]
 
 
+@pytest.mark.slow
 def test_a_tilt_robot_gets_plans_that_replay_and_are_optimal(tilt_robot):
     for seed in range(150):
         facelets = random_facelets(2, 70_000 + seed)

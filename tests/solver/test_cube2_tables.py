@@ -113,6 +113,7 @@ def test_profiles_the_tables_cannot_serve_are_refused_with_the_key(tmp_path):
         group_for(fixed)
 
 
+@pytest.mark.slow
 def test_tables_cli_verifies_and_describes_the_cube2_groups():
     for profile in ("htm", "qtm", "soltvvo-2x2"):
         tables.load(group_for(load_profile(profile)))
@@ -129,6 +130,7 @@ def test_tables_cli_verifies_and_describes_the_cube2_groups():
     assert row["arrays"]["cost_to_go"]["dtype"] == "uint8"
 
 
+@pytest.mark.slow
 def test_plan_cost_of_every_class_agrees_with_the_plans_and_has_the_known_mean():
     from robocell.common.cubie import CubieState
     from robocell.services.solver.api import solve

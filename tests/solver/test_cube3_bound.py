@@ -56,7 +56,8 @@ def _solvable_within(profile: Profile, max_cost: float) -> np.ndarray:
     return np.array([(least_arr <= k).sum() for k in range(int(max_cost) + 1)])
 
 
-@pytest.mark.parametrize(("name", "max_cost"), [("htm", 3), ("six-motor", 30), ("tilt-spin", 300)])
+@pytest.mark.parametrize(("name", "max_cost"), [
+    ("htm", 3), pytest.param("six-motor", 30, marks=pytest.mark.slow), ("tilt-spin", 300)])
 def test_the_counts_bound_the_cubes_solvable_within_each_cost(name: str, max_cost: int) -> None:
     profile = load_profile(name)
     counts = count_by_cost(profile, max_levels=max_cost)

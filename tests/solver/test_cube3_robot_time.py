@@ -163,6 +163,7 @@ def _least_robot_time(facelets: str, profile: Profile, within_g1: bool = False) 
 
 
 
+@pytest.mark.slow
 def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
     """Phase 2's step bound (its blocks only: side-face turns are half turns) against the exact
     least cost of solving with phase 2's primitives, on cubes scrambled within G1."""
@@ -191,8 +192,9 @@ def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
 
 
 @pytest.mark.parametrize("profile_name,turns,count,moves", [
-    ("six-motor", 6, 6, FACE_TURNS), ("tilt-spin", 5, 3, FACE_TURNS),
-    ("six-motor", 4, 5, G1_TURNS)])
+    pytest.param("six-motor", 6, 6, FACE_TURNS, marks=pytest.mark.slow),
+    ("tilt-spin", 5, 3, FACE_TURNS),
+    pytest.param("six-motor", 4, 5, G1_TURNS, marks=pytest.mark.slow)])
 def test_short_scrambles_get_the_least_robot_time(profile_name: str, turns: int, count: int,
                                                   moves: list,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

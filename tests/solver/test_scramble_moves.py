@@ -7,7 +7,7 @@ from robocell.common.scramble import random_turns, scramble_to
 from robocell.services.solver.api import solve
 
 
-@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("size", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_scramble_sequence_reaches_exactly_the_state(size):
     for seed in range(25):
         facelets = random_facelets(size, seed)

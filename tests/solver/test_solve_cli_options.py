@@ -23,6 +23,7 @@ def robocell(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
                           text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_list_profiles_names_every_shipped_profile_with_puzzle_primitives_description():
     done = robocell("solve", "--list-profiles")
     assert done.returncode == 0, done.stderr
@@ -47,6 +48,7 @@ def test_max_length_not_reached_in_the_budget_fails_clearly():
     assert "--timeout" in done.stderr
 
 
+@pytest.mark.slow
 def test_max_length_reached_is_kept():
     done = robocell("solve", "--max-length", "22", "--json", SCRAMBLED_3X3)
     assert done.returncode == 0, done.stderr

@@ -9,6 +9,7 @@ import sys
 
 import cv2
 import numpy as np
+import pytest
 from support.bus import (
     free_base_port,
     robocell_cmd,
@@ -82,6 +83,7 @@ def test_a_missing_or_unreadable_image_gets_our_error_only(tmp_path):
         assert done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_camera_that_cannot_be_opened_is_named_at_once_and_health_fails():
     base = f"tcp://127.0.0.1:{free_base_port()}"
     env = robocell_env(base)

@@ -34,6 +34,7 @@ def size_of(folder) -> int:
     return 3 if folder.name.startswith("3x3") else 2
 
 
+@pytest.mark.slow
 def test_every_photo_is_read_within_15_per_channel(shared_data):
     for folder in photo_sets(shared_data):
         size = size_of(folder)
@@ -46,6 +47,7 @@ def test_every_photo_is_read_within_15_per_channel(shared_data):
             assert error <= TOLERANCE, (folder.name, face, error)
 
 
+@pytest.mark.slow
 def test_every_photo_set_resolves_to_a_valid_cube(shared_data):
     for folder in photo_sets(shared_data):
         result = scan_folder(folder)
@@ -65,7 +67,7 @@ def rotate(image: np.ndarray, centre, angle: float, scale: float = 1.0) -> np.nd
                           borderMode=cv2.BORDER_REPLICATE)
 
 
-@pytest.mark.parametrize("angle", [-30, -15, 15, 30])
+@pytest.mark.parametrize("angle", [-30, pytest.param(-15, marks=pytest.mark.slow), 15, 30])
 def test_rotated_glared_and_occluded_photos_are_still_read(shared_data, angle):
     rng = np.random.default_rng(angle + 100)
     for folder in photo_sets(shared_data):

@@ -120,6 +120,7 @@ def test_each_frame_is_announced_as_captured_before_it_is_read(bus):
         assert captured < read
 
 
+@pytest.mark.slow
 def test_reader_processes_read_the_views_of_a_scan(bus):
     state = random_facelets(3, 21)
     node, service = run_service(bus, SimSource(seed=9, facelets=state), 3, threads=2, readers=2)

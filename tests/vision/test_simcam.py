@@ -56,6 +56,7 @@ def test_bad_render_arguments_are_refused():
 
 
 @pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.slow
 def test_seeded_sim_scrambles_are_read_exactly_or_refused(size):
     """A bounded share of the 1000-cube accuracy run (bench/vision_sim_accuracy.py)."""
     cv2.setNumThreads(1)
