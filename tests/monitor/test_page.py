@@ -257,7 +257,9 @@ def test_a_doubtful_sticker_has_a_legend_and_the_services_table_fits_at_1400_px(
                                                                                publisher):
     long_health = {"serial": "socket://127.0.0.1:7700", "profile": "six-motor",
                    "executed_plans": 12345, "cube_state_known": True, "job": "scan",
-                   "scan_id": "cycle-0123456789abcdef-scan"}
+                   "scan_id": "cycle-0123456789abcdef-scan",
+                   "tables": "/home/operator/.cache/robocell/tables/cube3/six-motor-phase2-"
+                             "timed-blocks-v7.npy"}
     peers = [Node(name, cell.endpoints, heartbeat_period=0.2, track_peers=False)
              for name in ("actuator", "firmware-sim", "solver")]
     try:
