@@ -285,4 +285,37 @@ def test_the_plan_panel_shows_predicted_and_measured_robot_time_and_the_error(ce
     finally:
         for p in (solver, actuator):
             p.close()
+
+
+def test_a_doubtful_sticker_has_a_legend_and_the_services_table_fits_at_1400_px(cell, page,
+                                                                               publisher):
+    long_health = {"serial": "socket://127.0.0.1:7700", "profile": "six-motor",
+                   "executed_plans": 12345, "cube_state_known": True, "job": "scan",
+                   "scan_id": "cycle-0123456789abcdef-scan",
+                   "tables": "/home/operator/.cache/robocell/tables/cube3/six-motor-phase2-"
+                             "timed-blocks-v7.npy"}
+    peers = [Node(name, cell.endpoints, heartbeat_period=0.2, track_peers=False)
+             for name in ("actuator", "firmware-sim", "solver")]
+    try:
+        for node in peers:
+            node.start()
+            node.set_state("busy", **long_health)
+        open_dashboard(page, cell.url)
+        facelets = random_facelets(3, 31)
+        confidence = [0.99] * 54
+        confidence[4] = 0.3
+        publisher.publish("vision.cube_state", {
+            "scan_id": "scan-31", "puzzle": "3x3x3", "facelets": facelets,
+            "confidence": confidence})
+        page.wait_for_selector("#cube-net rect.doubtful", timeout=UI_TIMEOUT_MS)
+        legend = page.wait_for_selector("#cube-legend", state="visible", timeout=UI_TIMEOUT_MS)
+        assert "magenta" in legend.inner_text() and "confidence" in legend.inner_text()
+        page.wait_for_selector("#services tr[data-service=firmware-sim]", timeout=UI_TIMEOUT_MS)
+        page.wait_for_timeout(500)  # a second round of health rows drawn
+        overflow = page.eval_on_selector(
+            "#card-services", "c => c.scrollWidth - c.clientWidth")
+        assert overflow <= 0, f"the services card scrolls {overflow} px sideways"
+    finally:
+        for node in peers:
+            node.stop()
     assert page.js_errors == []

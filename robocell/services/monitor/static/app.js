@@ -269,6 +269,8 @@
   function drawCube(state) {
     CubeView.drawNet($("cube-net"), state && state.facelets, state && state.confidence);
     CubeView.draw3d($("cube-3d"), state && state.facelets);
+    const doubtful = state && (state.confidence || []).some((c) => c < CubeView.DOUBTFUL);
+    $("cube-legend").hidden = !doubtful;
     $("cube-meta").textContent = state ? `${state.puzzle} · scan ${state.scan_id}` : "";
     $("cube-source").textContent = state ? clock(state.wall_time || state.time) : "";
   }
@@ -328,7 +330,7 @@
       c.setAttribute("cx", x); c.setAttribute("cy", y); c.setAttribute("r", radius);
       const [r, g, b] = v.colors[i] || [128, 128, 128];
       c.setAttribute("fill", `rgb(${r},${g},${b})`);
-      c.setAttribute("class", (v.confidence[i] ?? 1) < 0.6 ? "sample doubtful" : "sample");
+      c.setAttribute("class", (v.confidence[i] ?? 1) < CubeView.DOUBTFUL ? "sample doubtful" : "sample");
       svg.append(c);
     });
     return svg;

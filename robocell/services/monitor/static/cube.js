@@ -17,6 +17,7 @@ const CubeView = (() => {
     U: "rotateX(90deg)", D: "rotateX(-90deg)",
   };
   const SVG_NS = "http://www.w3.org/2000/svg";
+  const DOUBTFUL = 0.6;  // a sticker read with less confidence is outlined in magenta
 
   function sizeOf(facelets) {
     const n = Math.round(Math.sqrt(facelets.length / 6));
@@ -59,7 +60,7 @@ const CubeView = (() => {
           rect.setAttribute("fill", colourOf(facelets[index]));
           rect.dataset.index = index;
           rect.dataset.letter = facelets[index];
-          if (confidence && confidence[index] !== undefined && confidence[index] < 0.6) {
+          if (confidence && confidence[index] !== undefined && confidence[index] < DOUBTFUL) {
             rect.setAttribute("class", "doubtful");
           }
           const title = document.createElementNS(SVG_NS, "title");
@@ -117,5 +118,5 @@ const CubeView = (() => {
     }
   }
 
-  return { drawNet, draw3d, sizeOf, colourOf, FACE_ORDER, STICKER_COLOURS };
+  return { drawNet, draw3d, sizeOf, colourOf, FACE_ORDER, STICKER_COLOURS, DOUBTFUL };
 })();
