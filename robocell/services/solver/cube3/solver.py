@@ -129,8 +129,9 @@ cubes), 0.5 -> 215.6, 0.8 -> 217.7 and 218.1 (other cubes). tilt-spin at 500 ms,
 cubes 0 -> 3,654, 0.5 -> 3,326, 1.0 -> 3,293; 30 cubes 0.5 -> 3,334, 0.7 -> 3,324, 0.9 and
 1.0 -> 3,318; 60 other cubes 0.5 -> 3,319, 0.9 -> 3,290 (its bounds are weak: the candidates
 the motion compiler prices find more there than the robot-time search does). Since the search
-reads the profile's full phase-1 and phase-2 tables (`weighted`), six-motor at 50 ms, 40 cubes:
-0.3 -> 209.5, 0.1 -> 209.6, 0 -> 207.6: candidates no longer pay for one-state robots."""
+reads the profile's full phase-1 and phase-2 tables (`robot_time.cost_tables`), six-motor at
+50 ms, 40 cubes: 0.3 -> 209.5, 0.1 -> 209.6, 0 -> 207.6: candidates no longer pay for one-state
+robots."""
 
 
 SEED_CAP_S = {"one-state": 0.04, "re-orienting": None}
