@@ -53,6 +53,7 @@ SEQUENCING_RULES = ("none", "alternate-groups")
 TOP_LEVEL_KEYS = {
     "name", "description", "puzzle", "unit_ms", "solved_any_orientation", "sequencing",
     "primitives", "motors", "scan", "geometry", "actuator", "search_budget_ms", "wiring",
+    "motion",
 }
 PRIMITIVE_KEYS = {"name", "moves", "cost", "group", "motion", "description"}
 

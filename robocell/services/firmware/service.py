@@ -50,7 +50,7 @@ class FirmwareSimBus:
             "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
             "solved": state["solved"], "grips": state["grips"],
             "arm_angles": state["arm_angles"], "misaligned": state["misaligned"],
-            "fault": state["fault"],
+            "fault": state["fault"], "jammed": state["jammed"],
             "boot_id": core.boot_id, "line": core.executed})
 
     def on_scramble(self, args: dict, ctx: Any) -> dict:
