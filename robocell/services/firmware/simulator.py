@@ -418,9 +418,9 @@ class FirmwareCore:
             self.twin.check_cut(list(motion.targets), left)
             return None
         except TwinFaultError as jam:
+            self.twin.fault = None  # what the stopped motors did still happens to the cube
             for running in self._motions_running():
-                fraction = min(1.0, (now - running.start) / max(1e-9, running.end
-                                                                - running.start))
+                fraction = self._fraction_done(running, now)
                 self._apply_partial(running, fraction)
                 self._log("interrupted", line=running.command.line,
                           text=running.command.body, fraction=round(fraction, 4),
@@ -430,6 +430,15 @@ class FirmwareCore:
             self.running = []
             self.last_end = now
             return self._fault(jam, line)
+
+    def _fraction_done(self, motion: Motion, now: float) -> float:
+        """How much of a running motion is done at ``now`` (a MOVE: of its way)."""
+        elapsed = now - motion.start
+        if motion.command.verb == "MOVE":
+            return max((self.motors[n].travel(self.motors[n].degrees(v), elapsed)[1]
+                        / abs(self.motors[n].degrees(v)) for n, v in motion.targets.items()
+                        if v), default=1.0)
+        return min(1.0, max(0.0, elapsed) / max(1e-9, motion.end - motion.start))
 
     def _fault(self, fault: TwinFaultError, line: int) -> list[bytes]:
         """A physical fault at ``line``: the queue is gone, motion refused until CLEAR."""
