@@ -22,6 +22,7 @@ and what the cell is (`profile_name`, `speed`, ... below, read here and nowhere 
 | ``ROBOCELL_VISION_READERS`` | 2 | views read at once, each in a reader process |
 | ``ROBOCELL_SOLVER_WORKERS`` | 2 | solver worker processes |
 | ``ROBOCELL_SOLVER_SPLIT``, ``ROBOCELL_ROLLING`` | 1 | switches: 0 turns off |
+| ``ROBOCELL_PHYSICS`` | none | in simulation, the robot's true physics (a TOML file) |
 
 ``ROBOCELL_FIRMWARE_PORT``, the firmware simulator's old variable, is read as an alias of
 ``ROBOCELL_SIM_PORT`` when that is unset. Every function takes the environment to read
@@ -241,6 +242,7 @@ def free_port_blocks(*counts: int, host: str = LOOPBACK) -> list[int]:
 # --- what the cell is ------------------------------------------------------------------
 
 PROFILE_ENV = "ROBOCELL_PROFILE"
+PHYSICS_ENV = "ROBOCELL_PHYSICS"
 SPEED_ENV = "ROBOCELL_SPEED"
 FIRMWARE_ENV = "ROBOCELL_FIRMWARE"
 SERIAL_ENV = "ROBOCELL_SERIAL"
@@ -256,6 +258,13 @@ FIRMWARE_BACKENDS = ("python", "avr")
 def profile_name(env: Mapping[str, str] | None = None) -> str | None:
     """The robot profile the cell is configured with, None when unset."""
     return (_environ(env).get(PROFILE_ENV) or "").strip() or None
+
+
+def physics_file(env: Mapping[str, str] | None = None) -> Path | None:
+    """The simulated robot's physics file (`robocell.robot.physics`), None when unset: the
+    simulated robot is then its profile."""
+    text = (_environ(env).get(PHYSICS_ENV) or "").strip()
+    return Path(text) if text else None
 
 
 def default_profile(env: Mapping[str, str] | None = None) -> str:

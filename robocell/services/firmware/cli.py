@@ -9,6 +9,7 @@ import argparse
 import os
 import shlex
 import subprocess
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from robocell.common import config
@@ -17,6 +18,8 @@ from robocell.common.cube import random_facelets
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError
+from robocell.robot.motion import load_motors
+from robocell.robot.physics import PhysicsError, load_physics
 from robocell.services.firmware.avr_build import (
     ToolchainError,
     build_firmware,
@@ -56,6 +59,9 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
                      default=config.speed(),
                      help="simulated time runs this many times faster than real time "
                           "(default $ROBOCELL_SPEED or 1)")
+    sim.add_argument("--physics", metavar="FILE", type=Path, default=config.physics_file(),
+                     help="the robot's true physics where it differs from the profile (TOML, "
+                          "docs/profiles.md; default $ROBOCELL_PHYSICS, else the profile)")
     sim.add_argument("--cube", metavar="FACELETS", help="start cube (default solved)")
     sim.add_argument("--scramble-seed", type=int, metavar="SEED",
                      help="start from a random cube made with this seed")
@@ -104,6 +110,12 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
         Twin(profile)  # the motors and geometry must be usable before serving
     except ProfileError as exc:
         raise CommandError(f"{exc}; pick a robot profile with [motors] and [geometry]") from None
+    try:
+        physics = load_physics(args.physics) if args.physics else None
+        if physics is not None:
+            physics.apply(load_motors(profile))
+    except PhysicsError as exc:
+        raise CommandError(str(exc)) from None
     if args.speed <= 0:
         raise CommandError(f"--speed {args.speed}: must be positive (1 = real time)")
     for name in ("drop_rate", "corrupt_rate"):
@@ -139,7 +151,7 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
                        queue_size=args.queue, log_path=args.log, faults=faults,
                        max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                       endpoints=endpoints_of(args) if args.bus else None)
+                       endpoints=endpoints_of(args) if args.bus else None, physics=physics)
     except OSError as exc:
         raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
                            "--port or 0 for any free one") from None

@@ -16,6 +16,7 @@ from robocell.common.notation import Move
 from robocell.common.profile import Profile
 from robocell.common.scramble import random_turns
 from robocell.common.validation import CubeStateError, validate
+from robocell.robot.physics import Physics
 from robocell.services.firmware.avr_hil import serve_avr
 from robocell.services.firmware.serial_server import serve
 from robocell.services.firmware.simulator import FaultPlan, FirmwareCore
@@ -85,14 +86,14 @@ def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, 
                    facelets: str | None, queue_size: int, log_path: str | None,
                    faults: FaultPlan, max_runtime_s: float | None = None,
                    host: str = "127.0.0.1", bus: bool = False,
-                   endpoints: Endpoints | None = None) -> None:
+                   endpoints: Endpoints | None = None, physics: Physics | None = None) -> None:
     """The `robocell firmware-sim` process body (with ``bus``: twin on sim.twin_state and the
-    ``scramble`` command, see `FirmwareSimBus`)."""
+    ``scramble`` command, see `FirmwareSimBus`; ``physics``: the robot's true motion)."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
     adapter = None
     control: queue.Queue | None = None
     try:
-        core = FirmwareCore(profile, facelets, queue_size, log)
+        core = FirmwareCore(profile, facelets, queue_size, log, physics=physics)
         if bus:
             control = queue.Queue()
             adapter = FirmwareSimBus(profile, control, endpoints)
