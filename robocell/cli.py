@@ -56,6 +56,8 @@ COMMANDS: tuple[Command, ...] = (
             "robocell.services.firmware.cli:register"),
     Command("firmware", "build the AVR motor firmware from a robot profile, flash it",
             "robocell.services.firmware.cli:register"),
+    Command("calibrate", "fit a robot profile to the robot (--overlap: its safe corner cut)",
+            "robocell.services.firmware.calibrate_cli:register"),
     Command("actuator", "the actuator service: plans from the bus -> motor commands",
             "robocell.services.actuator.cli:register"),
     Command("vision", "read cube faces from images, resolve colours to a cube state",

@@ -299,7 +299,7 @@ class Twin:
             for start in starting:
                 arm = arms.get(start)
                 if arm is not None and FACE_AXES[arm.face] != FACE_AXES[turning.face]:
-                    self._fail("jam", f"jammed: layer {arm.face} started while layer "
+                    self._fail("jam", f"layer {arm.face} started while layer "
                                f"{turning.face} stood {off:.1f} degrees from aligned (the "
                                f"cube takes {self.cut_tolerance_deg:g}): lower overlap_deg")
 
