@@ -461,6 +461,27 @@ def compile_primitives(profile: Profile, motors: dict[str, Motor] | None = None
     return out
 
 
+def transition_credit_ms(primitives: dict[str, PrimitiveMotion],
+                         motors: dict[str, Motor]) -> float:
+    """What corner cutting takes off every primitive after one of another axis, for a robot
+    whose every primitive is one MOVE turning layers in place: the least time saved over all
+    perpendicular pairs (a pair saving more is priced a little dear). 0 for any other robot
+    (a primitive of several commands, or servos) and without overlap."""
+    moves = list(primitives.values())
+    if not moves or any(len(p.commands) != 1 or p.commands[0].verb != "MOVE" for p in moves):
+        return 0.0
+    least = math.inf
+    for before in moves:
+        for after in moves:
+            first, then = before.commands[0], after.commands[0]
+            axes, next_axes = move_axes(first, motors), move_axes(then, motors)
+            if axes is None or next_axes is None:
+                return 0.0
+            if axes and next_axes and not axes & next_axes:
+                least = min(least, overlapped(first, then, motors)[1])
+    return 0.0 if least == math.inf else least
+
+
 @dataclass(frozen=True)
 class View:
     """What the camera sees at a pose: at robot face ``at`` it sees cube face ``face`` (named

@@ -9,9 +9,11 @@ from robocell.common.profile import ProfileError, load_profile, parse_profile
 from robocell.robot.motion import (
     WireCommand,
     compile_motion,
+    compile_primitives,
     load_motors,
     overlap_steps,
     overlapped,
+    transition_credit_ms,
 )
 from robocell.services.actuator.executor import Compiler
 
@@ -74,3 +76,16 @@ def test_overlapped_plan_is_predicted_shorter_by_the_saved_time():
     overlapping = [t for t in cut.texts if " ov=" in t]
     assert len(overlapping) == 3  # U after R, F' after U+D2, R2 after B; not along an axis
     assert plain.predicted_ms - cut.predicted_ms == pytest.approx(3 * 30.5, abs=3.0)
+
+
+def test_the_transition_credit_is_the_saving_of_a_perpendicular_pair_or_nothing(soltvvo):
+    overlapping = six_motor_with("[motion]\noverlap_deg = 20\n")
+    motors = load_motors(overlapping)
+    credit = transition_credit_ms(compile_primitives(overlapping, motors), motors)
+    r, u = compile_motion("turn R:90", motors), compile_motion("turn U:-90", motors)
+    assert credit == pytest.approx(overlapped(r, u, motors)[1]) and credit > 0
+    six = load_profile(SIX)
+    assert transition_credit_ms(compile_primitives(six), load_motors(six)) == 0.0
+    # grippers between turns: not a robot that turns layers in place
+    assert transition_credit_ms(compile_primitives(soltvvo), load_motors(soltvvo)) == 0.0
+    assert overlapping.search_hash != six.search_hash
