@@ -25,7 +25,7 @@ from pathlib import Path
 
 from robocell.common.bus import CommandClient, Endpoints, Node
 from robocell.deploy.launcher import Launcher, temporary_cell_env
-from robocell.services.cell.cli import follow_cycle
+from robocell.tools.cycle import follow_cycle
 
 BURST_THREADS = 100
 BURST_TIMEOUT_S = 60.0

@@ -25,7 +25,7 @@ from pathlib import Path
 from robocell.common.bus import Endpoints, Node
 from robocell.common.profile import load_profile
 from robocell.deploy.launcher import Launcher, temporary_cell_env
-from robocell.services.solver.cube3.robot import compile_plan
+from robocell.services.solver.cube3.motion_compiler import compile_plan
 from robocell.tools.cycle import follow_cycle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -12,7 +12,7 @@ the change of the mean against the shortest-face-turn plan of the same run (rob-
 mean face turns, and search time p50/p99 (as each planner reports it). `--htm` adds plain
 move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s;
 `--speed-only` the motion compiler's own speed. Under each table: the counting bound
-(`robocell.services.solver.cube3.bound`), below which no planner's mean over all cubes can
+(`cube3.robot_time.counting_bound`), below which no planner's mean over all cubes can
 be, and the issue's target with the share of all cubes a plan that fast can solve at most;
 `--bound-only` prints the bound alone, for any 3x3 profile. The machine's other load slows
 the budgeted searches; run it on a quiet machine for the best figures. A budgeted planner's
@@ -41,8 +41,8 @@ from robocell.common.notation import Move, parse_moves
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
-from robocell.services.solver.cube3.bound import BoundError, count_by_cost
-from robocell.services.solver.cube3.robot import compile_plan, motion_tables
+from robocell.services.solver.cube3.motion_compiler import compile_plan, motion_tables
+from robocell.services.solver.cube3.robot_time.counting_bound import BoundError, count_by_cost
 from robocell.services.solver.planning import merge_outcomes
 from robocell.services.solver.pool import SolverPool
 from robocell.services.solver.worker import solve_in_worker
@@ -241,8 +241,9 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
 
 
 def bound_rows(profile_name: str, reference_ms: float | None) -> None:
-    """The counting bound (`cube3.bound`): no planner's mean over all cubes is below it; and
-    the target, with the share of all cubes a plan that fast can solve at most."""
+    """The counting bound (`cube3.robot_time.counting_bound`): no planner's mean over all
+    cubes is below it; and the target, with the share of all cubes a plan that fast can solve
+    at most."""
     profile = load_profile(profile_name)
     counts = count_by_cost(profile)
     bound_ms = profile.cost_ms(counts.mean_units())

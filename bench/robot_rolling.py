@@ -76,7 +76,7 @@ def rolled(pool: ProcessPoolExecutor, facelets: str, profile: Profile, budget_s:
            margin_s: float) -> tuple[float, float, int]:
     """(cost of the plan found in the budget, cost of what the robot executed, rests
     replaced), in profile units."""
-    from robocell.services.solver.cube3.robot import primitive_moves
+    from robocell.services.solver.cube3.motion_compiler import primitive_moves
 
     rest, cost = search(pool, facelets, profile, budget_s)
     first, executed, replaced = cost, 0.0, 0

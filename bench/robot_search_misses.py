@@ -30,10 +30,9 @@ from robocell.common.cubie import from_facelets  # noqa: E402
 from robocell.common.notation import Move, simplify_moves  # noqa: E402
 from robocell.common.profile import load_profile  # noqa: E402
 from robocell.common.scramble import random_facelets  # noqa: E402
-from robocell.services.solver.cube3 import timed_blocks as tb  # noqa: E402
-from robocell.services.solver.cube3.robot import compile_plan  # noqa: E402
+from robocell.services.solver.cube3.motion_compiler import compile_plan  # noqa: E402
+from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch  # noqa: E402
 from robocell.services.solver.cube3.solver import warm_up  # noqa: E402
-from robocell.services.solver.cube3.timed import RobotTimeSearch  # noqa: E402
 
 ORDER = "URFDLB"
 """Canonical order within a block: U before D, R before L, F before B (as the search turns)."""
@@ -96,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
                 best = cost
             theirs.append(peer_cost)
             ours.append(best)
-            capped += int(search.counters[tb.CAPPED])
+            capped += int(search.counters[0]["capped"])
             if peer_cost >= best - 1e-9:
                 continue
             cheaper += 1
             lost = [ds.direction for ds in search.directions
-                    if phase1_cost(plan, ds.direction, profile) <= ds.fctl[tb.PREV_C1] + 1e-9]
+                    if phase1_cost(plan, ds.direction, profile)
+                    <= ds.control["previous_threshold"] + 1e-9]
             if lost:
                 misses += 1
                 names = ", ".join((d.rotation or "as given") + (" inverse" if d.inverse else "")

@@ -36,14 +36,18 @@ def worker(profile_name: str, budget_ms: float, cubes: int, seed: int,
     """Search each cube for the budget; print one JSON line of totals."""
     from robocell.common.profile import load_profile
     from robocell.common.scramble import random_cubie_state
-    from robocell.services.solver.cube3 import weighted
-    from robocell.services.solver.cube3.timed import RobotTimeSearch
+    try:
+        from robocell.services.solver.cube3.robot_time import cost_tables
+        from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch
+    except ModuleNotFoundError:  # a checkout from before the robot_time package
+        from robocell.services.solver.cube3 import weighted as cost_tables
+        from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch
 
     profile = load_profile(profile_name)
     for _ in RobotTimeSearch(random_cubie_state(3, seed - 1), profile).solutions(0.05):
         pass  # compiled before the clock starts
-    if hasattr(weighted, "touch_loaded"):
-        weighted.touch_loaded()  # the tables' pages mapped, as a solver worker does
+    if hasattr(cost_tables, "touch_loaded"):
+        cost_tables.touch_loaded()  # the tables' pages mapped, as a solver worker does
     costs, nodes, cpu = [], [], 0.0
     for i in range(cubes):
         search = RobotTimeSearch(random_cubie_state(3, seed + i), profile, part)

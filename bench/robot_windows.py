@@ -49,15 +49,15 @@ from robocell.common.moves import apply_to_cubies  # noqa: E402
 from robocell.common.notation import Move  # noqa: E402
 from robocell.common.profile import Profile, ProfileError, load_profile  # noqa: E402
 from robocell.common.scramble import random_cubie_state  # noqa: E402
-from robocell.services.solver.cube3 import axial  # noqa: E402
-from robocell.services.solver.cube3.moves import move_of_index  # noqa: E402
-from robocell.services.solver.cube3.robot import (  # noqa: E402
+from robocell.services.solver.cube3.motion_compiler import (  # noqa: E402
     MotionCompileError,
     compile_plan,
     primitive_moves,
     sequence_blocks,
 )
-from robocell.services.solver.cube3.timed import profile_costs  # noqa: E402
+from robocell.services.solver.cube3.moves import move_of_index  # noqa: E402
+from robocell.services.solver.cube3.robot_time import axial_metric  # noqa: E402
+from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs  # noqa: E402
 
 N_KINDS = 45  # 3 axes x 15 ways to turn the two faces of one
 SLOTS = 20  # 8 corners (position * 3 + twist), 12 edges (position * 2 + flip)
@@ -69,7 +69,7 @@ EMPTY = np.int64(0)
 
 def kind_moves(kind: int) -> list[Move]:
     """The face turns of a block kind."""
-    return [move_of_index(m) for m in axial.face_moves_of_kind(kind)]
+    return [move_of_index(m) for m in axial_metric.face_moves_of_kind(kind)]
 
 
 def encode(state: CubieState) -> np.ndarray:
@@ -99,10 +99,10 @@ def check_profile(profile: Profile) -> str | None:
 def _block_effects() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(perm[kind], turn[kind], inverse[kind], zobrist): what each block does to the slots."""
     solved = CubieState.solved(3)
-    perm = np.zeros((axial.N_KIND, SLOTS), np.int64)
-    turn = np.zeros((axial.N_KIND, SLOTS), np.int64)
-    inverse = np.full(axial.N_KIND, -1, np.int64)
-    for kind in axial.block_kinds():
+    perm = np.zeros((axial_metric.N_KIND, SLOTS), np.int64)
+    turn = np.zeros((axial_metric.N_KIND, SLOTS), np.int64)
+    inverse = np.full(axial_metric.N_KIND, -1, np.int64)
+    for kind in axial_metric.block_kinds():
         state = apply_to_cubies(solved, kind_moves(int(kind)))
         perm[kind] = np.concatenate([state.corner_perm, state.edge_perm])
         turn[kind] = np.concatenate([state.corner_twist, state.edge_flip])
@@ -242,7 +242,7 @@ class WindowTable:
 
     def __init__(self, block_cost: np.ndarray, depth: int) -> None:
         self.block_cost = np.ascontiguousarray(block_cost, dtype=np.float64)
-        self.kinds = axial.block_kinds()
+        self.kinds = axial_metric.block_kinds()
         self.perm, self.turn, self.inverse, self.zobrist = _block_effects()
         size = 1 << TABLE_BITS
         self.keys = np.zeros(size, np.int64)

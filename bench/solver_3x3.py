@@ -121,7 +121,7 @@ def run_robot(cubes: list[str], profile: str, timeout: float) -> dict | str:
     from robocell.services.solver.api import solve
 
     try:
-        import robocell.services.solver.cube3.robot  # noqa: F401
+        import robocell.services.solver.cube3.motion_compiler  # noqa: F401
     except ImportError:
         return f"robot-{profile}: motion compiler not installed"
     unit_ms = load_profile(profile).unit_ms

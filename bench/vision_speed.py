@@ -114,7 +114,7 @@ def main() -> None:
         for seed in range(SIM_CUBES):
             frames = capture_poses(random_facelets(size, seed), SCRIPTED_POSES, seed)
             faces = {face: detect(frames[face], size) for face in FACES}
-            readings.append(assemble(faces, dict(SCRIPTED_POSES))[0])
+            readings.append(assemble(faces, dict(SCRIPTED_POSES)).colours)
 
         def attempt(colours: np.ndarray, size: int = size) -> None:
             try:

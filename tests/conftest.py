@@ -1,5 +1,10 @@
-"""Shared test fixtures: where the real data lives (skipping only when it is absent), and the
-reference robot profile.
+"""Shared test fixtures: where the real data lives (skipping only when it is absent), the
+reference robot profile, the simulated cell, the browser and the AVR toolchain.
+
+Tiers: a test is marked by the fixtures it uses (``support.tiers``): ``cell`` when it starts
+the whole cell, ``browser`` when it drives Chromium, ``avr`` when it builds or runs the
+compiled firmware; ``slow`` is marked by hand. ``--fast`` runs the tests that carry none of
+these (``FAST_TIER``), the whole suite runs without it.
 
 And a guard over the whole run: no process started by a test may outlive the run. Every
 process this run starts carries ``ROBOCELL_TEST_RUN`` (set here, inherited through the
@@ -14,10 +19,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+from actuator.conftest import avr_tools_missing
+from support.cell import Launcher, running_cell, temporary_cell_env
 from support.monitor import CHROMIUM, CHROMIUM_ARGS
 from support.processes import (
     Proc,
@@ -29,6 +37,7 @@ from support.processes import (
     survivors,
 )
 from support.processes import carrying as carrying_variable
+from support.tiers import FAST_TIER, tier_marks
 
 from robocell.common.paths import shared_data_dir
 from robocell.common.profile import Profile, load_profile
@@ -42,6 +51,24 @@ LEFT_OVER_GRACE_S = 5.0
 _seen: set[Proc] = set()
 _started_by: dict[Proc, str] = {}
 _left_over: dict[Proc, str] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fast", action="store_true",
+                     help=f"the fast tier: only tests that are {FAST_TIER!r} (with any -m)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("fast"):
+        given = config.option.markexpr
+        config.option.markexpr = f"({given}) and ({FAST_TIER})" if given else FAST_TIER
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for mark in sorted(tier_marks(item.fixturenames)):
+            item.add_marker(mark)
 
 
 def _processes_of_this_run() -> set[Proc]:
@@ -119,3 +146,28 @@ def browser() -> Iterator[object]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="session")
+def launch_cell() -> Callable[..., AbstractContextManager[Launcher]]:
+    """How a test starts the whole simulated cell: ``with launch_cell(profile, speed) as
+    cell:`` (``support.cell.running_cell``). Using it marks the test ``cell``. The tests of a
+    module that kill or restart no service share one cell, from a module-scoped fixture that
+    uses this one."""
+    return running_cell
+
+
+@pytest.fixture
+def cell_env() -> Iterator[dict[str, str]]:
+    """The environment of a simulated 2x2 cell on free ports with a cycle log of its own, for a
+    test that starts the cell itself (``robocell up --sim``); using it marks the test ``cell``."""
+    with temporary_cell_env("soltvvo-2x2", 50.0) as env:
+        yield env
+
+
+@pytest.fixture(scope="session")
+def avr_toolchain() -> None:
+    """The AVR toolchain and simavr, needed to build and run the compiled firmware; skips naming
+    the packages to install when they are absent. Using it marks the test ``avr``."""
+    if reason := avr_tools_missing():
+        pytest.skip(reason)

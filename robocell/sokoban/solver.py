@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robocell.sokoban.arcs import MOVE_SCALE
 from robocell.sokoban.board import UNREACHABLE, Board
 from robocell.sokoban.bounds import INFEASIBLE
 from robocell.sokoban.corrals import (
@@ -37,7 +38,7 @@ from robocell.sokoban.nodes import grown_store, node_store
 from robocell.sokoban.packing import packing_depth
 from robocell.sokoban.patterns import PC_PATTERNS, pattern_table
 from robocell.sokoban.rooms import NO_ROOM, GoalRooms, goal_rooms, no_rooms
-from robocell.sokoban.search import MOVE_SCALE, add_root, search_chunk
+from robocell.sokoban.search import add_root, search_chunk
 from robocell.sokoban.search_state import (
     N_STATS,
     ST_CORRAL_CHECKS,

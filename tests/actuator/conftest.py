@@ -128,7 +128,7 @@ def firmware_factory(tmp_path: Path) -> Iterator:
     yield from _factory(tmp_path, avr=False)
 
 
-@pytest.fixture(params=["python", "avr"])
+@pytest.fixture(params=["python", pytest.param("avr", marks=pytest.mark.avr)])
 def any_firmware(request, tmp_path: Path) -> Iterator:
     """A firmware factory for each firmware that speaks the protocol: the Python simulator
     and the compiled AVR firmware in simavr. ``factory.avr`` says which."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from support.bus import recv_topic, robocell_cmd, robocell_env
 
 from robocell.common.bus import Node, Subscriber
-from robocell.common.bus.wire import Envelope, encode
+from robocell.common.bus.wire import MAX_FUTURE_S, Envelope, encode
 from robocell.tools.recording import Recorder
 
 LIVE_STATUS = {"cycle_id": "live", "stage": "scanning"}
@@ -20,8 +20,9 @@ RECORDED_STATUS = {"cycle_id": "recorded", "stage": "done"}
 
 def _recording(path: Path) -> None:
     """A heartbeat of a 'cell' service that is not running now, and a cell.status stamped
-    later than anything live (so only its marker keeps it out of the cache)."""
-    later = time.time() + 100
+    later than anything live (so only its marker keeps it out of the cache; within the
+    bound on future stamps, which receivers refuse beyond)."""
+    later = time.time() + MAX_FUTURE_S / 2
     beat = Envelope("heartbeat", "cell", 0, later, 1.0, {
         "service": "cell", "state": "ready", "health": {}, "period_s": 1.0, "pid": 1,
         "host": "recorded", "uptime_s": 1.0, "commands": []})

@@ -16,7 +16,8 @@ PLAN = {"plan_id": "p1", "primitives": ["R", "F"], "predicted_ms": 100.0}
 
 class ScriptedBus:
     """A cell's view of the bus, scripted: commands answer from ``replies``, topics hold the
-    messages a test put there, services are alive unless named in ``dead``."""
+    messages a test put there, services are alive unless named in ``dead``; the firmware
+    simulator's ``twin`` command answers with the newest twin put on `sim.twin_state`."""
 
     def __init__(self) -> None:
         self.messages: dict[str, list[dict[str, Any]]] = {}
@@ -48,6 +49,12 @@ class ScriptedBus:
             return {}
         if (service, command) == ("actuator", "status"):
             return dict(self.actuator)
+        if (service, command) == ("firmware-sim", "twin"):
+            with self.lock:
+                kept = self.messages.get("sim.twin_state")
+                if not kept:
+                    raise CommandFailed("unavailable", "no firmware-sim")
+                return dict(kept[-1])
         if (service, command) == ("actuator", "home"):
             self.actuator["cube_state_known"] = True
             return {"ok": True}
@@ -66,17 +73,6 @@ class ScriptedBus:
                 for payload in reversed(self.messages.get(topic, [])):
                     if match(payload):
                         return payload
-                if time.monotonic() >= deadline:
-                    return None
-                self.lock.wait(max(0.0, deadline - time.monotonic()))
-
-    def newest(self, topic, match, timeout):
-        deadline = time.monotonic() + timeout
-        with self.lock:
-            while True:
-                kept = self.messages.get(topic, [])
-                if kept and match(kept[-1]):
-                    return kept[-1]
                 if time.monotonic() >= deadline:
                     return None
                 self.lock.wait(max(0.0, deadline - time.monotonic()))

@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from actuator.conftest import avr_tools_missing
 
 from robocell.cli import main
 from robocell.common.profile import load_profile, parse_profile
 from robocell.services.firmware.avr_build import FirmwareBuild, flash_command
 from robocell.services.firmware.avr_wiring import WiringError, load_wiring, render_header
 
-needs_avr = pytest.mark.skipif(bool(avr_tools_missing()), reason=avr_tools_missing() or "")
+needs_avr = pytest.mark.usefixtures("avr_toolchain")
 SHIPPED = [("soltvvo-2x2", "atmega2560"), ("six-motor", "atmega2560"),
            ("tilt-spin", "atmega2560"), ("six-motor", "atmega328p"), ("tilt-spin", "atmega328p")]
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import serial
-from actuator.conftest import avr_tools_missing, start_firmware
+from actuator.conftest import start_firmware
 
 from robocell.robot import protocol as proto
 
-pytestmark = pytest.mark.skipif(bool(avr_tools_missing()), reason=avr_tools_missing() or "")
+pytestmark = pytest.mark.usefixtures("avr_toolchain")
 QUARTER = 400  # soltvvo-2x2: 1600 steps per revolution
 
 

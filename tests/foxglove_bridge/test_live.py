@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 
-from support.cell import foxglove_url, running_cell
+from support.cell import foxglove_url
 from support.foxglove import FoxgloveClient, expected_colours, sticker_colours
 from support.monitor import run_async
 
@@ -147,9 +147,9 @@ async def converse(url: str) -> list[str]:
         return fox.transcript
 
 
-def test_a_foxglove_client_watches_and_commands_the_running_cell(tmp_path):
+def test_a_foxglove_client_watches_and_commands_the_running_cell(launch_cell, tmp_path):
     started = time.monotonic()
-    with running_cell(PROFILE, speed=20.0, env={"ROBOCELL_MONITOR_TOKEN": TOKEN}) as cell:
+    with launch_cell(PROFILE, speed=20.0, env={"ROBOCELL_MONITOR_TOKEN": TOKEN}) as cell:
         transcript = run_async(converse(foxglove_url(cell)))
     text = "\n".join(transcript) + f"\n(test took {time.monotonic() - started:.0f} s)\n"
     (tmp_path / "foxglove-transcript.txt").write_text(text)

@@ -11,7 +11,7 @@ import signal
 import time
 
 import pytest
-from support.cell import bus_address, running_cell
+from support.cell import bus_address
 
 from robocell.common.bus import Endpoints, Node
 from robocell.tools.cycle import follow_cycle
@@ -58,8 +58,8 @@ def wait_heard_ready(node: Node, service: str, timeout: float = 60.0) -> None:
 
 
 @pytest.mark.parametrize("profile", ["soltvvo-2x2", "six-motor"])
-def test_full_cycle_solves_the_twin(profile):
-    with running_cell(profile) as cell:
+def test_full_cycle_solves_the_twin(launch_cell, profile):
+    with launch_cell(profile) as cell:
         with Node("test-cycle", Endpoints.resolve(bus_address(cell)), track_peers=False) as node:
             for seed in (11, 12):
                 result = run_one_cycle(node, seed)
@@ -69,8 +69,8 @@ def test_full_cycle_solves_the_twin(profile):
                 assert twin_solved(node)
 
 
-def test_a_killed_service_fails_the_cycle_and_the_cell_recovers():
-    with running_cell("soltvvo-2x2", speed=20.0) as cell:
+def test_a_killed_service_fails_the_cycle_and_the_cell_recovers(launch_cell):
+    with launch_cell("soltvvo-2x2", speed=20.0) as cell:
         with Node("test-kill", Endpoints.resolve(bus_address(cell))) as node:
             first = run_one_cycle(node, 21)
             assert first["ok"], (first.get("failed_stage"), first.get("error"))

@@ -7,7 +7,7 @@ import json
 import subprocess
 
 from support.bus import robocell_cmd, robocell_env
-from support.cell import bus_address, running_cell
+from support.cell import bus_address
 
 SCRAMBLED_2X2 = "UUURBBDRRDRFDLDBFFLFLLUB"
 """R U F' applied to a solved 2x2x2 (`robocell cube apply "R U F'" --size 2`)."""
@@ -18,8 +18,9 @@ def run(env: dict, *args: str, timeout: float = 180) -> subprocess.CompletedProc
                           timeout=timeout)
 
 
-def test_scramble_then_cycle_from_the_terminal_solves_the_twin_and_bus_call_plans() -> None:
-    with running_cell("soltvvo-2x2") as cell:
+def test_scramble_then_cycle_from_the_terminal_solves_the_twin_and_bus_call_plans(
+        launch_cell) -> None:
+    with launch_cell("soltvvo-2x2") as cell:
         env = robocell_env(bus_address(cell))
 
         scrambled = run(env, "cell", "scramble", "--seed", "3")

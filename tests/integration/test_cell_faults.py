@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from support.cell import running_cell
 from support.faults import FAULTS, FaultyCell
 
 SPEED = 10.0
@@ -26,8 +25,8 @@ STAGES = ("homing", "scanning", "solving", "executing", "verifying")
 
 
 @pytest.fixture(scope="module")
-def cell() -> Iterator[FaultyCell]:
-    with running_cell("soltvvo-2x2", speed=SPEED) as launcher:
+def cell(launch_cell) -> Iterator[FaultyCell]:
+    with launch_cell("soltvvo-2x2", speed=SPEED) as launcher:
         faulty = FaultyCell(launcher, seed=21)
         try:
             result, wrong = faulty.cycle(scramble_seed=2100)

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from support.cell import bus_address, running_cell
+from support.cell import bus_address
 
 from robocell.common.bus import Endpoints, Node
 from robocell.services.cell.history import HISTORY_ENV, CycleLog
@@ -23,10 +23,10 @@ from robocell.tools.cycle import CycleFollower
 from .test_cell import run_one_cycle, twin_solved
 
 
-def test_a_twin_scrambled_during_execution_fails_verification():
+def test_a_twin_scrambled_during_execution_fails_verification(launch_cell):
     """Two good cycles leave solved twin states behind; a third whose twin is scrambled
     while the plan runs must not be reported solved on that old evidence."""
-    with running_cell("soltvvo-2x2", speed=10.0) as cell:
+    with launch_cell("soltvvo-2x2", speed=10.0) as cell:
         with Node("test-truth", Endpoints.resolve(bus_address(cell)), track_peers=False) as node:
             for seed in (31, 32):
                 assert run_one_cycle(node, seed)["ok"]
@@ -57,8 +57,8 @@ def robocell(env: dict[str, str], *args: str, timeout: float = 60.0
                           capture_output=True, timeout=timeout)
 
 
-def test_every_cycle_is_in_the_history_and_cycle_shows_only_its_own_events():
-    with running_cell("soltvvo-2x2") as cell:
+def test_every_cycle_is_in_the_history_and_cycle_shows_only_its_own_events(launch_cell):
+    with launch_cell("soltvvo-2x2") as cell:
         env = {**os.environ, "ROBOCELL_BUS": bus_address(cell),
                HISTORY_ENV: cell.env[HISTORY_ENV]}
         with Node("test-history", Endpoints.resolve(bus_address(cell)),
@@ -86,8 +86,8 @@ def test_every_cycle_is_in_the_history_and_cycle_shows_only_its_own_events():
         assert "success rate 100.0%" in table.stdout and "executing" in table.stdout
 
 
-def test_cycle_fails_within_seconds_when_the_cell_goes_away():
-    with running_cell("soltvvo-2x2", speed=2.0) as cell:
+def test_cycle_fails_within_seconds_when_the_cell_goes_away(launch_cell):
+    with launch_cell("soltvvo-2x2", speed=2.0) as cell:
         env = {**os.environ, "ROBOCELL_BUS": bus_address(cell)}
         cycle = subprocess.Popen([sys.executable, "-m", "robocell", "cycle"], env=env,
                                  text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -108,12 +108,12 @@ def test_cycle_fails_within_seconds_when_the_cell_goes_away():
         assert took < 15.0, took  # within seconds (about three missed beats), not at 120 s
 
 
-def test_a_result_finished_while_the_broker_is_down_is_published_when_it_returns():
+def test_a_result_finished_while_the_broker_is_down_is_published_when_it_returns(launch_cell):
     from support.faults import FaultyCell
 
     from robocell.services.cell.cycle import BROKER_GRACE_S
 
-    with running_cell("soltvvo-2x2", speed=10.0) as cell:
+    with launch_cell("soltvvo-2x2", speed=10.0) as cell:
         faulty = FaultyCell(cell, seed=5)
         try:
             cycle_id = faulty.start()

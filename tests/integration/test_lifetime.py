@@ -24,7 +24,6 @@ import pytest
 from support.bus import robocell_cmd, robocell_env, stop_process, wait_for_broker
 from support.processes import Proc, command_line, descendants, kill_all, proc, survivors
 
-from integration.test_ports import clean_env, free_ports
 from robocell.common.bus import Endpoints, Node
 from robocell.common.config import free_port_block
 from robocell.common.cube import random_facelets
@@ -94,10 +93,8 @@ def service_on_a_bus(service: str, *args: str) -> Iterator[tuple[subprocess.Pope
 
 
 @pytest.mark.slow
-def test_up_sim_killed_with_sigkill_leaves_no_process_of_the_cell():
-    env = {**clean_env(**free_ports()), "ROBOCELL_SOLVER_WORKERS": "1",
-           "ROBOCELL_PROFILE": "soltvvo-2x2"}
-    up = subprocess.Popen([sys.executable, "-m", "robocell", "up", "--sim"], env=env,
+def test_up_sim_killed_with_sigkill_leaves_no_process_of_the_cell(cell_env):
+    up = subprocess.Popen([sys.executable, "-m", "robocell", "up", "--sim"], env=cell_env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output: list[str] = []
     is_up = threading.Event()

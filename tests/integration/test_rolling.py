@@ -3,14 +3,16 @@ plan is searched again by the solver service while the actuator executes its fir
 cheaper rest replaces the old one in the running plan, and the twin ends solved.
 
 Run at simulation speed 1: the windows the rest is searched in are the robot's real motion
-times, as on a real robot."""
+times, as on a real robot. One cell for the module: its tests stop or restart no service."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 
-from support.cell import bus_address, running_cell
+import pytest
+from support.cell import Launcher, bus_address
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.facelets import solved
@@ -21,6 +23,12 @@ from robocell.services.cell.rolling import Rolling
 from .test_cell import run_one_cycle, twin_solved
 
 SCRAMBLE_PRIMITIVES = 22
+
+
+@pytest.fixture(scope="module")
+def cell(launch_cell) -> Iterator[Launcher]:
+    with launch_cell("six-motor", speed=1.0) as cell:
+        yield cell
 
 
 def poor_plan(profile, rng: random.Random) -> tuple[str, list[str]]:
@@ -36,47 +44,46 @@ def poor_plan(profile, rng: random.Random) -> tuple[str, list[str]]:
     return facelets, undo
 
 
-def test_a_running_plans_rest_is_replaced_by_a_cheaper_one_and_the_twin_is_solved():
+def test_a_running_plans_rest_is_replaced_by_a_cheaper_one_and_the_twin_is_solved(cell):
     profile = load_profile("six-motor")
     facelets, undo = poor_plan(profile, random.Random(5))
-    with running_cell("six-motor", speed=1.0) as cell:
-        with Node("test-rolling", Endpoints.resolve(bus_address(cell)),
-                  track_peers=False) as node:
-            results: list[dict] = []
-            node.subscribe("actuator.result", lambda env: results.append(env.payload))
-            node.call("firmware-sim", "scramble", {"facelets": facelets}, timeout=30.0)
-            plan = {"plan_id": "rolled-1", "puzzle": "3x3x3", "profile": "six-motor",
-                    "facelets": facelets, "primitives": undo, "face_turns": [],
-                    "predicted_ms": profile.cost_ms(sum(profile.primitive(p).cost
-                                                        for p in undo)), "search": {}}
-            rolling = Rolling(plan, profile)
-            hold = rolling.first_hold()
-            assert hold == 1  # every step turns a layer
-            node.call("actuator", "execute", {"plan": plan, "hold_at": hold}, timeout=30.0)
-            rolling.run(node.call, hold, lambda: not results)
-            deadline = time.monotonic() + 60
-            while not results and time.monotonic() < deadline:
-                time.sleep(0.05)
-            result = results[0]
-            assert result["ok"], result
-            assert rolling.stopped == "" and rolling.searches >= 1
-            assert rolling.replaced >= 1 and result["amendments"] == rolling.replaced
-            assert result["primitives"] == rolling.primitives
-            assert rolling.cost(0) < sum(profile.primitive(p).cost for p in undo)
-            assert twin_solved(node)
+    with Node("test-rolling", Endpoints.resolve(bus_address(cell)),
+              track_peers=False) as node:
+        results: list[dict] = []
+        node.subscribe("actuator.result", lambda env: results.append(env.payload)
+                       if env.payload["plan_id"] == "rolled-1" else None)  # not an earlier one
+        node.call("firmware-sim", "scramble", {"facelets": facelets}, timeout=30.0)
+        plan = {"plan_id": "rolled-1", "puzzle": "3x3x3", "profile": "six-motor",
+                "facelets": facelets, "primitives": undo, "face_turns": [],
+                "predicted_ms": profile.cost_ms(sum(profile.primitive(p).cost
+                                                    for p in undo)), "search": {}}
+        rolling = Rolling(plan, profile)
+        hold = rolling.first_hold()
+        assert hold == 1  # every step turns a layer
+        node.call("actuator", "execute", {"plan": plan, "hold_at": hold}, timeout=30.0)
+        rolling.run(node.call, hold, lambda: not results)
+        deadline = time.monotonic() + 60
+        while not results and time.monotonic() < deadline:
+            time.sleep(0.05)
+        result = results[0]
+        assert result["ok"], result
+        assert rolling.stopped == "" and rolling.searches >= 1
+        assert rolling.replaced >= 1 and result["amendments"] == rolling.replaced
+        assert result["primitives"] == rolling.primitives
+        assert rolling.cost(0) < sum(profile.primitive(p).cost for p in undo)
+        assert twin_solved(node)
 
 
-def test_a_cycle_rolls_its_plan_and_the_log_keeps_what_ran():
-    with running_cell("six-motor", speed=1.0) as cell:
-        with Node("test-rolling", Endpoints.resolve(bus_address(cell)),
-                  track_peers=False) as node:
-            result = run_one_cycle(node, seed=21)
-            assert result["ok"], result
-            assert twin_solved(node)
-            cycle = node.call("cell", "history", {"limit": 1}, timeout=10.0)["cycles"][-1]
-            plan = cycle["plan"]
-            rolled = plan["rolling"]
-            assert rolled["searches"] >= 1 and rolled["stopped"] == "", rolled
-            assert plan.get("amendments", 0) == rolled["replaced"]
-            if rolled["replaced"]:
-                assert plan["predicted_ms"] < plan["found_predicted_ms"]
+def test_a_cycle_rolls_its_plan_and_the_log_keeps_what_ran(cell):
+    with Node("test-rolling", Endpoints.resolve(bus_address(cell)),
+              track_peers=False) as node:
+        result = run_one_cycle(node, seed=21)
+        assert result["ok"], result
+        assert twin_solved(node)
+        cycle = node.call("cell", "history", {"limit": 1}, timeout=10.0)["cycles"][-1]
+        plan = cycle["plan"]
+        rolled = plan["rolling"]
+        assert rolled["searches"] >= 1 and rolled["stopped"] == "", rolled
+        assert plan.get("amendments", 0) == rolled["replaced"]
+        if rolled["replaced"]:
+            assert plan["predicted_ms"] < plan["found_predicted_ms"]

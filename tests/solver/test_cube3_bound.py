@@ -13,7 +13,11 @@ from support.cube import solved_orientations
 from robocell.common.cube import solved
 from robocell.common.moves import move_facelet_permutation
 from robocell.common.profile import Profile, load_profile, parse_profile
-from robocell.services.solver.cube3.bound import N_CUBES, BoundError, count_by_cost
+from robocell.services.solver.cube3.robot_time.counting_bound import (
+    N_CUBES,
+    BoundError,
+    count_by_cost,
+)
 
 SOLVED = solved(3)
 CENTRES = [9 * f + 4 for f in range(6)]

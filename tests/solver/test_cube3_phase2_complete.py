@@ -14,40 +14,40 @@ from robocell.common.moves import apply_to_cubies
 from robocell.common.notation import Move
 from robocell.common.profile import load_profile
 from robocell.common.scramble import random_cubie_state
-from robocell.services.solver.cube3 import coord, timed_blocks, timed_phase2
+from robocell.services.solver.cube3 import coord
 from robocell.services.solver.cube3.defs import FIRST_SLICE_EDGE
+from robocell.services.solver.cube3.robot_time import block_costs, phase2_search
+from robocell.services.solver.cube3.robot_time.axial_metric import FACE_KIND
+from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch
+from robocell.services.solver.cube3.robot_time.search_state import COUNTERS, phase2_stack
 from robocell.services.solver.cube3.search import move_of_index
-from robocell.services.solver.cube3.timed import RobotTimeSearch
 
 G1_TURNS = [Move(face, turns) for face in "URFDLB" for turns in (1, 2, 3)
             if face in "UD" or turns == 2]
 LEAF_TURNS = [i for i in range(18) if move_of_index(i).name in "RFLB"
               and move_of_index(i).quarter_turns != 2]
-"""Phase 1 ends on a quarter turn of a side face (`timed_search`)."""
+"""Phase 1 ends on a quarter turn of a side face (`phase1_search`)."""
 NO_CAP = 10**9
 
 
 def _finish(search: RobotTimeSearch, cube: CubieState, last: int, best: float
             ) -> tuple[float, int]:
-    """`timed_phase2.phase2` from a phase-1 leaf: ``cube`` in G1, reached by a path whose
+    """`phase2_search.phase2` from a phase-1 leaf: ``cube`` in G1, reached by a path whose
     last turn is ``last`` (its block open), from the direction's start state."""
-    ds = search.directions[0]
+    prices = search.directions[0].prices
     ep = cube.edge_perm.astype(np.int64)
-    corners = coord.get_corners(cube.corner_perm.astype(np.int64))
-    slice_perm = coord.perm_rank(ep[FIRST_SLICE_EDGE:] - FIRST_SLICE_EDGE, 4)
-    kind = int(timed_blocks.FACE_KIND[last])
-    before = search.costs.start.copy()
-    after = np.zeros_like(before)
-    g0 = timed_blocks.chain(before, ds.cost, kind, after)
-    levels, n = timed_blocks.LEVELS, before.shape[0]
-    path = np.zeros(levels, np.int64)
-    path[0] = last
-    return timed_phase2.phase2(
-        search.T, search.D, search.W, ds.cost, ds.exits, search.costs.finish, ds.H2,
-        search.costs.step, corners, coord.get_ud_edges(ep), slice_perm, before, after, kind,
-        last, g0, best, 1, path, np.zeros((levels, timed_blocks.N_FIELDS), np.int64),
-        np.zeros((levels, n)), np.zeros((levels, n)), np.zeros(levels),
-        np.zeros(levels, np.int64), np.zeros(4, np.int64), NO_CAP)
+    kind = int(FACE_KIND[last])
+    stack = phase2_stack(search.costs.start.shape[0], NO_CAP)
+    stack.before[0] = search.costs.start
+    stack.g[0] = block_costs.chain(stack.before[0], prices.block_cost, kind, stack.after[0])
+    leaf = stack.levels[0]
+    leaf["corners"] = coord.get_corners(cube.corner_perm.astype(np.int64))
+    leaf["ud_edges"] = coord.get_ud_edges(ep)
+    leaf["slice_sorted"] = coord.perm_rank(ep[FIRST_SLICE_EDGE:] - FIRST_SLICE_EDGE, 4)
+    leaf["move"], leaf["kind"] = last, kind
+    stack.path[0] = last
+    return phase2_search.phase2(search.T, search.D, search.W, prices, stack, 1, best,
+                                np.zeros(1, COUNTERS)[0])
 
 
 @pytest.mark.parametrize("profile_name", ["six-motor", "tilt-spin"])

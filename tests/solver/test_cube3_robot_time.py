@@ -19,12 +19,19 @@ from robocell.common.notation import Move
 from robocell.common.profile import Profile, load_profile
 from robocell.common.validation import validate
 from robocell.services.solver.api import solve
-from robocell.services.solver.cube3 import axial, coord, timed, timed_blocks, timed_phase2
+from robocell.services.solver.cube3 import coord
 from robocell.services.solver.cube3 import solver as cube3_solver
 from robocell.services.solver.cube3.defs import FIRST_SLICE_EDGE, N_PERM_4
-from robocell.services.solver.cube3.robot import compile_plan, motion_tables
+from robocell.services.solver.cube3.motion_compiler import compile_plan, motion_tables
+from robocell.services.solver.cube3.robot_time import (
+    axial_metric,
+    block_costs,
+    driver,
+    phase2_search,
+)
+from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch
+from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs, steps_bound
 from robocell.services.solver.cube3.solver import solve_robot_time
-from robocell.services.solver.cube3.timed import RobotTimeSearch, profile_costs, steps_bound
 
 SOLVED = solved(3)
 FACE_TURNS = [Move(face, turns) for face in "URFDLB" for turns in (1, 2, 3)]
@@ -74,9 +81,9 @@ def test_a_path_cost_worked_out_without_its_vector_is_the_one_chain_returns() ->
     for _ in range(500):
         before = rng.integers(0, 3000, n).astype(np.float64)
         before[rng.random(n) < 0.6] = np.inf
-        kind = int(rng.choice(axial.block_kinds()))
-        least = timed_blocks.chain_least(before, exits, kind)
-        assert least == timed_blocks.chain(before, cost, kind, after)
+        kind = int(rng.choice(axial_metric.block_kinds()))
+        least = block_costs.chain_least(before, exits, kind)
+        assert least == block_costs.chain(before, cost, kind, after)
         assert least == after.min()
 
 
@@ -114,7 +121,7 @@ def test_the_bound_follows_the_profile() -> None:
     # four steps cost at least four quarter turns; in phase 2, whose side-face turns are half
     # turns and whose blocks alternate axes, at least two U/D quarter turns and two half turns
     assert steps_bound(six.cost, True)[4, 0, 3] == 40
-    assert steps_bound(six.cost, True, kinds=axial.phase2_block_kinds())[4, 0, 3] == 54
+    assert steps_bound(six.cost, True, kinds=axial_metric.phase2_block_kinds())[4, 0, 3] == 54
 
 
 def _least_robot_time(facelets: str, profile: Profile, within_g1: bool = False) -> float:
@@ -161,9 +168,9 @@ def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
     least cost of solving with phase 2's primitives, on cubes scrambled within G1."""
     profile = load_profile("six-motor")
     costs = profile_costs(profile)
-    T, D = axial.block_tables(), axial.distances(True)
+    T, D = axial_metric.block_tables(), axial_metric.distances(True)
     H = steps_bound(costs.cost, True)
-    H2 = steps_bound(costs.cost, True, kinds=axial.phase2_block_kinds())
+    H2 = steps_bound(costs.cost, True, kinds=axial_metric.phase2_block_kinds())
     rng = np.random.default_rng(2)
     tighter = 0
     for _ in range(12):
@@ -175,7 +182,7 @@ def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
         ep = cube.edge_perm.astype(np.int64)
         corners = coord.get_corners(cube.corner_perm.astype(np.int64))
         slice_perm = coord.perm_rank(ep[FIRST_SLICE_EDGE:] - FIRST_SLICE_EDGE, 4)
-        steps = max(timed_phase2.distance2(T, D, corners, coord.get_ud_edges(ep)),
+        steps = max(phase2_search.distance2(T, D, corners, coord.get_ud_edges(ep)),
                     int(D.cornslice_depth[corners * N_PERM_4 + slice_perm]))
         least = _least_robot_time(facelets, profile, within_g1=True)
         assert H2[steps, 0, 3] <= least, scramble
@@ -189,7 +196,7 @@ def test_the_phase2_bound_never_exceeds_the_least_cost_within_g1() -> None:
 def test_short_scrambles_get_the_least_robot_time(profile_name: str, turns: int, count: int,
                                                   moves: list,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(timed, "PHASE2_CAP", 10**9)  # no phase-2 search cut short
+    monkeypatch.setattr(driver, "PHASE2_CAP", 10**9)  # no phase-2 search cut short
     # the robot-time search alone, from the first face-turn solution
     monkeypatch.setattr(cube3_solver, "SEED_SHARE", {"one-state": 0.0, "re-orienting": 0.0})
     profile = load_profile(profile_name)

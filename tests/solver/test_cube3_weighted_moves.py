@@ -1,4 +1,4 @@
-"""The phase-1 move words (`weighted_moves`): from a node's word alone, the bound the search
+"""The phase-1 move words (`move_words`): from a node's word alone, the bound the search
 takes for each child is never over what the full phase-1 table gives for it (the search would
 refuse a child it must look at), and is that bound to within a stored step where the word
 holds it exactly (it is no use otherwise)."""
@@ -9,19 +9,21 @@ import numpy as np
 import pytest
 
 from robocell.common.profile import load_profile
-from robocell.services.solver.cube3 import axial
 from robocell.services.solver.cube3.defs import N_FLIP, N_MOVE, N_SLICE, N_TWIST
-from robocell.services.solver.cube3.timed import profile_costs
-from robocell.services.solver.cube3.weighted import (
-    PAGE,
-    kind_ticks,
+from robocell.services.solver.cube3.robot_time import axial_metric
+from robocell.services.solver.cube3.robot_time.cost_lookups import (
     move_bound,
     moves_word,
     phase1_index,
+)
+from robocell.services.solver.cube3.robot_time.cost_tables import (
+    PAGE,
+    kind_ticks,
     touch_loaded,
     weighted_tables,
 )
-from robocell.services.solver.cube3.weighted_moves import TOP, joined_kinds, move_ticks
+from robocell.services.solver.cube3.robot_time.move_words import TOP, joined_kinds, move_ticks
+from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs
 
 SAMPLES = 1500
 
@@ -31,7 +33,7 @@ def test_a_word_bounds_every_child_as_the_full_table_does(name: str) -> None:
     profile = load_profile(name)
     cost = profile_costs(profile).cost
     W = weighted_tables(profile, cost)
-    B = axial.block_tables()
+    B = axial_metric.block_tables()
     tick = float(W.phase1_tick[0])
     rng = np.random.default_rng(11)
     exact = clipped = 0

@@ -8,20 +8,19 @@ import numpy as np
 import pytest
 
 from robocell.common.profile import load_profile
-from robocell.services.solver.cube3 import axial
 from robocell.services.solver.cube3.defs import N_CORNERS, N_FLIP, N_SLICE, N_TWIST, N_UD_EDGES
-from robocell.services.solver.cube3.tables import SYM_BITS, load_tables
-from robocell.services.solver.cube3.timed import profile_costs
-from robocell.services.solver.cube3.weighted import (
+from robocell.services.solver.cube3.robot_time import axial_metric
+from robocell.services.solver.cube3.robot_time.cost_lookups import phase1_cost, phase2_cost
+from robocell.services.solver.cube3.robot_time.cost_tables import (
     TICK_CAP,
     block_costs_after_turn,
     block_least_costs,
     block_ticks,
-    phase1_cost,
-    phase2_cost,
     symmetric_costs,
     weighted_tables,
 )
+from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs
+from robocell.services.solver.cube3.tables import SYM_BITS, load_tables
 
 SAMPLES = 3000
 
@@ -43,10 +42,10 @@ def test_every_entry_is_the_least_over_its_neighbours(name: str) -> None:
     profile = load_profile(name)
     cost = profile_costs(profile).cost
     W = weighted_tables(profile, cost)
-    T, B = load_tables(), axial.block_tables()
+    T, B = load_tables(), axial_metric.block_tables()
     kind_cost = block_costs_after_turn(cost)
     rng = np.random.default_rng(7)
-    _, kinds1, ticks1 = block_ticks(kind_cost, axial.block_kinds())
+    _, kinds1, ticks1 = block_ticks(kind_cost, axial_metric.block_kinds())
     for _ in range(SAMPLES):
         twist, flip, slc = (int(rng.integers(N_TWIST)), int(rng.integers(N_FLIP)),
                             int(rng.integers(N_SLICE)))
@@ -59,7 +58,7 @@ def test_every_entry_is_the_least_over_its_neighbours(name: str) -> None:
                                            int(B.flip_move[flip, k]), int(B.slice_move[slc, k]))
                     for k, t in zip(kinds1, ticks1, strict=True))
         assert value == min(least, TICK_CAP), (twist, flip, slc)
-    _, kinds2, ticks2 = block_ticks(kind_cost, axial.phase2_block_kinds())
+    _, kinds2, ticks2 = block_ticks(kind_cost, axial_metric.phase2_block_kinds())
     for _ in range(SAMPLES):
         corners, ud_edges = int(rng.integers(N_CORNERS)), int(rng.integers(N_UD_EDGES))
         value = _phase2_ticks(T, W, corners, ud_edges)
@@ -81,17 +80,17 @@ def test_units_are_a_lower_bound_of_the_blocks_costs() -> None:
         cost = profile_costs(load_profile(name)).cost
         kind_cost = block_costs_after_turn(cost)
         sym = symmetric_costs(kind_cost)
-        assert np.all(sym[axial.block_kinds()] <= kind_cost[axial.block_kinds()])
-        tick, kinds, ticks = block_ticks(kind_cost, axial.block_kinds())
+        assert np.all(sym[axial_metric.block_kinds()] <= kind_cost[axial_metric.block_kinds()])
+        tick, kinds, ticks = block_ticks(kind_cost, axial_metric.block_kinds())
         assert np.all(ticks * tick <= sym[kinds] + 1e-9)
         assert np.all(ticks >= 1)
     profile = load_profile("six-motor")
     W = weighted_tables(profile, profile_costs(profile).cost)
-    T = axial.block_tables()
+    T = axial_metric.block_tables()
     # a solved cube costs nothing; one quarter turn of R from G1 costs a quarter turn's 10
     assert phase1_cost(T, W, 0, 0, 0) == 0.0
     r = 3  # R
-    col = axial.FACE_KIND[r]
+    col = axial_metric.FACE_KIND[r]
     assert phase1_cost(T, W, int(T.twist_move[0, col]), int(T.flip_move[0, col]),
                        int(T.slice_move[0, col])) == pytest.approx(10.0)
     assert phase2_cost(T, W, 0, 0) == 0.0
@@ -102,8 +101,9 @@ def test_a_reorienting_robot_pays_for_reorienting_after_a_turn_of_another_axis()
     re-orientation more than its cheapest; a robot of one state has nothing to add."""
     tilt = profile_costs(load_profile("tilt-spin")).cost
     least, after = block_least_costs(tilt), block_costs_after_turn(tilt)
-    kinds = axial.block_kinds()
+    kinds = axial_metric.block_kinds()
     assert np.all(after[kinds] >= least[kinds])
-    assert after[axial.FACE_KIND[0]] == 135.0 and least[axial.FACE_KIND[0]] == 75.0  # U
+    u_turn = axial_metric.FACE_KIND[0]
+    assert after[u_turn] == 135.0 and least[u_turn] == 75.0
     six = profile_costs(load_profile("six-motor")).cost
     assert np.array_equal(block_costs_after_turn(six)[kinds], block_least_costs(six)[kinds])

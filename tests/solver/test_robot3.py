@@ -12,7 +12,7 @@ from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, parse_moves
 from robocell.common.profile import Profile, load_profile, parse_profile
 from robocell.common.scramble import random_facelets
-from robocell.services.solver.cube3.robot import (
+from robocell.services.solver.cube3.motion_compiler import (
     MotionCompileError,
     compile_plan,
     primitive_effect,
@@ -259,13 +259,13 @@ def test_the_robot_tables_are_stale_only_when_what_they_are_made_of_changes():
     """A new scan program or wiring keeps the 1.4 GB of search tables; a new cost does not."""
     from pathlib import Path
 
-    from robocell.services.solver.cube3 import weighted
+    from robocell.services.solver.cube3.robot_time import cost_tables
 
     profile = load_profile("tilt-spin")
     text = Path(profile.path).read_text()
 
     def groups(p: Profile) -> tuple[dict, dict]:
-        return (weighted.table_group(p, None).params, weighted.moves_group(p, None).params)
+        return (cost_tables.table_group(p, None).params, cost_tables.moves_group(p, None).params)
 
     rescanned = parse_profile(text.replace('finish = []', 'finish = ["turn table:90"]')
                               .replace("enable = 38", "enable = 39"), Path("tilt-spin.toml"))

@@ -57,7 +57,7 @@ from robocell.common.bus.publisher import Publisher
 from robocell.common.bus.schema import command_spec, topic_spec, validate, validate_args
 from robocell.common.bus.subscriber import RECV_BATCH, Rejection, Subscriber
 from robocell.common.bus.topics import COMMAND_ERRORS, LIFECYCLE_STATES
-from robocell.common.bus.wire import Envelope, MessageError, decode, encode
+from robocell.common.bus.wire import MAX_SEQ_JUMP, Envelope, MessageError, decode, encode
 
 DEDUP_CAPACITY = 4096
 DEDUP_TTL_S = 300.0
@@ -124,6 +124,7 @@ class Node:
         self._diag_last: dict[tuple[str, str], float] = {}
         self._diag_count: collections.Counter[tuple[str, str]] = collections.Counter()
         self._gaps_reported = 0
+        self._jumps_reported = 0
         self.refused_requests = 0
         """Command messages refused before a handler saw them (malformed, hostile)."""
         self._lock = threading.RLock()
@@ -299,6 +300,8 @@ class Node:
                     self._dispatch(env)
                 if self.subscriber.stats.gaps > self._gaps_reported:
                     self._report_drops()
+                if self.subscriber.stats.seq_jumps > self._jumps_reported:
+                    self._report_jumps()
             if self._server in ready:
                 for _ in range(RECV_BATCH):  # bounded too: a flood must not starve the rest
                     try:
@@ -380,6 +383,14 @@ class Node:
                        f"{self.name} missed {new} message(s) (sequence gaps; {stats.gaps} in "
                        "all): it is too slow for its subscriptions or the broker is "
                        "overloaded", count=stats.gaps)
+
+    def _report_jumps(self) -> None:
+        jumps = self._jumps_reported = self.subscriber.stats.seq_jumps
+        self._diagnose("sequence_jump", "",
+                       f"{self.name} saw a sequence number more than {MAX_SEQ_JUMP} past the "
+                       f"last of its source ({jumps} in all): taken as a restart of that "
+                       "source, not as lost messages; a forged stamp or a broken publisher",
+                       count=jumps)
 
     def _report_rejection(self, rejection: Rejection) -> None:
         error = rejection.error

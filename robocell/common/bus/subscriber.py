@@ -39,7 +39,10 @@ from robocell.common.bus.topics import TOPIC_SPECS
 from robocell.common.bus.wire import (
     ANSWER_MARK,
     BATCH_MARK,
+    MAX_BATCH_BYTES,
+    MAX_FUTURE_S,
     MAX_SEQ,
+    MAX_SEQ_JUMP,
     MAX_TOPIC_BYTES,
     SCHEMA_VERSION,
     TOPIC_END,
@@ -47,6 +50,7 @@ from robocell.common.bus.wire import (
     Envelope,
     MessageError,
     decode_frame,
+    future_stamp,
     max_message_bytes,
     subscription,
     unbatch_frame,
@@ -73,10 +77,13 @@ class ReceiveStats:
     duplicates: int = 0
     gaps: int = 0
     restarts: int = 0
+    seq_jumps: int = 0
+    """Sequence numbers more than MAX_SEQ_JUMP past the last one (taken as restarts)."""
 
     def as_health(self) -> dict[str, Any]:
         return {"received": self.received, "rejected": dict(self.rejected),
-                "duplicates": self.duplicates, "dropped": self.gaps}
+                "duplicates": self.duplicates, "dropped": self.gaps,
+                "seq_jumps": self.seq_jumps}
 
 
 class Rejection(RobocellError):
@@ -102,7 +109,9 @@ class Subscriber:
     is dropped as a repeat: the broker's latched answer may be older than what a subscriber
     already got straight through the proxy, and a publisher resends its latched state to a
     restarted broker. Sequence gaps count as ``stats.gaps``; a smaller sequence number sent
-    later is a restart of the source.
+    later is a restart of the source. Stamps cannot pin a stream: a wall time more than
+    MAX_FUTURE_S ahead of this host's clock is refused (reason ``stamp``), and a sequence
+    number more than MAX_SEQ_JUMP past the last is a restart (``stats.seq_jumps``), not a gap.
 
     Latched state: each subscription is followed by a second one on this subscriber's own
     answer channel (``answer_channel`` + the topic's subscription); the broker answers that
@@ -138,6 +147,9 @@ class Subscriber:
         self._routes: dict[bytes, tuple[str, WireDecoder | None, bool,
                                         dict[str, list[Any]]]] = {}
         """topic bytes -> (topic, its decoder, subscribed?, its streams): see _route."""
+        self._horizon = 0.0
+        """Wall times up to this are not in the future (refreshed from the clock only when a
+        stamp passes it: a stale horizon is too early, never too late)."""
         self.sock = zmq_context().socket(zmq.SUB)
         self._recv = zmq.backend.Socket.recv  # pyzmq's own, without its Python wrapper
         self.sock.rcvhwm = hwm
@@ -294,6 +306,8 @@ class Subscriber:
         if wire is None or size > self._limit:
             return self._handle_slow(frame)
         if size and frame[end + 1] == BATCH_MARK:
+            if size > MAX_BATCH_BYTES:
+                return self._handle_slow(frame)  # refused there, unread
             return self._handle_batch(frame, end, route)
         try:  # decoded and checked against the declaration in C (a large frame unsliced)
             env = wire.decode(frame[end + 1:] if size < COPY_THRESHOLD
@@ -308,7 +322,7 @@ class Subscriber:
             return self._handle_slow(frame)
         source, seq, wall = env.source, env.seq, env.wall_time
         stream = streams.get(source)
-        if stream is not None and seq == stream[0] + 1:  # the usual case: the next one
+        if stream is not None and seq == stream[0] + 1 and wall <= self._horizon:  # the next
             stream[0] = seq
             stream[1] = wall
         elif not self._sequence(name, source, seq, wall, streams, stream):
@@ -340,7 +354,7 @@ class Subscriber:
         accepted = self._backlog
         queued = len(accepted)
         stream = streams.get(source)
-        if stream is not None and first == stream[0] + 1:  # the usual case: the next ones
+        if stream is not None and first == stream[0] + 1 and max(walls) <= self._horizon:
             stream[0] = first + count - 1
             stream[1] = walls[-1]
             accepted.extend(map(Envelope, itertools.repeat(name, count),
@@ -403,7 +417,14 @@ class Subscriber:
 
     def _sequence(self, topic: str, source: str, seq: int, wall: float,
                   streams: dict[str, list[Any]], stream: list[Any] | None) -> bool:
-        """Sequence bookkeeping of an accepted message; False for a repeat."""
+        """Sequence bookkeeping of an accepted message; False for a repeat, or for a stamp
+        too far in the future (refused, counted)."""
+        if wall > self._horizon:
+            now = time.time()
+            self._horizon = now + MAX_FUTURE_S
+            if wall > self._horizon:
+                self._refuse(future_stamp(topic, source, wall, now), topic, 0)
+                return False
         if stream is None:
             self.first_seq[(source, topic)] = seq
             if len(streams) < MAX_SOURCES_PER_TOPIC:
@@ -415,7 +436,10 @@ class Subscriber:
             # the broker to a new subscriber, or by a publisher to a restarted broker
             self.stats.duplicates += 1
             return False
-        if seq > last + 1:
+        if seq - last > MAX_SEQ_JUMP:  # no publisher sends that many unseen: a restart
+            self.stats.seq_jumps += 1
+            self.stats.restarts += 1
+        elif seq > last + 1:
             self.stats.gaps += seq - last - 1
         elif seq <= last:  # a smaller number, sent later: the source restarted
             self.stats.restarts += 1

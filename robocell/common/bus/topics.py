@@ -127,6 +127,22 @@ class CommandSpec:
         return "".join(w.capitalize() for w in (*words, self.command)) + "Result"
 
 
+TWIN_FIELDS = (
+    F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),
+    F("facelets", "str", "the twin cube, faces U R F D L B"),
+    F("solved", "bool", "the twin cube is solved"),
+    F("grips", "map[str]", "gripper name -> open/closed"),
+    F("arm_angles", "map[float]", "arm name -> angle in degrees"),
+    F("misaligned", "list[str]", "faces whose layer stands part-turned (homing squares "
+      "them)", optional=True),
+    F("fault", "str?", "jam or other physical fault, if any", optional=True),
+    F("jammed", "bool", "two layers locked by a corner cut too soon (until CLEAR)",
+      optional=True),
+    F("boot_id", "str", "firmware boot id", optional=True),
+    F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
+)
+"""The digital twin as the firmware simulator reports it (topic and command alike)."""
+
 HEALTH = F("health", "map", "free-form health details (queue depth, drops, last error, ...)")
 
 PLAN_FIELDS: tuple[F, ...] = (
@@ -292,20 +308,9 @@ TOPICS: tuple[TopicSpec, ...] = (
     ), "The Sokoban level the solver last answered a `sokoban` command for, and its result "
        "(the dashboard draws its state space)."),
     # --- simulation -----------------------------------------------------------------------
-    TopicSpec("sim.twin_state", "TwinState", LATCHED, "firmware-sim", (
-        F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),
-        F("facelets", "str", "the twin cube, faces U R F D L B"),
-        F("solved", "bool", "the twin cube is solved"),
-        F("grips", "map[str]", "gripper name -> open/closed"),
-        F("arm_angles", "map[float]", "arm name -> angle in degrees"),
-        F("misaligned", "list[str]", "faces whose layer stands part-turned (homing squares "
-          "them)", optional=True),
-        F("fault", "str?", "jam or other physical fault, if any", optional=True),
-        F("jammed", "bool", "two layers locked by a corner cut too soon (until CLEAR)",
-          optional=True),
-        F("boot_id", "str", "firmware boot id", optional=True),
-        F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
-    ), "The digital twin (simulation only)."),
+    TopicSpec("sim.twin_state", "TwinState", LATCHED, "firmware-sim", TWIN_FIELDS,
+              "The digital twin (simulation only), for views: what verifies a solve is the "
+              "firmware simulator's `twin` command (a topic anyone local may publish on)."),
     # --- the cell cycle -------------------------------------------------------------------
     TopicSpec("cell.status", "CycleStatus", LATCHED, "cell", (
         F("cycle_id", "str", "current or last cycle"),
@@ -462,6 +467,11 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("facelets", "str", "set this cube instead of a random one", optional=True),
     ), SCRAMBLED, "Simulation only: scramble the twin cube by hand (as a person would).",
         result_type="Scrambled"),
+    CommandSpec("firmware-sim", "twin", (), TWIN_FIELDS,
+                "Simulation only: the twin as this simulator holds it now (its boot id and "
+                "the last line it executed included): the cell's evidence of a solve, "
+                "answered by a registered instance, which no publisher can forge.",
+                retry_safe=True, result_type="TwinNow"),
     CommandSpec("cell", "start", (), CYCLE_STARTED,
                 "Run one cycle: scan, solve, execute, verify.", result_type="CycleStarted"),
     CommandSpec("cell", "recover", (), CYCLE_STARTED, "The recovery path as one cycle: "

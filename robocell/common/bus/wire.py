@@ -86,6 +86,16 @@ MAX_MESSAGE_BYTES_ENV = "ROBOCELL_BUS_MAX_BYTES"
 
 MAX_SEQ = 2**64 - 1
 """The largest sequence number (msgpack's largest unsigned integer)."""
+MAX_SEQ_JUMP = 2**32
+"""A sequence number more than this past the last one a receiver saw from its source on its
+topic is not a gap (no publisher sends 4 billion messages unseen): the receiver takes it as
+a restart of the source, counts it (``seq_jumps``) and reports it, never as 2^64 lost
+messages and never as a number every later real message must exceed."""
+MAX_FUTURE_S = 5.0
+"""A wall time more than this ahead of the receiver's clock is refused (reason ``stamp``):
+every process of the cell reads one clock (remote peers only subscribe), so such a stamp
+is a forgery or a broken clock, and accepted it would make every real message sent before
+that time look older than it."""
 MAX_TOPIC_CHARS = 128
 MAX_SOURCE_CHARS = 64
 N_ENVELOPE_FIELDS = 7
@@ -144,7 +154,8 @@ def max_message_bytes() -> int:
 
 class MessageError(RobocellError, ValueError):
     """A message that cannot be accepted. ``reason`` is a short machine-readable code
-    (``decode``, ``schema_version``, ``oversize``, ``invalid``, ``unknown_topic``), the
+    (``decode``, ``schema_version``, ``oversize``, ``invalid``, ``unknown_topic``,
+    ``stamp``), the
     message text says what is wrong and where."""
 
     reason = "invalid"
@@ -178,6 +189,20 @@ class ValidationError(MessageError):
     """The payload does not match the declaration of its topic."""
 
     reason = "invalid"
+
+
+class StampError(MessageError):
+    """The envelope's wall time is further in the future than MAX_FUTURE_S."""
+
+    reason = "stamp"
+
+
+def future_stamp(topic: str, source: str, wall: float, now: float) -> StampError:
+    """The refusal of a message stamped ``wall`` received at ``now`` (past MAX_FUTURE_S)."""
+    return StampError(f"topic {topic!r} from {source!r}: its wall time {wall:.3f} is "
+                      f"{wall - now:.3g} s ahead of this host's clock (over the bound of "
+                      f"{MAX_FUTURE_S:g} s); a forged stamp or a broken clock: find the "
+                      "sender", topic=topic, source=source)
 
 
 class UnknownTopicError(MessageError):
@@ -360,6 +385,13 @@ BATCH_MARK = 0xDC
 N_BATCH_FIELDS = 7
 BATCH_HEAD = bytes([BATCH_MARK, 0, N_BATCH_FIELDS])
 """What follows TOPIC_END in every batch frame: the array 16 header of its 7 fields."""
+MAX_BATCH_BYTES = 64 * 1024
+"""Largest batch frame a receiver takes apart (after the topic); publishers never make one
+over about 33 KiB (see docs/bus.md). A larger one is refused whole, unread (``oversize``):
+one frame of millions of tiny bad messages once kept every service busy for minutes."""
+MAX_BATCH_MESSAGES = 4096
+"""Most messages in one batch frame (a 32 KiB batch of the smallest real messages holds
+about 1,100); a batch claiming more is refused whole (``oversize``)."""
 ENVELOPE_ARRAY = bytes([0x90 + N_ENVELOPE_FIELDS])
 """The msgpack fixarray header of an envelope."""
 _RawEnvelope = tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw, int, msgspec.Raw, msgspec.Raw,
@@ -478,7 +510,12 @@ def is_batch_frame(frame: bytes) -> bool:
 def _batch_parts(frame: bytes, end: int) -> tuple[bytes, int, list, list, list]:
     """(the head every message frame of the batch starts with, the first sequence number,
     and the raw wall times, monotonic times and payloads) of the batch frame ``frame``
-    whose topic ends at ``end``; DecodeError if it cannot be taken apart."""
+    whose topic ends at ``end``; DecodeError if it cannot be taken apart, OversizeError
+    past MAX_BATCH_BYTES or MAX_BATCH_MESSAGES."""
+    if len(frame) - end - 1 > MAX_BATCH_BYTES:
+        raise OversizeError(f"a batch frame of {len(frame) - end - 1} bytes, over the bound "
+                            f"of {MAX_BATCH_BYTES}; refused unread (publishers batch up to "
+                            "about 33 KiB)")
     try:
         version, topic, source, first, walls, monos, payloads = _split_batch(
             memoryview(frame)[end + 1:])
@@ -487,6 +524,9 @@ def _batch_parts(frame: bytes, end: int) -> tuple[bytes, int, list, list, list]:
     count = len(payloads)
     if not count:
         raise DecodeError("an empty batch frame: a batch carries at least one message")
+    if count > MAX_BATCH_MESSAGES:
+        raise OversizeError(f"a batch frame of {count} messages, over the bound of "
+                            f"{MAX_BATCH_MESSAGES}")
     if len(walls) != count or len(monos) != count:
         raise DecodeError(f"malformed batch frame: {len(walls)} wall times, {len(monos)} "
                           f"monotonic times and {count} payloads; one of each per message")

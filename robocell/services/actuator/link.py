@@ -19,8 +19,17 @@ from dataclasses import dataclass, field
 
 import serial
 
-from robocell.errors import RobocellError
 from robocell.robot import protocol as proto
+from robocell.services.actuator.link_errors import (
+    CommandRejectedError,
+    EStopNotSentError,
+    FirmwareFault,
+    FirmwareProtocolError,
+    FirmwareReset,
+    FirmwareUnreachableError,
+    LinkError,
+    SerialOpenError,
+)
 from robocell.services.actuator.port import (
     SerialUrlError,
     check_serial_url,
@@ -30,7 +39,9 @@ from robocell.services.actuator.port import (
 )
 from robocell.services.actuator.tail import Tail
 
-__all__ = ["SerialUrlError", "Tail", "check_serial_url", "open_port"]
+__all__ = ["CommandRejectedError", "EStopNotSentError", "FirmwareFault", "FirmwareProtocolError",
+           "FirmwareReset", "FirmwareUnreachableError", "LinkError", "SerialOpenError",
+           "SerialUrlError", "Tail", "check_serial_url", "open_port"]
 
 READ_POLL_S = 0.005
 """Longest a read waits for the first byte before the stream loop looks around again."""
@@ -56,62 +67,6 @@ RECONNECT_BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 RECONNECT_GIVE_UP_S = 30.0
 STALL_GIVE_UP_S = 30.0
 ESTOP_REPEAT_S = 0.02
-
-
-class LinkError(RobocellError, RuntimeError):
-    """The line cannot do what was asked; ``code`` says why (see subclasses)."""
-
-    code = "link"
-
-
-class FirmwareReset(LinkError):
-    """The firmware rebooted (new boot id): queued motion is lost, the cube state unknown."""
-
-    code = "firmware_reset"
-
-
-class FirmwareFault(LinkError):
-    """The firmware reported a physical fault (jam, dropped cube) and stopped."""
-
-    code = "fault"
-
-    def __init__(self, fault_code: str, message: str, line: int | None) -> None:
-        self.fault_code = fault_code
-        self.line = line
-        super().__init__(f"firmware fault {fault_code}: {message}"
-                         + (f" (line {line})" if line else ""))
-
-
-class FirmwareUnreachableError(LinkError):
-    """No connection or no answer within the give-up time."""
-
-    code = "unreachable"
-
-
-class SerialOpenError(FirmwareUnreachableError):
-    """The serial line cannot be opened at all (no such device, no permission, held by
-    another program): the message says what to check."""
-
-    code = "serial_open"
-
-
-class FirmwareProtocolError(LinkError):
-    """A report with a valid checksum whose fields make no sense (``last=notanumber``): the
-    host stopped the motion rather than guess."""
-
-    code = "protocol"
-
-
-class EStopNotSentError(LinkError):
-    """The e-stop byte could not be written: the firmware never got it."""
-
-    code = "estop_not_sent"
-
-
-class CommandRejectedError(LinkError):
-    """The firmware refused a command (``err``): a profile or host bug."""
-
-    code = "rejected"
 
 
 @dataclass
@@ -432,8 +387,6 @@ class Link:
         return self._paused.is_set()
 
     # --- streaming -------------------------------------------------------------------------
-    # long-function: the protocol's sender state (window, resends, probes, each report kind)
-    # in one loop, in the order of docs/serial-protocol.md
     def stream(self, commands: Sequence[str] | Tail, on_done: Callable[[int], None], *,
                pause_points: frozenset[int] = frozenset()) -> StreamResult:
         """Execute ``commands`` (line bodies without numbers) exactly once each, in order.
@@ -449,151 +402,197 @@ class Link:
             self.open()
         assert self.info is not None
         tail = commands if isinstance(commands, Tail) else Tail(commands, None, pause_points)
-        first = self.next_line
-        window = self.info.queue
-        next_send = first
-        done = first - 1
-        last_report = time.monotonic()
-        next_probe = last_report + PROBE_AFTER_S
-        unanswered = 0
-        stalled = False
-        estop_wait_since = 0.0
+        return _Sender(self, tail, on_done).run()
 
-        def last_line() -> int:
-            return first + len(tail.commands) - 1
 
-        def held_at(index: int) -> bool:
-            return ((self._paused.is_set() and index in tail.pause_points)
-                    or index == tail.hold)
+class _Sender:
+    """The sender side of one stream (docs/serial-protocol.md): a sliding window of numbered
+    lines, at most the firmware's queue of them unfinished, resent from where the firmware
+    asks; status probes when it is silent, backing off while unanswered; one report at a time
+    moving ``done`` on, each finished line called back once, in order. Runs in the thread
+    that called `Link.stream`; `Link.estop`, `pause` and `resume` reach it through the link's
+    events."""
 
-        def send_window() -> bool:  # True: paused, and nothing runs in the firmware
-            nonlocal next_send
-            with tail.lock:
-                while True:
-                    index = next_send - first
-                    if next_send > last_line() or next_send - done > window:
-                        return False
-                    if held_at(index):
-                        if done < next_send - 1:
-                            return False
-                        if index != tail.hold or (self._paused.is_set()
-                                                  and index in tail.pause_points):
-                            return True
-                        # the robot reached a hold nobody released: run on as planned
-                        tail.released_idle.append(index)
-                        tail.hold = None
-                    self._write(proto.frame(f"N{next_send} {tail.commands[index]}"))
-                    next_send += 1
-                    tail.sent = max(tail.sent, index + 1)
+    def __init__(self, link: Link, tail: Tail, on_done: Callable[[int], None]) -> None:
+        assert link.info is not None
+        self.link = link
+        self.tail = tail
+        self.on_done = on_done
+        self.first = link.next_line
+        """Line number of command 0."""
+        self.window = link.info.queue
+        self.next_send = self.first
+        self.done = self.first - 1
+        """The last line the firmware reported finished."""
+        self.last_report = time.monotonic()
+        self.next_probe = self.last_report + PROBE_AFTER_S
+        self.unanswered = 0
+        self.stalled = False
+        self.estop_wait_since = 0.0
 
-        def mark_done(upto: int) -> None:
-            nonlocal done
-            while done < min(upto, last_line()):
-                done += 1
-                on_done(done - first)
+    @property
+    def last_line(self) -> int:
+        return self.first + len(self.tail.commands) - 1
 
-        while done < last_line() or (self._estop.is_set()):
+    def run(self) -> StreamResult:
+        """Send, read and follow the reports until every line is done or an e-stop ends the
+        stream; faults, resets and a line that stays lost raise."""
+        link = self.link
+        while self.done < self.last_line or link._estop.is_set():
             try:
-                if self._estop.is_set():
-                    if time.monotonic() - estop_wait_since > ESTOP_REPEAT_S:
-                        estop_wait_since = time.monotonic()
-                        self._write(proto.ESTOP_BYTE)
-                    if time.monotonic() - self._estop_sent_mono > ESTOP_CONFIRM_S:
-                        # the firmware does not answer (stalled): end the job at the e-stop
-                        self.on_event("estop_unconfirmed", f"e-stop sent to {self.url} but "
-                                      f"not confirmed within {ESTOP_CONFIRM_S:g} s: the "
-                                      "firmware does not answer; check the robot by hand")
-                        self.next_line = done + 1
-                        self._estop.clear()
-                        return StreamResult("estop", done - first + 1, None)
-                elif send_window():  # paused with nothing running: wait for resume
-                    self._resume.wait(0.05)
-                    last_report = time.monotonic()
-                    next_probe = last_report + PROBE_AFTER_S
+                if link._estop.is_set():
+                    if (ended := self._repeat_estop()) is not None:
+                        return ended
+                elif self._send_window():  # paused with nothing running: wait for resume
+                    link._resume.wait(0.05)
+                    self._heard_from(time.monotonic())
                     continue
-                reports = self._read_reports()
-                now = time.monotonic()
-                if reports:
-                    last_report = now
-                    next_probe = now + PROBE_AFTER_S
-                    unanswered = 0
-                    if stalled:
-                        stalled = False
-                        self.on_event("recovered", "the firmware answers again")
-                elif now >= next_probe:
-                    self._write(proto.STATUS_BYTE)
-                    self.events.probes += 1
-                    unanswered += 1
-                    next_probe = now + min(PROBE_AFTER_S * 2 ** unanswered, PROBE_BACKOFF_MAX_S)
-                    if now - last_report > STALL_REPORT_S and not stalled:
-                        stalled = True
-                        self.events.stalls += 1
-                        self.on_event("stall", f"firmware at {self.url} has not answered for "
-                                      f"{now - last_report:.2f} s; waiting")
-                    if now - last_report > self.stall_give_up_s:
-                        raise FirmwareUnreachableError(
-                            f"firmware at {self.url} silent for {self.stall_give_up_s:.0f} s "
-                            f"after line {done}; check power and cable")
-                for report in reports:
-                    kind = report.kind
-                    if kind == "ok":
-                        pass
-                    elif kind == "done":
-                        mark_done(report.line)
-                    elif kind in ("rs", "busy"):
-                        wanted = report.line
-                        if kind == "rs":
-                            self.events.resends += 1
-                        else:
-                            self.events.busy += 1
-                            time.sleep(READ_POLL_S)
-                        if done < wanted <= last_line() + 1:
-                            next_send = min(next_send, wanted)
-                    elif kind == "status":
-                        self._check_boot(report)
-                        mark_done(report.int_field("last"))
-                        accepted = report.int_field("accepted")
-                        if accepted < next_send - 1 and not self._estop.is_set():
-                            next_send = max(accepted + 1, done + 1)
-                        if report.fields.get("state") == "fault":
-                            raise FirmwareFault("fault", "firmware in fault state", done)
-                    elif kind == "start":
-                        self._check_boot(report)
-                    elif kind == "fault":
-                        line = report.int_field("line") or None
-                        if line is not None:
-                            mark_done(line - 1)
-                        raise FirmwareFault(report.words[0] if report.words else "?",
-                                            " ".join(report.words[1:]), line)
-                    elif kind == "estop":
-                        self.next_line = done + 1
-                        self._estop.clear()
-                        return StreamResult("estop", done - first + 1, EStopReport(
-                            report.float_field("t"), report.float_field("stopped"),
-                            report.float_field("rx_wall"), self._estop_sent_wall))
-                    elif kind == "err":
-                        index = report.line - first
-                        text = (tail.commands[index] if 0 <= index < len(tail.commands)
-                                else "?")
-                        raise CommandRejectedError(f"firmware refused line {report.line} ({text}): "
-                                              f"{report.text()}")
+                for report in self._read():
+                    if (ended := self._follow(report)) is not None:
+                        return ended
             except proto.ProtocolError as exc:
                 # a report with a good checksum but nonsense fields: stop rather than guess
-                stopped = self._stop_motion()
-                self._estop.clear()
+                stopped = link._stop_motion()
+                link._estop.clear()
                 raise FirmwareProtocolError(
-                    f"firmware at {self.url} sent a malformed report after line {done}: {exc}; "
-                    f"{stopped}") from None
+                    f"firmware at {link.url} sent a malformed report after line {self.done}: "
+                    f"{exc}; {stopped}") from None
             except (serial.SerialException, OSError) as exc:
-                if self._estop.is_set():
-                    raise FirmwareUnreachableError(
-                        f"connection lost during e-stop: {exc}") from None
-                self.on_event("disconnected", f"lost {self.url} after line {done} ({exc}); "
-                              "reconnecting")
-                banner = self._connect(give_up_s=self.stream_reconnect_give_up_s)
-                mark_done(banner.int_field("last"))
-                next_send = max(banner.int_field("accepted") + 1, done + 1)
-                last_report = time.monotonic()
-                next_probe = last_report + PROBE_AFTER_S
-        self.next_line = last_line() + 1
-        return StreamResult("completed", done - first + 1)
+                self._reconnect(exc)
+        link.next_line = self.last_line + 1
+        return StreamResult("completed", self.done - self.first + 1)
+
+    def _send_window(self) -> bool:
+        """Send what the window and the holds allow. True: paused, and nothing runs in the
+        firmware."""
+        tail = self.tail
+        with tail.lock:
+            while True:
+                index = self.next_send - self.first
+                if self.next_send > self.last_line or self.next_send - self.done > self.window:
+                    return False
+                paused_here = self.link._paused.is_set() and index in tail.pause_points
+                if paused_here or index == tail.hold:
+                    if self.done < self.next_send - 1:
+                        return False
+                    if paused_here or index != tail.hold:
+                        return True
+                    # the robot reached a hold nobody released: run on as planned
+                    tail.released_idle.append(index)
+                    tail.hold = None
+                self.link._write(proto.frame(f"N{self.next_send} {tail.commands[index]}"))
+                self.next_send += 1
+                tail.sent = max(tail.sent, index + 1)
+
+    def _mark_done(self, upto: int) -> None:
+        while self.done < min(upto, self.last_line):
+            self.done += 1
+            self.on_done(self.done - self.first)
+
+    def _heard_from(self, now: float) -> None:
+        self.last_report = now
+        self.next_probe = now + PROBE_AFTER_S
+
+    def _repeat_estop(self) -> StreamResult | None:
+        """While an e-stop is pending: repeat the byte, and end the stream if the firmware
+        does not confirm it in time (it is stalled)."""
+        link = self.link
+        if time.monotonic() - self.estop_wait_since > ESTOP_REPEAT_S:
+            self.estop_wait_since = time.monotonic()
+            link._write(proto.ESTOP_BYTE)
+        if time.monotonic() - link._estop_sent_mono <= ESTOP_CONFIRM_S:
+            return None
+        link.on_event("estop_unconfirmed", f"e-stop sent to {link.url} but not confirmed "
+                      f"within {ESTOP_CONFIRM_S:g} s: the firmware does not answer; check the "
+                      "robot by hand")
+        link.next_line = self.done + 1
+        link._estop.clear()
+        return StreamResult("estop", self.done - self.first + 1, None)
+
+    def _read(self) -> list[proto.Report]:
+        """The reports that arrived; with none, a status probe when one is due."""
+        reports = self.link._read_reports()
+        now = time.monotonic()
+        if reports:
+            self._heard_from(now)
+            self.unanswered = 0
+            if self.stalled:
+                self.stalled = False
+                self.link.on_event("recovered", "the firmware answers again")
+        elif now >= self.next_probe:
+            self._probe(now)
+        return reports
+
+    def _probe(self, now: float) -> None:
+        """Ask for a status report; say so once the firmware has been silent too long, and
+        give up past the stall give-up time."""
+        link = self.link
+        link._write(proto.STATUS_BYTE)
+        link.events.probes += 1
+        self.unanswered += 1
+        self.next_probe = now + min(PROBE_AFTER_S * 2 ** self.unanswered, PROBE_BACKOFF_MAX_S)
+        silent = now - self.last_report
+        if silent > STALL_REPORT_S and not self.stalled:
+            self.stalled = True
+            link.events.stalls += 1
+            link.on_event("stall", f"firmware at {link.url} has not answered for "
+                          f"{silent:.2f} s; waiting")
+        if silent > link.stall_give_up_s:
+            raise FirmwareUnreachableError(
+                f"firmware at {link.url} silent for {link.stall_give_up_s:.0f} s after line "
+                f"{self.done}; check power and cable")
+
+    def _follow(self, report: proto.Report) -> StreamResult | None:
+        """Act on one report; a StreamResult when it ends the stream (an e-stop)."""
+        link, kind = self.link, report.kind
+        if kind == "done":
+            self._mark_done(report.line)
+        elif kind in ("rs", "busy"):  # a line arrived damaged, or the queue was full
+            if kind == "rs":
+                link.events.resends += 1
+            else:
+                link.events.busy += 1
+                time.sleep(READ_POLL_S)
+            if self.done < report.line <= self.last_line + 1:
+                self.next_send = min(self.next_send, report.line)  # send again from there
+        elif kind == "status":
+            link._check_boot(report)
+            self._mark_done(report.int_field("last"))
+            accepted = report.int_field("accepted")
+            if accepted < self.next_send - 1 and not link._estop.is_set():
+                self.next_send = max(accepted + 1, self.done + 1)
+            if report.fields.get("state") == "fault":
+                raise FirmwareFault("fault", "firmware in fault state", self.done)
+        elif kind == "start":
+            link._check_boot(report)
+        elif kind == "fault":
+            line = report.int_field("line") or None
+            if line is not None:
+                self._mark_done(line - 1)
+            raise FirmwareFault(report.words[0] if report.words else "?",
+                                " ".join(report.words[1:]), line)
+        elif kind == "estop":
+            link.next_line = self.done + 1
+            link._estop.clear()
+            return StreamResult("estop", self.done - self.first + 1, EStopReport(
+                report.float_field("t"), report.float_field("stopped"),
+                report.float_field("rx_wall"), link._estop_sent_wall))
+        elif kind == "err":
+            index = report.line - self.first
+            text = self.tail.commands[index] if 0 <= index < len(self.tail.commands) else "?"
+            raise CommandRejectedError(f"firmware refused line {report.line} ({text}): "
+                                       f"{report.text()}")
+        return None  # "ok", and kinds this host does not act on
+
+    def _reconnect(self, exc: Exception) -> None:
+        """The line dropped: reconnect (give up after the stream's give-up time) and resume
+        after the last line the firmware accepted."""
+        link = self.link
+        if link._estop.is_set():
+            raise FirmwareUnreachableError(f"connection lost during e-stop: {exc}") from None
+        link.on_event("disconnected", f"lost {link.url} after line {self.done} ({exc}); "
+                      "reconnecting")
+        banner = link._connect(give_up_s=link.stream_reconnect_give_up_s)
+        self._mark_done(banner.int_field("last"))
+        self.next_send = max(banner.int_field("accepted") + 1, self.done + 1)
+        self._heard_from(time.monotonic())

@@ -9,12 +9,15 @@ broker answers on that channel only, so no other subscriber sees an old value ag
 
 from __future__ import annotations
 
+import time
+
 import zmq
 
 from robocell.common.bus import is_replayed
 from robocell.common.bus.endpoints import ZMQ_NOBLOCK
 from robocell.common.bus.wire import (
     ANSWER_MARK,
+    MAX_FUTURE_S,
     TOPIC_END,
     MessageError,
     decode_frame,
@@ -58,11 +61,15 @@ class LastValueCache:
         publisher's resend) is not newer than what it repeats. Of two sources, the later
         send time wins. A replayed message (``bus play``, source ``replay:...``) never
         replaces a live one; a live one always replaces a replayed one. A frame that cannot
-        be decoded is left to the check tap."""
+        be decoded is left to the check tap, and so is one stamped more than MAX_FUTURE_S
+        ahead of this host's clock (kept, it would outrank every real message until then;
+        receivers refuse it too)."""
         one = last_of_batch(frame)
         try:
             env = decode_frame(one, self.max_bytes)
         except MessageError:
+            return
+        if env.wall_time > time.time() + MAX_FUTURE_S:
             return
         held = self._stamps.get(env.topic)
         if held is not None:

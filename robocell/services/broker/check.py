@@ -21,6 +21,7 @@ from robocell.common.bus.topics import TOPIC_SPECS
 from robocell.common.bus.wire import (
     ANSWER_MARK,
     BATCH_MARK,
+    MAX_BATCH_BYTES,
     MAX_TOPIC_BYTES,
     TOPIC_END,
     MessageError,
@@ -147,7 +148,8 @@ class CheckTap:
         end = frame.find(TOPIC_END, 0, MAX_TOPIC_BYTES)
         wire = self._wire.get(frame[:end]) if end > 0 else None
         if end > 0 and len(frame) > end + 1 and frame[end + 1] == BATCH_MARK:
-            count = wire.accepts_batch(memoryview(frame)[end + 1:]) if wire else 0
+            count = wire.accepts_batch(memoryview(frame)[end + 1:]) if wire and \
+                len(frame) - end - 1 <= MAX_BATCH_BYTES else 0
             if count:
                 return count
             try:

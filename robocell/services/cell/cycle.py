@@ -24,6 +24,9 @@ BROKER_GRACE_S = 20.0
 """How long a cycle waits for a broker that went away to come back (a restart) before it
 fails; the cycle's result is kept and published when the broker returns."""
 HOME_ATTEMPTS = 2
+VERIFY_POLL_S = 0.05
+"""How often verification asks the firmware simulator for its twin while the twin does not
+yet show the last motion."""
 _CALLERS = concurrent.futures.ThreadPoolExecutor(max_workers=8,
                                                 thread_name_prefix="cell-call")
 """Threads that wait for command replies while a cycle watches heartbeats (long-lived: each
@@ -44,13 +47,6 @@ class CellBus(Protocol):
 
     def latest(self, topic: str) -> dict[str, Any] | None:
         """The newest payload seen on a latched topic."""
-
-    def newest(self, topic: str, match: Callable[[dict[str, Any]], bool],
-               timeout: float) -> dict[str, Any] | None:
-        """The newest payload received on ``topic``, once it ``match``es (waiting up to
-        ``timeout`` for one that does); None if the newest never matches in time. Unlike
-        `wait_for`, an older matching payload never counts: only the latest word is
-        evidence (a twin scrambled after a solved report is unsolved)."""
 
     def status(self, cycle_id: str, stage: str, detail: str = "") -> None:
         """Publish where the cycle is."""
@@ -466,29 +462,45 @@ class _Cycle:
     def verify(self, done: dict[str, Any]) -> str:
         """What confirmed the solve: the twin in simulation, else the execution itself.
 
-        Only evidence newer than this cycle's last motion counts: the newest twin state of
-        the firmware's boot showing the last line the actuator streamed, both named by the
-        plan's result ``done`` (every motion line publishes the twin before the firmware
-        answers ``done``). A solved twin from an earlier cycle, or from before a later
-        scramble, is never taken."""
+        The twin is asked, not read off a topic: the ``twin`` command of the firmware
+        simulator answers with the twin as that process holds it now, through its registered
+        instance on the command channel (anyone local may publish `sim.twin_state`; a
+        publisher cannot answer a command, and a replay sends no replies). Only an answer
+        from the firmware's boot that shows the last line the actuator streamed, both named
+        by the plan's result ``done``, counts: a solved twin from an earlier cycle, another
+        boot, or before a later scramble is never taken."""
         if not self.simulated:
             return "execution"
         last_line, boot_id = done["last_line"], done["boot_id"]
-
-        def after_last_motion(twin: dict[str, Any]) -> bool:
-            return ((boot_id is None or twin.get("boot_id") in (None, boot_id))
-                    and int(twin.get("line") or 0) >= last_line)
-
-        twin = self.bus.newest("sim.twin_state", after_last_motion,
-                               timeout=self.timeouts.verify / self.speed)
-        if twin is None:
-            raise StageFailed("verifying", f"the twin did not report the end of the motion "
-                              f"(firmware line {last_line}, boot {boot_id}) within "
-                              f"{self.timeouts.verify / self.speed:.1f} s; check the firmware "
-                              "simulator")
+        twin = self.twin_after(last_line, boot_id, self.timeouts.verify / self.speed)
         if not twin["solved"]:
             fault = f" (twin fault: {twin['fault']})" if twin.get("fault") else ""
             raise StageFailed("verifying", "the plan ran but the twin cube is not "
                               f"solved{fault}; the cube was moved by hand, or the motor mapping "
                               "or the scan is wrong: rescan and start a new cycle")
         return "twin"
+
+    def twin_after(self, last_line: int, boot_id: str | None, timeout: float
+                   ) -> dict[str, Any]:
+        """The firmware simulator's twin once it shows ``last_line`` of boot ``boot_id``,
+        asked every VERIFY_POLL_S; StageFailed when it does not within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        seen = "no answer"
+        while True:
+            self.check_stop()
+            try:
+                twin = self.bus.call("firmware-sim", "twin", {},
+                                     timeout=max(0.5, min(2.0, deadline - time.monotonic())))
+                if boot_id is not None and twin.get("boot_id") != boot_id:
+                    seen = f"a twin of boot {twin.get('boot_id')}"
+                elif int(twin.get("line") or 0) < last_line:
+                    seen = f"the twin at line {twin.get('line')}"
+                else:
+                    return twin
+            except CommandFailed as exc:
+                seen = f"firmware-sim: {exc}"
+            if time.monotonic() >= deadline:
+                raise StageFailed("verifying", f"the twin did not report the end of the motion "
+                                  f"(firmware line {last_line}, boot {boot_id}) within "
+                                  f"{timeout:.1f} s ({seen}); check the firmware simulator")
+            time.sleep(VERIFY_POLL_S)

@@ -6,6 +6,11 @@ short by the cell's own death is found at the next start and closed as ``interru
 result not yet seen back from the broker stays marked unpublished until it is (see the
 cell service). WAL mode: `robocell history` reads while the cell writes.
 
+Another process may hold the file locked (a backup, an operator's `sqlite3` shell): every
+write is retried with backoff (BACKOFF_S doubling to MAX_BACKOFF_S) for as long as its caller
+allows, then raises LogBusy, so a caller can answer at once and write again later; nothing
+waits on SQLite's own busy handler for more than BUSY_TIMEOUT_S at a time.
+
 The schema is versioned with SQLite's ``user_version``: opening applies the migrations a
 database lacks, in order, and refuses one written by a newer robocell.
 """
@@ -51,10 +56,20 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 RESULTS = ("running", "solved", "failed", "interrupted")
+BUSY_TIMEOUT_S = 0.1
+"""SQLite's own wait for a lock, per attempt (the retries are ours, with backoff)."""
+BACKOFF_S = 0.05
+MAX_BACKOFF_S = 1.0
+BEGIN_WAIT_S = 2.0
+"""How long a cycle's first row may wait for a locked log (a start is answered in time)."""
 
 
 class HistoryError(RobocellError):
     """The cycle log cannot be opened or read (the message says which file and why)."""
+
+
+class LogBusy(HistoryError):
+    """The cycle log stayed locked (or busy) by another process for as long as was allowed."""
 
 
 def default_path() -> Path:
@@ -114,7 +129,8 @@ class CycleLog:
                                           check_same_thread=False, timeout=5.0)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0)
+                self.db = sqlite3.connect(self.path, check_same_thread=False,
+                                          timeout=BUSY_TIMEOUT_S)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 migrate(self.db, self.path)
@@ -132,35 +148,58 @@ class CycleLog:
         self.db.close()
 
     # --- writing ------------------------------------------------------------------------
-    def begin(self, cycle_id: str, profile: str | None, homed: bool = False) -> None:
-        with self._lock, self.db:
-            self.db.execute("INSERT INTO cycles (cycle_id, started_wall, profile, homed) "
-                            "VALUES (?, ?, ?, ?)", (cycle_id, time.time(), profile, int(homed)))
+    def _write(self, sql: str, params: tuple, wait_s: float) -> None:
+        """Run one write, retried with backoff while the file is locked or busy, for up to
+        ``wait_s``; LogBusy after that, HistoryError for any other failure."""
+        deadline = time.monotonic() + wait_s
+        backoff = BACKOFF_S
+        while True:
+            try:
+                with self._lock, self.db:
+                    self.db.execute(sql, params)
+                return
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if "locked" not in text and "busy" not in text:
+                    raise HistoryError(f"cannot write the cycle log {self.path}: {exc}; check "
+                                       "the disk and the file's permissions") from None
+                if time.monotonic() + backoff > deadline:
+                    raise LogBusy(f"the cycle log {self.path} is locked by another process "
+                                  f"({exc}, for over {wait_s:g} s); close whatever holds it "
+                                  "(a sqlite3 shell, a backup)") from None
+            except sqlite3.Error as exc:
+                raise HistoryError(f"cannot write the cycle log {self.path}: {exc}; check the "
+                                   "disk and the file's permissions") from None
+            time.sleep(backoff)
+            backoff = min(MAX_BACKOFF_S, backoff * 2)
 
-    def stage(self, cycle_id: str, stages: dict[str, float]) -> None:
+    def begin(self, cycle_id: str, profile: str | None, homed: bool = False,
+              wait_s: float = BEGIN_WAIT_S) -> None:
+        self._write("INSERT INTO cycles (cycle_id, started_wall, profile, homed) "
+                    "VALUES (?, ?, ?, ?)", (cycle_id, time.time(), profile, int(homed)), wait_s)
+
+    def stage(self, cycle_id: str, stages: dict[str, float], wait_s: float = 0.0) -> None:
         """The durations of the stages finished so far (a cycle cut short keeps them)."""
-        with self._lock, self.db:
-            self.db.execute("UPDATE cycles SET stages = ? WHERE cycle_id = ?",
-                            (json.dumps(stages), cycle_id))
+        self._write("UPDATE cycles SET stages = ? WHERE cycle_id = ?",
+                    (json.dumps(stages), cycle_id), wait_s)
 
     def finish(self, cycle_id: str, *, ok: bool, stages: dict[str, float], total_s: float,
                facelets: str | None, plan: dict[str, Any] | None, failed_stage: str | None,
-               error: str | None, errors: Iterable[str], homed: bool = False) -> None:
+               error: str | None, errors: Iterable[str], homed: bool = False,
+               wait_s: float = 60.0) -> None:
         kept_plan = None if plan is None else {
             k: plan.get(k) for k in ("plan_id", "primitives", "face_turns", "predicted_ms",
                                      "amendments", "found_predicted_ms", "rolling")
             if k in plan or k in ("plan_id", "primitives", "face_turns", "predicted_ms")}
-        with self._lock, self.db:
-            self.db.execute(
-                "UPDATE cycles SET result = ?, stages = ?, total_s = ?, facelets = ?, plan = ?,"
-                " failed_stage = ?, error = ?, errors = ?, homed = ? WHERE cycle_id = ?",
-                ("solved" if ok else "failed", json.dumps(stages), total_s, facelets,
-                 None if kept_plan is None else json.dumps(kept_plan), failed_stage, error,
-                 json.dumps(list(errors)), int(homed), cycle_id))
+        self._write(
+            "UPDATE cycles SET result = ?, stages = ?, total_s = ?, facelets = ?, plan = ?,"
+            " failed_stage = ?, error = ?, errors = ?, homed = ? WHERE cycle_id = ?",
+            ("solved" if ok else "failed", json.dumps(stages), total_s, facelets,
+             None if kept_plan is None else json.dumps(kept_plan), failed_stage, error,
+             json.dumps(list(errors)), int(homed), cycle_id), wait_s)
 
-    def mark_published(self, cycle_id: str) -> None:
-        with self._lock, self.db:
-            self.db.execute("UPDATE cycles SET published = 1 WHERE cycle_id = ?", (cycle_id,))
+    def mark_published(self, cycle_id: str, wait_s: float = 5.0) -> None:
+        self._write("UPDATE cycles SET published = 1 WHERE cycle_id = ?", (cycle_id,), wait_s)
 
     def close_interrupted(self) -> list[str]:
         """Cycles left ``running`` by a cell that died: closed as ``interrupted``; their ids."""

@@ -9,9 +9,11 @@ while one runs is answered ``busy``), writes every cycle to the cycle log
 
 A result counts as published only once it has come back through the broker: a result
 finished while the broker is down stays marked in the log and is published again, each
-heartbeat period, until it is seen. After a firmware reboot, or a motion stopped part way,
-the next cycle homes the robot before it scans (the recovery path); `cell.recover` asks for
-that path at once.
+heartbeat period, until it is seen. The result is published before it is written to the log:
+a log another process holds locked delays its row (retried with backoff, then again each
+period until written), never the result, and never ends the cycle thread. After a firmware
+reboot, or a motion stopped part way, the next cycle homes the robot before it scans (the
+recovery path); `cell.recover` asks for that path at once.
 """
 
 from __future__ import annotations
@@ -29,9 +31,15 @@ from robocell.common.bus import Busy, CommandFailed
 from robocell.common.bus.liveness import BrokerPresence
 from robocell.common.malloc import freeze_startup_objects
 from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
-from robocell.services.cell.history import CycleLog, CycleRecord, summary
+from robocell.services.cell.history import (
+    CycleLog,
+    CycleRecord,
+    HistoryError,
+    LogBusy,
+    summary,
+)
 
-WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "sim.twin_state", "errors",
+WATCHED_TOPICS = ("vision.cube_state", "actuator.result", "errors", "solver.plan",
                   "cell.result")
 HISTORY = 64
 PUBLISHED_HISTORY = 20
@@ -39,6 +47,9 @@ PUBLISHED_HISTORY = 20
 REPUBLISH_PERIOD_S = 1.0
 REPUBLISH_AFTER_S = 2.0
 """A result not seen back from the broker this long after it was sent is sent again."""
+FINISH_WAIT_S = 15.0
+"""How long the cycle thread retries writing a finished cycle's row to a locked log before
+handing it to the republishing thread (which tries again each period until it is written)."""
 HOMING_CODES = ("firmware_reset", "cube_state_unknown", "estop", "fault")
 """Codes on the `errors` topic from the actuator after which the robot must be homed."""
 
@@ -76,19 +87,6 @@ class NodeCellBus:
                 for _, payload in reversed(self._messages[topic]):
                     if match(payload):
                         return payload
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.stop_requested.is_set():
-                    return None
-                self._changed.wait(min(remaining, 0.5))
-
-    def newest(self, topic: str, match: Callable[[dict[str, Any]], bool],
-               timeout: float) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                kept = self._messages[topic]
-                if kept and match(kept[-1][1]):
-                    return kept[-1][1]
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.stop_requested.is_set():
                     return None
@@ -143,6 +141,12 @@ class CellService:
         self.needs_homing = False
         """Set when the robot's position is unknown (firmware reboot, motion stopped part
         way): the next cycle homes first."""
+        self._writing = False
+        """The cycle thread is writing its finished cycle's row (the cycle itself ended)."""
+        self._unlogged: dict[str, dict[str, Any]] = {}
+        """cycle id -> the row of a finished cycle not yet written (the log was locked)"""
+        self._seen_back: set[str] = set()
+        """cycle ids whose result came back through the broker, to mark in the log"""
         self._unconfirmed: dict[str, tuple[dict[str, Any], float]] = {}
         """cycle id -> (cell.result payload not yet seen back from the broker, when it was
         last sent)"""
@@ -178,11 +182,21 @@ class CellService:
     def _begin(self, home_first: bool | None) -> dict[str, Any]:
         with self._lock:
             if self._running is not None and self._running.is_alive():
+                if self._writing:
+                    raise Busy(f"cell: the last cycle ended (its cell.result is out) but the "
+                               f"cycle log {self.log.path} is locked by another process and "
+                               "its row is still being written; start again once it is free")
                 raise Busy("cell: a cycle is already running; wait for its cell.result")
             cycle_id = uuid.uuid4().hex[:12]
             home = self.needs_homing if home_first is None else home_first
+            try:
+                self.log.begin(cycle_id, self.profile, homed=home)
+            except LogBusy as exc:
+                raise Busy(f"cell: {exc}; no cycle was started: start again once it is "
+                           "free") from None
+            except HistoryError as exc:
+                raise CommandFailed("failed", f"cell: {exc}; no cycle was started") from None
             self.bus.stop_requested.clear()
-            self.log.begin(cycle_id, self.profile, homed=home)
             self._running = threading.Thread(target=self._run, args=(cycle_id, home),
                                              daemon=True)
             self._running.start()
@@ -199,11 +213,43 @@ class CellService:
         """A simulated cell is one whose firmware simulator is alive on the bus."""
         return "firmware-sim" in self.node.alive()
 
+    def _write_finished(self, wait_s: float) -> None:
+        """Write the rows of finished cycles still unwritten, then mark the results seen
+        back; what the locked log refuses stays for the next try (said on `errors`)."""
+        for cycle_id, row in list(self._unlogged.items()):
+            try:
+                self.log.finish(cycle_id, wait_s=wait_s, **row)
+            except HistoryError as exc:
+                self._log_trouble(exc)
+                return
+            self._unlogged.pop(cycle_id, None)
+        for cycle_id in list(self._seen_back):
+            if cycle_id in self._unlogged:
+                continue
+            try:
+                self.log.mark_published(cycle_id, wait_s=wait_s)
+            except HistoryError as exc:
+                self._log_trouble(exc)
+                return
+            self._seen_back.discard(cycle_id)
+
+    def _log_trouble(self, exc: HistoryError) -> None:
+        try:
+            self.node.publish("errors", {
+                "service": "cell", "stage": "cycle log", "code": "log_busy",
+                "message": f"{exc}; written again each second until it is",
+                "action": "free the cycle log"})
+        except Exception:  # noqa: BLE001 - reporting must never end the thread that reports
+            pass
+
     def _run(self, cycle_id: str, home_first: bool) -> None:
         self.node.set_state("busy", cycle=cycle_id)
 
         def on_stage(stage: str, seconds: float) -> None:
-            self.log.stage(cycle_id, dict(cycle.stages_s))
+            try:
+                self.log.stage(cycle_id, dict(cycle.stages_s))
+            except HistoryError:
+                pass  # the stages are written again with the result
 
         cycle = CycleResult(cycle_id, ok=False)  # the stages so far, for on_stage
         try:
@@ -220,10 +266,6 @@ class CellService:
             self.needs_homing = False
         if not result.ok and result.failed_stage in ("scanning", "executing", "homing"):
             self.needs_homing = True  # a motion stopped part way: the position is unknown
-        self.log.finish(cycle_id, ok=result.ok, stages=result.stages_s, total_s=result.total_s,
-                        facelets=result.facelets, plan=result.plan,
-                        failed_stage=result.failed_stage, error=result.error,
-                        errors=result.errors, homed=result.homed)
         payload = result.payload()
         if result.homed:
             payload["homed"] = True
@@ -234,6 +276,16 @@ class CellService:
                 "service": "cell", "stage": result.failed_stage or "cycle",
                 "code": "cycle_failed", "message": result.error or "cycle failed",
                 "action": "fix the named stage, then start a new cycle"})
+        self._unlogged[cycle_id] = {
+            "ok": result.ok, "stages": result.stages_s, "total_s": result.total_s,
+            "facelets": result.facelets, "plan": result.plan,
+            "failed_stage": result.failed_stage, "error": result.error,
+            "errors": result.errors, "homed": result.homed}
+        self._writing = True
+        try:
+            self._write_finished(FINISH_WAIT_S)
+        finally:
+            self._writing = False
         self.publish_history()
         self.node.set_state("ready", cycles=self.cycles, failures=self.failures,
                             needs_homing=self.needs_homing)
@@ -267,7 +319,7 @@ class CellService:
         robot's position is lost."""
         if topic == "cell.result":
             if self._unconfirmed.pop(payload.get("cycle_id", ""), None) is not None:
-                self.log.mark_published(payload["cycle_id"])
+                self._seen_back.add(payload["cycle_id"])  # marked off this thread
         elif topic == "errors" and payload.get("service") == "actuator" and \
                 payload.get("code") in HOMING_CODES:
             self.needs_homing = True
@@ -276,6 +328,8 @@ class CellService:
         """Publish again, oldest first, the results the broker has not echoed back (it was
         down when they finished); the loop ends when the service stops."""
         while not self._stop.wait(REPUBLISH_PERIOD_S):
+            if not (self._running is not None and self._running.is_alive()):
+                self._write_finished(0.0)
             now = time.monotonic()
             pending = [(cycle_id, payload) for cycle_id, (payload, sent) in
                        list(self._unconfirmed.items()) if now - sent >= REPUBLISH_AFTER_S]
@@ -288,7 +342,10 @@ class CellService:
             self.publish_history()
 
     def publish_history(self) -> None:
-        records = self.log.cycles()
+        try:
+            records = self.log.cycles()
+        except HistoryError:
+            return  # the log is unreadable now; published again after the next write
         self.node.publish("cell.history", {
             "cycles": [_history_entry(r) for r in records[-PUBLISHED_HISTORY:]],
             "summary": {k: v for k, v in summary(records).items()

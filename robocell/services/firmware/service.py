@@ -1,7 +1,8 @@
 """The firmware simulator's bus adapter: `FirmwareSimBus` publishes the twin on the latched
-``sim.twin_state`` topic and answers the sim-only ``scramble`` command; `main_with_args` is
-the `robocell firmware-sim` process (the core on its serial line, and on the bus if asked);
-`main_avr` the same with the compiled AVR firmware in simavr in place of the Python core.
+``sim.twin_state`` topic and answers the sim-only ``scramble`` and ``twin`` commands;
+`main_with_args` is the `robocell firmware-sim` process (the core on its serial line, and on
+the bus if asked); `main_avr` the same with the compiled AVR firmware in simavr in place of
+the Python core.
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ from robocell.services.firmware.serial_server import serve
 from robocell.services.firmware.simulator import FaultPlan, FirmwareCore
 
 DEFAULT_SCRAMBLE_MOVES = 25
+MAX_SCRAMBLE_MOVES = 1000
+"""The most random turns one scramble makes (a person's scramble is 20-30; each turn costs
+the reply a few bytes, so a billion would never be answered)."""
 
 
 class FirmwareSimBus:
     """The simulator on the bus: publishes the twin (latched ``sim.twin_state``) after every
-    motion and answers ``scramble`` (a person's hands on the simulated cube)."""
+    motion and answers ``scramble`` (a person's hands on the simulated cube) and ``twin``
+    (the twin now: what the cell verifies a solve by, since anyone may publish the topic)."""
 
     def __init__(self, profile: Profile, control: queue.Queue,
                  endpoints: Endpoints | None = None) -> None:
@@ -38,6 +43,7 @@ class FirmwareSimBus:
         core.on_twin = self.publish
         self.node.start()
         self.node.serve("scramble", self.on_scramble)
+        self.node.serve("twin", self.on_twin, concurrency=4)
         self.node.set_state("ready", profile=self.profile.name, boot_id=core.boot_id)
         self.publish(core)
 
@@ -45,21 +51,36 @@ class FirmwareSimBus:
         self.node.stop()
 
     def publish(self, core: Any) -> None:
-        twin = core.twin
-        state = twin.state()
-        self.node.publish("sim.twin_state", {
-            "puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
-            "solved": state["solved"], "grips": state["grips"],
-            "arm_angles": state["arm_angles"], "misaligned": state["misaligned"],
-            "fault": state["fault"], "jammed": state["jammed"],
-            "boot_id": core.boot_id, "line": core.executed})
+        self.node.publish("sim.twin_state", twin_report(core))
+
+    def on_twin(self, args: dict, ctx: Any) -> dict:
+        """The twin as the simulator's loop holds it now, read on that loop's thread."""
+        return self._on_loop(twin_report, ctx, "read the twin")
+
+    def _on_loop(self, function: Any, ctx: Any, what: str) -> Any:
+        """``function(core)`` run on the simulator's loop (which owns the core), waited for
+        within the caller's deadline."""
+        reply: queue.Queue = queue.Queue()
+        self.control.put((function, reply))
+        try:
+            result = reply.get(timeout=max(0.05, min(5.0, ctx.remaining())))
+        except queue.Empty:
+            raise CommandFailed("timeout", f"the simulator's loop did not {what} in time"
+                                ) from None
+        if isinstance(result, Exception):
+            raise CommandFailed("failed", f"could not {what}: {result}")
+        return result
 
     def on_scramble(self, args: dict, ctx: Any) -> dict:
         size = self.profile.size or 3
         facelets = args.get("facelets")
         moves: list[Move] = []
         if facelets is None:
-            moves = random_turns(args.get("moves", DEFAULT_SCRAMBLE_MOVES), args.get("seed"))
+            count = args.get("moves", DEFAULT_SCRAMBLE_MOVES)
+            if not 0 <= count <= MAX_SCRAMBLE_MOVES:
+                raise CommandFailed("invalid_arguments", f"scramble moves {count}: give 0 to "
+                                    f"{MAX_SCRAMBLE_MOVES} random turns")
+            moves = random_turns(count, args.get("seed"))
             facelets = apply_to_facelets(solved(size), moves, size)
         else:
             try:
@@ -74,12 +95,19 @@ class FirmwareSimBus:
             self.publish(core)
             return facelets
 
-        reply: queue.Queue = queue.Queue()
-        self.control.put((set_cube, reply))
-        result = reply.get(timeout=5.0)
-        if isinstance(result, Exception):
-            raise CommandFailed("failed", f"scramble failed: {result}")
+        result = self._on_loop(set_cube, ctx, "scramble")
         return {"facelets": result, "moves": [str(m) for m in moves]}
+
+
+def twin_report(core: Any) -> dict[str, Any]:
+    """The twin of ``core`` as `sim.twin_state` and the ``twin`` command report it."""
+    twin = core.twin
+    state = twin.state()
+    return {"puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
+            "solved": state["solved"], "grips": state["grips"],
+            "arm_angles": state["arm_angles"], "misaligned": state["misaligned"],
+            "fault": state["fault"], "jammed": state["jammed"], "boot_id": core.boot_id,
+            "line": core.executed}
 
 
 def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,

@@ -13,7 +13,7 @@ from robocell.errors import CommandError
 TABLE_PROVIDERS = (
     "robocell.services.solver.cube2.tables",
     "robocell.services.solver.cube3.tables",
-    "robocell.services.solver.cube3.robot_tables",
+    "robocell.services.solver.cube3.robot_time.table_groups",
 )
 
 

@@ -19,7 +19,7 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.validation import CubeStateError
 from robocell.services.solver.api import solve
-from robocell.services.solver.cube3.weighted import touch_loaded
+from robocell.services.solver.cube3.robot_time.cost_tables import touch_loaded
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import LevelError, parse_levels
 from robocell.sokoban.lurd import replay

@@ -133,7 +133,7 @@ def calibrate(frames: dict[str, np.ndarray], size: int | None = None, cube: str 
     except CubeStateError as exc:
         raise CalibrationError(f"the calibration cube {cube!r} is not a valid {n}x{n}x{n} "
                                f"state: {exc}") from None
-    colours, _, _ = assemble(readings)
+    colours = assemble(readings).colours
     learnt, spread = _learn_colours(colours, cube)
     regions = {f: FaceRegion(readings[f].centres.copy(), float(readings[f].pitch_px),
                              (int(frames[f].shape[1]), int(frames[f].shape[0])))
@@ -267,9 +267,9 @@ def read_cube(frames: dict[str, np.ndarray], calibration: Calibration,
                                            calibration.size)
             continue
         problems += check_reading(calibration, face, readings[face])
-    colours, confidence, size = assemble(readings, rotations)
-    resolution = name_classes(resolve(colours, size), colours, calibration)
-    return CalibratedScan(CubeScan(readings, colours, confidence, resolution), problems)
+    colours, confidence, tints, size = assemble(readings, rotations)
+    resolution = name_classes(resolve(colours, size, tints), colours, calibration)
+    return CalibratedScan(CubeScan(readings, colours, confidence, resolution, tints), problems)
 
 
 def name_classes(resolution: Resolution, colours: np.ndarray,

@@ -1,4 +1,5 @@
-"""Sticker colours: robust sampling of a sticker region, and the space colours are compared in."""
+"""Sticker colours: robust sampling of a sticker region, and the spaces colours are compared in:
+CIE L*a*b* for distances a person would judge (calibration), log-RGB for the resolver."""
 
 from __future__ import annotations
 
@@ -7,8 +8,17 @@ import numpy as np
 TRIM_FRACTION = 0.2
 """Fraction of the darkest and of the brightest pixels dropped before averaging a sticker."""
 
-LIGHTNESS_WEIGHT = 0.5
-"""Weight of lightness against the two chroma axes: lighting changes lightness far more than hue."""
+LOG_SCALE = 100.0
+"""Log-RGB features are in hundredths of a natural log unit: 1 is a 1 % change of a channel."""
+
+DARK_OFFSET = 4.0
+"""Added to each 8-bit channel before its logarithm: a black level, so that a dark channel's
+log stays finite and its noise bounded."""
+
+SENSOR_NOISE = 2.0
+"""Noise of one measured channel of a sticker's colour (std, 8-bit units): sensor noise and
+rounding. Relative to the channel's level it is large for a dark channel and small for a
+bright one, which is what the per-sticker variance of `log_rgb` says."""
 
 
 def trimmed_mean(pixels: np.ndarray, trim: float = TRIM_FRACTION) -> np.ndarray:
@@ -21,6 +31,31 @@ def trimmed_mean(pixels: np.ndarray, trim: float = TRIM_FRACTION) -> np.ndarray:
     drop = int(len(pixels) * trim)
     kept = order[drop:len(order) - drop] if len(order) > 2 * drop else order
     return pixels[kept].mean(axis=0)
+
+
+SATURATED = 245
+"""A pixel with a channel at or above this may be cut off by the sensor (webcams saturate
+one channel at 247 and another at 252)."""
+
+TINT_FLOOR = 0.2
+"""Pixels darker than this fraction of the sticker's own level are the black plastic around
+it, not the sticker."""
+
+MIN_TINT_PIXELS = 8
+
+
+def unsaturated_colour(pixels: np.ndarray, level: float) -> np.ndarray:
+    """Mean colour of the pixels of a sticker (k x 3, a window a little larger than the
+    sticker) that no channel saturates and that are brighter than `TINT_FLOOR` x ``level``
+    (the sticker's brightest channel). Where the middle of a bright sticker is cut off
+    (yellow and white both read [247, 252, 250]), its rim, a little less lit, still shows its
+    hue: that rim's colour. NaN when fewer than `MIN_TINT_PIXELS` pixels qualify."""
+    pixels = np.asarray(pixels, dtype=np.float64).reshape(-1, 3)
+    brightest = pixels.max(axis=1)
+    kept = pixels[(brightest < SATURATED) & (brightest >= TINT_FLOOR * level)]
+    if len(kept) < MIN_TINT_PIXELS:
+        return np.full(3, np.nan)
+    return kept.mean(axis=0)
 
 
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
@@ -38,8 +73,21 @@ def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
     return np.stack([lightness, a, b], axis=-1)
 
 
-def colour_features(rgb: np.ndarray) -> np.ndarray:
-    """The space in which sticker colours are clustered: L*a*b* with lightness down-weighted."""
-    lab = rgb_to_lab(rgb)
-    lab[..., 0] *= LIGHTNESS_WEIGHT
-    return lab
+def log_rgb(rgb: np.ndarray, gain: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The space in which the resolver compares sticker colours: each channel's logarithm.
+
+    A change of light or exposure multiplies the channels, so it only shifts a colour here,
+    the same for every sticker it lights; and a dark red and a dark orange differ here by
+    the ratio of their green channels, as much as a bright pair does. Returns the features
+    (n x 3, `LOG_SCALE` units) and, per sticker and channel, the variance that the camera's
+    noise alone gives them (``gain``: the factor the colours were already corrected by,
+    which scaled their noise too).
+    """
+    rgb = np.asarray(rgb, dtype=np.float64)
+    level = rgb + DARK_OFFSET
+    features = LOG_SCALE * np.log(level / 255.0)
+    gain = np.asarray(gain, dtype=np.float64)
+    if gain.ndim:
+        gain = gain[:, None]
+    noise = (LOG_SCALE * SENSOR_NOISE * gain / level) ** 2
+    return features, noise

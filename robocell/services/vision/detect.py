@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 
 from robocell.errors import RobocellError
-from robocell.services.vision.colour import trimmed_mean
+from robocell.services.vision.colour import trimmed_mean, unsaturated_colour
 
 WORK_WIDTH = 640
 """Frames wider than this are reduced to this width to find the grid (sampling uses the
@@ -76,6 +76,11 @@ SAMPLE_INSET = 0.55
 
 SAMPLES_PER_SIDE = 12
 
+TINT_WINDOW = 0.92
+TINT_SAMPLES_PER_SIDE = 20
+"""Side (relative to the pitch) and sampling of the square whose unsaturated pixels give a
+sticker's tint (`colour.unsaturated_colour`): the whole sticker with its rim."""
+
 FOUND_CONFIDENCE = 1.0
 INFERRED_CONFIDENCE = 0.6
 """Confidence factors of a sticker seen as its own region, and of one inferred from the grid."""
@@ -112,6 +117,9 @@ class FaceReading:
     angle_deg: float
     pitch_px: float
     extra: dict = field(default_factory=dict)
+    tints: np.ndarray | None = None
+    """(N², 3) RGB of each sticker where no channel saturates (`colour.unsaturated_colour`;
+    NaN where there is no such part), or None when not measured."""
 
     def to_message(self) -> dict:
         """Plain data for the bus and JSON output."""
@@ -175,11 +183,16 @@ def _candidates(bgr_small: np.ndarray, opened: bool = True) -> list[_Candidate]:
                 w, h = w + 2 * grown, h + 2 * grown
             if min(w, h) < min_side or max(w, h) > max_side:
                 continue
-            if max(w, h) / max(min(w, h), 1e-6) > MAX_ASPECT or area / (w * h) < MIN_FILL:
+            aspect = max(w, h) / max(min(w, h), 1e-6)
+            fill = area / (w * h)
+            if aspect > MAX_ASPECT or fill < MIN_FILL:
                 continue
-            found.append((_Candidate(x, y, 0.5 * (w + h), _fold_angle(angle, w, h)), area))
-    # The same sticker shows up at several levels: keep its largest square region (a much
-    # larger square around it, such as four stickers merged by glare, is another candidate).
+            found.append((_Candidate(x, y, 0.5 * (w + h), _fold_angle(angle, w, h)),
+                          fill - (aspect - 1.0)))
+    # The same sticker shows up at several levels: keep its squarest region, the cut that
+    # follows the sticker's own edges (a lower cut can take in a bevel or a bright neighbour
+    # and shift the centre; a much larger square around it, such as four stickers merged by
+    # glare, is another candidate).
     found.sort(key=lambda item: -item[1])
     kept: list[_Candidate] = []
     for cand, _ in found:
@@ -410,26 +423,41 @@ def _fit_residual(grid: _Grid, cands: list[_Candidate]) -> float:
     return float(np.hypot(*(fitted - seen).T).max() / max(grid.pitch, 1e-9))
 
 
+def _square(samples: int, side: float) -> np.ndarray:
+    """Sample offsets (samples² x 2) on a square of ``side`` pitches around a cell centre."""
+    offsets = ((np.arange(samples) + 0.5) / samples - 0.5) * side
+    du, dv = np.meshgrid(offsets, offsets)
+    return np.stack([du.ravel(), dv.ravel()], axis=1)
+
+
+def _pixels(bgr: np.ndarray, to_full: np.ndarray, cell: np.ndarray, pattern: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """RGB pixels (k x 3 float) at ``cell + pattern`` and whether each lies inside the frame."""
+    height, width = bgr.shape[:2]
+    points = _apply(to_full, cell + pattern)
+    px = np.clip(np.round(points[:, 0]).astype(int), 0, width - 1)
+    py = np.clip(np.round(points[:, 1]).astype(int), 0, height - 1)
+    inside = ((points[:, 0] >= 0) & (points[:, 0] < width) & (points[:, 1] >= 0)
+              & (points[:, 1] < height))
+    return bgr[py, px][:, ::-1].astype(np.float64), inside
+
+
 def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
     n = grid.size
     to_full = np.diag([1.0 / scale, 1.0 / scale, 1.0]) @ grid.to_image
     cells = np.array([(col, row) for row in range(n) for col in range(n)], dtype=np.float64)
     centres = _apply(to_full, cells)
-    offsets = (np.arange(SAMPLES_PER_SIDE) + 0.5) / SAMPLES_PER_SIDE - 0.5
-    du, dv = np.meshgrid(offsets * SAMPLE_INSET, offsets * SAMPLE_INSET)
-    pattern = np.stack([du.ravel(), dv.ravel()], axis=1)
-    height, width = bgr.shape[:2]
+    pattern = _square(SAMPLES_PER_SIDE, SAMPLE_INSET)
+    wide = _square(TINT_SAMPLES_PER_SIDE, TINT_WINDOW)
     colours = np.zeros((n * n, 3))
+    tints = np.zeros((n * n, 3))
     confidence = np.zeros(n * n)
     found = np.zeros(n * n, dtype=bool)
     for index, cell in enumerate(cells):
-        points = _apply(to_full, cell + pattern)
-        px = np.clip(np.round(points[:, 0]).astype(int), 0, width - 1)
-        py = np.clip(np.round(points[:, 1]).astype(int), 0, height - 1)
-        inside = ((points[:, 0] >= 0) & (points[:, 0] < width) & (points[:, 1] >= 0)
-                  & (points[:, 1] < height))
-        pixels = bgr[py, px][:, ::-1].astype(np.float64)
+        pixels, inside = _pixels(bgr, to_full, cell, pattern)
         colours[index] = trimmed_mean(pixels)
+        tints[index] = unsaturated_colour(_pixels(bgr, to_full, cell, wide)[0],
+                                          float(colours[index].max()))
         key = (int(cell[0]), int(cell[1]))
         found[index] = key in grid.members
         spread = float(np.std(pixels, axis=0).mean())
@@ -441,7 +469,7 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
     a, b = _apply(to_full, np.array([[middle - 0.5, middle], [middle + 0.5, middle]]))
     angle = _fold_angle(math.degrees(math.atan2(b[1] - a[1], b[0] - a[0])), 0, 0)
     return FaceReading(n, colours, confidence, centres, _apply(to_full, outer), found,
-                       angle, float(np.hypot(*(b - a))))
+                       angle, float(np.hypot(*(b - a))), tints=tints)
 
 
 def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:

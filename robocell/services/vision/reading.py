@@ -159,8 +159,8 @@ class ScanCollector:
                 raise ScanError("faces disagree on the cube size: "
                                 + ", ".join(f"{f}: {readings[f].size}" for f in FACES)
                                 + "; run with --size", "".join(FACES))
-            colours, detection_conf, size = assemble(readings, scan.rotations)
-            result = resolve(colours, self.size or size)
+            colours, detection_conf, tints, size = assemble(readings, scan.rotations)
+            result = resolve(colours, self.size or size, tints)
         except ScanError as exc:
             return "errors", error_payload(scan_id, "size", str(exc), exc.faces, [])
         except ResolveError as exc:

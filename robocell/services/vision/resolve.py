@@ -1,13 +1,13 @@
 """Colour resolution: the colours of all 6·N² stickers -> the closest *valid* facelet string.
 
 Stickers are not classified one by one against fixed colour thresholds. Instead six colour
-classes are learnt from the scan itself (seeded by the centres on a 3x3, by clustering on a
-2x2) and the assignment of colours to stickers is chosen as the cheapest assignment of real
-cubies to positions (every corner and edge a real cubie, twist and flip sums zero, corner and
-edge permutation parities equal), alternating with re-estimating the classes from that
-assignment. Which colour is opposite which is never assumed: on a 3x3 the centres say it, on a
-2x2 every way of pairing the six classes into opposite faces (30 colour schemes up to a
-rotation of the cube) is tried and the cubies decide.
+classes are learnt from the scan itself (`classes`: seeded by the centres on a 3x3, by
+clustering on a 2x2) and the assignment of colours to stickers is chosen as the cheapest
+assignment of real cubies to positions (every corner and edge a real cubie, twist and flip
+sums zero, corner and edge permutation parities equal), alternating with re-estimating the
+classes from that assignment. Which colour is opposite which is never assumed: on a 3x3 the
+centres say it, on a 2x2 every way of pairing the six classes into opposite faces (30 colour
+schemes up to a rotation of the cube) is tried and the cubies decide.
 
 The result is refused, naming the doubtful stickers, when the cheapest valid cube still needs
 a sticker to be far from its colour class, or when another valid cube is nearly as cheap.
@@ -29,7 +29,14 @@ from robocell.services.vision.assign import (
     cheapest_below,
     cheapest_totals,
 )
-from robocell.services.vision.colour import colour_features
+from robocell.services.vision.classes import (
+    N_CHANNELS,
+    PRIOR_VARIANCE,
+    ColourModel,
+    FaceLight,
+    explained_cost,
+    farthest_point_classes,
+)
 
 N_FACES = 6
 SIZES = (2, 3)
@@ -38,38 +45,6 @@ N_EDGE_FLIP = 2
 
 MAX_ROUNDS = 8
 """Alternations of (assign cubies, re-estimate colour classes) before giving up on a fixpoint."""
-
-PRIOR_VARIANCE = 60.0
-"""Per-axis variance of a colour class (feature units squared) before any class is measured."""
-
-MIN_VARIANCE = 0.03
-"""Floor of the per-axis class variance, so that a perfectly clean scan is not over-confident."""
-
-CLASS_SHRINK = 0.1
-"""Weight (in stickers) of the pooled variance in each class's own variance estimate."""
-
-LEVEL_FLOOR = 30.0
-"""Sums of R+G+B below this are treated as this when learning face lighting."""
-
-CLIPPED = 250.0
-"""A channel at or above this is taken as clipped by the camera."""
-
-N_CHANNELS = 3
-
-CLIP_PRIOR = 0.5
-"""Pseudo-counts (of clipped and of unclipped stickers) in each class's clipping rate per
-channel: with 9 stickers a class that never clips charges a clipped channel -ln(0.05) = 3."""
-
-LIGHT_ROUNDS = 2
-LIGHT_PRIOR = 2.0
-SLOPE_PRIOR = 6.0
-"""Weights (in stickers) of "no correction" for a face's gain and for its slope per sticker."""
-
-MAD_TO_SIGMA = 1.4826
-"""Median absolute deviation -> standard deviation of a normal distribution."""
-
-T_DOF = 4.0
-"""Degrees of freedom of the Student-t sticker cost (small: heavy tails)."""
 
 FAR_COST = 60.0
 """A sticker whose assigned class costs this much more than its nearest class is doubtful."""
@@ -83,6 +58,7 @@ CONFIDENT_GAP = 48.0
 """Gaps to the nearest other valid cube are only searched (and reported) up to this."""
 
 FORBID = 1e6
+"""Added to a sticker's cost for its current colour to ask for the best cube without it."""
 
 HINT_SLACK = 1e-6
 
@@ -90,7 +66,6 @@ MAX_SWITCHES = 3
 SWITCH_GAIN = 1.0
 """A nearby valid cube that, refitted, explains the colours better by more than this is
 taken instead (at most MAX_SWITCHES times)."""
-"""Added to a sticker's cost for its current colour to ask for the best cube without it."""
 
 
 class ResolveError(RobocellError, ValueError):
@@ -229,77 +204,6 @@ def _change_cost(face_cost: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return others.min(axis=1) - face_cost[np.arange(n), labels]
 
 
-class _ColourModel:
-    """Six colour classes, each a median colour and a robust per-axis spread in feature
-    space. A sticker's cost for a class is a Student-t negative log-likelihood: quadratic
-    near the class, logarithmic far from it, so one glared or shadowed sticker neither
-    inflates its class's spread nor dominates the total.
-
-    A channel clipped by the camera says only "at least this bright", which can move a
-    sticker's hue onto another class's (a bright blue whose blue channel is cut off looks
-    teal-green). So which channels are clipped is kept as its own observation: each class
-    has a rate of clipping per channel, and a sticker pays the Bernoulli negative
-    log-likelihood of its clipped channels under that rate."""
-
-    def __init__(self, means: np.ndarray, variances: np.ndarray,
-                 clip_rate: np.ndarray | None = None) -> None:
-        self.means = means
-        self.variances = variances
-        self.clip_rate = (np.full((N_FACES, N_CHANNELS), 0.5) if clip_rate is None
-                          else clip_rate)
-
-    @classmethod
-    def fit(cls, features: np.ndarray, labels: np.ndarray) -> _ColourModel:
-        colour, clipped = features[:, :N_CHANNELS], features[:, N_CHANNELS:]
-        means = np.stack([np.median(colour[labels == k], axis=0) for k in range(N_FACES)])
-        residual = np.abs(colour - means[labels])
-        pooled = np.maximum((MAD_TO_SIGMA * np.median(residual, axis=0)) ** 2, MIN_VARIANCE)
-        variances = np.empty_like(means)
-        clip_rate = np.empty_like(means)
-        for k in range(N_FACES):
-            own = (MAD_TO_SIGMA * np.median(residual[labels == k], axis=0)) ** 2
-            count = int(np.sum(labels == k))
-            variances[k] = (count * own + CLASS_SHRINK * pooled) / (count + CLASS_SHRINK)
-            clip_rate[k] = (clipped[labels == k].sum(axis=0) + CLIP_PRIOR) / (
-                count + 2.0 * CLIP_PRIOR)
-        return cls(means, np.maximum(variances, MIN_VARIANCE), clip_rate)
-
-    def cost(self, features: np.ndarray) -> np.ndarray:
-        colour, clipped = features[:, :N_CHANNELS], features[:, N_CHANNELS:]
-        squared = (colour[:, None, :] - self.means[None]) ** 2 / self.variances[None]
-        clip = np.where(clipped[:, None, :] > 0, self.clip_rate[None], 1.0 - self.clip_rate[None])
-        return ((T_DOF + 1.0) * np.log1p(squared / T_DOF)).sum(-1) + np.log(
-            self.variances).sum(-1) - np.log(clip).sum(-1)
-
-
-def _farthest_point_classes(features: np.ndarray) -> np.ndarray:
-    """Initial six colour classes of a 2x2: farthest-point seeds refined by k-means with
-    every class holding exactly a sixth of the stickers (greedy balanced assignment)."""
-    n = len(features)
-    per_class = n // N_FACES
-    spread = ((features - features.mean(0)) ** 2).sum(1)
-    seeds = [int(np.argmax(spread))]
-    for _ in range(N_FACES - 1):
-        dist = ((features[:, None] - features[seeds][None]) ** 2).sum(-1).min(1)
-        seeds.append(int(np.argmax(dist)))
-    means = features[seeds].copy()
-    labels = np.zeros(n, dtype=np.int64)
-    for _ in range(10):
-        dist = ((features[:, None] - means[None]) ** 2).sum(-1)
-        new = np.full(n, -1, dtype=np.int64)
-        count = np.zeros(N_FACES, dtype=np.int64)
-        for flat in np.argsort(dist, axis=None, kind="stable"):
-            i, k = divmod(int(flat), N_FACES)
-            if new[i] < 0 and count[k] < per_class:
-                new[i] = k
-                count[k] += 1
-        if np.array_equal(new, labels):
-            break
-        labels = new
-        means = np.stack([features[labels == k].mean(0) for k in range(N_FACES)])
-    return labels
-
-
 def _schemes() -> list[np.ndarray]:
     """The 30 ways to give six colour classes to the faces U R F D L B, up to rotation:
     class 0 on U; its opposite; the lowest remaining class on F; its opposite; R and L."""
@@ -334,53 +238,8 @@ def _canonical_2x2(labels: np.ndarray, geo: _Geometry) -> np.ndarray:
     return table[labels]
 
 
-class _FaceLight:
-    """How brightly each face was lit: a brightness gain per face that may vary linearly
-    across the face (3x3; a 2x2 face has too few stickers for a slope), learnt from the
-    stickers' brightness against their class's and shrunk towards "no correction". A gain
-    scales all channels alike, so it can make a dim orange look like red only through its
-    brightness, never turn white into yellow."""
-
-    def __init__(self, rgb: np.ndarray, size: int) -> None:
-        self.rgb = rgb
-        self.log_level = np.log(np.maximum(rgb.sum(axis=1), LEVEL_FLOOR))
-        area = size * size
-        self.face_of = np.arange(len(rgb)) // area
-        index = np.arange(len(rgb)) % area
-        centre = 0.5 * (size - 1)
-        self.design = np.stack([np.ones(len(rgb)), index % size - centre,
-                                index // size - centre], axis=1)
-        if size == 2:
-            self.design = self.design[:, :1]
-        self.prior = np.diag([LIGHT_PRIOR] + [SLOPE_PRIOR] * (self.design.shape[1] - 1))
-        self.field = np.zeros(len(rgb))
-        # A sticker with a clipped channel shows the sensor's limit, not its light: it neither
-        # teaches the face's gain nor gets corrected.
-        self.unclipped = rgb.max(axis=1) < CLIPPED
-
-    def features(self) -> np.ndarray:
-        """(n, 6): colour features, then 1.0 for each clipped channel (else 0.0)."""
-        gain = np.where(self.unclipped, np.exp(-self.field), 1.0)
-        colour = colour_features(np.clip(self.rgb * gain[:, None], 0, 255))
-        return np.concatenate([colour, (self.rgb >= CLIPPED).astype(np.float64)], axis=1)
-
-    def fit(self, classes: np.ndarray) -> None:
-        for _ in range(LIGHT_ROUNDS):
-            level = self.log_level - self.field
-            typical = np.array([np.median(level[classes == k]) for k in range(N_FACES)])
-            residual = self.log_level - typical[classes]
-            field = np.empty_like(self.field)
-            for face in range(N_FACES):
-                rows = self.face_of == face
-                used = rows & self.unclipped
-                x = self.design[used]
-                coef = np.linalg.solve(x.T @ x + self.prior, x.T @ residual[used])
-                field[rows] = self.design[rows] @ coef
-            self.field = field - np.median(field)
-
-
-def _fit_rounds(light: _FaceLight, geo: _Geometry, model: _ColourModel
-                ) -> tuple[float, np.ndarray, np.ndarray, _ColourModel, float, np.ndarray]:
+def _fit_rounds(light: FaceLight, geo: _Geometry, model: ColourModel
+                ) -> tuple[float, np.ndarray, np.ndarray, ColourModel, float, np.ndarray]:
     """Alternate cheapest valid cube and re-estimation of the colour classes until the
     reading is stable. Returns (cost, face per sticker, class of each face, model,
     cost and class per sticker of the best cube under any other colour scheme (2x2; inf on
@@ -410,22 +269,12 @@ def _fit_rounds(light: _FaceLight, geo: _Geometry, model: _ColourModel
         previous = labels
         light.fit(class_of_face[labels])
         features = light.features()
-        model = _ColourModel.fit(features, class_of_face[labels])
+        model = ColourModel.fit(features, class_of_face[labels])
     if len(readings) > 1:
         runner_total, runner_labels, runner_scheme = readings[1]
         return (total, labels, class_of_face, model, runner_total,
                 runner_scheme[runner_labels])
     return total, labels, class_of_face, model, float("inf"), class_of_face[labels]
-
-
-def _explained_cost(rgb: np.ndarray, size: int, classes: np.ndarray) -> float:
-    """How well a reading explains the colours: its total sticker cost with face lighting
-    and colour classes fitted to it (lower is better; comparable between readings)."""
-    light = _FaceLight(rgb, size)
-    light.fit(classes)
-    features = light.features()
-    model = _ColourModel.fit(features, classes)
-    return float(model.cost(features)[np.arange(len(classes)), classes].sum())
 
 
 def _part(face_cost: np.ndarray, geo: _Geometry, which: int) -> tuple[np.ndarray, np.ndarray]:
@@ -486,9 +335,12 @@ def _nearby_cubes(face_cost: np.ndarray, labels: np.ndarray, total: float, geo: 
     return found
 
 
-def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
+def resolve(colours: np.ndarray, size: int | None = None, tints: np.ndarray | None = None
+            ) -> Resolution:
     """Resolve measured sticker colours (6·N² x 3 RGB, URFDLB order, row-major per face) to
-    a valid facelet string; raises ResolveError naming doubtful stickers otherwise."""
+    a valid facelet string; raises ResolveError naming doubtful stickers otherwise.
+    ``tints``: the same stickers' unsaturated rim colours (`detect.FaceReading.tints`;
+    NaN where none), when read from frames."""
     rgb = np.asarray(colours, dtype=np.float64)
     if rgb.ndim != 2 or rgb.shape[1] != 3:
         raise ResolveError("shape", f"expected one RGB triple per sticker, got shape {rgb.shape}")
@@ -505,14 +357,17 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         bad = tuple(int(i) for i in np.nonzero(~np.isfinite(rgb).all(1))[0])
         raise ResolveError("missing", f"stickers {_names(bad, size)} have no colour; rescan "
                            "them", bad, size)
+    if tints is not None and np.shape(tints) != rgb.shape:
+        raise ResolveError("shape", f"tints of shape {np.shape(tints)} for colours of shape "
+                           f"{rgb.shape}")
     clipped = np.clip(rgb, 0, 255)
-    light = _FaceLight(clipped, size)
+    light = FaceLight(clipped, size, tints)
     features = light.features()
     if size == 3:
-        start = _ColourModel(features[geo.centres, :N_CHANNELS].copy(),
+        start = ColourModel(features.colour[geo.centres].copy(),
                              np.full((N_FACES, N_CHANNELS), PRIOR_VARIANCE))
     else:
-        start = _ColourModel.fit(features, _farthest_point_classes(features[:, :N_CHANNELS]))
+        start = ColourModel.fit(features, farthest_point_classes(features.colour))
     for _ in range(MAX_SWITCHES + 1):
         total, labels, class_of_face, model, runner_total, runner_classes = _fit_rounds(
             light, geo, start)
@@ -521,16 +376,16 @@ def resolve(colours: np.ndarray, size: int | None = None) -> Resolution:
         nearby = _nearby_cubes(face_cost, labels, total, geo)
         # Each nearby cube is judged with lighting and colour classes refitted to it: the
         # alternation can settle on a reading that a neighbour explains better.
-        own = _explained_cost(clipped, size, class_of_face[labels])
-        refits = [(_explained_cost(clipped, size, class_of_face[alt]) - own, alt)
+        own = explained_cost(clipped, size, class_of_face[labels], tints)
+        refits = [(explained_cost(clipped, size, class_of_face[alt], tints) - own, alt)
                   for _, alt in nearby]
         better = [(gap, alt) for gap, alt in refits if gap < -SWITCH_GAIN]
         if not better:
             break
         _, alt = min(better, key=lambda item: item[0])
-        light = _FaceLight(clipped, size)
+        light = FaceLight(clipped, size, tints)
         light.fit(class_of_face[alt])
-        start = _ColourModel.fit(light.features(), class_of_face[alt])
+        start = ColourModel.fit(light.features(), class_of_face[alt])
 
     if runner_total - total < AMBIGUOUS_COST:
         stickers = tuple(int(s) for s in np.nonzero(runner_classes != class_of_face[labels])[0])

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -52,11 +53,21 @@ class CubeScan:
     colours: np.ndarray        # (6·N², 3) in facelet order
     confidence: np.ndarray     # (6·N²,) detection confidence in facelet order
     resolution: Resolution
+    tints: np.ndarray | None = None  # (6·N², 3) unsaturated colours in facelet order
+
+
+class Assembled(NamedTuple):
+    """Six face readings put in facelet order."""
+
+    colours: np.ndarray
+    confidence: np.ndarray
+    tints: np.ndarray | None
+    size: int
 
 
 def assemble(readings: dict[str, FaceReading], rotations: dict[str, int] | None = None
-             ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Facelet-order colours and detection confidences from six face readings."""
+             ) -> Assembled:
+    """Facelet-order colours, detection confidences and tints from six face readings."""
     missing = [f for f in FACES if f not in readings]
     if missing:
         raise ScanError(f"no reading for face(s) {''.join(missing)}", "".join(missing))
@@ -66,11 +77,16 @@ def assemble(readings: dict[str, FaceReading], rotations: dict[str, int] | None 
         raise ScanError(f"faces disagree on the cube size ({detail}); rescan with --size")
     size = sizes.pop()
     rotations = rotations or {}
-    colours = np.concatenate([unrotate(readings[f].colours, size, rotations.get(f, 0))
-                              for f in FACES])
-    confidence = np.concatenate([unrotate(readings[f].confidence, size, rotations.get(f, 0))
-                                 for f in FACES])
-    return colours, confidence, size
+
+    def in_order(values: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate([unrotate(values[i], size, rotations.get(f, 0))
+                               for i, f in enumerate(FACES)])
+
+    tints = None
+    if all(readings[f].tints is not None for f in FACES):
+        tints = in_order([readings[f].tints for f in FACES])
+    return Assembled(in_order([readings[f].colours for f in FACES]),
+                     in_order([readings[f].confidence for f in FACES]), tints, size)
 
 
 def scan_frames(frames: dict[str, np.ndarray], size: int | None = None,
@@ -92,8 +108,10 @@ def scan_frames(frames: dict[str, np.ndarray], size: int | None = None,
         for face in FACES:
             if readings[face].size != majority:
                 readings[face] = detect(frames[face], majority)
-    colours, confidence, n = assemble(readings, rotations)
-    return CubeScan(readings, colours, confidence, resolve(colours, n))
+    face_order = assemble(readings, rotations)
+    return CubeScan(readings, face_order.colours, face_order.confidence,
+                    resolve(face_order.colours, face_order.size, face_order.tints),
+                    face_order.tints)
 
 
 def find_face_files(folder: str | Path) -> dict[str, Path]:

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from robocell.common import config
-from robocell.common.bus import Node
+from robocell.common.bus import Node, is_replayed
 from robocell.common.bus.options import endpoints_of
 from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
 from robocell.common.profile import ProfileError, load_profile
@@ -117,6 +117,9 @@ class VisionService:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def on_twin(self, env: Any) -> None:
+        """The twin the sim camera films: a replayed one (``bus play``) is never the cube."""
+        if is_replayed(env.source):
+            return
         self.source.set_state(env.payload["facelets"], env.payload.get("line"))
 
     def on_pose(self, env: Any) -> None:

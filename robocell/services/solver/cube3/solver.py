@@ -2,7 +2,7 @@
 
 For the half-turn metric the plan is the shortest solution the two-phase search finds within
 the budget. For any other profile (a robot, or the quarter-turn metric) the search runs in
-the robot's own time (`robocell.services.solver.cube3.timed`): it starts from the first
+the robot's own time (`robocell.services.solver.cube3.robot_time`): it starts from the first
 face-turn solution, priced by the motion compiler, and keeps finding cheaper ones until the
 budget is spent; the motion compiler then turns the cheapest into the robot's primitives (at
 the cost the search computed: ``stats["search_cost"]``). For such profiles the plan's
@@ -61,12 +61,12 @@ def robot_cost_function(profile: Profile) -> CostFunction:
     """The motion compiler for a profile: moves -> (primitive names, cost in units)."""
     try:
         # lazy and guarded: an installation may leave out the motion compiler (below)
-        from robocell.services.solver.cube3.robot import compile_plan
+        from robocell.services.solver.cube3.motion_compiler import compile_plan
     except ModuleNotFoundError as exc:
         raise ValueError(
             f"profile {profile.name} needs the 3x3 motion compiler "
-            "(robocell.services.solver.cube3.robot), which is not installed; use --profile "
-            "htm or install the full robocell package") from exc
+            "(robocell.services.solver.cube3.motion_compiler), which is not installed; use "
+            "--profile htm or install the full robocell package") from exc
     compile_plan([Move("U", 1)], profile)  # build the compiler's tables before the clock starts
     return lambda moves: compile_plan(moves, profile)
 
@@ -141,7 +141,7 @@ search pays better."""
 def seed_seconds(profile: Profile, budget: float) -> float:
     """Seconds of `SEED_SHARE` (at most `SEED_CAP_S`) for the profile's kind of robot."""
     # lazy and guarded as in robot_cost_function
-    from robocell.services.solver.cube3.timed import profile_costs
+    from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs
 
     kind = "one-state" if profile_costs(profile).cost.shape[1] == 1 else "re-orienting"
     seconds = max(0.0, budget) * SEED_SHARE[kind]
@@ -155,8 +155,8 @@ def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None 
     """Search in the robot's time (see the module docstring): (face turns, primitives, cost,
     stats). The budget counts from the call; at least one solution comes back."""
     # lazy and guarded as in robot_cost_function: an installation may leave out the compiler
-    from robocell.services.solver.cube3.robot import compile_plan
-    from robocell.services.solver.cube3.timed import RobotTimeSearch
+    from robocell.services.solver.cube3.motion_compiler import compile_plan
+    from robocell.services.solver.cube3.robot_time.driver import RobotTimeSearch
 
     started = time.perf_counter()
     warm_up()
@@ -228,7 +228,7 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
     else:
         # the plan's moves are what the robot does, in its frame (rotations included); lazy,
         # as in robot_cost_function (which has run): the motion compiler may be left out
-        from robocell.services.solver.cube3.robot import primitive_moves
+        from robocell.services.solver.cube3.motion_compiler import primitive_moves
 
         stats["face_turns"] = format_moves(moves)
         stats["face_turn_count"] = len(moves)

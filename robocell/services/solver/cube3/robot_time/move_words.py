@@ -1,7 +1,7 @@
 """What each face turn does to a profile's phase-1 bound, for every entry of its phase-1 table.
 
 The robot-time search looks at up to 18 children a node and refuses most of them on the
-profile's full phase-1 table (`weighted`): each refusal costs a move-table lookup per
+profile's full phase-1 table (`cost_tables`): each refusal costs a move-table lookup per
 coordinate and a random read of a 141 MB table. This table lets it refuse them without
 either. For every entry ``E`` of the phase-1 table (a flip-slice class's representative with
 a twist) and every face turn ``m``, it holds ``y = ticks[m] + h(E m) - T[E]`` in 3 bits, where
@@ -32,8 +32,9 @@ from numba import njit, prange
 from robocell.common.profile import Profile
 from robocell.common.progress import Progress
 from robocell.common.tables import TableGroup, load
-from robocell.services.solver.cube3 import axial, symmetries
+from robocell.services.solver.cube3 import symmetries
 from robocell.services.solver.cube3.defs import N_FLIP, N_FLIPSLICE_CLASS, N_MOVE, N_TWIST
+from robocell.services.solver.cube3.robot_time import axial_metric
 from robocell.services.solver.cube3.tables import SYM_BITS
 
 MOVES_CODE_VERSION = 3
@@ -45,7 +46,7 @@ HERE_SHIFT = 56
 STEP = 2
 """Ticks per stored unit: 7 units reach 14 ticks past ``lo`` (the bound's slack rarely does)."""
 SYM_MASK = (1 << SYM_BITS) - 1
-FACE_KIND = axial.FACE_KIND
+FACE_KIND = axial_metric.FACE_KIND
 CLASSES_PER_CALL = 2048
 
 
@@ -108,7 +109,7 @@ def _build_rows(first, last, table, rep, slice_move, flip_move, twist_move, clas
 
 def build_moves(phase1: np.ndarray, kind_ticks: np.ndarray, name: str) -> dict[str, np.ndarray]:
     """The table from a profile's phase-1 table and its blocks' ticks (module docstring)."""
-    T = axial.block_tables()
+    T = axial_metric.block_tables()
     sym = symmetries.build_sym_tables()
     ticks, lo = move_ticks(kind_ticks)
     if np.any(lo > 0):

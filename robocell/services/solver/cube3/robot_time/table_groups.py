@@ -1,14 +1,14 @@
 """The tables of the robot-time search, for `robocell tables`: the axial-metric group (the
-same for every robot) and each robot profile's own weighted group and phase-1 move words
+same for every robot) and each robot profile's own cost tables and phase-1 move words
 (keyed by its digest)."""
 
 from __future__ import annotations
 
 from robocell.common.profile import available_profiles, load_profile
 from robocell.common.tables import TableGroup
-from robocell.services.solver.cube3 import axial, weighted
+from robocell.services.solver.cube3.robot_time import axial_metric, cost_tables
+from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs
 from robocell.services.solver.cube3.solver import is_move_count_metric
-from robocell.services.solver.cube3.timed import profile_costs
 
 
 def table_groups(profile: str | None = None) -> list[TableGroup]:
@@ -21,8 +21,8 @@ def table_groups(profile: str | None = None) -> list[TableGroup]:
         if not chosen.fits(3) or is_move_count_metric(chosen):
             continue
         if not groups:
-            groups.extend(axial.table_groups())
+            groups.extend(axial_metric.table_groups())
         cost = profile_costs(chosen).cost
-        groups.append(weighted.table_group(chosen, cost))
-        groups.append(weighted.moves_group(chosen, cost))
+        groups.append(cost_tables.table_group(chosen, cost))
+        groups.append(cost_tables.moves_group(chosen, cost))
     return groups

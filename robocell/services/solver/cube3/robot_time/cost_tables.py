@@ -1,4 +1,4 @@
-"""A profile's own distance tables: exact least cost, in the profile's units, of parts.
+"""A profile's own cost tables: exact least cost, in the profile's units, of parts of the cube.
 
 The big pruning tables count steps (face turns or blocks); a robot's half turn may cost more
 than a quarter turn, and the step bound cannot see it. These tables can: each is the exact
@@ -23,7 +23,7 @@ ticks are stored as 254 (255: not reached below that). They are built by a Dijks
 the classes, a level of ticks at a time (about 50 s each on one core). They are what makes
 the robot-time search fast: the step distances times the cheapest block miss what half turns
 cost, and a phase-1 leaf no longer walks the phase-2 residues before it can be refused.
-Phase 1 reads its table through `weighted_moves`, whose words also tell what each turn adds.
+Phase 1 reads its table through `move_words`, whose words also tell what each turn adds.
 
 All are cached under ``tables/cube3-robot-<profile>`` with the profile's digest in the
 manifest: a changed profile gets new tables.
@@ -39,7 +39,7 @@ from numba import njit
 from robocell.common.profile import Profile
 from robocell.common.progress import Progress
 from robocell.common.tables import TableGroup, load
-from robocell.services.solver.cube3 import axial, symmetries, weighted_moves
+from robocell.services.solver.cube3 import symmetries
 from robocell.services.solver.cube3.defs import (
     N_CORNER_CLASS,
     N_CORNERS,
@@ -52,11 +52,7 @@ from robocell.services.solver.cube3.defs import (
     N_UD_EDGES,
     UNSET,
 )
-from robocell.services.solver.cube3.tables import SYM_BITS
-
-SYM_MASK = (1 << SYM_BITS) - 1
-EPS = 1e-9
-FACE_KIND = axial.FACE_KIND
+from robocell.services.solver.cube3.robot_time import axial_metric, move_words
 
 WEIGHTED_CODE_VERSION = 4
 """Bump when the content of these tables changes."""
@@ -145,11 +141,11 @@ def symmetric_costs(kind_cost: np.ndarray) -> np.ndarray:
     to, so a sym-reduced table may use it."""
     _, move_conj = symmetries.sym_inverse_and_move_conj()
     out = kind_cost.copy()
-    for k in axial.block_kinds():
+    for k in axial_metric.block_kinds():
         for s in range(N_SYM):
             image = 0
-            for m in axial.face_moves_of_kind(int(k)):
-                image = axial.merge_face_move(image, int(move_conj[s, m]))
+            for m in axial_metric.face_moves_of_kind(int(k)):
+                image = axial_metric.merge_face_move(image, int(move_conj[s, m]))
             out[k] = min(out[k], kind_cost[image])
     return out
 
@@ -184,19 +180,19 @@ def _tick_table(n_class: int, n_inner: int, kinds: np.ndarray, ticks: np.ndarray
 
 def build_full(kind_cost: np.ndarray, name: str) -> dict[str, np.ndarray]:
     """The full phase-1 and phase-2 tables in ticks and their ticks (module docstring)."""
-    T = axial.block_tables()
+    T = axial_metric.block_tables()
     sym = symmetries.build_sym_tables()
     out = {}
-    tick, kinds, ticks = block_ticks(kind_cost, axial.block_kinds())
+    tick, kinds, ticks = block_ticks(kind_cost, axial_metric.block_kinds())
     out["phase1_tick"] = np.array([tick])
     out["phase1"] = _tick_table(
         N_FLIPSLICE_CLASS, N_TWIST, kinds, ticks,
         (sym["flipslice_rep"], np.asarray(T.slice_move), np.asarray(T.flip_move), N_FLIP,
          sym["flipslice_classidx"], sym["flipslice_sym"], sym["flipslice_stab"],
          np.asarray(T.twist_move), sym["twist_conj"]), f"{name}: phase-1 costs")
-    tick, kinds, ticks = block_ticks(kind_cost, axial.phase2_block_kinds())
+    tick, kinds, ticks = block_ticks(kind_cost, axial_metric.phase2_block_kinds())
     out["phase2_tick"] = np.array([tick])
-    zero = np.zeros((1, axial.N_KIND), np.uint16)
+    zero = np.zeros((1, axial_metric.N_KIND), np.uint16)
     out["phase2"] = _tick_table(
         N_CORNER_CLASS, N_UD_EDGES, kinds, ticks,
         (sym["corner_rep"], zero, np.asarray(T.corners_move), N_CORNERS,
@@ -216,7 +212,7 @@ class WeightedTables(NamedTuple):
     phase2: np.ndarray
     phase2_tick: np.ndarray
     moves: np.ndarray
-    """`weighted_moves`: per phase-1 entry, what each face turn adds to the bound (3 bits)."""
+    """`move_words`: per phase-1 entry, what each face turn adds to the bound (3 bits)."""
     move_ticks: np.ndarray
     move_lo: np.ndarray
     move_step: np.ndarray
@@ -226,19 +222,19 @@ class WeightedTables(NamedTuple):
 def block_least_costs(cost: np.ndarray) -> np.ndarray:
     """The cheapest each block kind costs anywhere in the robot (inf: it cannot), from the
     block costs ``cost[kind, s, t]``."""
-    return np.array([cost[k].min() if k % 16 else 0.0 for k in range(axial.N_KIND)])
+    return np.array([cost[k].min() if k % 16 else 0.0 for k in range(axial_metric.N_KIND)])
 
 
 def block_costs_after_turn(cost: np.ndarray) -> np.ndarray:
     """The cheapest each block kind costs after a block of another axis (inf: it cannot), from
-    the block costs ``cost[kind, s, t]`` (their end states left sparse, `timed.sparse_ends`):
-    from any state such a block ends in. Every block of a solution but its first follows one,
-    and a robot that re-orients the cube pays for it there (on tilt-spin a quarter turn costs
-    75 units at least, 135 after a turn of another axis). For a robot of one state it is
-    `block_least_costs`."""
-    ends = {int(k): np.isfinite(cost[k]).any(axis=0) for k in axial.block_kinds()}
-    out = np.zeros(axial.N_KIND)
-    for k in axial.block_kinds():
+    the block costs ``cost[kind, s, t]`` (their end states left sparse,
+    `profile_costs.sparse_ends`): from any state such a block ends in. Every block of a
+    solution but its first follows one, and a robot that re-orients the cube pays for it there
+    (on tilt-spin a quarter turn costs 75 units at least, 135 after a turn of another axis).
+    For a robot of one state it is `block_least_costs`."""
+    ends = {int(k): np.isfinite(cost[k]).any(axis=0) for k in axial_metric.block_kinds()}
+    out = np.zeros(axial_metric.N_KIND)
+    for k in axial_metric.block_kinds():
         starts = np.zeros(cost.shape[1], np.bool_)
         for j, end in ends.items():
             if j // 16 != k // 16:
@@ -250,9 +246,9 @@ def block_costs_after_turn(cost: np.ndarray) -> np.ndarray:
 def build_weighted(profile: Profile, cost: np.ndarray) -> dict[str, np.ndarray]:
     """The tables of a profile (see the module docstring): least costs of what is left after
     the block under way, so its blocks cost what they do after a block of another axis."""
-    T = axial.block_tables()
+    T = axial_metric.block_tables()
     kind_cost = block_costs_after_turn(cost)
-    p2 = np.array([k for k in axial.phase2_block_kinds() if np.isfinite(kind_cost[k])],
+    p2 = np.array([k for k in axial_metric.phase2_block_kinds() if np.isfinite(kind_cost[k])],
                   np.int64)
     # in G1 the slice-sorted coordinate is the order of the slice edges (< 24)
     slice_perm = np.ascontiguousarray(np.asarray(T.slice_sorted_move)[:N_PERM_4])
@@ -278,15 +274,15 @@ def table_group(profile: Profile, cost: np.ndarray) -> TableGroup:
 
 def kind_ticks(cost: np.ndarray) -> np.ndarray:
     """Each block kind's cost in the phase-1 table's ticks (255: the robot cannot do it)."""
-    _, kinds, ticks = block_ticks(block_costs_after_turn(cost), axial.block_kinds())
-    out = np.full(axial.N_KIND, 255, np.int64)
+    _, kinds, ticks = block_ticks(block_costs_after_turn(cost), axial_metric.block_kinds())
+    out = np.full(axial_metric.N_KIND, 255, np.int64)
     out[kinds] = ticks
     return out
 
 
 def moves_group(profile: Profile, cost: np.ndarray) -> TableGroup:
-    """The group of `weighted_moves` words, made from the profile's phase-1 table."""
-    return weighted_moves.table_group(profile, table_group(profile, cost),
+    """The group of `move_words` words, made from the profile's phase-1 table."""
+    return move_words.table_group(profile, table_group(profile, cost),
                                       lambda: kind_ticks(cost))
 
 
@@ -322,127 +318,3 @@ def touch_loaded() -> int:
             pages += int(view[::PAGE].size)
             view[::PAGE].max()
     return pages
-
-
-# the search's lookups (numba): least costs in profile units, lower bounds all
-
-# The lookups the searches make, compiled without reference counting as they are
-# (`timed_blocks`).
-@njit(cache=True, _nrt=False)
-def phase1_entry(T, twist, flip, slc):
-    """(entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables, the
-    symmetry that maps the state to it)."""
-    classsym = np.int64(T.flipslice_classsym[np.int64(slc) * N_FLIP + flip])
-    sym = classsym & SYM_MASK
-    return (classsym >> SYM_BITS) * N_TWIST + T.twist_conj[twist, sym], sym
-
-
-@njit(cache=True, _nrt=False)
-def phase1_index(T, twist, flip, slc):
-    """Entry of a phase-1 state in the sym-reduced (flip-slice class, twist) tables."""
-    return phase1_entry(T, twist, flip, slc)[0]
-
-
-@njit(cache=True, _nrt=False)
-def phase2_index(T, corners, ud_edges):
-    """Entry of a phase-2 state in the sym-reduced (corner class, U/D edges) tables."""
-    return (np.int64(T.corner_classidx[corners]) * N_UD_EDGES
-            + T.ud_edges_conj[ud_edges, T.corner_sym[corners]])
-
-
-@njit(cache=True, _nrt=False)
-def moves_word(T, W, twist, flip, slc):
-    """(`weighted_moves` word, the symmetry that maps the state to its entry, the entry's
-    ticks) of a phase-1 state: what `move_bound` reads for each child."""
-    entry, sym = phase1_entry(T, twist, flip, slc)
-    word = np.int64(W.moves[entry])
-    return word, sym, (word >> weighted_moves.HERE_SHIFT) & 0xFF
-
-
-@njit(cache=True, _nrt=False)
-def move_bound(W, word, sym, here, m):
-    """A lower bound, in units, of the full phase-1 table's bound for the child of face turn
-    ``m`` from the state of (word, sym, here) (`moves_word`; while the turn's block may take
-    the opposite face, the least over joining it first), from the word alone: to within a
-    stored step unless the turn adds 14 ticks or more, or under 2."""
-    mm = W.move_conj[sym, m]
-    v = (word >> (weighted_moves.BITS * mm)) & weighted_moves.TOP
-    y = W.move_lo[mm] if v == 0 else W.move_step[0] * v
-    ticks = here - W.move_ticks[mm] + y
-    return ticks * W.phase1_tick[0] * (1.0 - EPS)
-
-
-@njit(cache=True, _nrt=False)
-def phase1_cost(T, W, twist, flip, slc):
-    """Least cost to G1 from the profile's full phase-1 table (`weighted`), in units (read
-    from the move words' top byte, which holds the table's entry)."""
-    here = (np.int64(W.moves[phase1_index(T, twist, flip, slc)]) >> weighted_moves.HERE_SHIFT) \
-        & 0xFF
-    return here * W.phase1_tick[0] * (1.0 - EPS)
-
-
-@njit(cache=True, _nrt=False)
-def phase2_cost(T, W, corners, ud_edges):
-    """Least cost to solved within G1, slice order ignored, from the profile's full phase-2
-    table (`weighted`), in units."""
-    return W.phase2[phase2_index(T, corners, ud_edges)] * W.phase2_tick[0] * (1.0 - EPS)
-
-
-@njit(cache=True, _nrt=False)
-def full2(T, W, corners, ud_edges, last, ext, enough):
-    """(`phase2_cost`, the bound): while the block of ``last`` may take the opposite face, the
-    bound is the least over doing so first (a value at most ``enough``, which prunes nothing,
-    may be returned before that least). The first is 0 only when the
-    corners and the U/D edges are solved."""
-    h0 = phase2_cost(T, W, corners, ud_edges)
-    h = h0
-    if ext and h > enough:
-        face = last // 3 + 3
-        for q in range(3):
-            if face != 3 and q != 1:
-                continue  # only D turns and half turns keep the cube in G1
-            col = FACE_KIND[face * 3 + q]
-            h1 = phase2_cost(T, W, T.corners_move[corners, col], T.ud_edges_move[ud_edges, col])
-            if h1 < h:
-                h = h1
-    return h0, h
-
-
-@njit(cache=True, _nrt=False)
-def corner_slice2(T, W, corners, slice_perm, last, ext):
-    """`weighted2`'s corner half alone, which needs no U/D edges: the exact least cost of
-    the corners with the slice order to solved within G1; with a block open, the least over
-    joining the opposite face first. Never over `weighted2`."""
-    h = W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm]
-    if ext:
-        face = last // 3 + 3
-        for q in range(3):
-            if face != 3 and q != 1:
-                continue  # only D turns and half turns keep the cube in G1
-            col = FACE_KIND[face * 3 + q]
-            h1 = W.corner_slice[np.int64(T.corners_move[corners, col]) * N_PERM_4
-                                + T.slice_sorted_move[slice_perm, col]]
-            if h1 < h:
-                h = h1
-    return h
-
-
-@njit(cache=True, _nrt=False)
-def weighted2(T, W, corners, ud_edges, slice_perm, last, ext, enough):
-    """Exact least cost of the corners, and of the U/D edges, each with the slice order, to
-    solved within G1 (the larger); with a block open, the least over joining the opposite
-    face first (a value at most ``enough`` may be returned before that least)."""
-    h = max(W.corner_slice[np.int64(corners) * N_PERM_4 + slice_perm],
-            W.edge_slice[np.int64(ud_edges) * N_PERM_4 + slice_perm])
-    if ext and h > enough:
-        face = last // 3 + 3
-        for q in range(3):
-            if face != 3 and q != 1:
-                continue  # only D turns and half turns keep the cube in G1
-            col = FACE_KIND[face * 3 + q]
-            s1 = np.int64(T.slice_sorted_move[slice_perm, col])
-            h1 = max(W.corner_slice[np.int64(T.corners_move[corners, col]) * N_PERM_4 + s1],
-                     W.edge_slice[np.int64(T.ud_edges_move[ud_edges, col]) * N_PERM_4 + s1])
-            if h1 < h:
-                h = h1
-    return h

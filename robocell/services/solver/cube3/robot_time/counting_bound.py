@@ -4,17 +4,18 @@ There are N = 43,252,003,274,489,856,000 cubes. A plan of a robot's primitives d
 what its face turns do in the cube's own frame, and those group into *blocks* (maximal runs of
 one axis, each one of the 15 non-trivial turns of that axis's two faces), consecutive blocks on
 different axes. The motion compiler prices a block sequence exactly: the least cost of any
-primitives that do it, re-orientations included (`robot.MotionTables.block_cost`). Every plan
-costs at least what its block sequence costs, and different cubes need different block
-sequences. So the number of cubes a robot can solve within cost C is at most the number of
-block sequences the compiler prices at C or less, and
+primitives that do it, re-orientations included (`motion_compiler.MotionTables.block_cost`).
+Every plan costs at least what its block sequence costs, and different cubes need different
+block sequences. So the number of cubes a robot can solve within cost C is at most the number
+of block sequences the compiler prices at C or less, and
 
     P(least cost of a random cube <= C) <= min(1, sequences(<= C) / N).
 
 Counting the sequences by cost is a dynamic programme over (last axis, the compiler's costs
-per end orientation less their least): the same min-plus step as `robot._chain_blocks`, with
-counts in place of paths. From the counts, the mean least cost of a uniformly random cube is
-at least sum over C of (1 - min(1, sequences(<= C) / N)) in steps of the costs' common divisor.
+per end orientation less their least): the same min-plus step as
+`motion_compiler._chain_blocks`, with counts in place of paths. From the counts, the mean
+least cost of a uniformly random cube is at least sum over C of (1 - min(1, sequences(<= C)
+/ N)) in steps of the costs' common divisor.
 
 It is a bound on what an optimal planner can do on average, not a plan: it says where a
 target lies out of every planner's reach. The argument needs primitives that either turn
@@ -31,7 +32,7 @@ import numpy as np
 
 from robocell.common.profile import Profile
 from robocell.errors import RobocellError
-from robocell.services.solver.cube3.robot import (
+from robocell.services.solver.cube3.motion_compiler import (
     N_AXES,
     N_REMAINDERS,
     NO_TURN,
