@@ -274,7 +274,7 @@ def parse_profile(text: str, path: Path | str = "<profile>", digest: str | None 
                                   for p in primitives]}
     if _overlaps(data):
         # corner cutting prices a primitive by the one before, from the motors' motion
-        search_spec["overlap"] = [data.get("motion"), data.get("motors")]
+        search_spec["overlap"] = ["transition credit", data.get("motion"), data.get("motors")]
     search_hash = hashlib.sha256(json.dumps(search_spec, sort_keys=True).encode()).hexdigest()
     return Profile(
         name=name, path=path, description=description, puzzle=puzzle,  # type: ignore[arg-type]
