@@ -58,7 +58,8 @@ class Watch:
 
     def __init__(self, node: Node) -> None:
         self.lock = threading.Lock()
-        self.executions: dict[str, float] = {}
+        self.executions: list[float] = []
+        """Wall ms of each plan execution the actuator reported, in order."""
         self.twin: dict = {}
         node.subscribe("actuator.result", self.on_result)
         node.subscribe("sim.twin_state", self.on_twin)
@@ -66,7 +67,8 @@ class Watch:
     def on_result(self, envelope) -> None:
         payload = envelope.payload
         with self.lock:
-            self.executions[payload["plan_id"]] = payload["duration_s"] * 1000.0
+            if payload.get("ok"):
+                self.executions.append(payload["duration_s"] * 1000.0)
 
     def on_twin(self, envelope) -> None:
         with self.lock:
@@ -88,12 +90,14 @@ def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False) -> 
                 watch = Watch(node)
                 for i in range(cubes):
                     node.call("cell", "scramble", {"seed": SEED + i}, timeout=10.0)
+                    with watch.lock:
+                        before = len(watch.executions)
                     started = node.call("cell", "start", {}, timeout=5.0)
                     result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
-                    plan_id = (result.get("plan") or {}).get("plan_id")
                     with watch.lock:
                         twin = dict(watch.twin)
-                        executed = watch.executions.get(plan_id) if plan_id else None
+                        executed = (watch.executions[-1] if len(watch.executions) > before
+                                    else None)
                     rows.append({"ok": result["ok"], "error": result.get("error"),
                                  "execution_ms": executed, "twin_solved": twin.get("solved"),
                                  "jammed": twin.get("jammed")})
@@ -122,12 +126,16 @@ def corner_cutting_figures(cubes: int) -> None:
             times = [r["execution_ms"] for r in rows if r["execution_ms"] is not None]
             false = sum(1 for r in rows if r["ok"] and not r["twin_solved"])
             jams = sum(1 for r in rows if r["error"] and "jam" in r["error"])
+            mean = statistics.fmean(times) if times else float("nan")
             print(f"{Path(run['profile']).stem}: {sum(r['ok'] for r in rows)}/{len(rows)} "
-                  f"SOLVED, {jams} jams, {false} false SOLVED, execution mean "
-                  f"{statistics.fmean(times):.0f} ms (n={len(times)})")
-        mean = [statistics.fmean([r["execution_ms"] for r in run["cycles"]
-                                  if r["execution_ms"] is not None]) for run in (plain, cut)]
-        print(f"overlap {overlap:g} deg: execution {1 - mean[1] / mean[0]:.1%} shorter")
+                  f"SOLVED, {jams} jams, {false} false SOLVED, execution mean {mean:.0f} ms "
+                  f"(n={len(times)}); failures: {[r['error'] for r in rows if not r['ok']][:2]}")
+        paired = [(a["execution_ms"], b["execution_ms"]) for a, b in zip(
+            plain["cycles"], cut["cycles"], strict=True) if a["execution_ms"] and b["execution_ms"]]
+        if paired:
+            before, after = (statistics.fmean(x) for x in zip(*paired, strict=True))
+            print(f"overlap {overlap:g} deg: execution {1 - after / before:.1%} shorter "
+                  f"({before:.0f} -> {after:.0f} ms, {len(paired)} cubes paired)")
         tight = folder / "tight.toml"
         tight.write_text(PHYSICS.format(tolerance=overlap - BELOW_DEG))
         jammed = run_cell(str(overlapping), tight, cubes, recover=True)
