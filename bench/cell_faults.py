@@ -12,7 +12,15 @@ solved every time.
 Part 2 runs --cycles consecutive cycles (default 300), each scrambled with its own seed;
 one in --fault-every (default 5) has a fault drawn at random. It counts wrong results (a
 cycle reported solved while the twin is not), stuck states (a cycle after a fault that does
-not solve the cube), and checks that every cycle is in the cycle log (`robocell history`).
+not solve the cube), and checks that every cycle is in the cycle log (`robocell history`)
+and that no row there is left `running`.
+
+Throughout both parts a forger (`tests/support/forge.py`, off with --no-forger) publishes on
+the local bus, 20 times a second: a solved `sim.twin_state` under the firmware simulator's
+name and current boot id with a sequence number near 2^64 and a wall time in 2096, the same
+twin as a replay, and a finished `cell.status` stamped 10^6 s ahead under the cell's name and
+another's. A wrong result is judged by the firmware simulator's `twin` command, which the
+forger cannot answer.
 
     python bench/cell_faults.py --cycles 300 --speed 20 --seed 21
 """
@@ -29,7 +37,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.faults import FAULTS, FaultyCell  # noqa: E402 - the fault harness of the tests
+from support.forge import Forger  # noqa: E402 - the forger of the hostile-input tests
 
+from robocell.common.bus import CommandFailed  # noqa: E402
 from robocell.deploy.launcher import Launcher, temporary_cell_env  # noqa: E402
 from robocell.errors import CommandError  # noqa: E402
 
@@ -56,8 +66,18 @@ def each_fault(cell: FaultyCell, seed: int, faults: list[str]) -> list[dict]:
     return rows
 
 
+def follow_boot(cell: FaultyCell, forger: Forger | None) -> None:
+    """Give the forger the firmware simulator's current boot id (it changes on a restart)."""
+    if forger is None:
+        return
+    try:
+        forger.boot_id = cell.twin().get("boot_id") or forger.boot_id
+    except CommandFailed:
+        pass  # the simulator is away: the next cycle brings it back
+
+
 def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
-               faults_drawn_from: list[str]) -> dict:
+               faults_drawn_from: list[str], forger: Forger | None = None) -> dict:
     rng = random.Random(seed)
     wrong = stuck = faults = failed_plain = 0
     drawn: dict[str, int] = {}
@@ -82,14 +102,19 @@ def random_run(cell: FaultyCell, cycles: int, fault_every: int, seed: int,
             failed_plain += 0 if result["ok"] else 1
             if not result["ok"]:
                 why.append(f"cycle {i}: {result.get('failed_stage')}: {result.get('error')}")
+        follow_boot(cell, forger)
         if (i + 1) % 25 == 0:
             print(f"  {i + 1}/{cycles} cycles, {faults} faults, {wrong} wrong, {stuck} stuck, "
                   f"{time.monotonic() - started:.0f} s", flush=True)
-    logged = {c["cycle_id"] for c in cell.history()["cycles"]}
+    rows = cell.history()["cycles"]
+    logged = {c["cycle_id"] for c in rows}
     missing = [c for c in cell.cycle_ids if c not in logged]
+    running = [c["cycle_id"] for c in rows if c["result"] == "running"]
     return {"cycles": cycles, "cycles_started": len(cell.cycle_ids), "faults": faults,
             "drawn": drawn, "wrong": wrong, "stuck": stuck,
             "plain_failed": failed_plain, "missing_from_history": len(missing),
+            "rows_left_running": len(running),
+            "forged_frames": forger.sent if forger is not None else 0,
             "why_failed": why[:20],
             "seconds": round(time.monotonic() - started, 1)}
 
@@ -102,6 +127,8 @@ def main() -> int:
     parser.add_argument("--fault-every", type=int, default=5)
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--skip-table", action="store_true", help="only the random run")
+    parser.add_argument("--no-forger", action="store_true",
+                        help="no forger publishing solved twins and future stamps")
     parser.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS),
                         metavar="FAULT", help=f"faults to inject (default all: "
                         f"{', '.join(FAULTS)})")
@@ -112,14 +139,20 @@ def main() -> int:
         launcher = start_cell(env)
         try:
             cell = FaultyCell(launcher, seed=args.seed)
+            forger = None if args.no_forger else Forger(cell.endpoints,
+                                                        cell.twin().get("boot_id", ""))
             try:
-                print(f"cell up ({args.profile}, speed {args.speed:g}); faults one by one:",
-                      flush=True)
+                print(f"cell up ({args.profile}, speed {args.speed:g}"
+                      f"{'' if forger is None else ', a forger publishing'}); faults one by "
+                      "one:", flush=True)
                 rows = [] if args.skip_table else each_fault(cell, args.seed, args.faults)
                 print(f"{args.cycles} cycles, a fault in one of {args.fault_every}:",
                       flush=True)
-                run = random_run(cell, args.cycles, args.fault_every, args.seed, args.faults)
+                run = random_run(cell, args.cycles, args.fault_every, args.seed, args.faults,
+                                 forger)
             finally:
+                if forger is not None:
+                    forger.close()
                 cell.close()
         finally:
             launcher.stop()
@@ -136,14 +169,17 @@ def main() -> int:
     print(f"\nrandom run: {run['cycles']} cycles ({run['cycles_started']} started, recovery "
           f"cycles included), {run['faults']} with a fault; wrong results {run['wrong']}, "
           f"stuck {run['stuck']}, plain cycles failed {run['plain_failed']}, missing from "
-          f"history {run['missing_from_history']}; {run['seconds']} s")
+          f"history {run['missing_from_history']}, rows left running "
+          f"{run['rows_left_running']}; {run['forged_frames']} forged frames; "
+          f"{run['seconds']} s")
     print(f"faults drawn: {json.dumps(run['drawn'])}")
     for line in run["why_failed"]:
         print(f"  not solved: {line[:300]}")
     args.save.parent.mkdir(parents=True, exist_ok=True)
     args.save.write_text(json.dumps({"args": vars(args) | {"save": args.save.name},
                                      "faults": rows, "run": run}, indent=1))
-    ok = run["wrong"] == 0 and run["stuck"] == 0 and run["missing_from_history"] == 0
+    ok = (run["wrong"] == 0 and run["stuck"] == 0 and run["missing_from_history"] == 0
+          and run["rows_left_running"] == 0)
     return 0 if ok and all(r["next_ok"] and not r["wrong"] for r in rows) else 1
 
 

@@ -80,12 +80,24 @@ def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float
     return summary
 
 
+def level_numbers(text: str) -> set[int]:
+    """The level numbers of a list such as ``11,12,24-30``."""
+    numbers: set[int] = set()
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        first, dash, last = part.partition("-")
+        numbers.update(range(int(first), int(last if dash else first) + 1))
+    return numbers
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("collection", help=f"one of {', '.join(COLLECTIONS)} or an XSB file")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per level")
     parser.add_argument("--first", type=int, default=0, help="only the first N levels")
     parser.add_argument("--start", type=int, default=1, help="first level number to run")
+    parser.add_argument("--levels", default="",
+                        help="only these level numbers, e.g. 11,12,24-30 (a subset to compare "
+                             "a change on)")
     parser.add_argument("--metric", choices=(METRIC_PUSHES, METRIC_MOVES), default=METRIC_PUSHES)
     parser.add_argument("--weight", type=int, default=1,
                         help="1 = optimal A*; >1 = fast weighted A* (not proven optimal)")
@@ -113,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         name]
     levels = load_levels(path)
     levels = [lv for lv in levels if lv.index >= args.start]
+    if args.levels:
+        try:
+            chosen = level_numbers(args.levels)
+        except ValueError:
+            parser.error(f"--levels: write numbers and ranges, e.g. 11,12,24-30, not "
+                         f"{args.levels!r}")
+        levels = [lv for lv in levels if lv.index in chosen]
     if args.first:
         levels = levels[: args.first]
     # Compile (or load the cached) search before timing anything.

@@ -176,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
-        parser.print_help()
-        return 0 if args.command is None else 2
+        parser.print_help(sys.stderr if args.command is None else sys.stdout)
+        return 2
     try:
         status = int(func(args) or 0)
         sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below

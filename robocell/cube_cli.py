@@ -21,7 +21,7 @@ from robocell.common.cube import (
     solved,
     validate,
 )
-from robocell.common.facelets import FACES, size_of
+from robocell.common.facelets import FACES, size_of, typed_facelets
 from robocell.common.notation import NotationError, parse_moves
 from robocell.common.scramble import scramble_to
 from robocell.errors import CommandError
@@ -44,14 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("apply", help="apply moves to a cube (default: the solved cube)")
     p.add_argument("moves", metavar="MOVES", help='moves in standard notation, e.g. "R U R\' U\'"')
-    p.add_argument("--from", dest="start", metavar="FACELETS", help="start state")
+    p.add_argument("--from", dest="start", metavar="FACELETS", type=typed_facelets,
+                   help="start state")
     p.add_argument("--size", type=int, choices=(2, 3), default=None,
                    help="cube size when starting solved (default 3)")
     common(p)
     p.set_defaults(func=cmd_apply)
 
     p = sub.add_parser("check", help="validate a facelet string; exit 1 with a specific code")
-    p.add_argument("facelets", metavar="FACELETS", help="facelet string, or - for stdin lines")
+    p.add_argument("facelets", metavar="FACELETS", type=typed_facelets,
+                   help="facelet string, or - for stdin lines")
     p.add_argument("--size", type=int, choices=(2, 3), default=None)
     common(p)
     p.set_defaults(func=cmd_check)
@@ -76,7 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_simplify)
 
     p = sub.add_parser("show", help="draw a cube as a coloured net in the terminal")
-    p.add_argument("facelets", metavar="FACELETS", nargs="?", help="default: solved 3x3")
+    p.add_argument("facelets", metavar="FACELETS", nargs="?", type=typed_facelets,
+                   help="default: solved 3x3")
     p.add_argument("--size", type=int, choices=(2, 3), default=None)
     p.add_argument("--plain", action="store_true", help="letters only, no colours")
     common(p)

@@ -40,6 +40,8 @@ static uint32_t timed_end_us;                  /* end of a SERVO/DWELL (clock_us
 static uint32_t stamp_ms;                      /* start of the running command */
 static uint16_t stamp_us;
 static uint32_t timed_us;                      /* its duration */
+static uint32_t began_ms;                      /* start of the running command, kept for */
+static uint16_t began_us;                      /* its done report (HOME moves stamp_ms on) */
 #if N_SERVOS > 0
 static int32_t servo_from[N_SERVOS], servo_to[N_SERVOS];
 #endif
@@ -131,7 +133,7 @@ static char *positions(char *p) {
 
 static void send_banner(void) {
     char *b = report_buf;
-    char *p = fmt_str_P(b, PSTR("start fw=" FW_NAME " version=" FW_VERSION " proto=1 boot="));
+    char *p = fmt_str_P(b, PSTR("start fw=" FW_NAME " version=" FW_VERSION " proto=2 boot="));
     p = fmt_hex32(p, boot_id);
     p = fmt_str_P(p, PSTR(" queue="));
     p = fmt_u32(p, QUEUE_SIZE);
@@ -525,8 +527,11 @@ static void finish_current(uint32_t ms, uint16_t us) {
         exec_phase = X_NONE;
         if (state == S_RUN) state = S_IDLE;
     }
-    char b[40];
-    fmt_time(fmt_str_P(b, PSTR("t=")), ms, us);
+    /* protocol 2: the motion's start and end in µs since boot (a 32-bit clock: wraps) */
+    char b[64];
+    char *p = fmt_time(fmt_str_P(b, PSTR("t=")), ms, us);
+    p = fmt_u32(fmt_str_P(p, PSTR(" start=")), began_ms * 1000u + began_us);
+    fmt_u32(fmt_str_P(p, PSTR(" end=")), ms * 1000u + us);
     send_line_report(PSTR("done"), line, b, 0);
 }
 
@@ -603,6 +608,8 @@ static void run_queue(void) {
             q_count--;
             state = S_RUN;
             clock_stamp(&stamp_ms, &stamp_us);
+            began_ms = stamp_ms;
+            began_us = stamp_us;
             switch (current.verb) {
             case V_MOVE:
                 steppers_start(current.v, current.mask);

@@ -19,10 +19,10 @@ and what the cell is (`profile_name`, `speed`, ... below, read here and nowhere 
 | ``ROBOCELL_FIRMWARE`` | python | in simulation, the firmware: python or avr (in simavr) |
 | ``ROBOCELL_SERIAL`` | the simulator's port | the actuator's serial line (device or URL) |
 | ``ROBOCELL_CAMERA`` | sim | the vision service's camera |
+| ``ROBOCELL_PHYSICS`` | none | the simulated robot's physics file (docs/robot-physics.md) |
 | ``ROBOCELL_VISION_READERS`` | 2 | views read at once, each in a reader process |
 | ``ROBOCELL_SOLVER_WORKERS`` | 2 | solver worker processes |
 | ``ROBOCELL_SOLVER_SPLIT``, ``ROBOCELL_ROLLING`` | 1 | switches: 0 turns off |
-| ``ROBOCELL_PHYSICS`` | none | in simulation, the robot's true physics (a TOML file) |
 
 ``ROBOCELL_FIRMWARE_PORT``, the firmware simulator's old variable, is read as an alias of
 ``ROBOCELL_SIM_PORT`` when that is unset. Every function takes the environment to read
@@ -242,11 +242,11 @@ def free_port_blocks(*counts: int, host: str = LOOPBACK) -> list[int]:
 # --- what the cell is ------------------------------------------------------------------
 
 PROFILE_ENV = "ROBOCELL_PROFILE"
-PHYSICS_ENV = "ROBOCELL_PHYSICS"
 SPEED_ENV = "ROBOCELL_SPEED"
 FIRMWARE_ENV = "ROBOCELL_FIRMWARE"
 SERIAL_ENV = "ROBOCELL_SERIAL"
 CAMERA_ENV = "ROBOCELL_CAMERA"
+PHYSICS_ENV = "ROBOCELL_PHYSICS"
 VISION_READERS_ENV = "ROBOCELL_VISION_READERS"
 SOLVER_WORKERS_ENV = "ROBOCELL_SOLVER_WORKERS"
 SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
@@ -258,13 +258,6 @@ FIRMWARE_BACKENDS = ("python", "avr")
 def profile_name(env: Mapping[str, str] | None = None) -> str | None:
     """The robot profile the cell is configured with, None when unset."""
     return (_environ(env).get(PROFILE_ENV) or "").strip() or None
-
-
-def physics_file(env: Mapping[str, str] | None = None) -> Path | None:
-    """The simulated robot's physics file (`robocell.robot.physics`), None when unset: the
-    simulated robot is then its profile."""
-    text = (_environ(env).get(PHYSICS_ENV) or "").strip()
-    return Path(text) if text else None
 
 
 def default_profile(env: Mapping[str, str] | None = None) -> str:
@@ -309,6 +302,11 @@ def serial_url(env: Mapping[str, str] | None = None) -> str:
 def camera(env: Mapping[str, str] | None = None) -> str:
     """The vision service's camera: "sim", a device index, a file, URL or folder."""
     return (_environ(env).get(CAMERA_ENV) or "").strip() or "sim"
+
+
+def physics_file(env: Mapping[str, str] | None = None) -> str | None:
+    """The simulated robot's physics file, None when unset (the robot is its profile)."""
+    return (_environ(env).get(PHYSICS_ENV) or "").strip() or None
 
 
 def vision_readers(default: int, env: Mapping[str, str] | None = None) -> int:

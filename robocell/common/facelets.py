@@ -100,6 +100,12 @@ def is_solved_any_orientation(facelets: str) -> bool:
                for i in range(0, len(facelets), per_face))
 
 
+def typed_facelets(text: str) -> str:
+    """A facelet string as a person types or pastes it: spaces and line breaks anywhere (a
+    trailing one, or one between faces) are not letters and are left out."""
+    return "".join(text.split())
+
+
 def solved(size: int) -> str:
     """The facelet string of a solved cube."""
     check_size(size)

@@ -27,8 +27,14 @@ def tables_dir() -> Path:
         return Path(env)
     if is_checkout():
         return REPO_DIR / "tables"
+    return user_cache_dir() / "tables"
+
+
+def user_cache_dir() -> Path:
+    """The user's cache folder for robocell ($XDG_CACHE_HOME or ~/.cache)/robocell: what an
+    installation without a checkout builds."""
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "robocell" / "tables"
+    return Path(cache) / "robocell"
 
 
 def shared_data_dir() -> Path:

@@ -1,8 +1,10 @@
-"""A dependency-free progress bar for long jobs (table builds, benchmarks) on stderr."""
+"""A dependency-free progress bar for long jobs (table builds, benchmarks) on stderr, and a
+ticker for jobs whose progress cannot be measured (a compile, a wait)."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -80,3 +82,50 @@ class Progress:
             self.stream.write(f"{self.label}: {100 * fraction:5.1f}% ({elapsed:.1f}s)\n")
         self.stream.flush()
         self._last_draw = now
+
+
+class Ticker:
+    """Says that a job without measurable progress (a compile, a wait) is still going: a line
+    once it has run ``after_s`` (none for a job that ends sooner), then one every ``every_s``
+    with the time so far and the time expected, and the time it took at the end. Use as a
+    context manager; the lines come from a thread of their own."""
+
+    def __init__(self, label: str, expected_s: float | None = None, after_s: float = 0.0,
+                 every_s: float = 5.0, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.expected_s = expected_s
+        self.after_s = after_s
+        self.every_s = every_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.started = time.monotonic()
+        self.said = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
+
+    def __enter__(self) -> Ticker:
+        self.started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        if self.said:
+            self._say(f"{self.label}: done in {time.monotonic() - self.started:.1f} s")
+
+    def _run(self) -> None:
+        """Say the start once ``after_s`` has passed, then every ``every_s`` (ends with the
+        job)."""
+        if self._done.wait(self.after_s):
+            return
+        expected = f" (about {self.expected_s:.0f} s)" if self.expected_s else ""
+        self._say(f"{self.label}{expected}...")
+        self.said = True
+        while not self._done.wait(self.every_s):
+            so_far = time.monotonic() - self.started
+            of = f" of about {self.expected_s:.0f} s" if self.expected_s else ""
+            self._say(f"{self.label}: {so_far:.0f} s so far{of}")
+
+    def _say(self, line: str) -> None:
+        self.stream.write(line + "\n")
+        self.stream.flush()

@@ -1,6 +1,6 @@
 """Scrambles, all in one place: uniform random cube states (every legal state equally likely,
-seedable), random face turns as a person scrambles by hand (never two turns of one face in a
-row, so none cancels), and the face turns that take the solved cube to a given state (from a
+seedable), random face turns as a person scrambles by hand (none cancels or merges with
+another), and the face turns that take the solved cube to a given state (from a
 solver's plan for it)."""
 
 from __future__ import annotations
@@ -11,7 +11,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from robocell.common.cubie import CubieState, permutation_parity
-from robocell.common.facelets import N_CORNERS, N_EDGES, check_size, size_of, solved
+from robocell.common.facelets import (
+    N_CORNERS,
+    N_EDGES,
+    OPPOSITE_FACE,
+    check_size,
+    size_of,
+    solved,
+)
 from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, invert_moves, parse_moves
 
@@ -57,11 +64,16 @@ def random_facelets(size: int, rng: np.random.Generator | int | None = None) -> 
 
 def random_turns(count: int, seed: int | None = None) -> list[Move]:
     """``count`` random face turns (quarter, half or counter-quarter), never two of the same
-    face in a row: no turn undoes or merges with the one before, as a person scrambles."""
+    face in a row, nor one face again after its opposite face alone (``F B F'``: the turns
+    commute and cancel): no turn undoes or merges with an earlier one, as a person
+    scrambles."""
     rng = random.Random(seed)
     turns: list[Move] = []
     for _ in range(count):
-        face = rng.choice([f for f in FACES if not turns or f != turns[-1].name])
+        barred = {turns[-1].name} if turns else set()
+        if len(turns) >= 2 and turns[-1].name == OPPOSITE_FACE[turns[-2].name]:
+            barred.add(turns[-2].name)
+        face = rng.choice([f for f in FACES if f not in barred])
         turns.append(Move(face, rng.choice((1, 2, 3))))
     return turns
 

@@ -48,6 +48,10 @@ class TableGroup:
     params: dict
     build: Callable[[], dict[str, np.ndarray]] = field(compare=False)
     description: str = ""
+    expected_mb: float = field(default=0.0, compare=False)
+    """What a build writes, in MB (said before a build starts)."""
+    expected_s: float = field(default=0.0, compare=False)
+    """How long a build takes on two cores, in seconds, as measured (said before it starts)."""
 
     @property
     def path(self) -> Path:
@@ -87,6 +91,20 @@ def staleness(group: TableGroup) -> str | None:
         if not file.is_file() or file.stat().st_size != info["file_bytes"]:
             return f"array {name} is missing or truncated"
     return None
+
+
+def build_plan(groups: list[TableGroup], needed_by: str) -> str | None:
+    """What building the missing or stale ``groups`` (those ``needed_by`` needs) will write
+    and take, said before it starts; None when every one is usable."""
+    todo = [group for group in groups if staleness(group) is not None]
+    if not todo:
+        return None
+    megabytes = sum(group.expected_mb for group in todo)
+    seconds = sum(group.expected_s for group in todo)
+    names = ", ".join(f"{group.name} ({group.expected_mb:,.0f} MB)" for group in todo)
+    return (f"tables: {needed_by} needs {len(todo)} table group(s) built once: {names}; "
+            f"about {megabytes:,.0f} MB on disk in {tables_dir()} and about {seconds:.0f} s "
+            "on two cores")
 
 
 def build(group: TableGroup, reason: str = "requested") -> dict:

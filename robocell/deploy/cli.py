@@ -9,10 +9,12 @@ from pathlib import Path
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.profile import ProfileError, load_profile
 from robocell.deploy.compose import ComposeError
 from robocell.deploy.launcher import Launcher, LaunchError
 from robocell.errors import CommandError
-from robocell.tools.cycle import CycleFollower, print_summary
+from robocell.robot.physics import PhysicsError, load_physics
+from robocell.tools.cycle import CycleFollower, print_summary, scramble_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sim", action="store_true", help="simulated cell (compose profile sim)")
     p.add_argument("--profile", help="robot profile (sets $ROBOCELL_PROFILE)")
     p.add_argument("--speed", type=float, help="simulation speed factor ($ROBOCELL_SPEED)")
+    p.add_argument("--physics", metavar="FILE", default=None,
+                   help="in simulation, how the robot really moves where it differs from its "
+                        "profile (TOML, docs/robot-physics.md); sets $ROBOCELL_PHYSICS")
     p.add_argument("--firmware", choices=("python", "avr"), default=None,
                    help="in simulation, the firmware behind the serial line: python (the "
                         "simulator) or avr (the real firmware/ in simavr); sets "
@@ -46,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="scramble seed")
     p.add_argument("--speed", type=float, default=None, help="simulation speed factor")
     p.add_argument("--verbose", action="store_true", help="show every service's output")
+    p.add_argument("--physics", metavar="FILE", default=None,
+                   help="in simulation, how the robot really moves where it differs from its "
+                        "profile (TOML, docs/robot-physics.md); sets $ROBOCELL_PHYSICS")
     p.add_argument("--firmware", choices=("python", "avr"), default=None,
                    help="in simulation, the firmware behind the serial line: python (the "
                         "simulator) or avr (the real firmware/ in simavr); sets "
@@ -57,14 +65,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _env_with(args: argparse.Namespace) -> dict[str, str]:
+    """The environment of the launch: the options over the variables, each checked here,
+    before anything starts (CommandError naming the one at fault)."""
     env = dict(os.environ)
     if getattr(args, "profile", None):
         env[config.PROFILE_ENV] = args.profile
-    if getattr(args, "speed", None):
-        env[config.SPEED_ENV] = str(args.speed)
+    speed = getattr(args, "speed", None)
+    if speed is not None:
+        if not speed > 0:
+            raise CommandError(f"--speed {speed:g}: give a factor above 0 (1 is real time, 10 "
+                               "ten times faster)")
+        env[config.SPEED_ENV] = str(speed)
     if getattr(args, "firmware", None):
         env[config.FIRMWARE_ENV] = args.firmware
+    if getattr(args, "physics", None):
+        if not getattr(args, "sim", True):
+            raise CommandError("--physics describes a simulated robot: add --sim")
+        try:
+            load_physics(args.physics)
+        except PhysicsError as exc:
+            raise CommandError(f"--physics: {exc}") from None
+        env[config.PHYSICS_ENV] = str(Path(args.physics).resolve())
+    config.speed(env)  # a malformed $ROBOCELL_SPEED is named now, not by a service
+    try:
+        load_profile(config.default_profile(env))
+    except ProfileError as exc:
+        raise CommandError(f"{exc} (robot profiles: `robocell solve --list-profiles`)") from None
     return env
+
+
+def ready_line(name: str, env: dict[str, str]) -> str:
+    """What `up` and `demo` say when a service is up: with where to open the dashboard and
+    Foxglove."""
+    if name == "monitor":
+        return f"monitor is up: http://{config.monitor_http(env)}/"
+    if name == "foxglove":
+        return f"foxglove is up: ws://{config.LOOPBACK}:{config.foxglove_port(env)}"
+    return f"{name} is up"
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -75,7 +112,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     with launcher:
         try:
-            launcher.start(on_ready=lambda name: launcher.log("up", f"{name} is alive"))
+            launcher.start(on_ready=lambda name: launcher.log("up", ready_line(name,
+                                                                              launcher.env)))
         except LaunchError as exc:
             raise CommandError(str(exc)) from None
         launcher.log("up", "the cell is up; Ctrl-C stops it")
@@ -92,12 +130,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         launcher = Launcher("sim", env, compose_file=args.compose, quiet=None if args.verbose
                             else {"broker", "solver", "firmware-sim", "actuator-sim",
-                                  "vision-sim", "cell", "monitor", "foxglove"})
+                                  "vision-sim", "cell", "monitor", "foxglove"},
+                            talking={"solver"})
     except ComposeError as exc:
         raise CommandError(str(exc)) from None
     with launcher:
         try:
-            launcher.start(on_ready=lambda name: print(f"  {name} is up", flush=True))
+            launcher.start(on_ready=lambda name: print(f"  {ready_line(name, launcher.env)}",
+                                                       flush=True))
         except LaunchError as exc:
             raise CommandError(str(exc)) from None
         bus = launcher.services[0].environment.get("ROBOCELL_BUS")
@@ -107,7 +147,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 scrambled = node.call("cell", "scramble",
                                       {} if args.seed is None else {"seed": args.seed},
                                       timeout=10.0)
-                print(f"twin scrambled: {scrambled}", flush=True)
+                print(scramble_line(scrambled), flush=True)
                 started = node.call("cell", "start", {}, timeout=5.0)
             except CommandFailed as exc:
                 raise CommandError(f"the cell refused: {exc}") from None

@@ -47,6 +47,9 @@ ERROR_GRACE_S = 5.0
 the reason from its heartbeat (e.g. the actuator's serial device that cannot be opened)."""
 """Lifecycle states in which a service counts as started."""
 READY_TIMEOUT_S = 600.0
+WAITING_NOTE_S = 8.0
+"""While a service starts, the launch says what it waits for this often (never silent for
+ten seconds: a first run builds tables and compiles for minutes)."""
 """How long a service may take to become alive: a first run builds the solver's tables
 (for a 3x3 robot profile about 4 minutes on a 2-core machine)."""
 
@@ -113,10 +116,13 @@ def temporary_cell_env(profile: str, speed: float, solver_workers: int = 1,
         yield isolated_cell_env(profile, speed, history, solver_workers, env)
 
 
-def free_bus_base_near(base: int) -> int | None:
-    """A base port after ``base`` (in steps of 10) whose whole bus block is free, to suggest."""
-    for candidate in range(base + 10, min(base + 500, 65535 - config.BUS_PORT_COUNT), 10):
-        if not any(port_taken(p) for p in range(candidate, candidate + config.BUS_PORT_COUNT)):
+def free_port_near(port: int, count: int = 1, avoid: frozenset[int] = frozenset()
+                   ) -> int | None:
+    """A port after ``port`` (in steps of 10) such that it and the ``count`` - 1 after it are
+    free and not in ``avoid``, to suggest."""
+    for candidate in range(port + 10, min(port + 500, 65536 - count), 10):
+        block = range(candidate, candidate + count)
+        if not any(p in avoid or port_taken(p) for p in block):
             return candidate
     return None
 
@@ -134,7 +140,8 @@ class Launcher:
 
     def __init__(self, profile: str = "sim", env: dict[str, str] | None = None,
                  out: TextIO | None = None, only: set[str] | None = None,
-                 quiet: set[str] | None = None, compose_file: Path | None = None) -> None:
+                 quiet: set[str] | None = None, compose_file: Path | None = None,
+                 talking: set[str] | None = None) -> None:
         # every port variable set to the value the commands read, so that the compose
         # file's interpolation agrees with them (ConfigError names a malformed one)
         self.env = config.settled(os.environ if env is None else env)
@@ -144,6 +151,9 @@ class Launcher:
         self.ready_timeout_s = READY_TIMEOUT_S
         self.out = out or sys.stdout
         self.quiet = quiet or set()
+        self.talking = talking or set()
+        """Quiet services whose output is shown until they are ready (what they build)."""
+        self.ready: set[str] = set()
         self.children: dict[str, Child] = {}
         self._print_lock = threading.Lock()
         self._stopping = False
@@ -158,7 +168,8 @@ class Launcher:
             line = line.rstrip("\n")
             tail.append(line)
             del tail[:-40]
-            if child_name not in self.quiet:
+            if child_name not in self.quiet or (child_name in self.talking
+                                                and child_name not in self.ready):
                 self.log(child_name, line)
 
     def start_service(self, service: LocalService) -> Child:
@@ -209,6 +220,19 @@ class Launcher:
                         + "); give each its own port")
         return problems
 
+    def _second_cell_ports(self) -> str:
+        """Every port variable of this launch set to a free port near its own, none shared:
+        what a second cell on this host needs (moving the bus alone collides on the rest)."""
+        chosen: list[str] = []
+        avoid: set[int] = {p for need in self.ports() for p in (need.span or [need.port])}
+        for need in self.ports():
+            count = len(need.span) if need.span is not None else 1
+            other = free_port_near(need.port, count, frozenset(avoid))
+            if other is not None:
+                avoid.update(range(other, other + count))
+            chosen.append(f"{need.variable}={other if other is not None else 'ANOTHER_PORT'}")
+        return " ".join(chosen)
+
     def check_ports(self) -> None:
         """PortsInUseError, naming each taken port, its variable and how to find who holds it,
         unless every port the cell needs is free."""
@@ -218,13 +242,11 @@ class Launcher:
             if not taken:
                 continue
             if need.span is not None:
-                other = free_bus_base_near(need.port)
                 problems.append(
                     f"port {taken[0]} of {need.what} ({need.variable}={need.port}: ports "
                     f"{need.span.start}-{need.span.stop - 1}) is in use; another cell there "
                     f"shows with `{need.variable}={need.port} robocell bus list`; run this one "
-                    f"beside it with {need.variable}="
-                    f"{other if other is not None else 'ANOTHER_PORT'}")
+                    f"beside it with {self._second_cell_ports()}")
             else:
                 problems.append(
                     f"port {need.port} of {need.what} ({need.variable}) is in use (`ss -ltnp "
@@ -249,7 +271,9 @@ class Launcher:
                 child = self.start_service(service)
                 if subscriber is None:
                     subscriber = Subscriber(["heartbeat"], Endpoints.resolve(bus))
-                deadline = time.monotonic() + self.ready_timeout_s
+                began = time.monotonic()
+                deadline = began + self.ready_timeout_s
+                said = began
                 error_since: float | None = None
                 while not (liveness.is_alive(service.bus_name)
                            and states.get(service.bus_name) in READY_STATES):
@@ -260,6 +284,9 @@ class Launcher:
                             f"while starting; its last output:\n{tail}")
                     if time.monotonic() > deadline:
                         raise LaunchError(self._not_ready(service, states, others))
+                    if time.monotonic() - said >= WAITING_NOTE_S:
+                        said = time.monotonic()
+                        self._note_waiting(child, said - began, states)
                     env = subscriber.recv(timeout=0.2)
                     if env is None or env.topic != "heartbeat":
                         continue
@@ -280,6 +307,7 @@ class Launcher:
                         raise LaunchError(
                             f"{service.name} is not ready: {reason} (it keeps retrying; fix "
                             f"this and run up again; see its [{service.name}] output)")
+                self.ready.add(service.name)
                 if on_ready:
                     on_ready(service.name)
         except BaseException:
@@ -289,6 +317,15 @@ class Launcher:
         finally:
             if subscriber is not None:
                 subscriber.close()
+
+    def _note_waiting(self, child: Child, waited_s: float, states: dict[str, str]) -> None:
+        """Say what the launch waits for, and what that service last said or is doing."""
+        name = child.service.name
+        heard = states.get(child.service.bus_name)
+        doing = (f"its state: {heard}" if heard else
+                 f"it last said: {child.output_tail[-1].strip()[:100]}" if child.output_tail
+                 else "it has not said anything yet")
+        self.log("launch", f"waiting for {name} ({waited_s:.0f} s so far; {doing})")
 
     def _ours(self, bus_name: str, pid: int, host: str, here: str) -> bool:
         """Whether a heartbeat of ``bus_name`` comes from the process this launcher started."""

@@ -11,9 +11,11 @@ written in degrees and named positions, one simultaneous action per string:
 ``set tilt:push``     servos to a named position or degrees -> ``SERVO tilt:120``
 ``dwell 50``          wait (ms)                             -> ``DWELL 50``
 
-A stepper moves with a trapezoidal speed profile (``speed_dps``, ``accel_dps2``); a servo
-takes ``|change| / speed_dps + settle_ms``. The firmware simulator uses the same functions,
-so the host's ETA and the simulated timing come from one model.
+A stepper moves with a trapezoidal speed profile (``speed_dps``, ``accel_dps2``) and then
+settles (``settle_ms``, optional, default 0); a servo takes ``|change| / speed_dps +
+settle_ms``. The host's ETA comes from these functions; the firmware simulator moves by the
+same ones, with a physics file's motors in place of the profile's when it has one
+(`robocell.robot.physics`).
 
 Corner cutting: ``[motion] overlap_deg`` (every stepper) or ``overlap_deg`` in
 ``[motors.NAME]`` (that one) lets a MOVE turning layers perpendicular to the MOVE before it
@@ -96,8 +98,13 @@ class Motor:
             return 0.0 if self.kind == "stepper" else self.settle_ms
         if self.kind == "servo":
             return 1000.0 * change / self.speed_dps + self.settle_ms
-        return 1000.0 * self._ramp(change)[2]
+        return self.turning_ms(change) + self.settle_ms
 
+    def turning_ms(self, change: float) -> float:
+        """Stepper: time of the trapezoid of a move of ``change`` degrees (without its
+        settle)."""
+        change = abs(change)
+        return 1000.0 * self._ramp(change)[2] if change else 0.0
 
     def _ramp(self, change: float) -> tuple[float, float, float]:
         """(ramp seconds, peak speed, total seconds) of a stepper move of ``change`` deg."""
@@ -121,7 +128,7 @@ class Motor:
             return 1000.0 * math.sqrt(2.0 * left / a)
         if left <= change - braking:
             return 1000.0 * (ramp + (left - braking) / peak)
-        return self.move_ms(change) - 1000.0 * math.sqrt(2.0 * (change - left) / a)
+        return self.turning_ms(change) - 1000.0 * math.sqrt(2.0 * (change - left) / a)
 
     def travel(self, change: float, elapsed_ms: float) -> tuple[float, float]:
         """(speed in deg/s, degrees turned) ``elapsed_ms`` into a stepper move of ``change``
@@ -189,6 +196,8 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                 accel_dps2=_number(spec, "accel_dps2", where, path),
                 estop_decel_dps2=(_number(spec, "estop_decel_dps2", where, path)
                                   if "estop_decel_dps2" in spec else 0.0),
+                settle_ms=(_number(spec, "settle_ms", where, path, positive=False)
+                           if "settle_ms" in spec else 0.0),
                 overlap_deg=(_overlap(spec["overlap_deg"], f"{where}.overlap_deg", path)
                              if "overlap_deg" in spec else overlap),
                 axis=axes.get(name),
@@ -416,8 +425,8 @@ def overlap_saving_ms(previous: WireCommand, steps: int, motors: dict[str, Motor
     for name, value in command_targets(previous).items():
         motor = motors[name]
         change = motor.degrees(value)
-        duration = motor.move_ms(change)
-        ends.append((duration, duration - motor.time_left_ms(change, motor.degrees(steps))))
+        left = motor.time_left_ms(change, motor.degrees(steps))
+        ends.append((motor.move_ms(change), motor.turning_ms(change) - left))
     return max(d for d, _ in ends) - max(start for _, start in ends)
 
 

@@ -21,7 +21,8 @@ Firmware -> host (every line ends in ``*<crc>``)
     ``start fw=<name> version=<v> proto=<p> boot=<id> queue=<n> caps=<a,b> motors=<m,..>``
         — sent at boot and in answer to HELLO; also ``last=<line>``.
     ``ok <line> free=<slots>`` — line accepted into the queue (also re-sent for a duplicate).
-    ``done <line> t=<sim ms>`` — the motion of that line has finished.
+    ``done <line> t=<sim ms> start=<us> end=<us>`` — the motion of that line has finished;
+        protocol 2 adds when it started and ended on the firmware's clock (µs since boot).
     ``rs <line> <reason>`` — resend request: the firmware expects ``<line>`` next.
     ``busy <line>`` — queue full, line not taken (a host keeping flow control never sees it).
     ``status state=<s> boot=<id> last=<executed> accepted=<line> queue=<depth> pos=<m:v,..>``
@@ -37,7 +38,9 @@ from dataclasses import dataclass, field
 
 from robocell.errors import RobocellError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+SUPPORTED_PROTOCOLS = (1, 2)
+"""Protocol 1 has no ``start=``/``end=`` in its ``done`` reports; the host speaks both."""
 ESTOP_BYTE = b"\x85"
 """Real-time e-stop byte. Outside printable ASCII, so a single bit flip of a printable
 character can never forge it."""
@@ -59,6 +62,12 @@ _INTEGER = re.compile(r"-?[0-9]{1,10}")
 _DECIMAL = re.compile(r"-?[0-9]{1,10}(\.[0-9]{1,9})?")
 """The only number syntax on the line (docs/serial-protocol.md, "Numbers"): no exponent,
 no ``+``, no nan/inf, no hexadecimal."""
+
+
+_CLOCK_US = re.compile(r"[0-9]{1,20}")
+"""A firmware clock reading in µs since boot (``start=``, ``end=``)."""
+CLOCK32_US = 1 << 32
+"""A 32-bit µs clock wraps after this many µs (71.6 minutes)."""
 
 
 class ProtocolError(RobocellError, ValueError):
@@ -275,6 +284,24 @@ def parse_report(body: str) -> Report:
             raise ProtocolError(f"report {body!r} has no line number")
         parse_integer(words[0], f"{kind} report line number", minimum=0)
     return Report(kind, tuple(words), fields)
+
+
+def motion_span(report: Report) -> tuple[int, int] | None:
+    """A ``done`` report's motion (start, end) in µs on the firmware's clock; None from a
+    protocol-1 firmware, which does not say. ProtocolError for an end before its start."""
+    if "start" not in report.fields or "end" not in report.fields:
+        return None
+    start, end = (report.fields[key] for key in ("start", "end"))
+    if not _CLOCK_US.fullmatch(start) or not _CLOCK_US.fullmatch(end):
+        raise ProtocolError(f"done report of line {report.words[0]}: start={start} end={end} "
+                            "are not µs counts")
+    first, last = int(start), int(end)
+    if last < first and first < CLOCK32_US:
+        last += CLOCK32_US  # a microcontroller's 32-bit µs clock wrapped during the motion
+    if last < first:
+        raise ProtocolError(f"done report of line {report.words[0]}: end={end} before "
+                            f"start={start}")
+    return first, last
 
 
 def format_positions(positions: dict[str, float]) -> str:

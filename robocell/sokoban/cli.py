@@ -13,7 +13,7 @@ from robocell.sokoban.board import build_board
 from robocell.sokoban.explorer import render_page, serve_page
 from robocell.sokoban.generator import generate
 from robocell.sokoban.graph import GraphTooLarge, build_graph
-from robocell.sokoban.graph_view import view_data
+from robocell.sokoban.graph_view import MAX_DRAWN_STATES, view_data
 from robocell.sokoban.level import LevelError, load_level, load_levels
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
@@ -48,9 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--html", type=Path, help="write the interactive explorer here: one "
                    "self-contained page (open it in any browser, no network needed)")
-    p.add_argument("--max-drawn", type=int, default=20_000,
+    p.add_argument("--max-drawn", type=int, default=MAX_DRAWN_STATES,
                    help="above this many states the page draws a reduced view (default "
-                   "20000)")
+                   f"{MAX_DRAWN_STATES})")
     p.set_defaults(func=cmd_graph)
 
     p = sub.add_parser("explore", help="the push graph of a small level, explored in the "
@@ -59,9 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--level", type=int, default=1)
     p.add_argument("--max-states", type=int, default=2_000_000,
                    help="stop with a message above this many states (default 2000000)")
-    p.add_argument("--max-drawn", type=int, default=20_000,
+    p.add_argument("--max-drawn", type=int, default=MAX_DRAWN_STATES,
                    help="above this many states the page draws a reduced view (default "
-                   "20000)")
+                   f"{MAX_DRAWN_STATES})")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free)")
     p.add_argument("--no-browser", action="store_true",
                    help="only print the address; do not open a browser")

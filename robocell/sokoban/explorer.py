@@ -1,8 +1,10 @@
-"""The state-space explorer page: one self-contained HTML file (script, style and the graph
-as JSON inlined; nothing fetched), and a loopback server that hands it to a browser.
+"""The state-space explorer page: one self-contained HTML file (the graph libraries, script,
+style and the graph as JSON inlined; nothing fetched), and a loopback server that hands it to
+a browser.
 
-The script and style are package files in ``explorer_page/``; the monitor's dashboard loads
-the same two files and mounts the same view on the graph of the level last solved.
+The script and style are package files in ``explorer_page/``, the libraries in
+``explorer_page/vendor/``; the monitor's dashboard loads the same files and mounts the same
+view on the graph of the level last solved.
 """
 
 from __future__ import annotations
@@ -16,12 +18,21 @@ import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from robocell.common.hosts import host_name
+
 PAGE_DIR = Path(__file__).with_name("explorer_page")
 SCRIPT_FILE = PAGE_DIR / "explorer.js"
 STYLE_FILE = PAGE_DIR / "explorer.css"
 TEMPLATE_FILE = PAGE_DIR / "page.html"
+VENDOR_DIR = PAGE_DIR / "vendor"
+VENDOR_FILES = ("graphology.umd.min.js", "sigma.min.js")
+"""The graph libraries the script draws with (their versions and licences: vendor/README.md),
+in the order they load."""
 LOOPBACK = "127.0.0.1"
-_PLACEHOLDER = re.compile(r"\{\{(TITLE|STYLE|SCRIPT|DATA)\}\}")
+SERVED_HOSTS = (LOOPBACK, "localhost")
+"""Names the explore server answers to; a request with another ``Host`` (a page on a name
+that resolves here: DNS rebinding) is refused, as the dashboard does."""
+_PLACEHOLDER = re.compile(r"\{\{(TITLE|STYLE|VENDOR|SCRIPT|DATA)\}\}")
 
 
 def json_for_script(data: dict) -> str:
@@ -35,6 +46,7 @@ def render_page(data: dict) -> str:
     parts = {
         "TITLE": html.escape(f"State space of {data['level']}"),
         "STYLE": STYLE_FILE.read_text(),
+        "VENDOR": "\n".join((VENDOR_DIR / name).read_text() for name in VENDOR_FILES),
         "SCRIPT": SCRIPT_FILE.read_text(),
         "DATA": json_for_script(data),
     }
@@ -49,6 +61,10 @@ class PageServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
+                if host_name(self.headers.get("Host", "")) not in SERVED_HOSTS:
+                    self.send_error(421, "host not served here",
+                                    f"open the explorer by {' or '.join(SERVED_HOSTS)}")
+                    return
                 if self.path not in ("/", "/index.html"):
                     self.send_error(404, "only / is served: the explorer is one page")
                     return

@@ -14,7 +14,14 @@ Marks (bits of ``flags``):
   forced corridor that runs into a dead end);
 - ``solution``: on the solution drawn (push-optimal, and the fewest moves among those);
 - ``largest_scc``: in the largest strongly connected component of the live graph (the states
-  one can go back and forth between).
+  one can go back and forth between);
+- ``bottleneck``: a state every solution passes through; ``corridor``: inside a run of
+  states with one way in and one way out (see ``graph_marks``).
+
+Per state drawn, also its place in the layout (``layout``, computed once per level and
+cached) and the size rank of its strongly connected component (``scc``, -1: alone); per arc
+drawn, whether every solution makes it (``bottleneck``); the corridors as runs (state
+before, state after, arcs), which the page can draw as one arc each.
 
 Above ``max_drawn`` states the view is reduced: dead states are left out first, then only the
 live states within k pushes (either way along an arc) of the solution path are kept, with k
@@ -30,15 +37,20 @@ from numba import njit
 
 from robocell.sokoban.board import N_DIRS, NO_SQUARE, Board
 from robocell.sokoban.graph import StateGraph, csr
+from robocell.sokoban.graph_marks import bottlenecks, component_ranks, corridors
+from robocell.sokoban.layout import cached_layout
 from robocell.sokoban.solution import pushes_to_lurd
 
-MAX_DRAWN_STATES = 20_000
-"""Largest graph drawn whole; a browser lays out and draws about this many states smoothly."""
+MAX_DRAWN_STATES = 200_000
+"""Largest graph drawn whole; the page's WebGL drawing keeps about this many states (and
+their arcs, about four times as many) interactive."""
 
 FLAG_START, FLAG_GOAL, FLAG_DEAD, FLAG_DEAD_END = 1, 2, 4, 8
 FLAG_TAIL, FLAG_SOLUTION, FLAG_LARGEST_SCC = 16, 32, 64
+FLAG_BOTTLENECK, FLAG_CORRIDOR = 128, 256
 FLAGS = {"start": FLAG_START, "goal": FLAG_GOAL, "dead": FLAG_DEAD, "dead_end": FLAG_DEAD_END,
-         "tail": FLAG_TAIL, "solution": FLAG_SOLUTION, "largest_scc": FLAG_LARGEST_SCC}
+         "tail": FLAG_TAIL, "solution": FLAG_SOLUTION, "largest_scc": FLAG_LARGEST_SCC,
+         "bottleneck": FLAG_BOTTLENECK, "corridor": FLAG_CORRIDOR}
 
 
 @njit(cache=True)
@@ -256,16 +268,15 @@ def board_data(graph: StateGraph) -> dict:
         "neighbours": board.neighbours.astype(int).ravel().tolist(),
         "goals": board.goal_squares.astype(int).tolist(),
         "n_boxes": board.n_boxes,
+        "start_player": int(board.start_player),
     }
 
 
-def view_data(graph: StateGraph, max_drawn: int = MAX_DRAWN_STATES) -> dict:
-    """Everything the explorer page needs, JSON-ready (see the module docstring)."""
+def state_flags(graph: StateGraph, component: np.ndarray, path: list[int]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The marks of every state (bits of FLAG_*, corridors left to ``drawn_shape``) and the
+    mask of the bottleneck arcs."""
     n = graph.n_states
-    offsets, targets = csr(n, graph.arc_src, graph.arc_dst)
-    component = strongly_connected(n, offsets, targets)
-    path, path_arcs, lurd = solution_path(graph)
-    summary = full_summary(graph, component, lurd)
     dead_end, tail = dead_ends_and_tails(graph)
     live = graph.live
     flags = np.zeros(n, dtype=np.int32)
@@ -278,16 +289,43 @@ def view_data(graph: StateGraph, max_drawn: int = MAX_DRAWN_STATES) -> dict:
     if live.any():
         largest = np.bincount(component[live]).argmax()
         flags[live & (component == largest)] |= FLAG_LARGEST_SCC
+    neck_states, neck_arcs = bottlenecks(n, graph.arc_src, graph.arc_dst, graph.is_goal_state)
+    flags[neck_states] |= FLAG_BOTTLENECK
+    return flags, neck_arcs
+
+
+def drawn_shape(graph: StateGraph, shown: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The layout of the states drawn (cached per level) and their corridor runs, in local
+    numbers; marks the corridor states in ``flags`` (local)."""
+    keep = (flags & (FLAG_START | FLAG_GOAL)) != 0
+    inner, runs = corridors(len(shown), src, dst, keep)
+    flags[inner] |= FLAG_CORRIDOR
+    pos = cached_layout(graph.board.level.xsb(), shown, src, dst)
+    return pos, runs
+
+
+def view_data(graph: StateGraph, max_drawn: int = MAX_DRAWN_STATES) -> dict:
+    """Everything the explorer page needs, JSON-ready (see the module docstring)."""
+    n = graph.n_states
+    offsets, targets = csr(n, graph.arc_src, graph.arc_dst)
+    component = strongly_connected(n, offsets, targets)
+    path, path_arcs, lurd = solution_path(graph)
+    summary = full_summary(graph, component, lurd)
+    flags, neck_arcs = state_flags(graph, component, path)
     shown, reduced = reduce_view(graph, path, max_drawn)
     local = np.full(n, -1, dtype=np.int64)
     local[shown] = np.arange(len(shown))
     arcs = np.flatnonzero((local[graph.arc_src] >= 0) & (local[graph.arc_dst] >= 0))
+    src, dst = local[graph.arc_src[arcs]], local[graph.arc_dst[arcs]]
+    shown_flags = flags[shown]
+    pos, runs = drawn_shape(graph, shown, src, dst, shown_flags)
     level = graph.board.level
     name = f"level {level.index}"
     if level.title and level.title != str(level.index):
         name += f" ({level.title})"
     return {
-        "format": 1,
+        "format": 2,
         "level": name,
         "summary": summary,
         "flags": FLAGS,
@@ -299,16 +337,21 @@ def view_data(graph: StateGraph, max_drawn: int = MAX_DRAWN_STATES) -> dict:
             "player": graph.player[shown].astype(int).tolist(),
             "distance": graph.distance_to_goal[shown].astype(int).tolist(),
             "from_start": graph.distance_from_start[shown].astype(int).tolist(),
-            "flags": flags[shown].astype(int).tolist(),
+            "flags": shown_flags.astype(int).tolist(),
+            "scc": component_ranks(component)[shown].astype(int).tolist(),
         },
+        "layout": {"x": np.round(pos[:, 0], 1).tolist(), "y": np.round(pos[:, 1], 1).tolist()},
         "arcs": {
-            "source": local[graph.arc_src[arcs]].astype(int).tolist(),
-            "target": local[graph.arc_dst[arcs]].astype(int).tolist(),
+            "source": src.astype(int).tolist(),
+            "target": dst.astype(int).tolist(),
             "push": graph.arc_push[arcs].astype(int).tolist(),
+            "bottleneck": np.flatnonzero(neck_arcs[arcs]).astype(int).tolist(),
         },
+        "corridors": runs.astype(int).tolist(),
         "solution": {
             "states": [int(local[s]) for s in path],
             "arcs_in_graph": [int(a) for a in path_arcs],
+            "pushes": [int(graph.arc_push[a]) for a in path_arcs],
             "lurd": lurd,
             "steps": lurd_steps(lurd),
         },

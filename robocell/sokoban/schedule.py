@@ -108,6 +108,6 @@ def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSH
         spent += result.seconds
         if result.solved and replay(level, result.lurd).solved:
             break
-        if result.status == "no solution" and stage.weight == 1:
+        if result.status == "no solution" and (stage.weight == 1 or result.dead_start):
             break
     return result, spent

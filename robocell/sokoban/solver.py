@@ -25,7 +25,7 @@ from robocell.sokoban.corrals import (
     CORRAL_SEARCH_NODES,
     corral_cache,
 )
-from robocell.sokoban.deadlocks import MAX_MASK_GOALS, frozen_cache
+from robocell.sokoban.deadlocks import MAX_MASK_GOALS, frozen_cache, is_frozen
 from robocell.sokoban.features import (
     FS_ACTIVE,
     FS_HEAP_EVERY,
@@ -170,6 +170,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
+    frozen = frozen_start_reason(board)
+    if frozen:
+        return SolveResult(status="no solution", metric=metric, optimal=True,
+                           seconds=time.monotonic() - started, dead_start=frozen)
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
     if macros is None:
@@ -292,6 +296,29 @@ def dead_start_reason(board: Board) -> str:
                 "goal by pushes")
     return ("the boxes cannot each be pushed to a goal of their own: too many of them can "
             "only reach the same few goals from where the player stands")
+
+
+def frozen_start_reason(board: Board) -> str:
+    """Why the start is dead when some of its boxes off goals can never move (blocked on both
+    axes by walls, dead squares or each other: a 2x2 block, a box in a corner); empty when
+    none is frozen, or when a box is on a dead square (``dead_start_reason`` names that).
+    Checked before the search, which would only find that nothing moves."""
+    if board.dead[board.start_boxes].any():
+        return ""
+    n = board.n_squares
+    occupied = np.zeros(n, dtype=np.bool_)
+    occupied[board.start_boxes] = True
+    fixed = np.zeros(n, dtype=np.bool_)
+    frames = np.zeros((n + 1, 3), dtype=np.int64)
+    stuck = [board.name(int(b)) for b in board.start_boxes
+             if not board.is_goal[b]
+             and is_frozen(int(b), board.neighbours, occupied, board.dead, fixed, frames)]
+    if not stuck:
+        return ""
+    if len(stuck) == 1:
+        return f"box at {stuck[0]} is frozen off goal: no push can move it"
+    return (f"boxes at {', '.join(stuck[:-1])} and {stuck[-1]} are frozen off goals: they "
+            "hold each other, no push can move them")
 
 
 def _frozen_goal_cache(board: Board, on: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ from robocell.common.bus import (
 )
 from robocell.common.bus.options import (
     add_remote_options,
-    endpoints_of,
+    broker_endpoints,
     json_object_argument,
 )
 from robocell.common.bus.topics import TOPIC_SPECS
@@ -158,7 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-_endpoints = endpoints_of
+_endpoints = broker_endpoints
 
 
 def _subscriber(args: argparse.Namespace, topics: list[str], prefix: bool = False,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from robocell.common.bus import CommandClient
 from robocell.common.bus.options import (
     add_remote_options,
-    endpoints_of,
+    broker_endpoints,
     json_object_argument,
 )
 from robocell.common.bus.schema import command_spec, validate_args
@@ -64,10 +65,11 @@ def call_arguments(service: str, command: str, text: str) -> dict:
 
 
 def run_call(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise CommandError(f"--timeout must be positive, not {args.timeout:g}")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise CommandError(f"--timeout must be a positive number of seconds, not "
+                           f"{args.timeout:g}")
     arguments = call_arguments(args.service, args.command_name, args.arguments)
-    client = CommandClient("bus-call", endpoints_of(args))
+    client = CommandClient("bus-call", broker_endpoints(args))
     try:
         reply = client.request(args.service, args.command_name, arguments, timeout=args.timeout)
     finally:

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from robocell.common.bus import CommandFailed, Node
-from robocell.common.bus.liveness import STALE_AFTER_S
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.liveness import HEARTBEAT_PERIOD_S, STALE_AFTER_S
+from robocell.common.bus.options import add_remote_options, broker_endpoints
 from robocell.errors import CommandError
 
 
@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_cycle)
 
 
+BROKER_SILENT_S = 1.5 * HEARTBEAT_PERIOD_S
+"""No heartbeat from any service for this long while the cell's is stale: the broker, which
+beats every period itself while it lives, is lost, not the cell."""
 
 
 class CycleFollower:
@@ -60,16 +63,18 @@ class CycleFollower:
             if now >= deadline:
                 raise CommandError(f"no result for cycle {cycle_id} within {timeout:.0f} s "
                                    f"(last stage: {stage})")
-            if now - last_beat > STALE_AFTER_S:
-                raise CommandError(f"the broker {self.broker} went away: no heartbeat from "
-                                   f"any service for {now - last_beat:.1f} s during cycle "
-                                   f"{cycle_id} (stage {stage}); restart the broker, then "
-                                   "`robocell history` shows how the cycle ended")
-            if now - last_cell_beat > STALE_AFTER_S:
+            if now - last_cell_beat > STALE_AFTER_S or now - last_beat > STALE_AFTER_S:
+                silent = now - last_beat
+                if silent > BROKER_SILENT_S:  # every heartbeat stopped, the cell's among them
+                    raise CommandError(
+                        f"lost the broker {self.broker}: no heartbeat from any service for "
+                        f"{silent:.1f} s during cycle {cycle_id} (stage {stage}); the cell "
+                        "may go on and finish it: restart the broker, then `robocell "
+                        "history` shows how the cycle ended")
                 raise CommandError(f"the cell service went away: no heartbeat for "
                                    f"{now - last_cell_beat:.1f} s during cycle {cycle_id} "
-                                   f"(stage {stage}); restart `robocell cell` and start a "
-                                   "new cycle")
+                                   f"(stage {stage}) while other services beat; restart "
+                                   "`robocell cell` and start a new cycle")
             try:
                 arrived, env = self.events.get(timeout=0.25)
             except queue.Empty:
@@ -102,7 +107,7 @@ class CycleFollower:
                           f"{p['predicted_ms']:.0f} ms: {' '.join(p['primitives'])}",
                           flush=True)
             elif show:
-                _show(env.topic, p)
+                show_event(env.topic, p)
 
 
 def _of_cycle(topic: str, p: dict, cycle_id: str, plan_id: str | None) -> bool:
@@ -115,12 +120,17 @@ def _of_cycle(topic: str, p: dict, cycle_id: str, plan_id: str | None) -> bool:
     return topic == "errors"
 
 
-def _show(topic: str, p: dict) -> None:
+def show_event(topic: str, p: dict) -> None:
+    """Print one event of a cycle for a person following it."""
     if topic == "actuator.scan_pose":
         print(f"    scan pose {p['pose'] + 1}/{p['n_poses']}: face {p['face']} in view",
               flush=True)
     elif topic == "vision.cube_state":
-        print(f"    cube read: {p['facelets']}", flush=True)
+        print(f"    cube read: {p['facelets']} (named by the faces as the robot holds the cube: "
+              "turned or relabelled, the same cube as scrambled)", flush=True)
+    elif topic == "actuator.progress" and p.get("state") not in (None, "running"):
+        print(f"    {p['state']} at step {p['step'] + 1}/{p['n_steps']} ({p['primitive']})",
+              flush=True)
     elif topic == "actuator.progress":
         print(f"    step {p['step'] + 1}/{p['n_steps']} {p['primitive']:<8} "
               f"eta {p['eta_s']:.1f}s", flush=True)
@@ -131,6 +141,15 @@ def _show(topic: str, p: dict) -> None:
               f"{' '.join(rest)}", flush=True)
     elif topic == "errors":
         print(f"    error from {p['service']} ({p['stage']}): {p['message']}", flush=True)
+
+
+def scramble_line(scrambled: Any) -> str:
+    """What `demo` and `cell scramble` print of the simulator's answer to ``scramble``."""
+    if isinstance(scrambled, dict) and "facelets" in scrambled:
+        extra = "; ".join(f"{k}: {' '.join(v) if isinstance(v, list) else v}"
+                          for k, v in scrambled.items() if k != "facelets" and v)
+        return f"twin scrambled: {scrambled['facelets']}" + (f" ({extra})" if extra else "")
+    return f"twin scrambled: {json.dumps(scrambled)}"
 
 
 def follow_cycle(node: object, cycle_id: str, timeout: float, show: bool) -> dict:
@@ -149,7 +168,7 @@ def print_summary(result: dict) -> None:
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
-    endpoints = endpoints_of(args)
+    endpoints = broker_endpoints(args)
     with Node("cycle-cli", endpoints, track_peers=False) as node:
         follower = CycleFollower(node, endpoints.subscribe)
         command = "recover" if args.recover else "start"

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from robocell.common.bus import CommandClient, Liveness, Subscriber
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.options import add_remote_options, broker_endpoints
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ a state change is announced at once, and the beat before it may be the one cache
 
 def cmd_health(args: argparse.Namespace) -> int:
     liveness = Liveness()
-    sub = Subscriber(["heartbeat"], endpoints_of(args))
+    sub = Subscriber(["heartbeat"], broker_endpoints(args))
     deadline = time.monotonic() + args.wait
     starting = None
     try:

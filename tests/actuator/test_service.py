@@ -307,3 +307,19 @@ def test_pause_and_resume_over_the_bus(cell_factory):
     cell.node.call("actuator", "resume", {}, timeout=CALL_S)
     result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
     assert result and result["ok"] and result["executed"] == len(plan)
+
+
+def test_the_result_measures_each_primitive_on_the_robots_clock(cell_factory, tmp_path):
+    # a robot slower than its profile: the measurement shows it, the prediction does not
+    physics = tmp_path / "slow.toml"
+    physics.write_text("[defaults]\nspeed_scale = 0.5\nsettle_ms = 20\n")
+    cell = cell_factory("--physics", str(physics))
+    plan = scrambled_twin(cell)
+    plan_id = cell.make_plan(plan)
+    cell.node.call("actuator", "execute", {"plan": cell.plans[plan_id]}, timeout=CALL_S)
+    result = cell.wait("actuator.result", lambda p: p["plan_id"] == plan_id)
+    assert result and result["ok"]
+    assert len(result["primitive_ms"]) == len(plan)
+    assert result["measured_ms"] == pytest.approx(sum(result["primitive_ms"]), abs=0.01)
+    assert all(ms > 20 for ms in result["primitive_ms"])
+    assert result["measured_ms"] > 1.2 * result["predicted_ms"]

@@ -92,7 +92,32 @@ def test_bad_json_arguments_are_refused_before_sending_with_exit_2(
     assert "Traceback" not in done.stderr
 
 
-def test_no_broker_times_out_with_exit_1(bus_base: str) -> None:
+def test_no_broker_is_named_with_exit_2_not_blamed_on_the_service(bus_base: str) -> None:
     done = call(robocell_env(bus_base), "solver", "ping", "--timeout", "0.5")
-    assert done.returncode == 1
-    assert "timeout: no reply from 'solver'" in done.stderr
+    assert done.returncode == 2
+    assert "no broker answers" in done.stderr and "no reply from" not in done.stderr
+
+
+@pytest.mark.parametrize("argument, needle", [
+    ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deep"),
+    ('{"a": 18446744073709551616}', "integer out of range"),
+    ('{"a": -9223372036854775809}', "integer out of range"),
+    ('{"a": "\\ud800"}', "lone surrogate"),
+])
+def test_hostile_json_is_refused_clearly_with_exit_2(
+        solver: Node, cli_env: dict, argument: str, needle: str) -> None:
+    done = call(cli_env, "solver", "dump", argument)
+    assert done.returncode == 2, done.stderr
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-inf", "0", "-1"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(bus_base: str,
+                                                            timeout: str) -> None:
+    done = subprocess.run(robocell_cmd("bus", "call", "solver", "ping", f"--timeout={timeout}"),
+                          env=robocell_env(bus_base), capture_output=True, text=True,
+                          timeout=20)
+    assert done.returncode == 2, done.stderr
+    assert "--timeout must be a positive number of seconds" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -238,3 +238,32 @@ def test_node_call_works_from_many_threads(endpoints: Endpoints, solver: Node) -
         t.join(15)
     assert not errors
     assert results == {i: f"x{i}" for i in range(8)}
+
+
+def test_a_request_held_by_a_stopped_service_is_not_run_after_its_deadline(
+        broker: Broker, bus_base: str, tmp_path) -> None:
+    """The caller was told `timeout`; when the service resumes and reads the request, it
+    must not run it (docs/bus.md: a request that arrives after its deadline is not run)."""
+    log = tmp_path / "runs.log"
+    env = dict(robocell_env(bus_base), SCRIPTED_LOG=str(log))
+    proc = subprocess.Popen([sys.executable, str(SCRIPTED_SERVICE), "actuator"], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    client = CommandClient("cli", broker.endpoints)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        wait_registered(broker, "actuator", ["record"])
+        ran_before = client.call("actuator", "record", {}, timeout=10)
+        os.kill(proc.pid, signal.SIGSTOP)
+        late = client.request("actuator", "record", {}, timeout=0.8)
+        assert late.error == "timeout"
+        time.sleep(0.5)  # past the deadline while stopped
+        os.kill(proc.pid, signal.SIGCONT)
+        # requests are read in order: once this one is answered, the late one was read
+        assert client.call("actuator", "echo", {"after": 1}, timeout=10) == {"after": 1}
+        ran_after = client.call("actuator", "record", {}, timeout=10)
+        runs = [line.split()[0] for line in log.read_text().splitlines()]
+        assert runs == [ran_before, ran_after]
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        client.close()
+        stop_process(proc)

@@ -278,3 +278,30 @@ def test_bus_stats_add_up_the_traffic_reports_of_several_publishers(broker: Brok
     finally:
         first.close()
         second.close()
+
+
+def test_two_publishers_under_one_source_name_are_not_lost_messages(
+        endpoints: Endpoints) -> None:
+    """A second `robocell actuator` started beside a running one: its sequence numbers start
+    again at 0 while the first one's go on. Interleaved, neither is a gap."""
+    sub = Subscriber(["actuator.progress"], endpoints)
+    first = linked_publisher(endpoints, "actuator")
+    second = None
+    try:
+        wait_subscribed(sub, "actuator.progress")
+        for step in range(300):
+            first.publish("actuator.progress", {**PROGRESS, "step": step})
+        second = linked_publisher(endpoints, "actuator")
+        for step in range(300, 400):
+            first.publish("actuator.progress", {**PROGRESS, "step": step})
+            second.publish("actuator.progress", {**PROGRESS, "step": -step})
+        got = 0
+        while got < 500 and sub.recv(10) is not None:
+            got += 1
+        assert got == 500
+        assert sub.stats.gaps == 0 and sub.stats.duplicates == 0
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+        sub.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 from robocell.deploy.launcher import temporary_cell_env
 from robocell.services.cell.history import (
     HISTORY_ENV,
+    MIGRATIONS,
     SCHEMA_VERSION,
     CycleLog,
     HistoryError,
@@ -141,3 +145,47 @@ def test_a_temporary_cells_log_is_removed_with_its_folder_when_it_ends() -> None
         log.close()
         assert path.is_file()
     assert not path.parent.exists()
+
+
+def test_the_log_keeps_the_robot_time_and_summarises_the_prediction_error(tmp_path):
+    log = CycleLog(tmp_path / "c.sqlite3")
+    for cycle_id, measured in (("c1", 800.0), ("c2", 1000.0), ("c3", None)):
+        log.begin(cycle_id, "six-motor")
+        log.finish(cycle_id, ok=True, stages={}, total_s=1.0, facelets=None, plan=PLAN,
+                   failed_stage=None, error=None, errors=[], measured_ms=measured,
+                   primitive_ms=None if measured is None else [measured / 2] * 2)
+    first, second, third = log.cycles()
+    assert (first.predicted_ms, first.measured_ms, first.primitive_ms) == (800.0, 800.0,
+                                                                           [400.0, 400.0])
+    assert first.error_pct == 0.0 and second.error_pct == 20.0 and third.error_pct is None
+    timing = summary(log.cycles())["prediction"]
+    assert timing["n"] == 2 and timing["flagged"] == 1
+    assert timing["mean_error_pct"] == 10.0 and timing["measured_ms"] == 900.0
+
+
+def test_a_version_1_log_gains_the_robot_time_columns(tmp_path):
+    path = tmp_path / "v1.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0])
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO cycles (cycle_id, started_wall) VALUES ('old', 1.0)")
+    db.commit()
+    db.close()
+    (old,) = CycleLog(path).cycles()
+    assert old.cycle_id == "old" and old.measured_ms is None and old.error_pct is None
+
+
+@pytest.mark.parametrize("content", [b"this is not a database\n" * 100, b"\x00" * 4096, b""])
+def test_history_on_a_file_that_is_not_a_cycle_log_says_so_and_exits_2(tmp_path, content):
+    fake = tmp_path / "notes.sqlite3"
+    fake.write_bytes(content)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-m", "robocell", "history", "--db", str(fake)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr
+    if content:
+        assert done.returncode == 2, done.stderr
+        assert f"{fake} is not a cycle log" in done.stderr
+    else:  # SQLite takes an empty file as an empty database: no schema yet
+        assert done.returncode == 2, done.stderr
+        assert "schema version 0" in done.stderr

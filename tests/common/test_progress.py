@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import io
+import time
 
-from robocell.common.progress import Progress, eta_text
+from robocell.common.progress import Progress, Ticker, eta_text
 
 
 class Terminal(io.StringIO):
@@ -28,3 +29,20 @@ def test_the_bar_on_a_terminal_shows_no_absurd_eta():
         bar.update(1)
     first = stream.getvalue().split("\r")[1]
     assert "eta --" in first
+
+
+def test_a_job_without_measurable_progress_still_says_it_is_going():
+    stream = io.StringIO()
+    with Ticker("compiling the search", expected_s=30, every_s=0.2, stream=stream):
+        time.sleep(0.75)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 4, lines  # the start, at least two ticks, the end
+    assert lines[0].startswith("compiling the search") and "about 30 s" in lines[0]
+    assert "done in" in lines[-1]
+
+
+def test_a_short_job_says_nothing_before_its_delay():
+    stream = io.StringIO()
+    with Ticker("compiling the search", after_s=5.0, stream=stream):
+        pass
+    assert stream.getvalue() == ""

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from robocell.common.cube import random_cubie_state, random_facelets, validate
+from robocell.common.notation import format_moves, simplify_moves
+from robocell.common.scramble import random_turns
 
 # chi-square critical values at p = 0.001 by degrees of freedom
 CHI2_CRITICAL_0_001 = {2: 13.816, 7: 24.322, 11: 31.264, 23: 49.728}
@@ -45,3 +47,10 @@ def test_scrambles_are_uniform_on_coordinates(size):
     if size == 3:
         assert chi_square(edge_place) < CHI2_CRITICAL_0_001[11]
 
+
+
+def test_random_turns_never_cancel_even_across_the_opposite_face():
+    """`F' B F`: F' and F commute past B and cancel; a person's scramble never does that."""
+    for seed in range(300):
+        turns = random_turns(25, seed)
+        assert len(simplify_moves(turns)) == len(turns), format_moves(turns)

@@ -98,7 +98,7 @@ def poll_until_moving(wire: Wire, timeout: float = 30.0) -> tuple[list[proto.Rep
 def test_start_names_the_firmware_its_boot_id_and_motors(avr):
     _, wire = avr
     fields = wire.start.fields
-    assert fields["fw"] == "robocell-avr" and fields["proto"] == "1"
+    assert fields["fw"] == "robocell-avr" and fields["proto"] == "2"
     assert len(fields["boot"]) == 8 and int(fields["boot"], 16) >= 0
     assert fields["motors"] == "R,B,L,F,gR,gB,gL,gF"
     assert fields["queue"] == "8" and fields["last"] == "0" and fields["accepted"] == "0"
@@ -253,3 +253,19 @@ def test_every_boot_draws_a_new_boot_id(tmp_path):
         ids.add(fw.log()[0]["boot"])
         fw.stop()
     assert len(ids) == 2
+
+
+def test_done_reports_each_motions_start_and_end_on_the_boards_clock(avr):
+    # the AVR times its motion with its own step timer: measured here, not assumed
+    _, wire = avr
+    wire.line(f"N1 MOVE R:{QUARTER}")
+    wire.line("N2 SERVO gR:10")
+    wire.line(f"N3 MOVE R:{-2 * QUARTER}")
+    done = [r for r in wire.reports("done 3") if r.kind == "done"]
+    spans = [proto.motion_span(r) for r in done]
+    assert [r.line for r in done] == [1, 2, 3] and None not in spans
+    for report, (_, end) in zip(done, spans, strict=True):
+        assert end == round(1000 * report.float_field("t"))  # t= is the end, in ms
+    quarter_ms, half_ms = ((end - start) / 1000 for start, end in (spans[0], spans[2]))
+    assert spans[1][0] >= spans[0][1] and spans[2][0] >= spans[1][1]  # one after another
+    assert 10 < quarter_ms < half_ms < 2 * quarter_ms  # a trapezoid: a half turn is cheaper

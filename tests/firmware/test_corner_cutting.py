@@ -12,6 +12,7 @@ from robocell.common.notation import parse_moves
 from robocell.common.profile import load_profile
 from robocell.robot import protocol as proto
 from robocell.robot.physics import PhysicsError, load_physics
+from robocell.services.actuator.executor import Job, Line, measured_steps
 from robocell.services.firmware.simulator import FirmwareCore
 
 
@@ -58,6 +59,25 @@ def test_an_overlapped_move_starts_at_its_step_and_the_cube_turns_both(tmp_path)
                                         abs=1e-3)
     assert core.twin.facelets == apply_to_facelets(solved(3), parse_moves("R U F2"), 3)
     assert core.state == "idle" and not core.twin.jammed
+
+
+def test_an_overlapped_start_is_reported_inside_the_move_before_and_measured_once(tmp_path):
+    path = tmp_path / "physics.toml"
+    path.write_text("[defaults]\nstart_latency_ms = 4\n[cube]\ncut_tolerance_deg = 25\n")
+    core = FirmwareCore(load_profile("six-motor"), physics=load_physics(path))
+    texts = ["MARK step=0 R", "MOVE R:200", "MARK step=1 U", "MOVE U:200 ov=44"]
+    done = {r.line: (r.int_field("start"), r.int_field("end"))
+            for r in run(core, texts) if r.kind == "done"}
+    quarter = core.motors["R"].move_ms(90.0)
+    cut = core.motors["R"].time_left_ms(90.0, 19.8)  # 44 steps, counted from R's first step
+    assert done[2] == pytest.approx((0, 1000 * (4 + quarter)), abs=1)
+    assert done[4][0] == pytest.approx(1000 * (4 + quarter - cut), abs=1)  # inside R's span
+    assert done[4][1] == pytest.approx(1000 * (8 + 2 * quarter - cut), abs=1)
+    job = Job("plan", ["R", "U"], [Line(text, int(i > 1), 0.0) for i, text in enumerate(texts)])
+    steps = measured_steps(job, {i: done[i + 1] for i in range(len(texts))})
+    # the robot was busy from R's start to U's end: the overlap is counted once, on U
+    assert steps == pytest.approx([4 + quarter, 4 + quarter - cut], abs=1e-2)
+    assert sum(steps) == pytest.approx(done[4][1] / 1000, abs=1e-2)
 
 
 def test_a_motor_still_turning_is_never_overlapped(tmp_path):

@@ -50,3 +50,15 @@ def test_calibrate_writes_a_profile_that_loads_with_the_safe_overlap(physics, tm
     assert profile.name == "six-fast"
     assert {m.overlap_deg for m in load_motors(profile).values()} == {14.0}
     assert profile.primitives == load_profile("six-motor").primitives
+
+
+@pytest.mark.parametrize(("extra", "out_name", "said"), [
+    (["--overlap", "--runs", "3"], "six-fast", "--runs: the timing program's"),
+    (["--physics", "robot.toml"], "six-fast", "--physics goes with --overlap"),
+    (["--overlap"], "six-motor", "name the file other than six-motor.toml"),
+])
+def test_one_calibrate_command_keeps_the_timing_and_overlap_options_apart(
+        extra, out_name, said, tmp_path, capsys):
+    out = tmp_path / f"{out_name}.toml"
+    assert main(["calibrate", "--profile", "six-motor", *extra, "--out", str(out)]) == 2
+    assert said in capsys.readouterr().err and not out.exists()

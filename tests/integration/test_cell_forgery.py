@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 import zmq
 from support.cell import bus_address, running_cell
+from support.forge import Forger
 
 from robocell.common.bus import Endpoints, Node, Subscriber
 from robocell.common.bus.wire import Envelope, encode_frame, subscription
@@ -117,3 +118,42 @@ def test_forged_and_replayed_solved_twins_never_make_a_cycle_solved():
             while not diagnostics.empty():
                 reported.append(diagnostics.get().payload)
             assert any("stamp" in d["message"] for d in reported), reported
+
+
+def latched_status(endpoints: Endpoints) -> tuple[str, dict]:
+    """The `cell.status` the broker's cache serves a late joiner: (source, payload)."""
+    sub = Subscriber(["cell.status"], endpoints)
+    try:
+        env = sub.recv(timeout=15.0)
+        assert env is not None, "no cell.status from the broker's cache"
+        return env.source, env.payload
+    finally:
+        sub.close()
+
+
+def test_a_cell_status_stamped_in_the_future_never_becomes_the_latched_one():
+    """Issue 49 item 10: `cell.status` forged under the cell's name and another's, stamped
+    10^6 s ahead, published throughout real cycles: every receiver and the broker's cache
+    refuse it, and the latched status is the cell's own, of its last real cycle."""
+    with running_cell("soltvvo-2x2", speed=10.0) as cell:
+        endpoints = Endpoints.resolve(bus_address(cell))
+        with Node("test-status", endpoints, track_peers=False) as node:
+            seen: queue.Queue = queue.Queue()
+            node.subscribe("cell.status", seen.put)
+            boot_id = node.call("firmware-sim", "twin", {}, timeout=30.0)["boot_id"]
+            forger = Forger(endpoints, boot_id)
+            try:
+                for seed in (71, 72):
+                    result = run_one_cycle(node, seed)
+                    assert result["ok"], result
+                    source, status = latched_status(endpoints)
+                    assert source == "cell", (source, status)
+                    assert status["cycle_id"] == result["cycle_id"], status
+                    assert status["stage"] != "forged" and status.get("detail") != "forged"
+                assert forger.sent > 40
+            finally:
+                forger.close()
+            while not seen.empty():
+                env = seen.get()
+                assert env.payload["cycle_id"] != "forged", env
+                assert env.wall_time < time.time() + 5, env

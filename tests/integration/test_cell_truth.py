@@ -142,3 +142,27 @@ def test_a_result_finished_while_the_broker_is_down_is_published_when_it_returns
             assert faulty.cycle(scramble_seed=6)[0]["ok"]
         finally:
             faulty.close()
+
+
+def test_cycle_says_the_broker_was_lost_not_the_cell_when_the_broker_dies(launch_cell):
+    """With the broker killed mid-cycle every heartbeat stops at once, the cell's among them;
+    the cell itself goes on. `robocell cycle` must name the broker and say how to learn how
+    the cycle ended, not that the cell went away."""
+    with launch_cell("soltvvo-2x2", speed=2.0) as cell:
+        env = {**os.environ, "ROBOCELL_BUS": bus_address(cell)}
+        cycle = subprocess.Popen([sys.executable, "-m", "robocell", "cycle"], env=env,
+                                 text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for line in cycle.stdout:
+                if "stage: scanning" in line:
+                    break
+            cell.children["broker"].process.kill()
+            _, err = cycle.communicate(timeout=30)
+        finally:
+            if cycle.poll() is None:
+                cycle.kill()
+                cycle.communicate()
+        assert cycle.returncode == 2, err
+        assert "the cell service went away" not in err, err
+        assert "lost the broker" in err and "robocell history" in err, err
+        assert cell.children["cell"].process.poll() is None  # the cell is still there

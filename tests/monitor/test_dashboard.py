@@ -198,3 +198,18 @@ def test_the_cycle_list_comes_back_from_the_cells_log_after_a_restart():
     assert [c["ok"] for c in cycles] == [False, False, True]
     assert cycles[0]["result"] == "interrupted" and cycles[0]["time"] == 1002.0
     assert cycles[1]["failed_stage"] == "executing"
+
+
+def test_a_node_that_said_it_was_stopping_leaves_the_services_table_when_silent():
+    """A finished command (`cycle-cli`, `scramble-cli`, a second monitor) beats "stopping"
+    and ends: a normal exit, not a red stale service. One that went silent while ready does
+    stay, as stale."""
+    clock = FakeClock()
+    board = Dashboard(clock)
+    board.ingest(beat("cycle-cli", state="stopping"))
+    board.ingest(beat("vision"))
+    names = [s["service"] for s in board.take_changes()["services"]]
+    assert names == ["cycle-cli", "vision"]
+    clock.now += 3.5
+    services = board.take_changes()["services"]
+    assert [(s["service"], s["stale"]) for s in services] == [("vision", True)]

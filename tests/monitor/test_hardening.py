@@ -13,7 +13,8 @@ import aiohttp
 import pytest
 from support.monitor import TOKEN, run_async, start_broker, start_monitor
 
-from robocell.services.monitor.service import host_name, served_hosts
+from robocell.common.hosts import host_name
+from robocell.services.monitor.service import served_hosts
 
 SOCKETS = 6
 WRONG_TOKEN_DELAY_S = 0.5

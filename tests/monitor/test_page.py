@@ -8,9 +8,10 @@ import time
 
 import pytest
 from support.bus import declared_result
-from support.monitor import TOKEN, face_jpeg
+from support.monitor import TOKEN, face_jpeg, start_monitor
 
 from robocell.common.bus import Node, Publisher
+from robocell.common.config import free_port_block
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved
 
 STICKER_FILL = {"U": "#f4f4ee", "R": "#c41e3a", "F": "#009e60", "D": "#ffd500",
@@ -238,3 +239,15 @@ def test_scan_plan_progress_cycles_and_errors_are_shown(cell, page, publisher):
         for p in (solver, actuator, cell_pub):
             p.close()
     assert page.js_errors == []
+
+
+def test_the_badge_says_no_broker_when_the_monitor_has_none(page, tmp_path):
+    nowhere = f"tcp://127.0.0.1:{free_port_block(4)}"
+    monitor, url = start_monitor(tmp_path, nowhere, [], name="lonely-monitor")
+    try:
+        page.goto(url + "/")
+        badge = page.wait_for_selector("#conn[data-state=nobroker]", timeout=UI_TIMEOUT_MS)
+        assert badge.text_content() == "no broker"
+        assert nowhere in badge.get_attribute("title")
+    finally:
+        monitor.stop()

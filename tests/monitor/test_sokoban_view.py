@@ -4,6 +4,8 @@ and monitor: the level published on `solver.sokoban_result` is drawn by the expl
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -49,6 +51,58 @@ def test_graphs_are_built_once_per_level_and_refused_with_a_reason():
         assert caught.value.status == status
 
 
+def open_room(side: int, n_boxes: int) -> str:
+    """An open square room with boxes and goals in two rows: its push graph is far too large
+    to build (the kind of level that froze the dashboard)."""
+    rows = ["#" * (side + 2)]
+    for r in range(side):
+        row = [" "] * side
+        if r == 1:
+            row[1:1 + n_boxes] = ["$"] * n_boxes
+        if r == side - 2:
+            row[1:1 + n_boxes] = ["."] * n_boxes
+        if r == side // 2:
+            row[side // 2] = "@"
+        rows.append("#" + "".join(row) + "#")
+    rows.append("#" * (side + 2))
+    return "\n".join(rows)
+
+
+def test_a_graph_too_large_is_refused_within_its_bound_once_and_never_stops_the_server():
+    """One GET of a huge open level froze the dashboard for minutes and a second GET built it
+    all again: the build is bounded in time, runs apart from the server's threads, and its
+    outcome, a refusal too, is kept for the level."""
+    level = open_room(24, 12)
+    graphs = SokobanGraphs(build_seconds=3.0)
+    outcome: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            graphs.data_for(level)
+        except SokobanGraphError as exc:
+            outcome.append(exc)
+
+    started = time.monotonic()
+    builder = threading.Thread(target=build)
+    builder.start()
+    # the thread serving other requests keeps running while the graph is built
+    longest_pause = 0.0
+    while builder.is_alive():
+        before = time.monotonic()
+        time.sleep(0.01)
+        longest_pause = max(longest_pause, time.monotonic() - before)
+    spent = time.monotonic() - started
+    assert longest_pause < 0.5, f"the server's threads stood still for {longest_pause:.2f} s"
+    assert spent < 3.0 + 20.0
+    assert len(outcome) == 1 and outcome[0].status == 413
+    assert "3 s" in outcome[0].message and "too large" in outcome[0].message
+    again = time.monotonic()
+    with pytest.raises(SokobanGraphError) as caught:
+        graphs.data_for(level)
+    assert time.monotonic() - again < 0.2 and caught.value.message == outcome[0].message
+    assert graphs.builds == 1
+
+
 def test_before_any_level_the_graph_endpoint_says_what_to_do(cell, page):
     status, body = get_json(cell.url + "/api/sokoban/graph")
     assert status == 404 and "no Sokoban level solved yet" in body["error"]
@@ -77,14 +131,17 @@ def test_the_level_last_solved_is_drawn_with_its_counts_and_boards(cell, page, s
     assert page.evaluate(f"{explorer}.view.model.data.solution.states.length") == 6
     page.check("#sokoban-explorer [data-role=show-dead]")
     for local in (3, 11, 20):
-        page.locator("#sokoban-explorer canvas").scroll_into_view_if_needed()
+        page.locator("#sokoban-explorer [data-role=graph]").scroll_into_view_if_needed()
         spot = page.evaluate(f"s => {explorer}.screenPosition(s)", local)
         page.mouse.click(spot["x"], spot["y"])
         state = page.evaluate(f"s => {explorer}.view.model.data.states.id[s]", local)
         board = page.wait_for_selector(
             f"#sokoban-explorer [data-role=board][data-state='{state}']", timeout=UI_TIMEOUT_MS)
-        assert board.get_attribute("data-xsb") == graph.board.render(
-            graph.boxes[state], int(graph.player[state]))
+        player = int(board.get_attribute("data-player"))
+        assert player in {int(graph.arc_push[a]) // 4
+                          for a in range(len(graph.arc_src)) if graph.arc_dst[a] == state}
+        assert board.get_attribute("data-xsb") == graph.board.render(graph.boxes[state],
+                                                                     player)
     status, body = get_json(cell.url + "/api/sokoban/graph")
     assert status == 200 and body["summary"]["states"] == 23
     assert page.js_errors == []

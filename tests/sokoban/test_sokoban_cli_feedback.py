@@ -28,11 +28,17 @@ def robocell(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
 CROWDED_START = "########\n#.$ $@.#\n########\n"
 """Each box alone could reach a goal, but both can only be pushed to the left one."""
 
+FROZEN_BLOCK = "#######\n#     #\n# $$  #\n# $$ .#\n#@  ..#\n#    .#\n#######\n"
+"""Four boxes in a 2x2 block off the goals: each holds the others, none can ever move."""
+
 
 @pytest.mark.parametrize("drawing, why", [
     (DEAD_START, "box at row 2, column 2 can reach no goal by pushes"),
     (CROWDED_START, "the boxes cannot each be pushed to a goal of their own: too many of them "
                     "can only reach the same few goals"),
+    (FROZEN_BLOCK, "boxes at row 3, column 3, row 3, column 4, row 4, column 3 and row 4, "
+                   "column 4 are frozen off goals: they hold each other, no push can move "
+                   "them"),
 ])
 def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, drawing: str,
                                                               why: str):

@@ -3,11 +3,13 @@ self-contained page, and `sokoban explore` serving it on loopback."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from support.monitor import REPO_ROOT
 
 from robocell.cli import main
 from robocell.sokoban.board import build_board
-from robocell.sokoban.explorer import json_for_script, render_page
+from robocell.sokoban.explorer import PageServer, json_for_script, render_page
 from robocell.sokoban.graph import build_graph, csr
 from robocell.sokoban.graph_view import (
     FLAG_DEAD_END,
@@ -175,3 +177,33 @@ def test_explore_serves_the_page_on_loopback_without_a_browser(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def get_with_host(url: str, host: str) -> tuple[int, str]:
+    """GET / from the server at ``url`` with the Host header set to ``host``."""
+    address = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=10)
+    try:
+        connection.request("GET", "/", headers={"Host": host})
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def test_the_explore_server_refuses_a_host_it_does_not_serve():
+    """A page on another name that resolves to loopback (DNS rebinding) gets nothing."""
+    server = PageServer("<!DOCTYPE html><p>the graph</p>")
+    server.start()
+    try:
+        port = server.httpd.server_address[1]
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+            status, body = get_with_host(server.url, host)
+            assert (status, "the graph" in body) == (200, True), host
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}",
+                     ""):
+            status, body = get_with_host(server.url, host)
+            assert status == 421, host
+            assert "the graph" not in body and "127.0.0.1" in body
+    finally:
+        server.stop()

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from robocell.cli import main
@@ -72,6 +73,51 @@ def hover_state(page, local: int) -> None:
     page.mouse.move(spot["x"], spot["y"])
 
 
+def standing_squares(graph, state: int) -> set[int]:
+    """Where the player can stand in a state as reached: the start square in the start, else
+    the square a push into it left the player on (where the pushed box stood)."""
+    squares = {int(graph.arc_push[a]) // 4 for a in np.flatnonzero(graph.arc_dst == state)}
+    return squares | ({graph.board.start_player} if state == 0 else set())
+
+
+def test_the_board_shows_the_player_where_it_stands(page, tmp_path, capsys, microban):
+    """Not on the smallest square of its region (the top-left corner of the room)."""
+    graph = build_graph(build_board(load_level(microban, 1)))
+    path, _ = write_page(capsys, tmp_path, microban, 1)
+    open_page(page, path)
+    board = graph.board
+    assert int(page.get_attribute("[data-role=board]", "data-player")) == board.start_player
+    assert board.start_player != int(graph.player[0])
+    assert page.get_attribute("[data-role=board]", "data-xsb") == board.level.xsb().rstrip()
+    steps = page.evaluate("window.sokobanExplorer.view.model.data.solution.steps")
+    lurd = ""
+    for step in steps:
+        page.keyboard.press("ArrowRight")
+        lurd += step
+        after = replay(board.level, lurd)
+        assert page.get_attribute("[data-role=board]", "data-xsb") == after.final.rstrip()
+    # an out-arc taken from the list: the player stands where the pushed box stood
+    page.keyboard.press("Home")
+    page.click("[data-role=out-arcs] li[data-state] >> nth=0")
+    moves = page.inner_text("[data-role=state] h3")
+    player = int(page.get_attribute("[data-role=board]", "data-player"))
+    first = next(a for a in range(len(graph.arc_src)) if graph.arc_src[a] == 0)
+    assert player == int(graph.arc_push[first]) // 4, moves
+    assert page.js_errors == []
+
+
+def test_the_summary_says_which_solution_its_moves_are_of(page, tmp_path, capsys, microban):
+    """`solve` prints a push-optimal solution; the explorer draws the push-optimal one with
+    the fewest moves, and its summary says so."""
+    path, _ = write_page(capsys, tmp_path, microban, 1)
+    open_page(page, path)
+    label = page.inner_text("[data-role=summary] tr[data-key=solution_moves] th")
+    assert "push-optimal" in label and "fewest moves" in label
+    lurd = page.evaluate("window.sokobanExplorer.view.model.data.solution.lurd")
+    assert summary_cells(page)["solution_moves"] == str(len(lurd))
+    assert page.js_errors == []
+
+
 def test_page_loads_alone_with_the_cli_counts_and_the_solvers_optimal_path(
         page, tmp_path, capsys, level_file):
     file, number = level_file
@@ -116,15 +162,21 @@ def test_a_click_on_a_state_shows_its_board_and_arcs(page, tmp_path, capsys, lev
     chosen = range(len(ids)) if len(ids) <= 30 else range(1, len(ids), 9)
     for local in chosen:
         state = ids[local]
-        render = graph.board.render(graph.boxes[state], int(graph.player[state]))
+        stands = standing_squares(graph, state)
         hover_state(page, local)
         hovered = page.wait_for_selector(f"[data-role=hover-board][data-state='{state}']",
                                          timeout=UI_TIMEOUT_MS)
-        assert hovered.get_attribute("data-xsb") == render
+        player = int(hovered.get_attribute("data-player"))
+        assert player in stands
+        assert hovered.get_attribute("data-xsb") == graph.board.render(graph.boxes[state],
+                                                                       player)
         click_state(page, local)
         page.wait_for_selector(f"[data-role=board][data-state='{state}']",
                                timeout=UI_TIMEOUT_MS)
-        assert page.get_attribute("[data-role=board]", "data-xsb") == render
+        player = int(page.get_attribute("[data-role=board]", "data-player"))
+        assert player in stands
+        assert page.get_attribute("[data-role=board]", "data-xsb") == \
+            graph.board.render(graph.boxes[state], player)
         assert page.eval_on_selector_all("[data-role=board] rect.box:not(.fixed)",
                                          "b => b.length") == graph.board.n_boxes
         assert int(page.get_attribute("[data-role=distance]", "data-distance")) == \
@@ -139,7 +191,7 @@ def test_a_click_on_a_state_shows_its_board_and_arcs(page, tmp_path, capsys, lev
     assert page.js_errors == []
 
 
-def test_best_push_buttons_and_the_force_layout(page, tmp_path, capsys, microban):
+def test_best_push_buttons_and_the_two_layouts(page, tmp_path, capsys, microban):
     graph = build_graph(build_board(load_level(microban, 1)))
     path, _ = write_page(capsys, tmp_path, microban, 1)
     open_page(page, path)
@@ -159,16 +211,17 @@ def test_best_push_buttons_and_the_force_layout(page, tmp_path, capsys, microban
     page.wait_for_selector("[data-role=board][data-state='0']", timeout=UI_TIMEOUT_MS)
     page.click("[data-role=step-next]")
     assert page.inner_text("[data-role=step-text]").startswith("push 1 of 8")
-    layered = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
-    page.click("[data-role=layout-force]")
-    page.wait_for_selector("#explorer[data-layout=force][data-layout-done=true]",
+    shaped = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
+    assert page.get_attribute("#explorer", "data-layout") == "force"
+    page.click("[data-role=layout-layers]")
+    page.wait_for_selector("#explorer[data-layout=layers][data-layout-done=true]",
                            timeout=UI_TIMEOUT_MS)
-    forced = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
-    assert forced != layered
+    layered = page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)")
+    assert layered != shaped
     click_state(page, 0)
     page.wait_for_selector("[data-role=board][data-state='0']", timeout=UI_TIMEOUT_MS)
-    page.click("[data-role=layout-layers]")
-    assert page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)") == layered
+    page.click("[data-role=layout-force]")
+    assert page.evaluate("Array.from(window.sokobanExplorer.view.pos.x)") == shaped
     assert page.js_errors == []
 
 

@@ -1,8 +1,11 @@
 """The 2x2x2 cost-to-go tables: published distributions, exact robot costs, manifests."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,3 +150,27 @@ def test_plan_cost_of_every_class_agrees_with_the_plans_and_has_the_known_mean()
     # htm: before the first turn the plan length is the distance itself
     htm_costs, _ = plan_costs(load_profile("htm"))
     assert np.bincount(htm_costs).tolist() == HTM_DISTRIBUTION
+
+
+def test_solve_on_a_table_with_a_bad_checksum_says_so_and_how_to_rebuild(tmp_path):
+    """A damaged table is named as such (like `tables verify`), not as one that does not fit
+    the profile, and the command exits 2 without a traceback."""
+    profile = load_profile("soltvvo-2x2")
+    for group in (group_for(profile), group_for(load_profile("htm"))):
+        tables.load(group)
+    for name in ("cube2-classes", group_for(profile).name, group_for(load_profile("htm")).name):
+        shutil.copytree(tables.tables_dir() / name, tmp_path / name)
+    damaged = np.load(tmp_path / group_for(profile).name / "cost_to_go.npy", mmap_mode="r+")
+    damaged[:] = 0
+    damaged.flush()
+    del damaged
+    env = dict(os.environ, ROBOCELL_TABLES=str(tmp_path),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-m", "robocell", "solve", "--profile", "soltvvo-2x2",
+                           "UFFLFDBBUDBLLURRFRBDRLDU"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "checksum mismatch" in done.stderr
+    assert "do not fit the profile" not in done.stderr
+    assert "robocell tables build --force --profile soltvvo-2x2" in done.stderr

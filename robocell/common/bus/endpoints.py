@@ -11,6 +11,7 @@ command -- never publish.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,50 @@ class LinkWatch:
         except zmq_module().ZMQError:  # the socket is already closed: no more events
             pass
         self.monitor.close(linger=0)
+
+
+BROKER_ANSWER_S = 3.0
+"""How long a command waits for a broker to answer at its address before saying none does."""
+HANDSHAKE_FAILED = ("EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_PROTOCOL",
+                    "EVENT_HANDSHAKE_FAILED_NO_DETAIL")
+
+
+def broker_problem(endpoints: Endpoints, within_s: float = BROKER_ANSWER_S) -> str | None:
+    """None when a broker completes a ZeroMQ handshake on the command port of ``endpoints``
+    within ``within_s``; else what is wrong and what to do, said for a user: no broker answers
+    there, or it refused this CURVE key."""
+    zmq = zmq_module()
+    sock = zmq_context().socket(zmq.DEALER)
+    sock.linger = 0
+    endpoints.secure(sock)
+    events = zmq.EVENT_HANDSHAKE_SUCCEEDED
+    for name in HANDSHAKE_FAILED:
+        events |= getattr(zmq, name)
+    monitor = sock.get_monitor_socket(events)
+    refused: int | None = None
+    try:
+        sock.connect(endpoints.command)
+        deadline = time.monotonic() + within_s
+        while (left := deadline - time.monotonic()) > 0:
+            if not monitor.poll(int(left * 1000) + 1):
+                break
+            event = recv_monitor_message(monitor)
+            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                return None
+            if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                refused = event["value"]
+    finally:
+        sock.disable_monitor()
+        monitor.close(linger=0)
+        sock.close()
+    if refused is not None:
+        return (f"the broker at {endpoints.command} refused this CURVE key (ZAP status "
+                f"{refused}): ask the cell's operator to allow it (`robocell broker --allow "
+                "KEY.pub[:command]`)")
+    return (f"no broker answers at {endpoints.subscribe} (its command port "
+            f"{endpoints.command}) within {within_s:g} s; start one with `robocell broker &` "
+            "or the whole cell with `robocell up --sim`, or name another with --broker "
+            "tcp://HOST:PORT ($ROBOCELL_BUS, $ROBOCELL_BUS_PORT)")
 
 
 def zmq_context() -> Any:

@@ -110,6 +110,11 @@ class BrokerPresence:
             return -(now - (last if last is not None else self._created))
         return now - since
 
+    def never_heard(self) -> bool:
+        """Whether the node's own heartbeat has never come back (no broker yet)."""
+        with self._lock:
+            return self._echo_last is None
+
     def gone(self, peer: PeerStatus | None) -> bool:
         """Whether the service ``peer`` (None: never heard) is gone: its heartbeat is stale,
         our own came back well after its last one (it missed a beat the broker would have

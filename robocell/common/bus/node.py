@@ -68,6 +68,16 @@ Handler = Callable[[dict[str, Any], "CommandContext"], Any]
 Callback = Callable[[Envelope], None]
 
 
+def request_time_left(env: Envelope, now: float) -> float:
+    """Seconds left before the deadline of the request ``env``, received at wall time
+    ``now``: the caller's deadline is its stamp plus ``timeout_ms`` (a resent request is
+    stamped anew with what is left), so a request read late -- queued while this process
+    was stopped or busy -- counts the time it waited. Never more than ``timeout_ms``: a
+    stamp ahead of this clock does not lengthen it."""
+    timeout_s = env.payload["timeout_ms"] / 1000.0
+    return min(timeout_s, env.wall_time + timeout_s - now)
+
+
 @dataclass
 class CommandContext:
     """What a command handler knows about the request it serves."""
@@ -460,13 +470,15 @@ class Node:
                 pending.waiters.append(client)
             return
         spec = self._commands.get(command)
-        deadline = time.monotonic() + p["timeout_ms"] / 1000.0
+        left_s = request_time_left(env, time.time())
+        deadline = time.monotonic() + left_s
         error: tuple[str, str] | None = None
         if spec is None:
             error = ("unknown_command", f"service {self.name!r} has no command {command!r}; "
                      f"it offers: {', '.join(sorted(self._commands))}")
-        elif p["timeout_ms"] <= 0:
-            error = ("timeout", f"request {request_id} arrived after its deadline")
+        elif left_s <= 0:
+            error = ("timeout", f"request {request_id} arrived after its deadline "
+                     f"({-left_s:.3g} s late): not run")
         else:
             try:
                 validate_args(self.name, command, p["args"])
@@ -487,6 +499,9 @@ class Node:
     def _run(self, spec: _Command, args: dict[str, Any], ctx: CommandContext,
              key: bytes) -> None:
         try:
+            if ctx.expired():  # waited for a worker (or a stopped process) past its deadline
+                raise CommandFailed("timeout", f"request {ctx.request_id} reached its "
+                                               "deadline before it could start: not run")
             result = spec.handler(args, ctx)
             if isinstance(result, Payload):
                 result = result.to_payload()

@@ -59,6 +59,8 @@ from robocell.errors import RobocellError
 
 MAX_SOURCES_PER_TOPIC = 1024
 """Sources a subscriber tracks per topic (a rogue sender must not grow its tables)."""
+MAX_OTHER_STREAMS = 4
+"""Streams kept per source name beside the current one (see Subscriber._sequence)."""
 RECV_BATCH = 1000
 """Messages a receiver takes from its socket in one go (Subscriber.recv_batch, Node)."""
 SUB_HWM = 2_000
@@ -418,7 +420,11 @@ class Subscriber:
     def _sequence(self, topic: str, source: str, seq: int, wall: float,
                   streams: dict[str, list[Any]], stream: list[Any] | None) -> bool:
         """Sequence bookkeeping of an accepted message; False for a repeat, or for a stamp
-        too far in the future (refused, counted)."""
+        too far in the future (refused, counted). A stream is [latest sequence number, its
+        send time, the others]: the others are the streams last seen under the same source
+        name (a second process started with the same name, or the one before a restart), so
+        that two publishers interleaved are neither gaps nor restarts -- each number is
+        checked against the stream it follows."""
         if wall > self._horizon:
             now = time.time()
             self._horizon = now + MAX_FUTURE_S
@@ -428,21 +434,40 @@ class Subscriber:
         if stream is None:
             self.first_seq[(source, topic)] = seq
             if len(streams) < MAX_SOURCES_PER_TOPIC:
-                streams[source] = [seq, wall]
+                streams[source] = [seq, wall, []]
             return True
-        last, last_wall = stream
+        last, last_wall, others = stream
+        if seq == last + 1:
+            stream[0], stream[1] = seq, wall
+            return True
+        for i, other in enumerate(others):
+            if seq == other[0] + 1:  # the next one of another publisher of this name
+                others[i] = [last, last_wall]
+                stream[0], stream[1] = seq, wall
+                return True
         if seq <= last and wall <= last_wall:
             # the same message again, or an older one: a latched value sent again by
             # the broker to a new subscriber, or by a publisher to a restarted broker
             self.stats.duplicates += 1
             return False
-        if seq - last > MAX_SEQ_JUMP:  # no publisher sends that many unseen: a restart
+        below = [o for o in others if o[0] < seq]
+        nearest = max(below, key=lambda o: o[0]) if below else None
+        if seq - last > MAX_SEQ_JUMP and (nearest is None or seq - nearest[0] > MAX_SEQ_JUMP):
+            # no publisher sends that many unseen: a restart, or another of this name
             self.stats.seq_jumps += 1
             self.stats.restarts += 1
-        elif seq > last + 1:
+            others.insert(0, [last, last_wall])
+            del others[MAX_OTHER_STREAMS:]
+        elif seq > last + 1 and (nearest is None or nearest[0] < last):
             self.stats.gaps += seq - last - 1
-        elif seq <= last:  # a smaller number, sent later: the source restarted
+        elif nearest is not None:  # a later message of another publisher, some missed
+            self.stats.gaps += seq - nearest[0] - 1
+            others.remove(nearest)
+            others.insert(0, [last, last_wall])
+        elif seq <= last:  # a smaller number, sent later: a restart, or a second publisher
             self.stats.restarts += 1
+            others.insert(0, [last, last_wall])
+            del others[MAX_OTHER_STREAMS:]
         stream[0], stream[1] = seq, wall
         return True
 

@@ -291,6 +291,15 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("last_line", "int", "the last firmware line streamed (the twin shows the end of "
           "the motion once it reports this line)"),
         F("boot_id", "str?", "the firmware's boot id at the end (null: it never answered)"),
+        F("predicted_ms", "float", "the robot time the profile predicts for the plan as "
+          "executed", optional=True),
+        F("measured_ms", "float?", "the robot's motion time on its own clock (null: the "
+          "plan did not finish, or a protocol-1 firmware)", optional=True),
+        F("primitive_ms", "list[float]?", "measured ms per primitive, in order",
+          optional=True),
+        F("line_ms", "list[float]?", "measured ms per firmware line of the plan (a MARK "
+          "line before each primitive's commands; robocell calibrate fits the motors to "
+          "them)", optional=True),
     ), "Final result of a plan execution."),
     # --- solver ---------------------------------------------------------------------------
     TopicSpec("solver.plan", "Plan", LATCHED, "solver", PLAN_FIELDS,

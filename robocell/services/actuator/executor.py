@@ -221,3 +221,31 @@ class Execution:
             pace = (now - self.started) / (predicted_done / 1000.0)
             return remaining / 1000.0 * pace
         return remaining / 1000.0
+
+
+def measured_lines(job: Job, spans: dict[int, tuple[int, int] | None]) -> list[float] | None:
+    """Each line's robot time (ms) from the firmware's own clock: the (start, end) µs of every
+    line, each line counting only the time past the latest end before it, so an overlapped
+    start is counted once and the robot standing idle (a held stream) not at all. None unless
+    every line of the job reported its motion."""
+    if any(spans.get(i) is None for i in range(len(job.lines))):
+        return None
+    out = []
+    latest = None
+    for index in range(len(job.lines)):
+        start, end = spans[index]  # type: ignore[misc]
+        begin = start if latest is None else max(start, latest)
+        out.append(max(0, end - begin) / 1000.0)
+        latest = end if latest is None else max(latest, end)
+    return out
+
+
+def measured_steps(job: Job, spans: dict[int, tuple[int, int] | None]) -> list[float] | None:
+    """Each step's robot time (ms): the sum of its lines' (`measured_lines`)."""
+    lines = measured_lines(job, spans)
+    if lines is None:
+        return None
+    per_step = [0.0] * job.n_steps
+    for line, ms in zip(job.lines, lines, strict=True):
+        per_step[line.step] += ms
+    return per_step

@@ -138,6 +138,7 @@ class Link:
         self.info: FirmwareInfo | None = None
         self.next_line = 1
         self.events = LinkEvents()
+        self.spans: dict[int, tuple[int, int] | None] = {}  # by index in a stream: µs
         self._buffer = bytearray()
         self._fd: int | None = None
         self._write_lock = threading.Lock()
@@ -214,10 +215,9 @@ class Link:
                     queue=banner.int_field("queue", 1),
                     capabilities=tuple(banner.fields.get("caps", "").split(",")),
                     motors=tuple(m for m in banner.fields.get("motors", "").split(",") if m))
-                if info.protocol != proto.PROTOCOL_VERSION:
+                if info.protocol not in proto.SUPPORTED_PROTOCOLS:
                     raise LinkError(f"firmware {info.name} speaks protocol {info.protocol}, "
-                                    f"this host speaks {proto.PROTOCOL_VERSION}; update one of "
-                                    "them")
+                                    f"this host {proto.SUPPORTED_PROTOCOLS}: update one")
                 self.next_line = banner.int_field("accepted") + 1
                 self.info = info
             elif boot != self.info.boot_id:
@@ -546,6 +546,7 @@ class _Sender:
         """Act on one report; a StreamResult when it ends the stream (an e-stop)."""
         link, kind = self.link, report.kind
         if kind == "done":
+            link.spans[report.line - self.first] = proto.motion_span(report)
             self._mark_done(report.line)
         elif kind in ("rs", "busy"):  # a line arrived damaged, or the queue was full
             if kind == "rs":

@@ -24,7 +24,14 @@ from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
 from robocell.services.actuator.amend import AmendRefused, RunningPlan
-from robocell.services.actuator.executor import Compiler, Execution, PlanMismatch, StepProgress
+from robocell.services.actuator.executor import (
+    Compiler,
+    Execution,
+    PlanMismatch,
+    StepProgress,
+    measured_lines,
+    measured_steps,
+)
 from robocell.services.actuator.link import (
     CommandRejectedError,
     EStopNotSentError,
@@ -396,6 +403,7 @@ class ActuatorService:
         noise_before = (self.link.events.resends, self.link.events.bad_lines)
         try:
             self._prepare()
+            self.link.spans.clear()
             result = self.link.stream(running.tail, on_done)
             outcome = result.outcome
             if outcome == "estop":
@@ -439,13 +447,20 @@ class ActuatorService:
                 "plan_id": plan_id, "step": execution.steps_done, "n_steps": job.n_steps,
                 "primitive": "", "eta_s": 0.0, "state": "stopped"})
         info = self.link.info
+        line_ms = measured_lines(job, self.link.spans) if execution.finished else None
+        primitive_ms = measured_steps(job, self.link.spans) if execution.finished else None
         self.node.publish("actuator.result", {
             "plan_id": plan_id, "ok": error is None and execution.finished,
             "executed": execution.steps_done, "n_steps": job.n_steps,
             "duration_s": round(time.monotonic() - started, 4), "error": error,
             "cube_state_known": known, "amendments": running.amendments,
             "primitives": list(running.primitives), "last_line": self.link.next_line - 1,
-            "boot_id": None if info is None else info.boot_id})
+            "boot_id": None if info is None else info.boot_id,
+            "predicted_ms": round(job.predicted_ms, 3),
+            "measured_ms": None if primitive_ms is None else round(sum(primitive_ms), 3),
+            "primitive_ms": None if primitive_ms is None else [round(m, 3)
+                                                                for m in primitive_ms],
+            "line_ms": None if line_ms is None else [round(m, 3) for m in line_ms]})
         self.node.set_state(self._idle_state(), executed_plans=self.executed_plans,
                             cube_state_known=known)
 

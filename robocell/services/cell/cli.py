@@ -6,21 +6,23 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Node
-from robocell.common.bus.options import add_remote_options, endpoints_of
+from robocell.common.bus.options import add_remote_options, broker_endpoints, endpoints_of
 from robocell.errors import CommandError
 from robocell.services.cell.history import (
     DB_NAME,
+    ERROR_FLAG,
     HISTORY_ENV,
     CycleLog,
+    CycleRecord,
     HistoryError,
     parse_since,
     summary,
 )
 from robocell.services.cell.service import CellService
+from robocell.tools.cycle import scramble_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,24 +81,15 @@ def cmd_scramble(args: argparse.Namespace) -> int:
     if args.moves is not None and args.moves < 1:
         raise CommandError(f"--moves must be at least 1, not {args.moves}")
     request = {k: v for k, v in (("seed", args.seed), ("moves", args.moves)) if v is not None}
-    with Node("scramble-cli", endpoints_of(args), track_peers=False) as node:
+    with Node("scramble-cli", broker_endpoints(args), track_peers=False) as node:
         try:
             scrambled = node.call("cell", "scramble", request, timeout=10.0)
         except CommandFailed as exc:
             hint = (" (is the cell running? `robocell up --sim`)"
                     if exc.code == "unavailable" else "")
             raise CommandError(f"cannot scramble the twin: {exc}{hint}") from None
-    print(_scramble_line(scrambled))
+    print(scramble_line(scrambled))
     return 0
-
-
-def _scramble_line(scrambled: Any) -> str:
-    """What `cell scramble` prints of the simulator's answer."""
-    if isinstance(scrambled, dict) and "facelets" in scrambled:
-        extra = ", ".join(f"{k} {' '.join(v) if isinstance(v, list) else v}"
-                          for k, v in scrambled.items() if k != "facelets" and v)
-        return f"twin scrambled: {scrambled['facelets']}" + (f" ({extra})" if extra else "")
-    return f"twin scrambled: {json.dumps(scrambled)}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -121,13 +114,22 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _robot_time(record: CycleRecord) -> str:
+    """``predicted -> measured ms (error)``, or dashes when the cycle has no measurement."""
+    predicted = "-" if record.predicted_ms is None else f"{record.predicted_ms:,.0f}"
+    measured = "-" if record.measured_ms is None else f"{record.measured_ms:,.0f}"
+    error = "" if record.error_pct is None else f"({record.error_pct:+5.1f} %)"
+    return f"{predicted:>6} -> {measured:>6} ms {error:>9}"
+
+
 def print_history(path: Path, stats: dict, shown: list) -> None:
     print(f"cycle log {path}")
     for r in shown:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_wall))
         total = "" if r.total_s is None else f"{r.total_s:7.2f} s"
         why = f"  {r.failed_stage or ''}: {r.error}" if r.error else ""
-        print(f"  {when}  {r.cycle_id}  {r.result:<11} {total:>9}  {r.profile or ''}{why}")
+        print(f"  {when}  {r.cycle_id}  {r.result:<11} {total:>9}  {_robot_time(r)}  "
+              f"{r.profile or ''}{why}")
     rate = stats["success_rate"]
     print(f"cycles {stats['cycles']}: {stats['solved']} solved, {stats['failed']} not "
           f"solved, {stats['running']} running; success rate "
@@ -135,6 +137,14 @@ def print_history(path: Path, stats: dict, shown: list) -> None:
     if stats["failed_by_stage"]:
         print("  not solved, by stage: " + ", ".join(
             f"{k} {v}" for k, v in sorted(stats["failed_by_stage"].items())))
+    timing = stats["prediction"]
+    if timing["n"]:
+        spread = timing["abs_error_pct"]
+        print(f"  robot time over {timing['n']} cycles: predicted "
+              f"{timing['predicted_ms']:,.0f} ms, measured {timing['measured_ms']:,.0f} ms "
+              f"(means); error {timing['mean_error_pct']:+.1f} % mean, |error| p50 "
+              f"{spread['p50']:.1f} %, p90 {spread['p90']:.1f} %, {timing['flagged']} over "
+              f"{100 * ERROR_FLAG:.0f} %")
     rows = [("cycle", stats["cycle_s"]), *sorted(stats["stages_s"].items())]
     print(f"  {'seconds':<10} {'n':>5} {'p50':>9} {'p90':>9} {'p99':>9}")
     for name, spread in rows:

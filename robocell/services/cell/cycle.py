@@ -98,6 +98,9 @@ class CycleResult:
     homed: bool = False
     errors: list[str] = field(default_factory=list)
     """Messages of the `errors` topic received during the cycle (for the cycle log)."""
+    measured_ms: float | None = None
+    """The plan's motion time on the robot's clock (actuator.result)."""
+    primitive_ms: list[float] | None = None
 
     def payload(self) -> dict[str, Any]:
         """The `cell.result` message."""
@@ -169,6 +172,8 @@ class _Cycle:
             self.check_stop()
             self.enter("executing")
             done, rolled = self.execute(plan)
+            result.measured_ms = done.get("measured_ms")
+            result.primitive_ms = done.get("primitive_ms")
             if done.get("amendments"):
                 result.plan = amended_plan(plan, list(done["primitives"]), done["amendments"])
             if rolled is not None:

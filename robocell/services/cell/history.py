@@ -53,7 +53,16 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX cycles_started ON cycles (started_wall);
     """,
+    # 2: the robot's time, predicted by the plan and measured on the robot's clock
+    """
+    ALTER TABLE cycles ADD COLUMN predicted_ms REAL;
+    ALTER TABLE cycles ADD COLUMN measured_ms REAL;
+    ALTER TABLE cycles ADD COLUMN primitive_ms TEXT;
+    """,
 )
+ERROR_FLAG = 0.10
+"""A cycle whose measured robot time differs from the prediction by more than this (a
+fraction of the measured time) is flagged: the profile no longer matches the robot."""
 SCHEMA_VERSION = len(MIGRATIONS)
 RESULTS = ("running", "solved", "failed", "interrupted")
 BUSY_TIMEOUT_S = 0.1
@@ -108,9 +117,25 @@ class CycleRecord:
     error: str | None
     errors: list[str]
     published: bool
+    predicted_ms: float | None = None
+    measured_ms: float | None = None
+    primitive_ms: list[float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return {**vars(self), "error_pct": self.error_pct}
+
+    @property
+    def error_pct(self) -> float | None:
+        """The prediction's error in percent of the measured robot time (+: slower than
+        predicted); None unless both are known."""
+        return prediction_error_pct(self.predicted_ms, self.measured_ms)
+
+
+def prediction_error_pct(predicted_ms: float | None, measured_ms: float | None) -> float | None:
+    """(measured - predicted) / measured in percent; None unless both are known."""
+    if predicted_ms is None or not measured_ms:
+        return None
+    return 100.0 * (measured_ms - predicted_ms) / measured_ms
 
 
 class CycleLog:
@@ -134,11 +159,14 @@ class CycleLog:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 migrate(self.db, self.path)
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as exc:
+            if "not a database" in str(exc):
+                raise HistoryError(f"{self.path} is not a cycle log (not an SQLite file): "
+                                   f"point --db or {HISTORY_ENV} at the cell's log") from None
             raise HistoryError(f"cannot open the cycle log {self.path}: {exc}; check the "
                                f"directory is writable, or set {HISTORY_ENV}") from None
         if readonly:
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
                 raise HistoryError(f"cycle log {self.path} has schema version {version}, "
                                    f"this robocell reads {SCHEMA_VERSION}: run the cell once "
@@ -186,17 +214,23 @@ class CycleLog:
     def finish(self, cycle_id: str, *, ok: bool, stages: dict[str, float], total_s: float,
                facelets: str | None, plan: dict[str, Any] | None, failed_stage: str | None,
                error: str | None, errors: Iterable[str], homed: bool = False,
-               wait_s: float = 60.0) -> None:
+               wait_s: float = 60.0, measured_ms: float | None = None,
+               primitive_ms: list[float] | None = None) -> None:
+        """The cycle's end: its result, stages and the robot time (the plan's
+        ``predicted_ms``, the robot's ``measured_ms`` and ``primitive_ms``)."""
         kept_plan = None if plan is None else {
             k: plan.get(k) for k in ("plan_id", "primitives", "face_turns", "predicted_ms",
                                      "amendments", "found_predicted_ms", "rolling")
             if k in plan or k in ("plan_id", "primitives", "face_turns", "predicted_ms")}
         self._write(
             "UPDATE cycles SET result = ?, stages = ?, total_s = ?, facelets = ?, plan = ?,"
-            " failed_stage = ?, error = ?, errors = ?, homed = ? WHERE cycle_id = ?",
+            " failed_stage = ?, error = ?, errors = ?, homed = ?, predicted_ms = ?,"
+            " measured_ms = ?, primitive_ms = ? WHERE cycle_id = ?",
             ("solved" if ok else "failed", json.dumps(stages), total_s, facelets,
              None if kept_plan is None else json.dumps(kept_plan), failed_stage, error,
-             json.dumps(list(errors)), int(homed), cycle_id), wait_s)
+             json.dumps(list(errors)), int(homed),
+             None if plan is None else plan.get("predicted_ms"), measured_ms,
+             None if primitive_ms is None else json.dumps(primitive_ms), cycle_id), wait_s)
 
     def mark_published(self, cycle_id: str, wait_s: float = 5.0) -> None:
         self._write("UPDATE cycles SET published = 1 WHERE cycle_id = ?", (cycle_id,), wait_s)
@@ -235,10 +269,12 @@ class CycleLog:
 
 def _record(row: tuple) -> CycleRecord:
     (cycle_id, started, profile, homed, facelets, plan, stages, total_s, result, failed_stage,
-     error, errors, published) = row
+     error, errors, published, predicted_ms, measured_ms, primitive_ms) = row
     return CycleRecord(cycle_id, started, profile, bool(homed), facelets,
                        None if plan is None else json.loads(plan), json.loads(stages), total_s,
-                       result, failed_stage, error, json.loads(errors), bool(published))
+                       result, failed_stage, error, json.loads(errors), bool(published),
+                       predicted_ms, measured_ms,
+                       None if primitive_ms is None else json.loads(primitive_ms))
 
 
 # --- summary statistics ------------------------------------------------------------------
@@ -272,13 +308,25 @@ def summary(records: list[CycleRecord]) -> dict[str, Any]:
         return {"n": len(values), "p50": percentile(values, 0.5),
                 "p90": percentile(values, 0.9), "p99": percentile(values, 0.99)}
 
+    timed = [r for r in finished if r.error_pct is not None]
+    errors = [abs(r.error_pct) for r in timed]  # type: ignore[arg-type]
     return {"cycles": len(records), "finished": len(finished), "solved": len(solved),
+            "prediction": {"n": len(timed),
+                           "predicted_ms": _mean([r.predicted_ms for r in timed]),
+                           "measured_ms": _mean([r.measured_ms for r in timed]),
+                           "mean_error_pct": _mean([r.error_pct for r in timed]),
+                           "abs_error_pct": spread(errors),
+                           "flagged": sum(e > 100 * ERROR_FLAG for e in errors)},
             "failed": len(finished) - len(solved),
             "running": len(records) - len(finished),
             "success_rate": len(solved) / len(finished) if finished else None,
             "failed_by_stage": failed_by_stage,
             "cycle_s": spread([r.total_s for r in solved if r.total_s is not None]),
             "stages_s": {stage: spread(v) for stage, v in stage_times.items()}}
+
+
+def _mean(values: list) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")

@@ -32,10 +32,12 @@ from robocell.common.bus.liveness import BrokerPresence
 from robocell.common.malloc import freeze_startup_objects
 from robocell.services.cell.cycle import CycleResult, CycleTimeouts, run_cycle
 from robocell.services.cell.history import (
+    ERROR_FLAG,
     CycleLog,
     CycleRecord,
     HistoryError,
     LogBusy,
+    prediction_error_pct,
     summary,
 )
 
@@ -280,15 +282,33 @@ class CellService:
             "ok": result.ok, "stages": result.stages_s, "total_s": result.total_s,
             "facelets": result.facelets, "plan": result.plan,
             "failed_stage": result.failed_stage, "error": result.error,
-            "errors": result.errors, "homed": result.homed}
+            "errors": result.errors, "homed": result.homed,
+            "measured_ms": result.measured_ms, "primitive_ms": result.primitive_ms}
         self._writing = True
         try:
             self._write_finished(FINISH_WAIT_S)
         finally:
             self._writing = False
+        self._flag_prediction(result)
         self.publish_history()
         self.node.set_state("ready", cycles=self.cycles, failures=self.failures,
                             needs_homing=self.needs_homing)
+
+    def _flag_prediction(self, result: CycleResult) -> None:
+        """On `errors` when the robot's measured time is off the plan's prediction by more
+        than `ERROR_FLAG`: the profile no longer describes this robot."""
+        predicted = None if result.plan is None else result.plan.get("predicted_ms")
+        error = prediction_error_pct(predicted, result.measured_ms)
+        if error is None or abs(error) <= 100 * ERROR_FLAG:
+            return
+        self.node.publish("errors", {
+            "service": "cell", "stage": "executing", "code": "prediction_off",
+            "message": f"cycle {result.cycle_id}: the robot took {result.measured_ms:,.0f} ms, "
+                       f"the plan predicted {predicted:,.0f} ms ({error:+.1f} %): the profile "
+                       "no longer matches the robot",
+            "action": "run robocell calibrate",
+            "detail": {"cycle_id": result.cycle_id, "predicted_ms": predicted,
+                       "measured_ms": result.measured_ms, "error_pct": round(error, 2)}})
 
     def on_estop(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """Stop the robot at once and abandon the running cycle (it reports `failed`)."""
@@ -369,4 +389,5 @@ def _history_entry(record: CycleRecord) -> dict[str, Any]:
     return {"cycle_id": record.cycle_id, "started_wall": record.started_wall,
             "result": record.result, "total_s": record.total_s, "stages_s": record.stages,
             "failed_stage": record.failed_stage, "error": record.error,
-            "profile": record.profile}
+            "profile": record.profile, "predicted_ms": record.predicted_ms,
+            "measured_ms": record.measured_ms}

@@ -16,13 +16,17 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from robocell.common.paths import is_checkout, user_cache_dir
 from robocell.common.profile import Profile
 from robocell.errors import RobocellError
 from robocell.services.firmware.avr_wiring import BOARDS, DEFAULT_MCU, F_CPU, render_header
 
 REPO = Path(__file__).resolve().parents[3]
-FIRMWARE_DIR = REPO / "firmware"
-BUILD_DIR = Path(os.environ.get("ROBOCELL_FIRMWARE_BUILD", REPO / "build" / "firmware"))
+FIRMWARE_DIR = Path(__file__).with_name("sources")
+"""The C sources and the harness: ``firmware/`` of a checkout (this links to it), shipped in the
+wheel as package data."""
+BUILD_DIR = Path(os.environ.get("ROBOCELL_FIRMWARE_BUILD") or (
+    REPO / "build" / "firmware" if is_checkout() else user_cache_dir() / "firmware"))
 AVR_PACKAGES = "gcc-avr avr-libc binutils-avr"
 SIM_PACKAGES = "simavr libsimavr-dev libsimavrparts1 libelf-dev"
 CFLAGS = ("-Os", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-ffunction-sections",

@@ -9,17 +9,16 @@ import argparse
 import os
 import shlex
 import subprocess
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from robocell.common import config
 from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.cube import random_facelets
-from robocell.common.profile import ProfileError, load_profile
+from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError
 from robocell.robot.motion import load_motors
-from robocell.robot.physics import PhysicsError, load_physics
+from robocell.robot.physics import Physics, PhysicsError, load_physics
 from robocell.services.firmware.avr_build import (
     ToolchainError,
     build_firmware,
@@ -59,9 +58,10 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
                      default=config.speed(),
                      help="simulated time runs this many times faster than real time "
                           "(default $ROBOCELL_SPEED or 1)")
-    sim.add_argument("--physics", metavar="FILE", type=Path, default=config.physics_file(),
-                     help="the robot's true physics where it differs from the profile (TOML, "
-                          "docs/profiles.md; default $ROBOCELL_PHYSICS, else the profile)")
+    sim.add_argument("--physics", metavar="FILE", default=config.physics_file(),
+                     help="how the simulated robot really moves where it differs from its "
+                          "profile (TOML, docs/robot-physics.md; default $ROBOCELL_PHYSICS, "
+                          "else the robot is its profile)")
     sim.add_argument("--cube", metavar="FACELETS", help="start cube (default solved)")
     sim.add_argument("--scramble-seed", type=int, metavar="SEED",
                      help="start from a random cube made with this seed")
@@ -110,12 +110,7 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
         Twin(profile)  # the motors and geometry must be usable before serving
     except ProfileError as exc:
         raise CommandError(f"{exc}; pick a robot profile with [motors] and [geometry]") from None
-    try:
-        physics = load_physics(args.physics) if args.physics else None
-        if physics is not None:
-            physics.apply(load_motors(profile))
-    except PhysicsError as exc:
-        raise CommandError(str(exc)) from None
+    physics = _physics(args.physics, profile)
     if args.speed <= 0:
         raise CommandError(f"--speed {args.speed}: must be positive (1 = real time)")
     for name in ("drop_rate", "corrupt_rate"):
@@ -143,6 +138,9 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
             raise CommandError(f"--listen {args.listen}: expected tcp://HOST:PORT")
         host, port = url.hostname, url.port
     if args.avr:
+        if physics is not None:
+            raise CommandError("--physics: the AVR firmware moves as it is built from the "
+                               "profile, timed by its own step timer; drop --physics or --avr")
         return _run_avr(args, profile, facelets, faults, port, host)
     if args.trace or args.no_twin:
         raise CommandError("--trace and --no-twin need --avr (the Python simulator has no pins)")
@@ -151,13 +149,26 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
                        queue_size=args.queue, log_path=args.log, faults=faults,
                        max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                       endpoints=endpoints_of(args) if args.bus else None, physics=physics)
+                       endpoints=endpoints_of(args) if args.bus else None,
+                       physics=physics)
     except OSError as exc:
         raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
                            "--port or 0 for any free one") from None
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a normal way to stop the simulator
         return 0
     return 0
+
+
+def _physics(path: str | None, profile: Profile) -> Physics | None:
+    """The physics file, checked against the profile's motors (None: no file)."""
+    if not path:
+        return None
+    try:
+        physics = load_physics(path)
+        physics.apply(load_motors(profile))
+    except PhysicsError as exc:
+        raise CommandError(f"--physics: {exc}") from None
+    return physics
 
 
 def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: FaultPlan,

@@ -116,7 +116,7 @@ def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, 
                    host: str = "127.0.0.1", bus: bool = False,
                    endpoints: Endpoints | None = None, physics: Physics | None = None) -> None:
     """The `robocell firmware-sim` process body (with ``bus``: twin on sim.twin_state and the
-    ``scramble`` command, see `FirmwareSimBus`; ``physics``: the robot's true motion)."""
+    ``scramble`` command, see `FirmwareSimBus`; ``physics``: how the robot really moves)."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
     adapter = None
     control: queue.Queue | None = None

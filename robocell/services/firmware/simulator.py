@@ -12,12 +12,18 @@ a power-up zeroes the count, not the arm); steppers first, then servos.
 Timing: simulated time is real time since start multiplied by the speed factor. A command
 starts when the previous one ends if it is already queued then (no idle), else when it
 arrives; so the logged gaps between motions measure how well the host keeps the queue fed.
+The robot moves by its profile's motors, or by a physics file's (`robocell.robot.physics`)
+when it has one: then the host's predictions and the robot differ as on real hardware. A
+motion's first step comes the physics' start latency after it starts; ``done`` reports its
+start and end on the simulated clock, in µs since boot (protocol 2).
 
 Planner queue (corner cutting): a ``MOVE ... ov=<steps>`` starts as soon as every motor of
 the MOVE before it (MARK lines in between move nothing and do not count) has at most that
 many steps to go, if the two share no motor; the twin checks the layers' angles at that
 instant and jams if the cube cannot take it (physics ``[cube] cut_tolerance_deg``). ``done``
-reports keep line order: a move that ends first waits for the lines before it.
+reports keep line order: a move that ends first waits for the lines before it; its
+``start=`` is when it really started, so an overlapped move's span begins inside the span
+of the move before.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ class Motion:
     """HOME: length of its first phase (steppers); the servos follow."""
     overlap: int = 0
     """MOVE: its ``ov=<steps>`` (start while the MOVE before has at most that many left)."""
+    latency: float = 0.0
+    """From its start to its first step (physics ``start_latency_ms``)."""
 
 
 @dataclass
@@ -85,11 +93,13 @@ class FirmwareCore:
     boot_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     accepted_count: int = 0
     physics: Physics | None = None
-    """The robot's true motion where it differs from the profile (None: the profile)."""
+    """How the robot really moves (None: as its profile says)."""
 
     def __post_init__(self) -> None:
         motors = load_motors(self.profile)
         self.motors = self.physics.apply(motors) if self.physics else motors
+        self.booted = 0.0
+        """Simulated ms at the last boot: the clock of the ``done`` reports starts there."""
         self.model = MotorModel(self.motors)
         self.twin = Twin(self.profile, self.facelets,
                          self.physics.cut_tolerance_deg if self.physics else None)
@@ -147,7 +157,7 @@ class FirmwareCore:
         for motion in self.running:
             if not motion.start <= now < motion.end:
                 continue
-            elapsed = now - motion.start
+            elapsed = self._moving_ms(motion, now)
             if motion.command.verb == "HOME":
                 stop_ms, fraction = self._estop_home(motion, elapsed)
             elif motion.command.verb == "MOVE":
@@ -158,7 +168,7 @@ class FirmwareCore:
                 fraction = max(f for _, f in stops)
             else:
                 stop_ms = ESTOP_SERVO_STOP_MS
-                fraction = elapsed / (motion.end - motion.start)
+                fraction = elapsed / (motion.end - motion.start - motion.latency)
             stopped = max(stopped, now + stop_ms)
             if motion.command.verb != "HOME":
                 self._apply_partial(motion, fraction)
@@ -183,7 +193,7 @@ class FirmwareCore:
             stepper_fraction = max((f for _, f in stops), default=1.0)
             servo_fraction, stop_ms = 0.0, max((s for s, _ in stops), default=0.0)
         else:
-            servo_ms = max(motion.end - motion.start - motion.steppers_ms, 1e-9)
+            servo_ms = max(motion.end - motion.start - motion.latency - motion.steppers_ms, 1e-9)
             stepper_fraction, stop_ms = 1.0, ESTOP_SERVO_STOP_MS
             servo_fraction = min(1.0, (elapsed - motion.steppers_ms) / servo_ms)
         try:
@@ -373,12 +383,13 @@ class FirmwareCore:
 
     def _steps_left_at(self, motion: Motion, steps: int) -> float:
         """When every motor of a running MOVE has at most ``steps`` steps to go."""
-        latest = motion.start
+        first_step = motion.start + motion.latency
+        latest = first_step
         for name, value in motion.targets.items():
             motor = self.motors[name]
             change = motor.degrees(value)
             left = motor.time_left_ms(change, motor.degrees(steps))
-            latest = max(latest, motion.start + motor.move_ms(change) - left)
+            latest = max(latest, first_step + motor.turning_ms(change) - left)
         return latest
 
     def _begin(self, motion: Motion, start: float) -> list[bytes]:
@@ -400,7 +411,8 @@ class FirmwareCore:
             duration = self._start_home(motion)
         else:
             duration = self.model.duration_ms(verb, motion.targets)
-        motion.end = start + duration
+        motion.latency = self._latency(motion)
+        motion.end = start + motion.latency + duration
         self.running.append(motion)
         self.state = "run"
         return []
@@ -408,7 +420,7 @@ class FirmwareCore:
     def _check_cut(self, previous: Motion, motion: Motion, now: float) -> list[bytes] | None:
         """``motion`` starts while ``previous`` still turns: the twin decides whether the
         cube takes it; on a jam every motor stops where it is and the firmware faults."""
-        elapsed = now - previous.start
+        elapsed = self._moving_ms(previous, now)
         left = {}
         for name, value in previous.targets.items():
             motor = self.motors[name]
@@ -433,12 +445,18 @@ class FirmwareCore:
 
     def _fraction_done(self, motion: Motion, now: float) -> float:
         """How much of a running motion is done at ``now`` (a MOVE: of its way)."""
-        elapsed = now - motion.start
+        elapsed = self._moving_ms(motion, now)
         if motion.command.verb == "MOVE":
             return max((self.motors[n].travel(self.motors[n].degrees(v), elapsed)[1]
                         / abs(self.motors[n].degrees(v)) for n, v in motion.targets.items()
                         if v), default=1.0)
-        return min(1.0, max(0.0, elapsed) / max(1e-9, motion.end - motion.start))
+        return min(1.0, elapsed / max(1e-9, motion.end - motion.start - motion.latency))
+
+    @staticmethod
+    def _moving_ms(motion: Motion, now: float) -> float:
+        """How long a running motion's motors have been moving at ``now`` (its start
+        latency over, none before)."""
+        return max(0.0, now - motion.start - motion.latency)
 
     def _fault(self, fault: TwinFaultError, line: int) -> list[bytes]:
         """A physical fault at ``line``: the queue is gone, motion refused until CLEAR."""
@@ -449,6 +467,12 @@ class FirmwareCore:
         if callable(self.on_twin):
             self.on_twin(self)
         return [proto.report("fault", fault.code, *str(fault).split(), line=line).encode()]
+
+    def _latency(self, motion: Motion) -> float:
+        """From a motion's start to its first step (physics ``start_latency_ms``)."""
+        if self.physics is None or motion.command.verb not in ("MOVE", "SERVO", "HOME"):
+            return 0.0
+        return self.physics.start_latency_ms(list(motion.targets))
 
     def _apply(self, motion: Motion, fraction: float = 1.0) -> None:
         verb = motion.command.verb
@@ -508,7 +532,9 @@ class FirmwareCore:
             return self._fault(fault, motion.command.line)
         if callable(self.on_twin):
             self.on_twin(self)
-        return [proto.report("done", motion.command.line, t=f"{motion.end:.3f}").encode()]
+        return [proto.report("done", motion.command.line, t=f"{motion.end:.3f}",
+                             start=round(1000 * (motion.start - self.booted)),
+                             end=round(1000 * (motion.end - self.booted))).encode()]
 
     # --- connection events ------------------------------------------------------------------
     def disconnected(self, now: float) -> None:
@@ -534,7 +560,7 @@ class FirmwareCore:
                 self.physical_offset[name] += self.model.positions[name]
                 self.model.positions[name] = 0.0
         self._boot_state()
-        self.last_end = now
+        self.last_end = self.booted = now
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")
         return self.banner()
 

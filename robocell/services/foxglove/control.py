@@ -44,6 +44,9 @@ SOLVE_TIMEOUT_S = 30.0
 ENCODING = "json"
 MAX_REQUEST_BYTES = 64 * 1024
 CALL_WORKERS = 4
+TOKEN_BACKLOG_MAX_S = 10.0
+"""Token checks queued this far ahead (at WRONG_TOKEN_DELAY_S each) refuse a new one without a
+try, as the dashboard's AUTH_BACKLOG_MAX_S."""
 
 CALLS: dict[str, Action] = {
     "cell.start": ACTIONS["start"],
@@ -86,10 +89,47 @@ def request_schema(name: str, action: Action) -> dict[str, Any]:
             "additionalProperties": False}
 
 
-def parse_call(payload: bytes, action: Action, configured: str | None
+class TokenGate:
+    """Token checks of every connection, one at a time, the next one WRONG_TOKEN_DELAY_S after
+    a wrong token: guesses are tried at most that often in all, however many connections
+    make them (the SDK names no client address; its clients share the host's loopback, as
+    one address of the dashboard). A right token delays no one; a check that would wait
+    past TOKEN_BACKLOG_MAX_S is refused without a try."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Lock()
+        self._count = threading.Lock()
+        self._waiting = 0
+        self._next = 0.0
+
+    def check(self, configured: str | None, presented: Any) -> bool:
+        """Whether ``presented`` is the token; ControlRefusedError (``busy``) when too many
+        attempts wait already."""
+        with self._count:
+            if self._waiting * WRONG_TOKEN_DELAY_S >= TOKEN_BACKLOG_MAX_S:
+                raise ControlRefusedError("busy", "too many token attempts; wait and try "
+                                                  "again")
+            self._waiting += 1
+        try:
+            with self._turn:
+                wait = self._next - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                accepted = check_token(configured, presented)
+                if not accepted:
+                    self._next = time.monotonic() + WRONG_TOKEN_DELAY_S
+                return accepted
+        finally:
+            with self._count:
+                self._waiting -= 1
+
+
+def parse_call(payload: bytes, action: Action, configured: str | None,
+               check: Callable[[str | None, Any], bool] = check_token
                ) -> tuple[bool, dict[str, Any]]:
     """(token accepted?, the command's arguments) of a request, or ControlRefusedError
-    (``invalid_arguments``) for a malformed one. Pure: the caller refuses an unaccepted one."""
+    (``invalid_arguments``) for a malformed one; the token is tried with ``check``. The caller
+    refuses an unaccepted one."""
     if len(payload) > MAX_REQUEST_BYTES:
         raise ControlRefusedError("invalid_arguments", f"request of {len(payload)} bytes; at "
                                   f"most {MAX_REQUEST_BYTES}")
@@ -101,7 +141,7 @@ def parse_call(payload: bytes, action: Action, configured: str | None
     if not isinstance(request, dict):
         raise ControlRefusedError("invalid_arguments", "the request must be a JSON object "
                                   'such as {"token": "..."}')
-    authorised = check_token(configured, request.pop("token", None))
+    authorised = check(configured, request.pop("token", None))
     if not authorised:
         return False, {}
     if request and not action.takes_args:
@@ -126,6 +166,7 @@ class CellServices:
         self._lock = threading.Lock()
         self.refused = 0
         self.answered = 0
+        self.gate = TokenGate()
 
     def services(self) -> list[Service]:
         return [Service(name, handler=self.handle, schema=ServiceSchema(
@@ -152,13 +193,18 @@ class CellServices:
             raise ControlRefusedError("forbidden", "control is off: this Foxglove bridge was "
                                       "started without the monitor's token (start it with "
                                       "--token or $ROBOCELL_MONITOR_TOKEN)")
-        authorised, args = parse_call(call.payload, action, self.token)
+        try:
+            authorised, args = parse_call(call.payload, action, self.token, self.gate.check)
+        except ControlRefusedError as exc:
+            if exc.code == "busy":
+                with self._lock:
+                    self.refused += 1
+            raise
         if not authorised:
             with self._lock:
                 self.refused += 1
             print(f"foxglove: refused {call.service_name} from client {call.client_id}: "
                   "no or wrong token", file=sys.stderr, flush=True)
-            time.sleep(WRONG_TOKEN_DELAY_S)  # slow down guessing
             raise ControlRefusedError("forbidden", f"{call.service_name} needs the monitor's "
                                       'token: call it with {"token": "TOKEN", ...} (the '
                                       "token of `robocell monitor --token` / "

@@ -3,10 +3,11 @@
 Shell around :mod:`.bridge` (channels) and :mod:`.control` (services). Threads: the bus
 :class:`~robocell.common.bus.Node` subscribes to every topic (its Subscriber also receives
 the latched state) and logs each message on its I/O thread; the SDK serves WebSocket clients
-on its own threads and calls the service handler and the listener there; the twin's turns
-are drawn on a thread of :class:`~.bridge.TwinMotion`; a replay thread logs the last state
-of a channel again when a client subscribes to it. The node heartbeats as ``foxglove``
-(``robocell health foxglove``), with the number of clients in its health.
+on a loopback port, relayed from the bridge's own port by :class:`~.front.Front` (which
+bounds them), and calls the service handler and the listener on its own threads; the twin's
+turns are drawn on a thread of :class:`~.bridge.TwinMotion`; a replay thread logs the last
+state of a channel again when a client subscribes to it. The node heartbeats as
+``foxglove`` (``robocell health foxglove``), with the number of clients in its health.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from foxglove.websocket import Capability, ChannelView, Client, WebSocketServer
 
 from robocell.common.bus import Endpoints, Node
 from robocell.services.foxglove.control import CellServices
+from robocell.services.foxglove.front import Front
 from robocell.services.foxglove.service import CellChannels
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -60,6 +62,7 @@ class FoxgloveBridge:
         self.services: CellServices | None = None
         self.node: Node | None = None
         self.server: WebSocketServer | None = None
+        self.front: Front | None = None
         self._replays: queue.Queue[int | None] = queue.Queue()
         self._replayer: threading.Thread | None = None
         self._clients: dict[int, set[int]] = {}
@@ -74,10 +77,11 @@ class FoxgloveBridge:
         self.channels = CellChannels(self.context)
         self.services = CellServices(self.token, self.node.request)
         self.server = foxglove.start_server(
-            name=SERVER_NAME, host=self.host, port=self.port, context=self.context,
+            name=SERVER_NAME, host="127.0.0.1", port=0, context=self.context,
             capabilities=[Capability.Services], supported_encodings=["json"],
             services=self.services.services(), server_listener=_Listener(self))
-        self.port = self.server.port
+        self.front = Front(self.host, self.port, self.server.port).start()
+        self.port = self.front.port
         self._replayer = threading.Thread(target=self._replay, name="foxglove-replay",
                                           daemon=True)
         self._replayer.start()
@@ -87,6 +91,9 @@ class FoxgloveBridge:
         return self
 
     def stop(self) -> None:
+        if self.front is not None:
+            self.front.stop()
+            self.front = None
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -126,12 +133,13 @@ class FoxgloveBridge:
         self._announce()
 
     def _announce(self) -> None:
-        node, services = self.node, self.services
+        node, services, front = self.node, self.services, self.front
         if node is not None and services is not None:
             with self._lock:
                 clients = len(self._clients)
             node.set_state("ready", port=self.port, subscribed_clients=clients,
-                           calls_answered=services.answered, calls_refused=services.refused)
+                           calls_answered=services.answered, calls_refused=services.refused,
+                           connections_refused=front.refused if front is not None else 0)
 
     def _replay(self) -> None:
         """Log the last state of each channel a client subscribes to (ends on None)."""

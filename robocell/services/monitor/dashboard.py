@@ -310,6 +310,8 @@ class Dashboard:
         stats = self._latest.by_topic.get("bus.stats")
         instances = stats.payload.get("instances", {}) if stats is not None else {}
         for name, status in sorted(self.liveness.peers(now).items()):
+            if status.stale and status.state == "stopping":
+                continue  # it said it was ending, and it ended: a normal exit, no alarm
             beat = self._latest.heartbeats[name].payload
             age = now - status.last_seen
             services.append({

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
 import secrets
 import socket
 import sys
@@ -45,7 +46,9 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 
 from robocell.common.bus import Endpoints, Node
+from robocell.common.bus.liveness import ECHO_STALE_S, BrokerPresence
 from robocell.common.bus.views import jsonable
+from robocell.common.hosts import LOOPBACK_HOSTS, host_name
 from robocell.common.operator_control import (
     ACTIONS,
     WRONG_TOKEN_DELAY_S,
@@ -55,7 +58,7 @@ from robocell.common.operator_control import (
 )
 from robocell.services.monitor.dashboard import UPDATE_PERIOD_S, Dashboard
 from robocell.services.monitor.sokoban_graph import SokobanGraphError, SokobanGraphs
-from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE
+from robocell.sokoban.explorer import SCRIPT_FILE, STYLE_FILE, VENDOR_DIR, VENDOR_FILES
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BROWSER_MESSAGE_BYTES = 64 * 1024
@@ -66,7 +69,6 @@ AUTH_BACKLOG_MAX_S = 10.0
 MAX_OUTBOX = 64
 """Direct messages (replies) queued for one browser before the oldest are dropped."""
 CONTROL_WORKERS = 4
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 ANY_HOSTS = ("0.0.0.0", "::", "")
 
 
@@ -87,12 +89,6 @@ def served_hosts(host: str) -> frozenset[str]:
     return frozenset(names - {""})
 
 
-def host_name(header: str) -> str:
-    """The host part of a ``Host`` header (``[::1]:8765`` -> ``::1``), lower case."""
-    try:
-        return (urlsplit(f"//{header}").hostname or "").lower()
-    except ValueError:
-        return ""
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "connect-src 'self' ws: wss:; frame-ancestors 'none'",
@@ -156,7 +152,12 @@ class MonitorServer:
         self._auth_next: dict[str, float] = {}
         """Per client address: the earliest time its next token attempt is tried."""
         self._pool = ThreadPoolExecutor(CONTROL_WORKERS, thread_name_prefix="monitor-control")
+        self._graph_pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-sokoban-graph")
+        """Waits on the Sokoban graph builds, apart from the control workers."""
         self._ticker: asyncio.Task[None] | None = None
+        self.presence = BrokerPresence()
+        """Whether the broker is there: this monitor's own heartbeat coming back through it."""
+        self._link_sent: dict[str, Any] | None = None
 
     # -- application -------------------------------------------------------------------------
 
@@ -169,6 +170,7 @@ class MonitorServer:
         app.router.add_get("/api/sokoban/graph", self._sokoban_graph)
         app.router.add_get("/sokoban/explorer.js", self._explorer_file)
         app.router.add_get("/sokoban/explorer.css", self._explorer_file)
+        app.router.add_get("/sokoban/vendor/{name}", self._explorer_library)
         app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
@@ -182,11 +184,34 @@ class MonitorServer:
 
     def _start_node(self) -> Node:
         node = Node(self.name, self.endpoints, track_peers=False)
-        node.subscribe("", self.dashboard.ingest, prefix=True)
+        node.subscribe("", self._ingest, prefix=True)
         self.dashboard.receive_health = node.subscriber.stats.as_health
         node.start()
         node.set_state("ready", browsers=0)
         return node
+
+    def _ingest(self, env: Any) -> None:
+        if (env.topic == "heartbeat" and env.source == self.name
+                and env.payload.get("pid") == os.getpid()):
+            self.presence.on_own_heartbeat()
+        self.dashboard.ingest(env)
+
+    def link(self) -> dict[str, Any]:
+        """The monitor's link to the broker, as the page's badge and /healthz show it:
+        ``present``, ``connecting`` (just started, not heard yet) or ``absent``."""
+        up_s = self.presence.broker_up_s()
+        if up_s > 0:
+            return {"broker": "present", "address": self.endpoints.subscribe, "problem": None}
+        if -up_s < ECHO_STALE_S and self.presence.never_heard():
+            return {"broker": "connecting", "address": self.endpoints.subscribe,
+                    "problem": None}
+        return {"broker": "absent", "address": self.endpoints.subscribe,
+                "problem": f"no broker answers at {self.endpoints.subscribe}; start one with "
+                           "`robocell broker &` or the whole cell with `robocell up --sim`"}
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every view as it is now, with the link to the broker."""
+        return {**self.dashboard.snapshot(), "link": self.link()}
 
     async def _on_shutdown(self, app: web.Application) -> None:
         for browser in list(self.browsers):
@@ -199,6 +224,7 @@ class MonitorServer:
             node, self.node = self.node, None
             await asyncio.get_running_loop().run_in_executor(None, node.stop)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._graph_pool.shutdown(wait=False, cancel_futures=True)
 
     async def _tick(self) -> None:
         """Every update period: hand the changed views to every browser (ends on cancel)."""
@@ -210,6 +236,9 @@ class MonitorServer:
                 print(f"monitor: cannot build the dashboard's views: {type(exc).__name__}: "
                       f"{exc}", file=sys.stderr, flush=True)
                 continue
+            link = self.link()
+            if link != self._link_sent:
+                views["link"] = self._link_sent = link
             if views:
                 for browser in self.browsers:
                     browser.queue_views(views)
@@ -231,26 +260,36 @@ class MonitorServer:
         return web.FileResponse(STATIC_DIR / "index.html")
 
     async def _snapshot(self, request: web.Request) -> web.Response:
-        return web.json_response(self.dashboard.snapshot(), dumps=json.dumps)
+        return web.json_response(self.snapshot(), dumps=json.dumps)
 
     async def _explorer_file(self, request: web.Request) -> web.StreamResponse:
         """The explorer's script or style, from the Sokoban package (the same files the
         standalone page inlines)."""
         return web.FileResponse(SCRIPT_FILE if request.path.endswith(".js") else STYLE_FILE)
 
+    async def _explorer_library(self, request: web.Request) -> web.StreamResponse:
+        """One of the explorer's graph libraries (bundled in the Sokoban package)."""
+        name = request.match_info["name"]
+        if name not in VENDOR_FILES:
+            raise web.HTTPNotFound(text=f"no library {name!r}: the explorer uses "
+                                        f"{', '.join(VENDOR_FILES)}")
+        return web.FileResponse(VENDOR_DIR / name)
+
     async def _sokoban_graph(self, request: web.Request) -> web.Response:
-        """The explorer data of the level the solver last solved (built off the loop)."""
+        """The explorer data of the level the solver last solved (built in a child process
+        within a time bound, the outcome kept per level: ``sokoban_graph``)."""
         level = self.dashboard.last_sokoban_level()
         try:
             data = await asyncio.get_running_loop().run_in_executor(
-                self._pool, self.sokoban_graphs.data_for, level)
+                self._graph_pool, self.sokoban_graphs.data_for, level)
         except SokobanGraphError as exc:
             return web.json_response({"error": exc.message}, status=exc.status)
         return web.json_response(data, dumps=json.dumps)
 
     async def _health(self, request: web.Request) -> web.Response:
-        linked = self.node is not None
-        return web.json_response({"ok": linked, "service": self.name,
+        link = self.link()
+        linked = self.node is not None and link["broker"] == "present"
+        return web.json_response({"ok": linked, "service": self.name, **link,
                                   "ingested": self.dashboard.ingested,
                                   "browsers": len(self.browsers),
                                   "refused_controls": self.refused_controls},
@@ -267,7 +306,7 @@ class MonitorServer:
         await ws.prepare(request)
         browser = Browser(ws, request.remote or "?")
         browser.queue_message(self._hello(browser))
-        browser.queue_views(self.dashboard.snapshot())
+        browser.queue_views(self.snapshot())
         self.browsers.add(browser)
         self._announce_browsers()
         sender = asyncio.create_task(browser.run_sender())

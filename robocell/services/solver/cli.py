@@ -15,15 +15,17 @@ from typing import Any
 from robocell.common import config, tables
 from robocell.common.bus import Node
 from robocell.common.bus.options import add_remote_options, endpoints_of
-from robocell.common.facelets import puzzle_size, size_of
+from robocell.common.facelets import puzzle_size, size_of, solved, typed_facelets
 from robocell.common.profile import ProfileError, available_profiles, load_profile
+from robocell.common.progress import Ticker
 from robocell.common.validation import CubeStateError, validate
 from robocell.errors import CommandError, RobocellError
 from robocell.services.solver.api import solve
 from robocell.services.solver.planning import DEFAULT_TIMEOUT_S, merge_outcomes, split_jobs
 from robocell.services.solver.pool import SolverPool
 from robocell.services.solver.service import SolverService
-from robocell.services.solver.table_groups import all_groups
+from robocell.services.solver.table_groups import all_groups, cell_groups
+from robocell.services.solver.worker import warm_profiles
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,7 +44,7 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
         "solve", help="plan the fastest solution of a cube for a robot profile",
         description="Plan a solution. FACELETS is a kociemba-style facelet string; with - read "
                     "one per line from stdin and write one JSON line per cube.")
-    p.add_argument("facelets", metavar="FACELETS", nargs="?",
+    p.add_argument("facelets", metavar="FACELETS", nargs="?", type=typed_facelets,
                    help="facelet string, or - for stdin")
     p.add_argument("--list-profiles", action="store_true",
                    help="list the shipped robot profiles (name, puzzle, primitives, "
@@ -63,6 +65,12 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_solve)
 
 
+COMPILE_QUIET_S = 2.0
+"""A warm-up longer than this is a compile (a cache load takes less): it is said, with ticks."""
+COMPILE_EXPECTED_S = {2: 15.0, 3: 35.0}
+"""What compiling each size's search takes on two cores, about."""
+
+
 class TooLongError(RobocellError, ValueError):
     """No solution within ``--max-length`` was found."""
 
@@ -78,10 +86,25 @@ class _Planner:
         if self.workers < 1:
             raise CommandError(f"--workers {self.workers}: give 1 or more")
         self.pool: SolverPool | None = None
+        self.warm: set[int] = set()
+
+    def warm_up(self, size: int) -> None:
+        """Compile the search of this size before the first cube (said while it lasts, if it
+        is a compile and not a cache load), so that a plan's time is the search's alone."""
+        if size in self.warm:
+            return
+        with Ticker(f"robocell solve: compiling the {size}x{size} search (first run only)",
+                    COMPILE_EXPECTED_S[size],
+                    after_s=COMPILE_QUIET_S):
+            solve(solved(size), self.args.profile, timeout=0.01)
+        self.warm.add(size)
 
     def plan(self, facelets: str) -> dict[str, Any]:
         args = self.args
         if self.workers == 1 or args.max_length is not None or size_of(facelets) != 3:
+            size = size_of(facelets)
+            if size is not None:
+                self.warm_up(size)
             plan = solve(facelets, args.profile, max_length=args.max_length,
                          timeout=args.timeout)
             return plan.to_dict()
@@ -208,7 +231,7 @@ def _run(args: argparse.Namespace, planner: _Planner) -> int:
     except TooLongError as exc:
         print(f"robocell solve: {exc}", file=sys.stderr)
         return 1
-    except (ProfileError, ValueError) as exc:
+    except (ProfileError, ValueError, tables.TableError) as exc:
         raise CommandError(str(exc)) from None
     if args.json:
         print(json.dumps(row))
@@ -225,15 +248,41 @@ def register_tables(subparsers: argparse._SubParsersAction) -> None:
                              ("verify", "check manifests and checksums; exit 1 on a problem"),
                              ("info", "list table groups with sizes and build times")):
         p = sub.add_parser(action, help=helptext)
-        p.add_argument("--profile", help="only the tables this robot profile needs")
+        chosen = p.add_mutually_exclusive_group()
+        chosen.add_argument("--profile", help="the tables this robot profile needs (default: "
+                                              "the configured cell's, $ROBOCELL_PROFILE or "
+                                              f"{config.DEFAULT_PROFILE})")
+        chosen.add_argument("--all", action="store_true",
+                            help="every shipped robot profile's tables (about 4 GB)")
         p.add_argument("--json", action="store_true")
         if action == "build":
             p.add_argument("--force", action="store_true", help="rebuild even if up to date")
         p.set_defaults(func=globals()[f"cmd_{action}"])
 
 
+def _chosen_groups(args: argparse.Namespace) -> tuple[list, str]:
+    """The groups a `tables` action works on, and whose they are: every shipped profile's
+    with --all, else the --profile's, else the configured cell's."""
+    if args.all:
+        return all_groups(None), "every shipped profile"
+    profile = args.profile or config.default_profile()
+    return all_groups(profile), f"profile {profile}"
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    for group in all_groups(args.profile):
+    groups, whose = _chosen_groups(args)
+    plan = tables.build_plan(list(all_groups(None)) if args.force and args.all else groups,
+                             whose)
+    if args.force:
+        plan = (f"tables: rebuilding {len(groups)} group(s) of {whose}: about "
+                f"{sum(g.expected_mb for g in groups):,.0f} MB, about "
+                f"{sum(g.expected_s for g in groups):.0f} s on two cores")
+    if plan is not None:
+        print(plan, file=sys.stderr, flush=True)
+    if not args.all:
+        print(f"tables: only {whose}'s; every shipped profile's: `robocell tables build "
+              "--all`", file=sys.stderr, flush=True)
+    for group in groups:
         if tables.ensure_built(group, force=args.force) is None:
             print(f"{group.name}: up to date")
     return 0
@@ -241,7 +290,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     unbuilt, damaged = [], []
-    for group in all_groups(args.profile):
+    groups, _ = _chosen_groups(args)
+    for group in groups:
         problems = tables.verify(group)
         if tables.staleness(group) is not None:
             unbuilt.append(group.name)
@@ -251,16 +301,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print(json.dumps({"group": group.name, "ok": not problems, "problems": problems}))
         else:
             print(f"{group.name}: " + ("ok" if not problems else "; ".join(problems)))
-    hint = rebuild_hint(unbuilt, damaged, args.profile)
+    hint = rebuild_hint(unbuilt, damaged,
+                        " --all" if args.all else f" --profile {args.profile}" if args.profile
+                        else "")
     if hint:
         print(hint, file=sys.stderr)
     return 1 if unbuilt or damaged else 0
 
 
-def rebuild_hint(unbuilt: list[str], damaged: list[str], profile: str | None) -> str:
+def rebuild_hint(unbuilt: list[str], damaged: list[str], only: str) -> str:
     """What to run when ``verify`` found groups missing or stale (``unbuilt``) or with a
-    checksum mismatch (``damaged``); empty when there is nothing to do."""
-    only = f" --profile {profile}" if profile else ""
+    checksum mismatch (``damaged``); empty when there is nothing to do. ``only``: the options
+    that chose the groups (" --profile P", " --all" or "")."""
     lines = []
     if unbuilt:
         lines.append(f"{len(unbuilt)} table group(s) in {tables.tables_dir()} are not usable "
@@ -274,7 +326,8 @@ def rebuild_hint(unbuilt: list[str], damaged: list[str], profile: str | None) ->
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    for group in all_groups(args.profile):
+    groups, _ = _chosen_groups(args)
+    for group in groups:
         manifest = tables.read_manifest(group) or {}
         arrays = manifest.get("arrays", {})
         row = {
@@ -333,12 +386,17 @@ def cmd_solver(args: argparse.Namespace) -> int:
         for size in (2, 3):
             if profile.fits(size):
                 profiles[size] = args.profile
-    # build missing tables once, here, before the workers map them
-    for name in dict.fromkeys(profiles.values()):
-        for group in all_groups(name):
-            tables.load(group)
+    # build missing tables once, here, before the workers map them: the cell's profile's
+    # alone (another profile's are built, cold, by the first request that needs them)
+    groups = cell_groups(args.profile)
+    plan = tables.build_plan(groups, f"profile {args.profile or 'htm'}")
+    if plan is not None:
+        print(plan, file=sys.stderr, flush=True)
+    for group in groups:
+        tables.load(group)
     with Node("solver", endpoints_of(args)) as node:
-        service = SolverService(node, args.workers, profiles, args.timeout, args.split)
+        service = SolverService(node, args.workers, profiles, args.timeout, args.split,
+                                warm=warm_profiles(args.profile))
         try:
             service.start()
             node.wait()

@@ -28,11 +28,16 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from robocell.common.progress import Ticker
 from robocell.errors import RobocellError
 from robocell.services.solver.worker import worker_main
 
 WORKER_START_TIMEOUT_S = 600.0
 """Longest a worker may take to map its tables and warm up (a first run may build them)."""
+WARM_UP_QUIET_S = 2.0
+"""A warm-up that takes longer than this (a compile, not a cache load) is said, with ticks."""
+WARM_UP_EXPECTED_S = 60.0
+"""What a cold warm-up (numba compiling the searches) takes on two cores, about."""
 
 
 class PoolBusy(RobocellError):
@@ -89,9 +94,12 @@ class SolverPool:
     def start(self) -> None:
         """Start every worker and wait until each has warmed up."""
         self._all[:] = [self._spawn(i) for i in range(self.workers)]
-        for worker in self._all:
-            self._await_ready(worker)
-            self._idle.put(worker)
+        with Ticker(f"solver: warming up {self.workers} worker(s) for "
+                    f"{', '.join(self.profiles)} (compiling the search: first run only)",
+                    WARM_UP_EXPECTED_S, after_s=WARM_UP_QUIET_S):
+            for worker in self._all:
+                self._await_ready(worker)
+                self._idle.put(worker)
 
     def _await_ready(self, worker: _Worker) -> None:
         if not worker.conn.poll(WORKER_START_TIMEOUT_S):

@@ -50,7 +50,8 @@ class SolverService:
     """Bus adapter around a pool of solver processes (`robocell.services.solver.pool`)."""
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str],
-                 default_timeout: float | None = None, split: bool = True) -> None:
+                 default_timeout: float | None = None, split: bool = True,
+                 warm: tuple[str, ...] | None = None) -> None:
         self.node = node
         self.workers = workers
         self.profiles = profiles
@@ -59,7 +60,7 @@ class SolverService:
         self.served = 0
         self.refused = 0
         self._lock = threading.Lock()
-        self.pool = SolverPool(workers, tuple(dict.fromkeys(profiles.values())),
+        self.pool = SolverPool(workers, warm or tuple(dict.fromkeys(profiles.values())),
                                queue_limit=workers * (1 + QUEUE_PER_WORKER))
 
     def start(self) -> None:

@@ -17,6 +17,13 @@ TABLE_PROVIDERS = (
 )
 
 
+def cell_groups(profile: str | None) -> list:
+    """The groups a solver serving a cell of robot ``profile`` needs before it answers: that
+    profile's alone (a 2x2 cell builds no 3x3 table); without a profile, the plain metric's
+    (htm) of both sizes."""
+    return all_groups(profile or "htm")
+
+
 def all_groups(profile: str | None = None) -> list:
     size = None
     if profile is not None:

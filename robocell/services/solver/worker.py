@@ -49,6 +49,12 @@ def worker_main(conn: Connection, profiles: tuple[str, ...], parent_pid: int) ->
         conn.send(function(*arguments))
 
 
+def warm_profiles(profile: str | None) -> tuple[str, ...]:
+    """The profiles a solver's workers warm up for a cell of robot ``profile``: that one
+    alone, else the plain metric htm (a request for another is served, cold, when it comes)."""
+    return (profile or "htm",)
+
+
 def warm_worker(profiles: tuple[str, ...]) -> None:
     """Worker initialiser: map the tables and compile the search once, before any request."""
     for name in profiles:

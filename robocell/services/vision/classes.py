@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robocell.services.vision.colour import SATURATED, log_rgb
+from robocell.services.vision.colour import log_rgb
 
 N_FACES = 6
 PRIOR_VARIANCE = 60.0
@@ -43,7 +43,7 @@ SLOPE_PRIOR = 6.0
 """Weights (in stickers) of "no correction" for a face's gain and for its slope per sticker."""
 
 MIN_TINTS = 2
-"""Rim colours each class needs for the rim to count (else it is left out for all)."""
+"""Tints each class needs for the tints to count (else they are left out for all)."""
 
 MAD_TO_SIGMA = 1.4826
 """Median absolute deviation -> standard deviation of a normal distribution."""
@@ -59,9 +59,9 @@ class Observed:
     colour: np.ndarray      # (n, 3) log-RGB (`colour.log_rgb`)
     noise: np.ndarray       # (n, 3) variance of ``colour`` from the camera's noise alone
     clipped: np.ndarray     # (n, 3) 1.0 where the channel is clipped by the camera
-    tint: np.ndarray        # (n, 3) log-RGB chroma of the unsaturated rim (NaN: none)
+    tint: np.ndarray        # (n, 3) log-RGB chroma of the unsaturated pixels (NaN: none)
     tint_noise: np.ndarray  # (n, 3)
-    tint_counts: np.ndarray  # (n,) bool: a clipped sticker whose rim hue is evidence
+    tinted: np.ndarray      # (n,) bool: the sticker has a tint
 
 
 class ColourModel:
@@ -75,10 +75,12 @@ class ColourModel:
     sticker's hue onto another class's (a bright blue whose blue channel is cut off looks
     teal-green). So which channels are clipped is kept as its own observation: each class
     has a rate of clipping per channel, and a sticker pays the Bernoulli negative
-    log-likelihood of its clipped channels under that rate. And the rim of a clipped
-    sticker, a little less lit than its middle, still shows its hue: where measured (a
-    frame, not a colour scan), each class also has a rim chroma, which a clipped sticker
-    pays for as for its colour."""
+    log-likelihood of its clipped channels under that rate. And where the middle of a
+    sticker is cut off, its rim, a little less lit, still shows its hue: read from a frame
+    (not from a colour scan), each sticker also has a tint, the hue of all its pixels the
+    sensor did not saturate (`colour.unsaturated_colour`), and each class a tint chroma,
+    which every sticker pays for as for its colour. Measured over the whole sticker, the
+    tint also outvotes a glare spot or a shadow in its middle."""
 
     def __init__(self, means: np.ndarray, variances: np.ndarray,
                  clip_rate: np.ndarray | None = None,
@@ -99,10 +101,8 @@ class ColourModel:
             clip_rate[k] = (seen.clipped[labels == k].sum(axis=0) + CLIP_PRIOR) / (
                 count + 2.0 * CLIP_PRIOR)
         tint = None
-        measured = np.isfinite(seen.tint).all(axis=1)
-        if seen.tint_counts.any() and all(
-                np.sum(measured & (labels == k)) >= MIN_TINTS for k in range(N_FACES)):
-            tint = _robust_classes(seen.tint, labels, measured)
+        if all(np.sum(seen.tinted & (labels == k)) >= MIN_TINTS for k in range(N_FACES)):
+            tint = _robust_classes(seen.tint, labels, seen.tinted)
         return cls(means, variances, clip_rate, tint)
 
     def cost(self, seen: Observed) -> np.ndarray:
@@ -111,7 +111,7 @@ class ColourModel:
                         1.0 - self.clip_rate[None])
         cost -= np.log(clip).sum(-1)
         if self.tint is not None:
-            rows = np.nonzero(seen.tint_counts)[0]
+            rows = np.nonzero(seen.tinted)[0]
             cost[rows] += _student_cost(seen.tint[rows], seen.tint_noise[rows], *self.tint)
         return cost
 
@@ -178,12 +178,12 @@ class FaceLight:
 
     def __init__(self, rgb: np.ndarray, size: int, tints: np.ndarray | None = None) -> None:
         self.rgb = rgb
-        # The rim's hue, not its brightness: a chroma (log-RGB minus its mean), unlit.
+        # The tint's hue, not its brightness: a chroma (log-RGB minus its mean), unlit.
         if tints is None:
             tints = np.full_like(rgb, np.nan)
         tint, self.tint_noise = log_rgb(np.clip(tints, 0, 255))
         self.tint = tint - tint.mean(axis=1, keepdims=True)
-        self.tint_counts = (rgb >= SATURATED).any(axis=1) & np.isfinite(tints).all(axis=1)
+        self.tinted = np.isfinite(tints).all(axis=1)
         self.log_level = np.log(np.maximum(rgb.sum(axis=1), LEVEL_FLOOR))
         area = size * size
         self.face_of = np.arange(len(rgb)) // area
@@ -204,7 +204,7 @@ class FaceLight:
         gain = np.where(self.unclipped, np.exp(-self.field), 1.0)
         colour, noise = log_rgb(np.clip(self.rgb * gain[:, None], 0, 255), gain)
         return Observed(colour, noise, (self.rgb >= CLIPPED).astype(np.float64),
-                         self.tint, self.tint_noise, self.tint_counts)
+                         self.tint, self.tint_noise, self.tinted)
 
     def fit(self, classes: np.ndarray) -> None:
         for _ in range(LIGHT_ROUNDS):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import cv2
+import numpy as np
 
 from robocell.common import config
 from robocell.common.bus.options import add_remote_options
@@ -25,11 +26,31 @@ from robocell.services.vision.calibration import (
 )
 from robocell.services.vision.calibration import load as load_calibration
 from robocell.services.vision.calibration import save as save_calibration
-from robocell.services.vision.detect import DetectionError, detect, draw_debug
-from robocell.services.vision.interchange import ScanFormatError, load_scan
+from robocell.services.vision.detect import (
+    DetectionError,
+    FaceReading,
+    detect,
+    draw_debug,
+    draw_failure,
+)
+from robocell.services.vision.interchange import ScanFormatError, load_colours
+from robocell.services.vision.net import draw_net
 from robocell.services.vision.reading import DEFAULT_THREADS
-from robocell.services.vision.resolve import ResolveError, resolve
-from robocell.services.vision.scan import ScanError, find_face_files, read_image, scan_frames
+from robocell.services.vision.resolve import (
+    AMBIGUOUS_COST,
+    CONFIDENT_GAP,
+    Resolution,
+    ResolveError,
+    resolve,
+)
+from robocell.services.vision.scan import (
+    ScanError,
+    assemble,
+    find_face_files,
+    read_faces,
+    read_image,
+    resolve_readings,
+)
 from robocell.services.vision.simcam import CLEAN, Conditions, capture_poses
 from robocell.services.vision.sources import SimSource, SourceError, is_device, open_source
 
@@ -53,18 +74,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     resolve = commands.add_parser(
         "resolve", help="resolve a colour scan (JSON interchange format) to facelets")
-    resolve.add_argument("scan", help='JSON file {"1": [r, g, b], ...}, faces U L F R B D')
+    resolve.add_argument("scan", help='JSON file {"1": [r, g, b], ...}, faces U L F R B D, '
+                         "or what `vision scan --json` printed")
     resolve.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: from "
                          "the number of stickers)")
     resolve.add_argument("--json", action="store_true",
                          help="print facelets, per-sticker confidence and colours as JSON")
+    resolve.add_argument("--debug", metavar="OUT.png", help="draw the measured colours as a "
+                         "net here, the doubtful stickers marked (also when refused)")
     resolve.set_defaults(func=cmd_resolve)
 
     scan = commands.add_parser(
         "scan", help="read six face images (*-U.png ... *-D.png) and resolve the cube")
     scan.add_argument("folder", help="folder holding one image per face")
     scan.add_argument("--size", type=int, choices=(2, 3), help="cube size (default: guess)")
-    scan.add_argument("--debug", metavar="DIR", help="write annotated images here")
+    scan.add_argument("--debug", metavar="DIR", help="write annotated frames and the net of "
+                      "measured colours here (also, above all, when the scan is refused)")
     scan.add_argument("--json", action="store_true", help="print the result as JSON")
     scan.add_argument("--calibration", metavar="FILE", help="read with this calibration "
                       "(`vision calibrate`): faces not found are read at their calibrated "
@@ -135,7 +160,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolution_json(result, colours) -> str:
+def _resolution_json(result: Resolution, colours: np.ndarray, tints: np.ndarray | None) -> str:
+    """The JSON `vision resolve` and `vision scan` print; `vision resolve` reads it back."""
     return json.dumps({
         "facelets": result.facelets,
         "size": result.size,
@@ -143,7 +169,18 @@ def _resolution_json(result, colours) -> str:
         "colours": {face: list(rgb) for face, rgb in result.class_rgb.items()},
         "margin": None if result.margin == float("inf") else round(result.margin, 2),
         "stickers": [[int(round(c)) for c in rgb] for rgb in colours],
+        "tints": None if tints is None else [
+            None if not np.all(np.isfinite(rgb)) else [round(float(c), 1) for c in rgb]
+            for rgb in tints],
     })
+
+
+def _margin_note(result: Resolution) -> str:
+    if result.margin == float("inf"):
+        return (f"margin > {CONFIDENT_GAP:g}: no other valid cube comes near the colours "
+                f"(refused below {AMBIGUOUS_COST:g})")
+    return (f"margin {result.margin:.1f}: the nearest other valid cube fits the colours that "
+            f"much worse (refused below {AMBIGUOUS_COST:g})")
 
 
 def _resolve_error(where: str, exc) -> CommandError:
@@ -151,43 +188,93 @@ def _resolve_error(where: str, exc) -> CommandError:
     return CommandError(f"{where}: {exc}{faces}")
 
 
+def _write(path: Path, image: np.ndarray) -> None:
+    if not cv2.imwrite(str(path), image):
+        raise CommandError(f"cannot write {path}; check the folder and the suffix")
+
+
 def cmd_resolve(args: argparse.Namespace) -> int:
     try:
-        colours, size = load_scan(args.scan, args.size)
-        result = resolve(colours, size)
+        colours, size, tints = load_colours(args.scan, args.size)
     except ScanFormatError as exc:
         raise CommandError(str(exc)) from exc
+    try:
+        result = resolve(colours, size, tints)
     except ResolveError as exc:
+        if args.debug:
+            _write(Path(args.debug), draw_net(colours, size, exc.stickers,
+                                              title=f"{args.scan}: refused ({exc.code})"))
         raise _resolve_error(args.scan, exc) from exc
-    print(_resolution_json(result, colours) if args.json else result.facelets)
+    if args.debug:
+        _write(Path(args.debug), draw_net(colours, size, letters=result.facelets,
+                                          title=f"{args.scan}: read"))
+    print(_resolution_json(result, colours, tints) if args.json else result.facelets)
+    print(_margin_note(result), file=sys.stderr)
     return 0
+
+
+def _scan_pictures(out: Path, frames: dict[str, np.ndarray], readings: dict[str, FaceReading],
+                   failed: dict[str, str], doubtful: tuple[int, ...] = (),
+                   letters: str | None = None) -> None:
+    """Write each face's annotated frame (doubtful stickers ringed; a face without a grid with
+    the reason written on it) and, when every face was read, the net of measured colours."""
+    out.mkdir(parents=True, exist_ok=True)
+    size = next(iter(readings.values())).size if readings else 0
+    for f, face in enumerate(FACES):
+        if face in readings:
+            area = readings[face].size ** 2
+            mine = tuple(i - f * area for i in doubtful if i // area == f)
+            picture = draw_debug(frames[face], readings[face], mine)
+        else:
+            picture = draw_failure(frames[face], failed.get(face, "not read"))
+        _write(out / f"debug-{face}.png", picture)
+    if len(readings) == len(FACES) and len({r.size for r in readings.values()}) == 1:
+        colours = assemble(readings).colours
+        title = "read" if letters else "refused" if doubtful else "not read"
+        _write(out / "debug-net.png", draw_net(colours, size, doubtful, letters,
+                                               title=f"{out}: {title}"))
+    print(f"wrote debug pictures to {out}", file=sys.stderr)
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
     try:
         files = find_face_files(args.folder)
         frames = {face: read_image(path) for face, path in files.items()}
-        if args.calibration:
-            calibrated = read_cube(frames, _load_calibration(args.calibration))
+    except ScanError as exc:
+        raise CommandError(str(exc)) from exc
+    calibration = _load_calibration(args.calibration) if args.calibration else None
+    readings: dict[str, FaceReading] = {}
+    failed: dict[str, str] = {}
+    try:
+        if calibration:
+            calibrated = read_cube(frames, calibration)
             for problem in calibrated.problems:
                 print(f"calibration: {problem}", file=sys.stderr)
             result = calibrated.scan
         else:
-            result = scan_frames(frames, args.size)
-    except ScanError as exc:
+            readings, failed = read_faces(frames, args.size)
+            if failed:
+                raise ScanError("; ".join(f"{face}: {why}" for face, why in failed.items()),
+                                "".join(failed))
+            result = resolve_readings(readings)
+    except (ScanError, ResolveError) as exc:
+        if args.debug:
+            if calibration:
+                readings, failed = read_faces(frames, calibration.size)
+            _scan_pictures(Path(args.debug), frames, readings, failed,
+                           getattr(exc, "stickers", ()))
+        if isinstance(exc, ResolveError):
+            raise _resolve_error(args.folder, exc) from exc
         raise CommandError(f"{exc}" + (f" (rescan faces {exc.faces})" if exc.faces else "")
                            ) from exc
-    except ResolveError as exc:
-        raise _resolve_error(args.folder, exc) from exc
     if args.debug:
-        out = Path(args.debug)
-        out.mkdir(parents=True, exist_ok=True)
-        for face, reading in result.readings.items():
-            cv2.imwrite(str(out / f"debug-{face}.png"), draw_debug(frames[face], reading))
+        _scan_pictures(Path(args.debug), frames, result.readings, {},
+                       letters=result.resolution.facelets)
     if args.json:
-        print(_resolution_json(result.resolution, result.colours))
+        print(_resolution_json(result.resolution, result.colours, result.tints))
     else:
         print(result.resolution.facelets)
+    print(_margin_note(result.resolution), file=sys.stderr)
     return 0
 
 

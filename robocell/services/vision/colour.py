@@ -45,11 +45,12 @@ MIN_TINT_PIXELS = 8
 
 
 def unsaturated_colour(pixels: np.ndarray, level: float) -> np.ndarray:
-    """Mean colour of the pixels of a sticker (k x 3, a window a little larger than the
-    sticker) that no channel saturates and that are brighter than `TINT_FLOOR` x ``level``
-    (the sticker's brightest channel). Where the middle of a bright sticker is cut off
-    (yellow and white both read [247, 252, 250]), its rim, a little less lit, still shows its
-    hue: that rim's colour. NaN when fewer than `MIN_TINT_PIXELS` pixels qualify."""
+    """A sticker's tint: the mean colour of its pixels (k x 3, a window a little larger than
+    the sticker) that no channel saturates and that are brighter than `TINT_FLOOR` x
+    ``level`` (the sticker's brightest channel). Where the middle of a bright sticker is cut
+    off (yellow and white both read [247, 252, 250]), its rim, a little less lit, still
+    shows its hue; elsewhere it is the colour of the whole sticker. NaN when fewer than
+    `MIN_TINT_PIXELS` pixels qualify."""
     pixels = np.asarray(pixels, dtype=np.float64).reshape(-1, 3)
     brightest = pixels.max(axis=1)
     kept = pixels[(brightest < SATURATED) & (brightest >= TINT_FLOOR * level)]

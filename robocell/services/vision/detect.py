@@ -27,13 +27,15 @@ from robocell.services.vision.colour import trimmed_mean, unsaturated_colour
 
 WORK_WIDTH = 640
 """Frames wider than this are reduced to this width to find the grid (sampling uses the
-full frame)."""
+full frame). Not less: at 320 px the black gaps of a 1920x1080 photo's stickers shrink to
+two pixels, glare bridges them, and the corners where four stickers meet pass for a grid."""
 FAST_WORK_WIDTH = 320
 """Width of the quick first look at a camera-stream frame when the cube size is known (about
 twice as fast; kept only when every sticker is found there and fits the lattice)."""
-FAST_MAX_RESIDUAL = 0.05
+FAST_MAX_RESIDUAL = 0.07
 """Largest distance, in pitches, of a seen sticker from its fitted lattice point for the
-quick look to be kept (clean sim frames: at most 0.036 over 240 faces)."""
+quick look to be kept (clean sim frames: at most 0.036 over 240 faces; the real 1920x1080
+photos, with their lens's distortion: 0.03-0.058 at 320 px)."""
 
 THRESHOLD_LEVELS = (0.05, 0.1, 0.17, 0.27, 0.4, 0.56, 0.72)
 """Brightness cuts, as fractions between the frame's dark and bright percentiles."""
@@ -351,32 +353,44 @@ def detect(bgr: np.ndarray, size: int | None = None) -> FaceReading:
     ``bgr``: an 8-bit BGR frame (OpenCV's order). ``size``: 2 or 3, or None to try 3 then 2.
     Raises DetectionError when no grid of enough stickers is found.
 
-    With ``size`` known and a camera-stream frame (at most twice `FAST_WORK_WIDTH` wide),
-    quick looks at half size come first: a glance at the plain brightness cuts only, then
-    one with the eroded cuts too. A look is kept only when every sticker of the grid was
-    seen as its own region there and the lattice fits them within `FAST_MAX_RESIDUAL`, else
-    the frame is searched at `WORK_WIDTH` as usual. Colours are always read from the
-    full-resolution frame.
+    Quick looks come first. A frame wider than `WORK_WIDTH` (a 1920x1080 photo) gets a
+    glance at the working width through the plain brightness cuts only (a third of the
+    cuts). With ``size`` known, a camera-stream frame (at most twice `FAST_WORK_WIDTH`
+    wide) gets two looks at half size: that glance, then one with the eroded cuts too. A
+    look is kept only when every sticker of the grid was seen as its own region there, the
+    lattice fits them within `FAST_MAX_RESIDUAL`, and (size unknown) a 2x2 it found is not
+    part of a 3x3; else the frame is searched at `WORK_WIDTH` with every cut. Colours are
+    always read from the full-resolution frame.
     """
     if bgr is None or not isinstance(bgr, np.ndarray) or bgr.ndim != 3 or bgr.shape[2] != 3:
         raise DetectionError("expected an 8-bit BGR colour frame (height x width x 3)")
     if bgr.dtype != np.uint8:
         raise DetectionError(f"expected an 8-bit frame, got {bgr.dtype}")
-    if size is not None and FAST_WORK_WIDTH < bgr.shape[1] <= 2 * FAST_WORK_WIDTH:
-        height, width = bgr.shape[:2]
-        scale = FAST_WORK_WIDTH / width
-        small = cv2.resize(bgr, (FAST_WORK_WIDTH, round(height * scale)),
+    height, width = bgr.shape[:2]
+    work = None
+    if width > WORK_WIDTH:
+        # A large frame: thinned to every k-th pixel (to at least 1.5 times the working
+        # width) before it is averaged down, a quarter of the cost of averaging all of it.
+        step = max(1, (2 * width) // (3 * WORK_WIDTH))
+        work = cv2.resize(bgr[::step, ::step], (WORK_WIDTH, round(height * WORK_WIDTH / width)),
+                          interpolation=cv2.INTER_AREA)
+        looks = [(WORK_WIDTH, work, False, "glance")]
+    elif size is not None and width > FAST_WORK_WIDTH:
+        small = cv2.resize(bgr, (FAST_WORK_WIDTH, round(height * FAST_WORK_WIDTH / width)),
                            interpolation=cv2.INTER_AREA)
-        for opened in (False, True):
-            try:
-                reading = _detect_at(bgr, size, FAST_WORK_WIDTH, small, opened)
-            except DetectionError:
-                continue
-            if (bool(reading.found.all())
-                    and reading.extra["fit_residual"] <= FAST_MAX_RESIDUAL):
-                reading.extra["look"] = "glance" if not opened else "quick"
-                return reading
-    return _detect_at(bgr, size, WORK_WIDTH)
+        looks = [(FAST_WORK_WIDTH, small, False, "glance"), (FAST_WORK_WIDTH, small, True, "quick")]
+    else:
+        looks = []
+    for look_width, image, opened, name in looks:
+        try:
+            reading = _detect_at(bgr, size, look_width, image, opened)
+        except DetectionError:
+            continue
+        if (bool(reading.found.all()) and reading.extra["fit_residual"] <= FAST_MAX_RESIDUAL
+                and not (size is None and reading.extra["part_of_3x3"])):
+            reading.extra["look"] = name
+            return reading
+    return _detect_at(bgr, size, WORK_WIDTH, work)
 
 
 def _detect_at(bgr: np.ndarray, size: int | None, work_width: int,
@@ -403,14 +417,53 @@ def _detect_at(bgr: np.ndarray, size: int | None, work_width: int,
             grid = _refine(found, cands)
     else:
         grid = _choose_size(grids, cands)
+    if grid is None and size == 3:
+        other = _best_grid(cands, 2, centre)
+        if other is not None and other.votes == 4:
+            raise DetectionError(
+                f"the face in the {width}x{height} frame is a 2x2 (4 stickers in a 2x2 grid "
+                "found, no 3x3), not the 3x3 asked for; check the cube size given (--size, "
+                "the robot profile's puzzle)")
     if grid is None:
         raise DetectionError(
             f"no {' or '.join(f'{n}x{n}' for n in sorted(sizes))} sticker grid found in the "
             f"{width}x{height} frame ({len(cands)} sticker-like regions); check that the face "
             "fills a good part of the frame and is lit")
+    around = _stickers_around(grid, cands) if grid.size == 2 else None
+    if size == 2 and (seen := around) is not None:
+        raise DetectionError(
+            f"the face in the {width}x{height} frame is a 3x3 ({seen} stickers in a 3x3 grid "
+            "found), not the 2x2 asked for; check the cube size given (--size, the robot "
+            "profile's puzzle)")
     reading = _read_grid(bgr, grid, scale)
     reading.extra["fit_residual"] = _fit_residual(grid, cands)
+    reading.extra["part_of_3x3"] = around is not None
     return reading
+
+
+def _stickers_around(grid: _Grid, cands: list[_Candidate]) -> int | None:
+    """When a 2x2 grid is part of a larger 3x3 one -- stickers of the same size on the
+    lattice points around it fill a 3x3 window across all its rows and columns, with
+    `MIN_EXTRA_3X3` more stickers than the 2x2 -- the number seen in that window, else None."""
+    xy = np.array([[c.x, c.y] for c in cands])
+    side = np.array([c.side for c in cands])
+    typical = float(np.median(side[list(grid.members.values())]))
+    similar = np.maximum(side, typical) / np.minimum(side, typical) < SIDE_TOLERANCE
+    seen = set()
+    for col in range(-1, 3):
+        for row in range(-1, 3):
+            point = _apply(grid.to_image, np.array([[col, row]], dtype=np.float64))[0]
+            dist = np.hypot(*(xy - point).T)
+            if np.any(similar & (dist < LATTICE_TOLERANCE * grid.pitch)):
+                seen.add((col, row))
+    best = None
+    for col0 in (-1, 0):
+        for row0 in (-1, 0):
+            window = {(c, r) for c, r in seen if col0 <= c < col0 + 3 and row0 <= r < row0 + 3}
+            if (len(window) >= max(min_votes(3), grid.votes + MIN_EXTRA_3X3)
+                    and len({c for c, _ in window}) == 3 and len({r for _, r in window}) == 3):
+                best = max(best or 0, len(window))
+    return best
 
 
 def _fit_residual(grid: _Grid, cands: list[_Candidate]) -> float:
@@ -472,9 +525,15 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
                        angle, float(np.hypot(*(b - a))), tints=tints)
 
 
-def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
+DOUBTFUL_BGR = (255, 0, 255)
+"""Magenta ring around a sticker the resolver doubts (the colour `net.draw_net` uses too)."""
+
+
+def draw_debug(bgr: np.ndarray, reading: FaceReading, doubtful: tuple[int, ...] = ()
+               ) -> np.ndarray:
     """A copy of the frame with the face outline, each sticker's centre, number and read
-    colour (solid: seen, hollow: inferred) drawn on it."""
+    colour (solid: seen, hollow: inferred) drawn on it; the stickers at ``doubtful`` (indices
+    in the reading's row-major order) ringed in magenta."""
     out = bgr.copy()
     thickness = max(1, round(out.shape[1] / 640))
     cv2.polylines(out, [np.round(reading.corners).astype(np.int32)], True, (0, 255, 0),
@@ -485,7 +544,28 @@ def draw_debug(bgr: np.ndarray, reading: FaceReading) -> np.ndarray:
         bgr_colour = tuple(int(c) for c in rgb[::-1])
         cv2.circle(out, point, radius, bgr_colour, -1 if reading.found[index] else thickness)
         cv2.circle(out, point, radius, (0, 0, 0), thickness)
+        if index in doubtful:
+            cv2.circle(out, point, int(radius * 1.6), DOUBTFUL_BGR, 3 * thickness)
         cv2.putText(out, f"{index + 1}:{reading.confidence[index]:.2f}",
                     (point[0] - radius, point[1] - radius - 4), cv2.FONT_HERSHEY_SIMPLEX,
                     0.4 * thickness, (0, 255, 0), thickness)
+    return out
+
+
+def draw_failure(bgr: np.ndarray, why: str) -> np.ndarray:
+    """A copy of a frame in which no grid was found, with the reason written across it."""
+    out = bgr.copy()
+    thickness = max(1, round(out.shape[1] / 640))
+    scale = 0.5 * thickness
+    words, lines = why.split(), [""]
+    for word in words:
+        if len(lines[-1]) + len(word) > 60:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {word}".strip()
+    for row, line in enumerate(lines):
+        origin = (10 * thickness, (24 + 22 * row) * thickness)
+        cv2.putText(out, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
+                    3 * thickness, cv2.LINE_AA)
+        cv2.putText(out, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, DOUBTFUL_BGR,
+                    thickness, cv2.LINE_AA)
     return out

@@ -89,29 +89,48 @@ def assemble(readings: dict[str, FaceReading], rotations: dict[str, int] | None 
                      in_order([readings[f].confidence for f in FACES]), tints, size)
 
 
-def scan_frames(frames: dict[str, np.ndarray], size: int | None = None,
-                rotations: dict[str, int] | None = None) -> CubeScan:
-    """Detect every face, then resolve the cube (raises ScanError or ResolveError)."""
-    readings = {}
-    failed = []
+def read_faces(frames: dict[str, np.ndarray], size: int | None = None
+               ) -> tuple[dict[str, FaceReading], dict[str, str]]:
+    """Detect every face: (readings, why each face without one was not read). With the size
+    unknown, faces read at the minority size are read again at the majority's (a 3x3 face
+    that shows only a 2x2 corner well)."""
+    readings: dict[str, FaceReading] = {}
+    failed: dict[str, str] = {}
     for face in FACES:
         try:
             readings[face] = detect(frames[face], size)
         except DetectionError as exc:
-            failed.append(f"{face}: {exc}")
-    if failed:
-        raise ScanError("; ".join(failed), "".join(f[0] for f in failed))
-    if size is None:
-        # Mixed guesses happen when a 3x3 face shows only a 2x2 corner well; trust the majority.
+            failed[face] = str(exc)
+    if size is None and readings:
         sizes = [r.size for r in readings.values()]
         majority = max(set(sizes), key=sizes.count)
-        for face in FACES:
+        for face in list(readings):
             if readings[face].size != majority:
-                readings[face] = detect(frames[face], majority)
+                try:
+                    readings[face] = detect(frames[face], majority)
+                except DetectionError as exc:
+                    del readings[face]
+                    failed[face] = str(exc)
+    return readings, failed
+
+
+def resolve_readings(readings: dict[str, FaceReading], rotations: dict[str, int] | None = None
+                     ) -> CubeScan:
+    """Six face readings -> the resolved cube (raises ScanError or ResolveError)."""
     face_order = assemble(readings, rotations)
     return CubeScan(readings, face_order.colours, face_order.confidence,
                     resolve(face_order.colours, face_order.size, face_order.tints),
                     face_order.tints)
+
+
+def scan_frames(frames: dict[str, np.ndarray], size: int | None = None,
+                rotations: dict[str, int] | None = None) -> CubeScan:
+    """Detect every face, then resolve the cube (raises ScanError or ResolveError)."""
+    readings, failed = read_faces(frames, size)
+    if failed:
+        raise ScanError("; ".join(f"{face}: {why}" for face, why in failed.items()),
+                        "".join(failed))
+    return resolve_readings(readings, rotations)
 
 
 def find_face_files(folder: str | Path) -> dict[str, Path]:

@@ -1,6 +1,8 @@
-// The Sokoban state-space explorer: draws a level's push graph on a canvas (layers by
-// distance to goal, or a force layout), shows a state's board and arcs, steps along the
-// optimal solution. Plain JavaScript, no dependencies; the data comes from
+// The Sokoban state-space explorer: draws a level's push graph with sigma.js (WebGL) over a
+// graphology graph, in the layout computed once in Python (robocell/sokoban/layout.py) or in
+// layers by distance to the goal; shows a state's board and arcs, steps along the optimal
+// solution, and marks what the graph says (strongly connected components, bottlenecks,
+// corridors, the dead region) on request. The data comes from
 // robocell/sokoban/graph_view.py. SokobanExplorer.mount(element, data) returns the view.
 'use strict';
 
@@ -9,13 +11,23 @@ const SokobanExplorer = (() => {
   const LAYER_GAP = 90;
   const ROW_GAP = 16;
   const BAND_GAP = 60;
-  const MANY_ARCS = 20000;
+  const MAX_ASPECT = 2;
+  const MANY_ARCS = 150000;  // above: arcs are left out while the view moves
   const COLOURS = {
-    arc: 'rgba(90, 100, 120, 0.35)', deadArc: 'rgba(200, 80, 70, 0.30)',
-    live: '#4a6fa5', dead: '#d9786c', goal: '#2e9d4f', start: '#e0a100',
-    solution: '#8e44ad', selected: '#111', inArc: '#1f78d1', outArc: '#ef7d00',
-    tail: '#9b2c20',
+    arc: 'rgba(90, 100, 120, 0.45)', deadArc: 'rgba(200, 80, 70, 0.35)',
+    live: '#4a6fa5', dead: '#d9786c', deadMass: 'rgba(217, 120, 108, 0.10)',
+    goal: '#2e9d4f', start: '#e0a100', solution: '#8e44ad', selected: '#111',
+    inArc: '#1f78d1', outArc: '#ef7d00', tail: '#a8453a', deadEnd: '#5a1a12',
+    bottleneck: '#d1007a', corridor: '#16877a', other: '#c9c9c9',
   };
+  const SCC_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2',
+                       '#17becf', '#bcbd22', '#393b79', '#e7969c'];
+  const TOGGLES = [
+    ['scc', 'SCCs', 'colour the largest strongly connected components (states one can go back and forth between)'],
+    ['bottlenecks', 'bottlenecks', 'mark the states and pushes every solution passes through'],
+    ['corridors', 'corridors', 'draw each run of states with one way in and one way out as one arc'],
+    ['deadMass', 'dead region', 'shade the dead states as one mass (without their arcs) when they are not drawn one by one'],
+  ];
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -104,8 +116,8 @@ const SokobanExplorer = (() => {
     return walk + DIRS[d].toUpperCase();
   }
 
-  // The level as XSB text in this state (the same drawing as Board.render).
-  function xsb(m, s) {
+  // The level as XSB text in this state, the player on ``player`` (Board.render's drawing).
+  function xsb(m, s, player) {
     const b = m.data.board;
     const grid = b.rows.map((row) => row.split(''));
     b.squares.forEach(([r, c], q) => { grid[r][c] = ' '; });
@@ -113,10 +125,24 @@ const SokobanExplorer = (() => {
     const goal = new Uint8Array(m.nSquares);
     for (const g of b.goals) goal[g] = 1;
     for (const q of boxesOf(m, s)) { const [r, c] = b.squares[q]; grid[r][c] = goal[q] ? '*' : '$'; }
-    const p = m.data.states.player[s];
-    const [pr, pc] = b.squares[p];
-    grid[pr][pc] = goal[p] ? '+' : '@';
+    const [pr, pc] = b.squares[player];
+    grid[pr][pc] = goal[player] ? '+' : '@';
     return grid.map((row) => row.join('').replace(/\s+$/, '')).join('\n');
+  }
+
+  // Where the player stands in state s: on ``given`` when the push that led here is known
+  // (the square the pushed box stood on), on its start square in the start, else where the
+  // first push into s (in arc order) left it. The state itself only knows the player's
+  // region; its smallest square is the player's spot only when nothing better is known.
+  function standingSquare(m, s, given) {
+    if (given >= 0) return given;
+    if (m.has(s, 'start')) return m.data.board.start_player;
+    if (m.inStart[s + 1] > m.inStart[s]) return pushedBox(m, m.inArcs[m.inStart[s]]);
+    return m.data.states.player[s];
+  }
+
+  function pushedBox(m, a) {
+    return Math.floor(m.data.arcs.push[a] / 4);
   }
 
   function bestNextArc(m, s) {
@@ -176,91 +202,29 @@ const SokobanExplorer = (() => {
       const shift = liveHeight / 2 + BAND_GAP + deadHeight / 2;
       for (const s of dead) y[s] += shift;
     }
+    // no sliver: the longer side at most MAX_ASPECT times the shorter
+    const extent = (a) => a.reduce((r, v) => [Math.min(r[0], v), Math.max(r[1], v)], [Infinity, -Infinity]);
+    const [x0, x1] = extent(x), [y0, y1] = extent(y);
+    const w = x1 - x0, h = y1 - y0;
+    if (w > MAX_ASPECT * h && h > 0) y.forEach((v, s) => { y[s] = v * w / (MAX_ASPECT * h); });
+    if (h > MAX_ASPECT * w && w > 0) x.forEach((v, s) => { x[s] = v * h / (MAX_ASPECT * w); });
+    // graph coordinates grow upwards, the page's downwards: rows drawn top to bottom
+    y.forEach((v, s) => { y[s] = -v; });
     return { x, y };
   }
 
-  // Force layout: springs along arcs, repulsion from the states in neighbouring cells of a
-  // grid (a crowded cell repels as one weight at its centre, so a step stays near linear),
-  // run a few milliseconds per frame so the page stays responsive.
-  function forceLayout(m, visible, start, onFrame) {
-    const x = Float64Array.from(start.x), y = Float64Array.from(start.y);
-    const idx = [];
-    for (let s = 0; s < m.n; s++) if (visible[s]) idx.push(s);
-    const nv = idx.length;
-    const L = 40, CROWDED = 12, MAX_CELLS_PER_SIDE = 256;
-    const iterations = nv > 5000 ? 80 : 200;
-    let iteration = 0, temperature = L * 2;
-    const dx = new Float64Array(m.n), dy = new Float64Array(m.n);
-    const cellOf = new Int32Array(nv), members = new Int32Array(nv);
-    const job = { cancelled: false };
-    const step = () => {
-      dx.fill(0); dy.fill(0);
-      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-      for (const s of idx) {
-        x0 = Math.min(x0, x[s]); x1 = Math.max(x1, x[s]);
-        y0 = Math.min(y0, y[s]); y1 = Math.max(y1, y[s]);
+  // Local arc numbers of the solution path (the arc with the push the solution makes).
+  function solutionArcs(m) {
+    const sol = m.data.solution;
+    const arcs = [];
+    for (let k = 1; k < sol.states.length; k++) {
+      const s = sol.states[k - 1], t = sol.states[k];
+      for (let j = m.outStart[s]; j < m.outStart[s + 1]; j++) {
+        const a = m.outArcs[j];
+        if (m.dst[a] === t && m.data.arcs.push[a] === sol.pushes[k - 1]) { arcs.push(a); break; }
       }
-      const size = Math.max(2 * L, (x1 - x0) / MAX_CELLS_PER_SIDE, (y1 - y0) / MAX_CELLS_PER_SIDE);
-      const W = Math.floor((x1 - x0) / size) + 1, H = Math.floor((y1 - y0) / size) + 1;
-      const first = new Int32Array(W * H + 1), cx = new Float64Array(W * H), cy = new Float64Array(W * H);
-      for (let i = 0; i < nv; i++) {
-        const s = idx[i];
-        const c = Math.floor((x[s] - x0) / size) * H + Math.floor((y[s] - y0) / size);
-        cellOf[i] = c; first[c + 1]++; cx[c] += x[s]; cy[c] += y[s];
-      }
-      for (let c = 0; c < W * H; c++) {
-        const count = first[c + 1];
-        if (count) { cx[c] /= count; cy[c] /= count; }
-        first[c + 1] += first[c];
-      }
-      const fill = first.slice(0, W * H);
-      for (let i = 0; i < nv; i++) members[fill[cellOf[i]]++] = idx[i];
-      const push = (s, ox, oy, weight) => {
-        let ex = x[s] - ox, ey = y[s] - oy;
-        let d2 = ex * ex + ey * ey;
-        if (d2 > 4 * size * size) return;
-        if (d2 < 0.01) { ex = Math.random() - 0.5; ey = Math.random() - 0.5; d2 = 0.5; }
-        const f = weight * (L * L) / d2;
-        dx[s] += ex * f; dy[s] += ey * f;
-      };
-      for (let i = 0; i < nv; i++) {
-        const s = idx[i];
-        const gx = Math.floor(cellOf[i] / H), gy = cellOf[i] % H;
-        for (let a = Math.max(0, gx - 1); a <= Math.min(W - 1, gx + 1); a++) {
-          for (let b = Math.max(0, gy - 1); b <= Math.min(H - 1, gy + 1); b++) {
-            const c = a * H + b, count = first[c + 1] - first[c];
-            if (count > CROWDED && c !== cellOf[i]) { push(s, cx[c], cy[c], count); continue; }
-            for (let k = first[c]; k < first[c + 1] && k - first[c] < 4 * CROWDED; k++) {
-              if (members[k] !== s) push(s, x[members[k]], y[members[k]], 1);
-            }
-          }
-        }
-      }
-      for (let a = 0; a < m.src.length; a++) {
-        const s = m.src[a], t = m.dst[a];
-        if (!visible[s] || !visible[t] || s === t) continue;
-        const ex = x[s] - x[t], ey = y[s] - y[t];
-        const d = Math.sqrt(ex * ex + ey * ey) + 1e-6;
-        const f = d / L;
-        dx[s] -= ex * f; dy[s] -= ey * f; dx[t] += ex * f; dy[t] += ey * f;
-      }
-      for (const s of idx) {
-        const d = Math.sqrt(dx[s] * dx[s] + dy[s] * dy[s]) + 1e-6;
-        const move = Math.min(d, temperature);
-        x[s] += (dx[s] / d) * move; y[s] += (dy[s] / d) * move;
-      }
-      temperature = Math.max(1, temperature * 0.97);
-      iteration++;
-    };
-    const frame = () => {
-      if (job.cancelled) return;
-      const until = performance.now() + 12;
-      while (iteration < iterations && performance.now() < until) step();
-      onFrame({ x, y }, iteration >= iterations);
-      if (iteration < iterations) requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
-    return job;
+    }
+    return arcs;
   }
 
   // ---------------------------------------------------------------- the page
@@ -268,26 +232,44 @@ const SokobanExplorer = (() => {
     const m = buildModel(data);
     const st = data.states;
     const summary = data.summary;
+    const nArcs = m.src.length;
+    const runs = data.corridors || [];
     root.textContent = '';
     root.classList.add('sx');
     const view = {
-      model: m, layoutName: 'layers', showDead: false, selected: 0, hovered: -1, step: 0,
-      scale: 1, tx: 0, ty: 0, pos: null, layered: null, forceJob: null, ready: false,
+      model: m, layoutName: 'force', showDead: false, selected: 0, hovered: -1, step: 0,
+      standing: -1, pos: null, layered: null, shaped: null, ready: false,
+      scc: false, bottlenecks: false, corridors: false, deadMass: true,
     };
     const solution = data.solution.states;
+    const onSolution = new Uint8Array(nArcs);
+    for (const a of solutionArcs(m)) onSolution[a] = 1;
+    const neckArc = new Uint8Array(nArcs);
+    for (const a of data.arcs.bottleneck || []) neckArc[a] = 1;
+    const selArc = new Uint8Array(nArcs);  // 1: in-arc of the selected state, 2: out-arc
 
     // toolbar
     const bar = el('div', { class: 'sx-toolbar' });
     const title = el('span', { class: 'sx-title' }, data.level);
-    const layersBtn = el('button', { 'data-role': 'layout-layers', 'aria-pressed': 'true' },
-                         'Layers');
-    const forceBtn = el('button', { 'data-role': 'layout-force', 'aria-pressed': 'false' },
-                        'Force');
+    const forceBtn = el('button', { 'data-role': 'layout-force', 'aria-pressed': 'true',
+                                    title: 'the shape of the graph: states placed by their distances in pushes (computed once per level)' },
+                        'Shape');
+    const layersBtn = el('button', { 'data-role': 'layout-layers', 'aria-pressed': 'false',
+                                     title: 'columns by distance to the goal' }, 'Layers');
     const deadBox = el('input', { type: 'checkbox', 'data-role': 'show-dead' });
-    const deadLabel = el('label', {}, ' dead states');
+    const deadLabel = el('label', { title: 'draw the dead states one by one, with their arcs' }, ' dead states');
     deadLabel.prepend(deadBox);
     const nDeadDrawn = st.flags.filter((f) => f & data.flags.dead).length;
     if (!nDeadDrawn) { deadBox.disabled = true; deadLabel.title = 'no dead state is drawn'; }
+    const toggleBoxes = {};
+    const toggleLabels = TOGGLES.map(([name, text, help]) => {
+      const box = el('input', { type: 'checkbox', 'data-role': 'toggle-' + name });
+      box.checked = view[name];
+      toggleBoxes[name] = box;
+      const label = el('label', { title: help }, ' ' + text);
+      label.prepend(box);
+      return label;
+    });
     const firstBtn = el('button', { 'data-role': 'step-first', title: 'back to the start (Home)' }, 'Start');
     const prevBtn = el('button', { 'data-role': 'step-prev', title: 'previous push (←)' }, '◀');
     const nextBtn = el('button', { 'data-role': 'step-next', title: 'next push (→)' }, '▶');
@@ -296,7 +278,8 @@ const SokobanExplorer = (() => {
     const bestBtn = el('button', { 'data-role': 'best-push', title: 'best next push (b)' },
                        'Best push');
     const fitBtn = el('button', { 'data-role': 'fit', title: 'fit to view (f)' }, 'Fit');
-    bar.append(title, el('span', { class: 'sx-sep' }, 'Layout'), layersBtn, forceBtn, deadLabel,
+    bar.append(title, el('span', { class: 'sx-sep' }, 'Layout'), forceBtn, layersBtn, deadLabel,
+               el('span', { class: 'sx-sep' }, 'Show'), ...toggleLabels,
                el('span', { class: 'sx-sep' }, 'Solution'), firstBtn, prevBtn, nextBtn, lastBtn,
                stepText, bestBtn, fitBtn);
     root.append(bar);
@@ -306,8 +289,10 @@ const SokobanExplorer = (() => {
 
     const main = el('div', { class: 'sx-main' });
     const wrap = el('div', { class: 'sx-canvas-wrap' });
-    const canvas = el('canvas', { class: 'sx-canvas', 'data-role': 'graph', tabindex: '0' });
-    wrap.append(canvas);
+    const massCanvas = el('canvas', { class: 'sx-mass', 'data-role': 'dead-mass' });
+    wrap.append(massCanvas);
+    const container = el('div', { class: 'sx-canvas', 'data-role': 'graph', tabindex: '0' });
+    wrap.append(container);
     const side = el('div', { class: 'sx-side' });
     main.append(wrap, side);
     root.append(main);
@@ -321,20 +306,29 @@ const SokobanExplorer = (() => {
       ['live_states', 'live states'], ['live_arcs', 'live arcs'],
       ['goal_states', 'goal states'], ['diameter', 'diameter (live)'],
       ['max_distance_to_goal', 'farthest from goal'],
-      ['solution_pushes', 'solution pushes'], ['solution_moves', 'solution moves'],
+      ['solution_pushes', 'solution pushes'],
+      ['solution_moves', 'solution moves (push-optimal, fewest moves)'],
       ['branching', 'branching (arcs/state)'], ['live_branching', 'live branching'],
       ['largest_scc', 'largest SCC'], ['largest_live_scc', 'largest live SCC'],
     ];
     for (const [key, label] of rows) {
       const value = summary[key];
       const tr = el('tr', { 'data-key': key });
+      if (key === 'solution_moves') {
+        tr.title = 'the moves of the solution drawn: of all push-optimal solutions, one with ' +
+                   'the fewest moves (`sokoban solve` prints a push-optimal one, which may ' +
+                   'take more moves; `--metric moves` the fewest moves of all)';
+      }
       tr.append(el('th', {}, label),
                 el('td', {}, value === null || value === undefined ? 'n/a' : String(value)));
       table.append(tr);
     }
     sumBox.append(table);
+    const nNecks = st.flags.filter((f) => f & data.flags.bottleneck).length;
     sumBox.append(el('p', { class: 'sx-drawn', 'data-role': 'drawn' },
-                     `${m.n} states and ${m.src.length} arcs drawn`));
+                     `${m.n} states and ${nArcs} arcs drawn; ${nNecks} bottleneck states, ` +
+                     `${(data.arcs.bottleneck || []).length} bottleneck pushes, ` +
+                     `${runs.length} corridors`));
     side.append(sumBox);
 
     // state panel
@@ -343,164 +337,229 @@ const SokobanExplorer = (() => {
     const legend = el('section', { class: 'sx-legend' });
     for (const [kind, label] of [['start', 'start'], ['goal', 'goal'], ['solution', 'solution'],
                                  ['live', 'live'], ['dead', 'dead'], ['tail', 'tail'],
-                                 ['dead-end', 'dead end']]) {
+                                 ['dead-end', 'dead end'], ['bottleneck', 'bottleneck'],
+                                 ['corridor', 'corridor'], ['mass', 'dead region']]) {
       const item = el('span', {});
       item.append(el('i', { class: 'sx-key sx-key-' + kind }), label);
       legend.append(item);
     }
     side.append(legend);
 
-    // ---------------------------------------------------------------- drawing
-    const ctx = canvas.getContext('2d');
-    let frameRequested = false;
-    const visible = () => {
-      const v = new Uint8Array(m.n);
-      for (let s = 0; s < m.n; s++) v[s] = view.showDead || st.distance[s] >= 0 ? 1 : 0;
-      // a reduced view without live states still shows what it has
-      if (!v.some((x) => x)) v.fill(1);
-      return v;
+    // ---------------------------------------------------------------- what is drawn, how
+    const isDead = (s) => st.distance[s] < 0;
+    const shownState = (s) => {
+      if (view.corridors && m.has(s, 'corridor')) return false;
+      if (!isDead(s)) return true;
+      return view.showDead || view.deadMass || !liveDrawn;
     };
-    let shown = visible();
+    const asMass = (s) => isDead(s) && !view.showDead && view.deadMass && liveDrawn;
+    const liveDrawn = st.distance.some((d) => d >= 0);  // a reduced view may hold none
 
-    function resize() {
-      const r = wrap.getBoundingClientRect();
-      const ratio = window.devicePixelRatio || 1;
-      canvas.width = Math.max(1, Math.round(r.width * ratio));
-      canvas.height = Math.max(1, Math.round(r.height * ratio));
-      canvas.style.width = r.width + 'px';
-      canvas.style.height = r.height + 'px';
-      ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-      redraw();
+    function stateStyle(s) {
+      if (!shownState(s)) return { hidden: true };
+      const base = Math.max(2.5, Math.min(8, 12 - 2.2 * Math.log10(Math.max(10, m.n))));
+      if (asMass(s)) return { hidden: true, color: COLOURS.deadMass };  // drawn by the mass layer
+      let color = isDead(s) ? COLOURS.dead : COLOURS.live;
+      let size = base, zIndex = 1;
+      if (view.scc) {
+        const rank = st.scc ? st.scc[s] : -1;
+        color = rank >= 0 && rank < SCC_COLOURS.length ? SCC_COLOURS[rank] : COLOURS.other;
+      } else if (m.has(s, 'dead_end')) {
+        color = COLOURS.deadEnd;
+      } else if (isDead(s) && m.has(s, 'tail')) {
+        color = COLOURS.tail;
+      }
+      if (m.has(s, 'solution')) { color = COLOURS.solution; zIndex = 2; }
+      if (view.bottlenecks && m.has(s, 'bottleneck')) {
+        color = COLOURS.bottleneck; size = base * 1.8; zIndex = 3;
+      }
+      if (m.has(s, 'goal')) { color = COLOURS.goal; size = base * 1.6; zIndex = 3; }
+      if (m.has(s, 'start')) { color = COLOURS.start; size = base * 1.6; zIndex = 3; }
+      if (s === view.selected) { size = base * 2.2; zIndex = 5; }
+      return { hidden: false, color, size, zIndex };
     }
 
-    function fit() {
-      const r = wrap.getBoundingClientRect();
-      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    function arcStyle(a) {
+      if (a >= nArcs) {  // a corridor drawn as one arc
+        if (!view.corridors) return { hidden: true };
+        return { hidden: false, color: COLOURS.corridor, size: 2.5, type: 'thick', zIndex: 2 };
+      }
+      const s = m.src[a], t = m.dst[a];
+      if (!shownState(s) || !shownState(t) || asMass(s) || asMass(t)) return { hidden: true };
+      // an arc keeps its program (type) when selected, so a selection redraws only itself
+      const marked = onSolution[a] || (view.bottlenecks && neckArc[a]);
+      const style = { hidden: false, size: marked ? 3 : 1, type: marked ? 'thick' : 'fast',
+                      zIndex: marked ? 3 : 0 };
+      if (selArc[a]) style.color = selArc[a] === 1 ? COLOURS.inArc : COLOURS.outArc;
+      else if (view.bottlenecks && neckArc[a]) style.color = COLOURS.bottleneck;
+      else if (onSolution[a]) style.color = COLOURS.solution;
+      else style.color = isDead(t) ? COLOURS.deadArc : COLOURS.arc;
+      return style;
+    }
+
+    // ---------------------------------------------------------------- the graphology graph
+    const Graph = window.graphology.Graph;
+    const graph = new Graph({ type: 'directed', multi: true, allowSelfLoops: true });
+    view.shaped = { x: Float64Array.from(data.layout.x), y: Float64Array.from(data.layout.y) };
+    view.pos = view.shaped;
+    // the dead states and the arcs into them are added when first drawn one by one: on a
+    // large level they are most of the graph, and a dead region drawn as a mass (the mass
+    // layer below) does not need them
+    let deadAdded = false;
+    const addStates = (dead) => {
       for (let s = 0; s < m.n; s++) {
-        if (!shown[s]) continue;
+        if (isDead(s) === dead) graph.addNode(s, { x: view.pos.x[s], y: view.pos.y[s], size: 3 });
+      }
+      for (let a = 0; a < nArcs; a++) {
+        if (isDead(m.dst[a]) === dead) graph.addDirectedEdgeWithKey(a, m.src[a], m.dst[a]);
+      }
+      runs.forEach(([from, to], k) => {
+        if ((isDead(from) || isDead(to)) === dead) graph.addDirectedEdgeWithKey(nArcs + k, from, to);
+      });
+    };
+    addStates(false);
+    function needDeadArcs() {
+      if (deadAdded || !(view.showDead || !liveDrawn)) return;
+      deadAdded = true;
+      addStates(true);
+    }
+    needDeadArcs();
+
+    const R = window.Sigma.rendering;
+    const renderer = new window.Sigma(graph, container, {
+      renderLabels: false, renderEdgeLabels: false, enableEdgeEvents: false,
+      defaultEdgeType: 'fast',
+      edgeProgramClasses: { fast: R.EdgeLineProgram, thick: R.EdgeRectangleProgram },
+      hideEdgesOnMove: nArcs > MANY_ARCS, zIndex: true, allowInvalidContainer: true,
+      minCameraRatio: 0.0005, maxCameraRatio: 20, stagePadding: 20,
+      doubleClickZoomingRatio: 1,  // clicks on two states in a row are not a zoom
+      pickingDownSizingRatio: 4,
+      nodeReducer: (key, attrs) => ({ ...attrs, ...stateStyle(+key) }),
+      edgeReducer: (key, attrs) => ({ ...attrs, ...arcStyle(+key) }),
+    });
+
+    // the page's own frame timer: each render's duration and the time between renders
+    const frames = { render: [], interval: [], last: 0, firstAt: 0 };
+    let renderStart = 0;
+    renderer.on('beforeRender', () => { renderStart = performance.now(); });
+    renderer.on('afterRender', () => {
+      const now = performance.now();
+      frames.render.push(now - renderStart);
+      if (frames.last) frames.interval.push(now - frames.last);
+      frames.last = now;
+      if (!frames.firstAt) frames.firstAt = now;
+      drawMass();
+      if (frames.render.length > 2000) { frames.render.splice(0, 1000); frames.interval.splice(0, 1000); }
+    });
+
+    // The dead region as one shaded mass: the density of the dead states on a grid over their
+    // extent, blurred, made once per layout into an image that each frame only places.
+    const MASS_GRID = 256;
+    let mass = null;
+    function massImage() {
+      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity, count = 0;
+      for (let s = 0; s < m.n; s++) {
+        if (!isDead(s)) continue;
+        count++;
         x0 = Math.min(x0, view.pos.x[s]); x1 = Math.max(x1, view.pos.x[s]);
         y0 = Math.min(y0, view.pos.y[s]); y1 = Math.max(y1, view.pos.y[s]);
       }
-      if (x0 === Infinity) { x0 = x1 = y0 = y1 = 0; }
-      const pad = 30;
-      view.scale = Math.min(4, (r.width - 2 * pad) / Math.max(1, x1 - x0),
-                            (r.height - 2 * pad) / Math.max(1, y1 - y0));
-      view.tx = r.width / 2 - view.scale * (x0 + x1) / 2;
-      view.ty = r.height / 2 - view.scale * (y0 + y1) / 2;
-      redraw();
+      if (!count) return null;
+      const pad = Math.max(x1 - x0, y1 - y0, 1) * 0.03;
+      x0 -= pad; x1 += pad; y0 -= pad; y1 += pad;
+      const side = Math.max(x1 - x0, y1 - y0);
+      const W = Math.max(8, Math.round(MASS_GRID * (x1 - x0) / side));
+      const H = Math.max(8, Math.round(MASS_GRID * (y1 - y0) / side));
+      let grid = new Float32Array(W * H);
+      for (let s = 0; s < m.n; s++) {
+        if (!isDead(s)) continue;
+        const i = Math.min(W - 1, Math.floor((view.pos.x[s] - x0) / (x1 - x0) * W));
+        const j = Math.min(H - 1, Math.floor((y1 - view.pos.y[s]) / (y1 - y0) * H));
+        grid[j * W + i] += 1;
+      }
+      for (let pass = 0; pass < 3; pass++) {  // a box blur, three times
+        const out = new Float32Array(W * H);
+        for (let j = 0; j < H; j++) {
+          for (let i = 0; i < W; i++) {
+            let sum = 0, k = 0;
+            for (let dj = -1; dj <= 1; dj++) {
+              for (let di = -1; di <= 1; di++) {
+                const a = i + di, b = j + dj;
+                if (a >= 0 && a < W && b >= 0 && b < H) { sum += grid[b * W + a]; k++; }
+              }
+            }
+            out[j * W + i] = sum / k;
+          }
+        }
+        grid = out;
+      }
+      const sorted = grid.filter((v) => v > 0).sort();
+      const high = sorted.length ? sorted[Math.floor(0.95 * (sorted.length - 1))] : 1;
+      const image = new ImageData(W, H);
+      for (let c = 0; c < W * H; c++) {
+        const v = Math.min(1, grid[c] / high);
+        image.data[4 * c] = 217; image.data[4 * c + 1] = 120; image.data[4 * c + 2] = 108;
+        image.data[4 * c + 3] = v > 0.01 ? Math.round(40 + 110 * v) : 0;
+      }
+      const canvas = document.createElement('canvas');
+      canvas.width = W; canvas.height = H;
+      canvas.getContext('2d').putImageData(image, 0, 0);
+      return { canvas, x0, x1, y0, y1 };
     }
 
-    const sx = (s) => view.pos.x[s] * view.scale + view.tx;
-    const sy = (s) => view.pos.y[s] * view.scale + view.ty;
-
-    function redraw() {
-      if (frameRequested) return;
-      frameRequested = true;
-      requestAnimationFrame(draw);
-    }
-
-    function draw() {
-      frameRequested = false;
-      const w = canvas.clientWidth, h = canvas.clientHeight;
+    function drawMass() {
+      const r = wrap.getBoundingClientRect();
+      const ratio = window.devicePixelRatio || 1;
+      const w = Math.max(1, Math.round(r.width * ratio)), h = Math.max(1, Math.round(r.height * ratio));
+      if (massCanvas.width !== w || massCanvas.height !== h) { massCanvas.width = w; massCanvas.height = h; }
+      const ctx = massCanvas.getContext('2d');
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
       ctx.clearRect(0, 0, w, h);
-      if (!view.pos) return;
-      const radius = Math.max(2, Math.min(7, 5 * view.scale));
-      // arcs: live ones, then those into dead states (drawn only when dead states are);
-      // left out while a large force layout settles, so its frames stay short
-      const skipArcs = view.settling && m.src.length > MANY_ARCS;
-      for (const deadPass of skipArcs ? [] : [false, true]) {
-        ctx.beginPath();
-        for (let a = 0; a < m.src.length; a++) {
-          const s = m.src[a], t = m.dst[a];
-          if (!shown[s] || !shown[t] || (st.distance[t] < 0) !== deadPass) continue;
-          ctx.moveTo(sx(s), sy(s));
-          ctx.lineTo(sx(t), sy(t));
-        }
-        ctx.strokeStyle = deadPass ? COLOURS.deadArc : COLOURS.arc;
-        ctx.lineWidth = 1;
-        ctx.stroke();
+      if (!(view.deadMass && !view.showDead && liveDrawn)) return;
+      if (!mass) mass = massImage();
+      if (!mass) return;
+      // image pixel (0, 0) is the top-left corner (x0, y1) of the dead states' extent
+      const a = renderer.graphToViewport({ x: mass.x0, y: mass.y1 });
+      const b = renderer.graphToViewport({ x: mass.x1, y: mass.y0 });
+      ctx.setTransform(ratio * (b.x - a.x) / mass.canvas.width, 0, 0,
+                       ratio * (b.y - a.y) / mass.canvas.height, ratio * a.x, ratio * a.y);
+      ctx.imageSmoothingEnabled = true;
+      ctx.drawImage(mass.canvas, 0, 0);
+    }
+
+    function refresh(states, arcs) {
+      if (states || arcs) {
+        renderer.refresh({ partialGraph: { nodes: (states || []).map(String), edges: (arcs || []).map(String) },
+                           skipIndexation: true });
+      } else {
+        renderer.refresh();
       }
-      // solution path
-      if (solution.length > 1) {
-        ctx.beginPath();
-        ctx.moveTo(sx(solution[0]), sy(solution[0]));
-        for (const s of solution.slice(1)) ctx.lineTo(sx(s), sy(s));
-        ctx.strokeStyle = COLOURS.solution;
-        ctx.lineWidth = 3;
-        ctx.stroke();
-      }
-      // arcs of the selected state
-      const sel = view.selected;
-      const arcSet = (startArr, arcArr, colour) => {
-        ctx.beginPath();
-        for (let k = startArr[sel]; k < startArr[sel + 1]; k++) {
-          const a = arcArr[k];
-          if (!shown[m.src[a]] || !shown[m.dst[a]]) continue;
-          ctx.moveTo(sx(m.src[a]), sy(m.src[a]));
-          ctx.lineTo(sx(m.dst[a]), sy(m.dst[a]));
-        }
-        ctx.strokeStyle = colour;
-        ctx.lineWidth = 2;
-        ctx.stroke();
-      };
-      if (sel >= 0) { arcSet(m.inStart, m.inArcs, COLOURS.inArc); arcSet(m.outStart, m.outArcs, COLOURS.outArc); }
-      // states, one path per colour
-      const groups = new Map();
+    }
+
+    function fit() {
+      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
       for (let s = 0; s < m.n; s++) {
-        if (!shown[s]) continue;
-        let colour = st.distance[s] >= 0 ? COLOURS.live : COLOURS.dead;
-        if (m.has(s, 'solution')) colour = COLOURS.solution;
-        if (m.has(s, 'goal')) colour = COLOURS.goal;
-        if (m.has(s, 'start')) colour = COLOURS.start;
-        if (!groups.has(colour)) groups.set(colour, []);
-        groups.get(colour).push(s);
+        if (!shownState(s) || asMass(s)) continue;
+        x0 = Math.min(x0, view.pos.x[s]); x1 = Math.max(x1, view.pos.x[s]);
+        y0 = Math.min(y0, view.pos.y[s]); y1 = Math.max(y1, view.pos.y[s]);
       }
-      for (const [colour, states] of groups) {
-        ctx.beginPath();
-        for (const s of states) {
-          const r = m.has(s, 'start') || m.has(s, 'goal') ? radius * 1.6 : radius;
-          ctx.moveTo(sx(s) + r, sy(s));
-          ctx.arc(sx(s), sy(s), r, 0, 2 * Math.PI);
-        }
-        ctx.fillStyle = colour;
-        ctx.fill();
-      }
-      // tails ringed, dead ends crossed
-      ctx.beginPath();
-      const ends = new Path2D();
-      for (let s = 0; s < m.n; s++) {
-        if (!shown[s]) continue;
-        if (m.has(s, 'tail')) { ctx.moveTo(sx(s) + radius + 2, sy(s)); ctx.arc(sx(s), sy(s), radius + 2, 0, 2 * Math.PI); }
-        if (m.has(s, 'dead_end')) {
-          const r = radius + 2;
-          ends.moveTo(sx(s) - r, sy(s) - r); ends.lineTo(sx(s) + r, sy(s) + r);
-          ends.moveTo(sx(s) + r, sy(s) - r); ends.lineTo(sx(s) - r, sy(s) + r);
-        }
-      }
-      ctx.strokeStyle = COLOURS.tail;
-      ctx.lineWidth = 1.2;
-      ctx.stroke();
-      ctx.stroke(ends);
-      // selected and hovered
-      for (const [s, colour] of [[view.hovered, '#888'], [sel, COLOURS.selected]]) {
-        if (s < 0 || !shown[s]) continue;
-        ctx.beginPath();
-        ctx.arc(sx(s), sy(s), radius * 1.6 + 4, 0, 2 * Math.PI);
-        ctx.strokeStyle = colour;
-        ctx.lineWidth = 2;
-        ctx.stroke();
-      }
+      if (x0 === Infinity) { x0 = -1; x1 = 1; y0 = -1; y1 = 1; }
+      const pad = Math.max(x1 - x0, y1 - y0, 1) * 0.02;
+      renderer.setCustomBBox({ x: [x0 - pad, x1 + pad], y: [y0 - pad, y1 + pad] });
+      renderer.getCamera().setState({ x: 0.5, y: 0.5, ratio: 1, angle: 0 });
+      renderer.refresh();
     }
 
     // ---------------------------------------------------------------- the state panel
-    function drawBoard(s, role = 'board', widthPx = 300) {
+    function drawBoard(s, role = 'board', widthPx = 300, player = standingSquare(m, s, -1)) {
       const b = data.board;
       const size = Math.max(role === 'board' ? 12 : 6,
                             Math.min(28, Math.floor(widthPx / Math.max(b.width, b.height))));
       const svg = svgEl('svg', { width: b.width * size, height: b.height * size,
                                  viewBox: `0 0 ${b.width * size} ${b.height * size}`,
                                  class: 'sx-board', 'data-role': role,
-                                 'data-state': String(st.id[s]), 'data-xsb': xsb(m, s) });
+                                 'data-state': String(st.id[s]), 'data-player': String(player),
+                                 'data-xsb': xsb(m, s, player) });
       const reachable = reach(m, s);
       b.rows.forEach((row, r) => {
         for (let c = 0; c < row.length; c++) {
@@ -522,7 +581,7 @@ const SokobanExplorer = (() => {
         svg.append(svgEl('rect', { x: c * size + 2, y: r * size + 2, width: size - 4, height: size - 4,
                                    rx: 3, class: goal.has(q) ? 'box on-goal' : 'box' }));
       }
-      const [pr, pc] = b.squares[st.player[s]];
+      const [pr, pc] = b.squares[player];
       svg.append(svgEl('circle', { cx: (pc + 0.5) * size, cy: (pr + 0.5) * size, r: size * 0.32, class: 'player' }));
       return svg;
     }
@@ -540,7 +599,7 @@ const SokobanExplorer = (() => {
         const moves = el('code', {}, arcMoves(m, a));
         const d = st.distance[t];
         li.append(moves, document.createTextNode(` ${role === 'in-arcs' ? 'from' : 'to'} #${st.id[t]} (${d >= 0 ? d + ' to goal' : 'dead'})`));
-        li.addEventListener('click', () => select(t));
+        li.addEventListener('click', () => select(t, role === 'out-arcs' ? pushedBox(m, a) : -1));
         list.append(li);
       }
       if (count > limit) list.append(el('li', {}, `... ${count - limit} more`));
@@ -558,7 +617,7 @@ const SokobanExplorer = (() => {
       info.append(el('p', { 'data-role': 'distance', 'data-distance': String(d) },
                      d >= 0 ? `${d} push${d === 1 ? '' : 'es'} to goal` : 'dead: no goal can be reached'));
       if (marks.length) info.append(el('p', { class: 'sx-marks' }, marks.join(', ')));
-      info.append(drawBoard(s));
+      info.append(drawBoard(s, 'board', 300, view.standing));
       const best = bestNextArc(m, s);
       const bestText = el('p', { 'data-role': 'best', class: 'sx-best' });
       if (best >= 0) {
@@ -579,89 +638,74 @@ const SokobanExplorer = (() => {
       stepText.dataset.step = String(view.step);
     }
 
-    function select(s) {
+    function markArcs(s, value, touched) {
+      if (s < 0) return;
+      for (let k = m.inStart[s]; k < m.inStart[s + 1]; k++) { selArc[m.inArcs[k]] = value && 1; touched.push(m.inArcs[k]); }
+      for (let k = m.outStart[s]; k < m.outStart[s + 1]; k++) { selArc[m.outArcs[k]] = value && 2; touched.push(m.outArcs[k]); }
+    }
+
+    // select state s; ``standOn``: the player's square when the push that led there is known
+    function select(s, standOn = -1) {
+      const previous = view.selected;
+      const touched = [];
+      markArcs(previous, 0, touched);
       view.selected = s;
-      if (s >= 0 && !shown[s]) { view.showDead = true; deadBox.checked = true; shown = visible(); }
+      view.standing = s >= 0 ? standingSquare(m, s, standOn) : -1;
+      let whole = false;
+      if (s >= 0 && !shownState(s)) {
+        if (view.corridors && m.has(s, 'corridor')) setToggle('corridors', false, false);
+        if (isDead(s)) { view.showDead = true; deadBox.checked = true; needDeadArcs(); }
+        whole = true;
+      }
+      markArcs(s, 1, touched);
       const onPath = solution.indexOf(s);
       if (onPath >= 0) view.step = onPath;
       showState();
       showStep();
-      redraw();
+      if (whole) refresh();
+      else refresh([previous, s].filter((x) => x >= 0 && graph.hasNode(x)), touched.filter((a) => graph.hasEdge(a)));
     }
 
     function goStep(k) {
       if (!solution.length) return;
       view.step = Math.max(0, Math.min(solution.length - 1, k));
-      select(solution[view.step]);
+      const pushes = data.solution.pushes;
+      select(solution[view.step], view.step > 0 ? Math.floor(pushes[view.step - 1] / 4) : -1);
     }
 
     function takeBest() {
       const a = bestNextArc(m, view.selected);
-      if (a >= 0) select(m.dst[a]);
+      if (a >= 0) select(m.dst[a], pushedBox(m, a));
+    }
+
+    function setToggle(name, on, redraw = true) {
+      view[name] = on;
+      toggleBoxes[name].checked = on;
+      if (redraw) refresh();
     }
 
     // ---------------------------------------------------------------- input
-    function stateAt(px, py) {
-      let best = -1, bestD = 100;
-      for (let s = 0; s < m.n; s++) {
-        if (!shown[s]) continue;
-        const ex = sx(s) - px, ey = sy(s) - py;
-        const d = ex * ex + ey * ey;
-        if (d < bestD) { bestD = d; best = s; }
-      }
-      return best;
-    }
-    let drag = null;
-    canvas.addEventListener('mousedown', (e) => {
-      drag = { x: e.offsetX, y: e.offsetY, tx: view.tx, ty: view.ty, moved: false };
-    });
-    canvas.addEventListener('mousemove', (e) => {
-      if (drag) {
-        const ex = e.offsetX - drag.x, ey = e.offsetY - drag.y;
-        if (Math.abs(ex) + Math.abs(ey) > 3) drag.moved = true;
-        view.tx = drag.tx + ex; view.ty = drag.ty + ey;
-        redraw();
-        return;
-      }
-      const s = stateAt(e.offsetX, e.offsetY);
-      if (s !== view.hovered) { view.hovered = s; redraw(); showHover(s); }
-      if (s >= 0) placeHover(e.offsetX, e.offsetY);
-    });
-    canvas.addEventListener('mouseleave', () => { view.hovered = -1; showHover(-1); redraw(); });
-
-    // the hovered state's board, beside the pointer
     const hoverCard = el('div', { class: 'sx-hover', 'data-role': 'hover' });
     hoverCard.hidden = true;
     wrap.append(hoverCard);
-    function showHover(s) {
+    function showHover(s, px, py) {
+      view.hovered = s;
       hoverCard.hidden = s < 0;
       hoverCard.textContent = '';
       if (s < 0) return;
       const d = st.distance[s];
       hoverCard.append(el('div', {}, `#${st.id[s]}: ${d >= 0 ? d + ' to goal' : 'dead'}`),
                        drawBoard(s, 'hover-board', 140));
-    }
-    function placeHover(px, py) {
       const r = wrap.getBoundingClientRect();
       const w = hoverCard.offsetWidth, h = hoverCard.offsetHeight;
       hoverCard.style.left = Math.max(0, px + 16 + w > r.width ? px - 16 - w : px + 16) + 'px';
       hoverCard.style.top = Math.max(0, py + 16 + h > r.height ? py - 16 - h : py + 16) + 'px';
     }
-    window.addEventListener('mouseup', (e) => {
-      if (drag && !drag.moved && e.target === canvas) {
-        const s = stateAt(e.offsetX, e.offsetY);
-        if (s >= 0) select(s);
-      }
-      drag = null;
-    });
-    canvas.addEventListener('wheel', (e) => {
-      e.preventDefault();
-      const k = Math.exp(-e.deltaY * 0.0015);
-      view.tx = e.offsetX - (e.offsetX - view.tx) * k;
-      view.ty = e.offsetY - (e.offsetY - view.ty) * k;
-      view.scale *= k;
-      redraw();
-    }, { passive: false });
+    renderer.on('enterNode', ({ node, event }) => showHover(+node, event.x, event.y));
+    renderer.on('leaveNode', () => showHover(-1, 0, 0));
+    renderer.on('clickNode', ({ node }) => select(+node));
+    renderer.on('doubleClickNode', ({ node }) => select(+node));  // quick clicks on two states
+
     root.addEventListener('keydown', (e) => {
       if (e.target.tagName === 'INPUT' && e.target.type !== 'checkbox') return;
       const keys = { ArrowRight: () => goStep(view.step + 1), ArrowLeft: () => goStep(view.step - 1),
@@ -678,66 +722,110 @@ const SokobanExplorer = (() => {
     fitBtn.addEventListener('click', fit);
     deadBox.addEventListener('change', () => {
       view.showDead = deadBox.checked;
-      shown = visible();
-      if (view.layoutName === 'force') setLayout('force'); else fit();
+      needDeadArcs();
+      fit();
     });
+    for (const [name] of TOGGLES) {
+      toggleBoxes[name].addEventListener('change', () => {
+        setToggle(name, toggleBoxes[name].checked);
+        if (name === 'deadMass' || name === 'corridors') fit();
+      });
+    }
 
     function setLayout(name) {
       view.layoutName = name;
       layersBtn.setAttribute('aria-pressed', String(name === 'layers'));
       forceBtn.setAttribute('aria-pressed', String(name === 'force'));
-      if (view.forceJob) view.forceJob.cancelled = true;
-      view.settling = false;
-      root.dataset.layout = name;
-      if (name === 'layers') {
-        view.pos = view.layered;
-        root.dataset.layoutDone = 'true';
-        fit();
-        return;
-      }
-      root.dataset.layoutDone = 'false';
-      let first = true;
-      view.settling = true;
-      view.forceJob = forceLayout(m, shown, view.layered, (pos, done) => {
-        view.pos = pos;
-        view.settling = !done;
-        if (first || done) fit(); else redraw();
-        first = false;
-        if (done) root.dataset.layoutDone = 'true';
+      if (name === 'layers' && !view.layered) view.layered = layeredLayout(m);
+      view.pos = name === 'layers' ? view.layered : view.shaped;
+      mass = null;
+      graph.updateEachNodeAttributes((key, attrs) => {
+        attrs.x = view.pos.x[+key];
+        attrs.y = view.pos.y[+key];
+        return attrs;
       });
+      root.dataset.layout = name;
+      root.dataset.layoutDone = 'true';
+      fit();
     }
     layersBtn.addEventListener('click', () => setLayout('layers'));
     forceBtn.addEventListener('click', () => setLayout('force'));
 
-    view.layered = layeredLayout(m);
-    view.pos = view.layered;
-    if (typeof ResizeObserver !== 'undefined') new ResizeObserver(resize).observe(wrap);
-    resize();
     fit();
     select(solution.length ? solution[0] : 0);
-    root.dataset.layout = 'layers';
+    root.dataset.layout = 'force';
     root.dataset.layoutDone = 'true';
-    root.dataset.ready = 'true';
+    renderer.once('afterRender', () => {
+      root.dataset.loadMs = String(Math.round(performance.now()));
+      root.dataset.ready = 'true';
+    });
+    refresh();
 
-    // what tests and scripts use: screen position of a state, selection by id
+    // Frame time while the view moves: the camera is moved a little on every animation
+    // frame for ``count`` frames (or ``maxMs``, whichever comes first); the page's timer gives
+    // each render and the time between.
+    function measureFrames(count = 120, maxMs = 30000) {
+      return new Promise((resolve) => {
+        const camera = renderer.getCamera();
+        const from = camera.getState();
+        frames.render.length = 0; frames.interval.length = 0; frames.last = 0;
+        let k = 0;
+        const until = performance.now() + maxMs;
+        const step = () => {
+          k++;
+          camera.setState({ x: from.x + 0.15 * Math.sin(k / 15), y: from.y + 0.1 * Math.cos(k / 20),
+                            ratio: from.ratio * (1 + 0.5 * Math.sin(k / 30)) });
+          if (k < count && performance.now() < until) { requestAnimationFrame(step); return; }
+          requestAnimationFrame(() => {
+            camera.setState(from);
+            const stats = (xs) => {
+              const sorted = [...xs].sort((a, b) => a - b);
+              const at = (q) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
+              return { count: sorted.length, median: at(0.5), p95: at(0.95), max: sorted.length ? sorted[sorted.length - 1] : null };
+            };
+            resolve({ render: stats(frames.render), interval: stats(frames.interval) });
+          });
+        };
+        requestAnimationFrame(step);
+      });
+    }
+
+    // what tests and scripts use: screen position of a state, selection by id, the styles
     const api = {
       view,
+      renderer,
       select,
       goStep,
       setLayout,
+      setToggle,
+      fit,
+      measureFrames,
+      frames,
       localIndex: (id) => st.id.indexOf(id),
       screenPosition(s) {
-        const r = canvas.getBoundingClientRect();
-        return { x: r.left + sx(s), y: r.top + sy(s) };
+        const r = container.getBoundingClientRect();
+        const p = renderer.graphToViewport({ x: view.pos.x[s], y: view.pos.y[s] });
+        return { x: r.left + p.x, y: r.top + p.y };
+      },
+      stateStyle,
+      arcStyle,
+      counts() {
+        let states = 0, arcs = 0, mass = 0;
+        for (let s = 0; s < m.n; s++) {
+          if (shownState(s) && asMass(s)) mass++;
+          else if (!stateStyle(s).hidden) states++;
+        }
+        for (let a = 0; a < nArcs + runs.length; a++) if (!arcStyle(a).hidden) arcs++;
+        return { states, arcs, mass };
       },
       arcMoves: (a) => arcMoves(m, a),
-      xsb: (s) => xsb(m, s),
+      xsb: (s) => xsb(m, s, standingSquare(m, s, -1)),
     };
     root.explorer = api;
     return api;
   }
 
-  return { mount };
+  return { mount, COLOURS, SCC_COLOURS };
 })();
 
 if (typeof window !== 'undefined') window.SokobanExplorer = SokobanExplorer;

@@ -38,7 +38,7 @@
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     socket = new WebSocket(`${proto}//${location.host}/ws`);
     setConn("connecting");
-    socket.onopen = () => { reconnectMs = 250; setConn("live"); };
+    socket.onopen = () => { reconnectMs = 250; setConn("open"); };
     socket.onmessage = (event) => onMessage(JSON.parse(event.data));
     socket.onclose = () => {
       setConn("disconnected");
@@ -52,10 +52,17 @@
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
   }
 
+  // the badge: the page's socket to the monitor, then the monitor's link to the broker
+  let socketState = "connecting";
   function setConn(state) {
+    socketState = state;
     const el = $("conn");
-    el.dataset.state = state;
-    el.textContent = state;
+    const broker = views.link ? views.link.broker : "connecting";
+    let shown = state;
+    if (state === "open") shown = broker === "present" ? "live" : broker === "absent" ? "no broker" : "connecting";
+    el.dataset.state = shown === "no broker" ? "nobroker" : shown;
+    el.textContent = shown;
+    el.title = shown === "no broker" ? views.link.problem : "connection to the monitor and its broker";
   }
 
   function onMessage(msg) {
@@ -71,6 +78,7 @@
         views[name] = value;
         dirty.add(name);
       }
+      if ("link" in msg.views) setConn(socketState);
       if (!frameRequested) {
         frameRequested = true;
         requestAnimationFrame(render);

@@ -15,15 +15,22 @@ import time
 import numpy as np
 from numba import njit
 
+from robocell.common import tables
 from robocell.common.cubie import from_facelets
 from robocell.common.facelets import puzzle_name
 from robocell.common.profile import Profile
+from robocell.common.tables import TableError
 from robocell.errors import RobocellError
 from robocell.services.solver.cube2.coord import N_STATES, SOLVED
 from robocell.services.solver.cube2.moves import class_of, perm8_rank, twist7_rank
 from robocell.services.solver.cube2.robot import RobotModel, compile_profile
 from robocell.services.solver.cube2.search import UNREACHED, table_value
-from robocell.services.solver.cube2.tables import LAYOUT_BITS, load_tables
+from robocell.services.solver.cube2.tables import (
+    LAYOUT_BITS,
+    classes_group,
+    group_for,
+    load_tables,
+)
 from robocell.services.solver.solution import Solution
 
 MAX_PLAN_STEPS = 512
@@ -128,11 +135,19 @@ class Cube2Solver:
                 f"profile {self.profile.name}: this cube cannot be solved with the robot's "
                 "primitives (its cost-to-go is unreachable); check the profile's primitives")
         if steps == TABLE_MISMATCH:
-            raise RuntimeError(
-                f"tables for profile {self.profile.name} do not fit the profile; rebuild them "
-                "with `robocell tables build --force --profile "
-                f"{self.profile.name}`")
+            raise self.table_mismatch()
         return [int(i) for i in out[:steps]], int(cost)
+
+    def table_mismatch(self) -> TableError:
+        """Why the tables led the descent astray: a checksum mismatch when `tables.verify`
+        finds one (a damaged file), else tables that do not fit the profile."""
+        rebuild = f"rebuild with `robocell tables build --force --profile {self.profile.name}`"
+        for group in (classes_group(), group_for(self.profile)):
+            damaged = [p for p in tables.verify(group) if "checksum mismatch" in p]
+            if damaged:
+                return TableError(f"tables {group.name}: {'; '.join(damaged)}; {rebuild}")
+        return TableError(f"tables for profile {self.profile.name} do not fit the profile; "
+                          f"{rebuild}")
 
     def solve(self, facelets: str) -> Solution:
         """The optimal plan for a validated 2x2x2 facelet string."""

@@ -39,6 +39,7 @@ def classes_group() -> tables.TableGroup:
         params={"code_version": CODE_VERSION, "n_states": N_STATES},
         build=_build_classes,
         description="2x2x2 robot-frame coordinates -> rotation classes (and back)",
+        expected_mb=1.6, expected_s=2.0,
     )
 
 
@@ -56,6 +57,7 @@ def group_for(profile: Profile) -> tables.TableGroup:
         build=partial(_build, profile),
         description=f"2x2x2 optimal cost-to-go for profile {profile.name} over "
                     f"{N_STATES:,} rotation classes x sequencing states",
+        expected_mb=6.0, expected_s=3.0,
     )
 
 

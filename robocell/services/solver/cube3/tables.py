@@ -52,7 +52,8 @@ def table_groups(profile: str | None = None) -> list[TableGroup]:
         name=GROUP_NAME, params={"code_version": TABLES_CODE_VERSION, "metric": "htm"},
         build=build_all,
         description="3x3x3 two-phase: move tables, 16 UD symmetries, sym-reduced phase-1 and "
-                    "phase-2 pruning (distance mod 3, 2 bits an entry)")]
+                    "phase-2 pruning (distance mod 3, 2 bits an entry)",
+        expected_mb=75.0, expected_s=20.0)]
 
 
 class TwoPhaseTables(NamedTuple):

@@ -146,7 +146,8 @@ def table_groups(profile: str | None = None) -> list[TableGroup]:
                                  "sym_bits": SYM_BITS},
         build=build_axial,
         description="3x3x3 two-phase in the axial metric (a block of one axis = one move): "
-                    "sym-reduced phase-1 and phase-2 distances mod 3, small exact tables")]
+                    "sym-reduced phase-1 and phase-2 distances mod 3, small exact tables",
+        expected_mb=66.0, expected_s=20.0)]
 
 
 class Distances(NamedTuple):

@@ -143,4 +143,5 @@ def table_group(profile: Profile, weighted_group: TableGroup, kind_ticks_of) -> 
                 "weighted": weighted_group.params},
         build=build,
         description=f"3x3x3 robot-time search for profile {profile.name}: what each face "
-                    "turn adds to the phase-1 bound, 3 bits a turn, per phase-1 entry")
+                    "turn adds to the phase-1 bound, 3 bits a turn, per phase-1 entry",
+        expected_mb=1127.0, expected_s=35.0)

@@ -1,0 +1,58 @@
+"""A first run that talks: while `robocell up` / `demo` wait for a service, they are never
+silent for more than ten seconds, and what a quiet service says while it starts (the tables
+it builds, the search it compiles) is shown.
+
+A real launcher, a real broker, and stand-in services that start slowly (real processes).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import sys
+import time
+
+import pytest
+
+from robocell.common.config import free_port_block
+from robocell.deploy.compose import LocalService
+from robocell.deploy.launcher import Launcher, LaunchError
+
+LONGEST_SILENCE_S = 10.0
+
+
+class StampedOutput(io.StringIO):
+    """The launcher's output, each line with when it came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stamps: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            self.stamps.append((time.monotonic(), line))
+        return super().write(text)
+
+
+def test_waiting_for_a_slow_service_is_never_silent_and_shows_its_start_up_lines():
+    base = free_port_block(4)
+    env = {"ROBOCELL_BUS_PORT": str(base)}
+    out = StampedOutput()
+    launcher = Launcher("sim", env, out=out, only={"broker", "solver"},
+                        quiet={"broker", "solver"}, talking={"solver"})
+    bus = {"ROBOCELL_BUS": f"tcp://127.0.0.1:{base}"}
+    slow = ("import sys, time\n"
+            "print('tables: building cube3-twophase (not built yet)', flush=True)\n"
+            "time.sleep(30)\n")
+    launcher.services = [launcher.services[0], LocalService(
+        "solver", (sys.executable, "-c", slow), bus, (), "solver")]
+    launcher.ready_timeout_s = 24.0
+    started = time.monotonic()
+    with launcher, pytest.raises(LaunchError):
+        launcher.start()
+    lines = [line for _, line in out.stamps]
+    assert any("tables: building cube3-twophase" in line for line in lines), lines
+    assert any("waiting for solver" in line for line in lines), lines
+    stamps = [started] + [t for t, _ in out.stamps if t >= started]
+    silences = [b - a for a, b in itertools.pairwise(stamps)]
+    assert max(silences) <= LONGEST_SILENCE_S + 1.0, (silences, lines)
