@@ -168,7 +168,7 @@ class FirmwareCore:
                 fraction = max(f for _, f in stops)
             else:
                 stop_ms = ESTOP_SERVO_STOP_MS
-                fraction = elapsed / (motion.end - motion.start - motion.latency)
+                fraction = elapsed / max(1e-9, motion.end - motion.start - motion.latency)
             stopped = max(stopped, now + stop_ms)
             if motion.command.verb != "HOME":
                 self._apply_partial(motion, fraction)
