@@ -112,9 +112,10 @@ Planner = Callable[[str], tuple[list[Move], float, float | None]]
 it)."""
 
 
-def robocell_planner(pool: SolverPool, profile: str, budget_s: float) -> Planner:
+def robocell_planner(pool: SolverPool, profile: str, budget_s: float,
+                     says_cost: bool = True) -> Planner:
     """A split search on the pool's two processes, each sharing the whole budget (as the
-    peer's threads do)."""
+    peer's threads do); ``says_cost`` False: its plans are priced by another profile."""
     def plan(facelets: str) -> tuple[list[Move], float, float | None]:
         until = time.monotonic() + budget_s
         jobs = [(solve_in_worker, facelets, profile, None, budget_s, (k, WORKERS), until)
@@ -123,8 +124,9 @@ def robocell_planner(pool: SolverPool, profile: str, budget_s: float) -> Planner
         if "error" in outcome:
             raise RuntimeError(f"robocell could not plan {facelets}: {outcome['error']}")
         found = outcome["plan"]
-        if profile == "htm":
-            return parse_moves(found["moves"]), found["solve_ms"], None
+        if profile == "htm" or not says_cost:
+            turns = found["moves"] if profile == "htm" else found["stats"]["face_turns"]
+            return parse_moves(turns), found["solve_ms"], None
         # the face turns the search chose (the plan's moves are the robot's, rotations too)
         return (parse_moves(found["stats"]["face_turns"]), found["solve_ms"],
                 float(found["cost"]))
@@ -196,7 +198,7 @@ def interval_text(change: float, half: float | None) -> str:
 
 
 def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
-                  profiles: list[str], rounds: int = 1) -> None:
+                  profiles: list[str], rounds: int = 1, also: str | None = None) -> None:
     have_peer = source_dir() is not None
     if not have_peer:
         print("rob-twophase: skipped (../shared/peers/rob-twophase is absent; set "
@@ -218,6 +220,11 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
                 runs.setdefault("robocell robot-time search (2 procs)", []).append(
                     run_planner("robot", robocell_planner(pool, profile_name, ms / 1000),
                                 cubes, profile_name))
+                if also is not None and also != profile_name:
+                    # the same search planning for a robot that does not cut corners
+                    runs.setdefault(f"robocell searching for {Path(also).stem}", []).append(
+                        run_planner("also", robocell_planner(pool, also, ms / 1000, False),
+                                    cubes, profile_name))
             rows = [(label, summary(r)) for label, r in runs.items()]
             reference = rows[0][1]["mean"]
             print(f"\n{profile_name}: {len(cubes)} seeded random cubes, {ms} ms a cube"
@@ -245,7 +252,11 @@ def bound_rows(profile_name: str, reference_ms: float | None) -> None:
     cubes is below it; and the target, with the share of all cubes a plan that fast can solve
     at most."""
     profile = load_profile(profile_name)
-    counts = count_by_cost(profile)
+    try:
+        counts = count_by_cost(profile)
+    except BoundError as exc:
+        print(f"counting bound: none ({exc})")
+        return
     bound_ms = profile.cost_ms(counts.mean_units())
     vs = f"{100 * (bound_ms / reference_ms - 1):>+6.1f}%" if reference_ms else f"{'':>7}"
     print(f"{'any planner, all cubes: at least':<42} {bound_ms:>9,.0f} {'':>9} {vs}"
@@ -284,6 +295,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every planner this many times, once a round (the peers' "
                              "means move by about 1 %% from run to run)")
+    parser.add_argument("--also-search", metavar="PROFILE",
+                        help="a row more: robocell's robot-time search planning for PROFILE "
+                             "(e.g. six-motor beside a six-motor that cuts corners), its plans "
+                             "priced by the table's profile")
     parser.add_argument("--speed-only", action="store_true",
                         help="only the motion compiler's speed")
     parser.add_argument("--bound-only", action="store_true",
@@ -308,10 +323,11 @@ def main() -> None:
         return
     budgets = [None if b == "profile" else int(b) for b in args.budgets.split(",")]
     cubes = [random_facelets(3, np.random.default_rng([args.seed, i])) for i in range(args.cubes)]
-    pool = SolverPool(WORKERS, ("htm", *args.profiles), queue_limit=WORKERS)
+    extra = (args.also_search,) if args.also_search else ()
+    pool = SolverPool(WORKERS, ("htm", *args.profiles, *extra), queue_limit=WORKERS)
     pool.start()
     try:
-        planner_table(cubes, budgets, pool, args.profiles, args.rounds)
+        planner_table(cubes, budgets, pool, args.profiles, args.rounds, args.also_search)
         if args.htm:
             htm_table(cubes[:args.htm], pool)
     finally:

@@ -53,6 +53,7 @@ SEQUENCING_RULES = ("none", "alternate-groups")
 TOP_LEVEL_KEYS = {
     "name", "description", "puzzle", "unit_ms", "solved_any_orientation", "sequencing",
     "primitives", "motors", "scan", "geometry", "actuator", "search_budget_ms", "wiring",
+    "motion",
 }
 PRIMITIVE_KEYS = {"name", "moves", "cost", "group", "motion", "description"}
 
@@ -97,8 +98,10 @@ class Profile:
     """3x3 search budget for this robot (None: the solver's default)."""
     search_hash: str = ""
     """Digest of what the solver's tables are made from (puzzle, solved orientation,
-    sequencing, each primitive's name, moves, cost and group): the tables' manifests hold it,
-    so editing the motions, scan, wiring or comments does not rebuild them."""
+    sequencing, each primitive's name, moves, cost and group; for a robot that cuts corners
+    its ``[motion]`` and ``[motors]`` too, which price a primitive by the one before): the
+    tables' manifests hold it, so editing the motions, scan, wiring or comments does not
+    rebuild them."""
 
     @property
     def size(self) -> int | None:
@@ -160,6 +163,14 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if key not in _CACHE:
         _CACHE[key] = parse_profile(raw.decode("utf-8"), path, digest)
     return _CACHE[key]
+
+
+def _overlaps(data: dict) -> bool:
+    """Whether a profile cuts corners (``overlap_deg`` in ``[motion]`` or a motor)."""
+    motion, motors = data.get("motion"), data.get("motors")
+    return (isinstance(motion, dict) and bool(motion.get("overlap_deg"))) or (
+        isinstance(motors, dict) and any(isinstance(m, dict) and m.get("overlap_deg")
+                                         for m in motors.values()))
 
 
 def _require(data: dict, key: str, kind: type | tuple[type, ...], path: Path,
@@ -261,6 +272,9 @@ def parse_profile(text: str, path: Path | str = "<profile>", digest: str | None 
                    "sequencing": rule,
                    "primitives": [[p.name, [str(m) for m in p.moves], p.cost, p.group]
                                   for p in primitives]}
+    if _overlaps(data):
+        # corner cutting prices a primitive by the one before, from the motors' motion
+        search_spec["overlap"] = ["transition credit", data.get("motion"), data.get("motors")]
     search_hash = hashlib.sha256(json.dumps(search_spec, sort_keys=True).encode()).hexdigest()
     return Profile(
         name=name, path=path, description=description, puzzle=puzzle,  # type: ignore[arg-type]

@@ -14,6 +14,11 @@ moved and by how much. Then, per motor:
 
 A command's start latency has no place of its own in a profile: it is fitted into the
 settle. A primitive's cost is the mean of its measured times, in the profile's units.
+
+On a robot cutting corners (``overlap_deg``) a MOVE sent with ``ov=`` started before the one
+before it ended: its line is measured short, so it is no sample of its motor, and a
+primitive run that began with one is no sample of the primitive's cost (the search prices
+the saving per transition, `robocell.robot.motion.transition_credit_ms`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from robocell.robot.motion import (
     command_targets,
     compile_primitives,
     load_motors,
+    overlap_steps,
 )
 
 SPEED_GRID = tuple(0.25 * 1.05 ** k for k in range(58))
@@ -57,12 +63,17 @@ class Observations:
             raise ValueError(f"the plan has {lines} lines, the robot measured {len(line_ms)}: "
                              "the actuator runs another profile")
         index = 0
+        previous = None
         for name, measured in zip(primitives, primitive_ms, strict=True):
-            self.primitives.setdefault(name, []).append(measured)
+            first = compiled[name].commands[0] if compiled[name].commands else None
+            if first is None or not overlap_steps(previous, first, motors):
+                self.primitives.setdefault(name, []).append(measured)
             index += 1  # the primitive's MARK line
             for command in compiled[name].commands:
                 targets = command_targets(command)
-                if command.verb in ("MOVE", "SERVO") and len(targets) == 1:
+                cut = overlap_steps(previous, command, motors)  # started early: not alone
+                previous = command
+                if command.verb in ("MOVE", "SERVO") and len(targets) == 1 and not cut:
                     (motor, value), = targets.items()
                     change = (motors[motor].degrees(value) if command.verb == "MOVE"
                               else value - model.positions[motor])

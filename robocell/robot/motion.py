@@ -16,6 +16,12 @@ settles (``settle_ms``, optional, default 0); a servo takes ``|change| / speed_d
 settle_ms``. The host's ETA comes from these functions; the firmware simulator moves by the
 same ones, with a physics file's motors in place of the profile's when it has one
 (`robocell.robot.physics`).
+
+Corner cutting: ``[motion] overlap_deg`` (every stepper) or ``overlap_deg`` in
+``[motors.NAME]`` (that one) lets a MOVE turning layers perpendicular to the MOVE before it
+start while that one still has at most ``overlap_deg`` to go. The compiler writes it on the
+line as ``ov=<steps>`` (`overlap_steps`); the firmware's planner queue starts the move at
+that step, and the time saved (`Motor.time_left_ms`) comes off the move's predicted time.
 """
 
 from __future__ import annotations
@@ -29,6 +35,10 @@ from robocell.common.profile import Profile, ProfileError
 MOTOR_KINDS = ("stepper", "servo")
 DEGREES_PER_REV = 360.0
 QUARTER_DEG = 90.0
+FACE_AXES = {"U": 0, "R": 1, "F": 2, "D": 0, "L": 1, "B": 2}
+"""The axis of the layer an arm on each face turns (opposite faces share one)."""
+OVERLAP_FIELD = "ov"
+"""The MOVE argument ``ov=<steps>``: start while the move before has at most that many left."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,11 @@ class Motor:
     """Stepper: name of the reference switch input HOME seeks, if the robot has one."""
     home_dir: int = 0
     """Stepper with a switch: direction of the seek (+1 or -1)."""
+    overlap_deg: float = 0.0
+    """Stepper: how far from its end a move of this motor may still be when a move of a
+    perpendicular layer starts (corner cutting; 0 = never)."""
+    axis: int | None = None
+    """Stepper on an arm of ``[geometry]``: the axis of the layer it turns (`FACE_AXES`)."""
 
     def reference_steps(self, position: float) -> float:
         """The aligned position HOME takes a stepper to from ``position`` (steps since boot):
@@ -84,8 +99,13 @@ class Motor:
             return 0.0 if self.kind == "stepper" else self.settle_ms
         if self.kind == "servo":
             return 1000.0 * change / self.speed_dps + self.settle_ms
-        return 1000.0 * self._ramp(change)[2] + self.settle_ms
+        return self.turning_ms(change) + self.settle_ms
 
+    def turning_ms(self, change: float) -> float:
+        """Stepper: time of the trapezoid of a move of ``change`` degrees (without its
+        settle)."""
+        change = abs(change)
+        return 1000.0 * self._ramp(change)[2] if change else 0.0
 
     def _ramp(self, change: float) -> tuple[float, float, float]:
         """(ramp seconds, peak speed, total seconds) of a stepper move of ``change`` deg."""
@@ -96,22 +116,45 @@ class Motor:
         ramp = math.sqrt(change / a)
         return ramp, a * ramp, 2.0 * ramp
 
+    def time_left_ms(self, change: float, left: float) -> float:
+        """Time a stepper move of ``change`` degrees takes over its last ``left`` degrees
+        (decelerating, then at its peak speed if ``left`` reaches back past the ramp)."""
+        change, left = abs(change), min(abs(left), abs(change))
+        if left <= 0:
+            return 0.0
+        a = self.accel_dps2
+        ramp, peak, _ = self._ramp(change)
+        braking = 0.5 * a * ramp * ramp
+        if left <= braking:
+            return 1000.0 * math.sqrt(2.0 * left / a)
+        if left <= change - braking:
+            return 1000.0 * (ramp + (left - braking) / peak)
+        return self.turning_ms(change) - 1000.0 * math.sqrt(2.0 * (change - left) / a)
+
+    def travel(self, change: float, elapsed_ms: float) -> tuple[float, float]:
+        """(speed in deg/s, degrees turned) ``elapsed_ms`` into a stepper move of ``change``
+        degrees."""
+        change = abs(change)
+        if change == 0:
+            return 0.0, 0.0
+        a = self.accel_dps2
+        ramp, peak, total = self._ramp(change)
+        t = min(max(elapsed_ms / 1000.0, 0.0), total)
+        if t < ramp:
+            return a * t, 0.5 * a * t * t
+        if t <= total - ramp:
+            return peak, 0.5 * peak * ramp + peak * (t - ramp)
+        left = total - t
+        return a * left, change - 0.5 * a * left * left
+
     def emergency_stop(self, change: float, elapsed_ms: float) -> tuple[float, float]:
         """E-stop ``elapsed_ms`` into a stepper move of ``change`` degrees: (ms until it
         stands still, fraction of the move done by then), braking at ``estop_decel_dps2``."""
         change = abs(change)
         if change == 0:
             return 0.0, 1.0
-        a, brake = self.accel_dps2, self.estop_decel_dps2 or self.accel_dps2
-        ramp, peak, total = self._ramp(change)
-        t = min(max(elapsed_ms / 1000.0, 0.0), total)
-        if t < ramp:
-            speed, done = a * t, 0.5 * a * t * t
-        elif t <= total - ramp:
-            speed, done = peak, 0.5 * peak * ramp + peak * (t - ramp)
-        else:
-            left = total - t
-            speed, done = a * left, change - 0.5 * a * left * left
+        brake = self.estop_decel_dps2 or self.accel_dps2
+        speed, done = self.travel(change, elapsed_ms)
         stop_s = speed / brake
         done += speed * speed / (2.0 * brake)
         return 1000.0 * stop_s, min(1.0, done / change)
@@ -132,6 +175,8 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
     path = profile.path
     if not isinstance(raw, dict) or not raw:
         raise ProfileError(path, "motors", "missing: the actuator needs the robot's motors")
+    overlap = _default_overlap(profile)
+    axes = _stepper_axes(profile)
     motors: dict[str, Motor] = {}
     for name, spec in raw.items():
         where = f"motors.{name}"
@@ -154,8 +199,14 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                                   if "estop_decel_dps2" in spec else 0.0),
                 settle_ms=(_number(spec, "settle_ms", where, path, positive=False)
                            if "settle_ms" in spec else 0.0),
+                overlap_deg=(_overlap(spec["overlap_deg"], f"{where}.overlap_deg", path)
+                             if "overlap_deg" in spec else overlap),
+                axis=axes.get(name),
                 **_stepper_homing(spec, spr, where, path))
         else:
+            if "overlap_deg" in spec:
+                raise ProfileError(path, f"{where}.overlap_deg", "only steppers overlap their "
+                                   "moves; remove it from this servo")
             positions = spec.get("positions")
             if not isinstance(positions, dict) or not positions or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -172,6 +223,35 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                 positions={k: float(v) for k, v in positions.items()},
                 home=float(positions[home]))
     return motors
+
+
+def _overlap(value: object, where: str, path: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 <= value < QUARTER_DEG):
+        raise ProfileError(path, where, f"expected degrees from 0 to below {QUARTER_DEG:g} "
+                           "(how far from its end a move may be when a perpendicular one "
+                           "starts)")
+    return float(value)
+
+
+def _default_overlap(profile: Profile) -> float:
+    """``[motion] overlap_deg``: every stepper's overlap unless its motor sets its own."""
+    section = profile.data.get("motion", {})
+    if not isinstance(section, dict) or set(section) - {"overlap_deg"}:
+        raise ProfileError(profile.path, "motion", "expected a table with overlap_deg only")
+    if "overlap_deg" not in section:
+        return 0.0
+    return _overlap(section["overlap_deg"], "motion.overlap_deg", profile.path)
+
+
+def _stepper_axes(profile: Profile) -> dict[str, int]:
+    """Stepper name -> axis of the layer its arm turns, from ``[[geometry.arms]]`` (checked
+    in full by the twin's loader; entries it would refuse are skipped here)."""
+    geometry = profile.data.get("geometry")
+    arms = geometry.get("arms", []) if isinstance(geometry, dict) else []
+    return {arm["stepper"]: FACE_AXES[arm["face"]] for arm in arms
+            if isinstance(arm, dict) and isinstance(arm.get("stepper"), str)
+            and arm.get("face") in FACE_AXES}
 
 
 def _stepper_homing(spec: dict, steps_per_rev: int, where: str, path: object) -> dict:
@@ -297,7 +377,69 @@ def command_targets(command: WireCommand) -> dict[str, float]:
         return {"ms": float(command.args[0])}
     if command.verb == "MARK":
         return {}
-    return {name: float(value) for name, _, value in (a.partition(":") for a in command.args)}
+    return {name: float(value) for name, sep, value in (a.partition(":") for a in command.args)
+            if sep}
+
+
+def command_overlap(command: WireCommand) -> int:
+    """The ``ov=<steps>`` of a MOVE (0 without one)."""
+    for arg in command.args:
+        key, sep, value = arg.partition("=")
+        if sep and key == OVERLAP_FIELD:
+            return int(value)
+    return 0
+
+
+def move_axes(command: WireCommand, motors: dict[str, Motor]) -> frozenset[int] | None:
+    """The layer axes a MOVE turns; None unless every motor it turns is on an arm."""
+    axes = set()
+    for name, steps in command_targets(command).items():
+        axis = motors[name].axis
+        if axis is None:
+            return None
+        if steps:
+            axes.add(axis)
+    return frozenset(axes)
+
+
+def overlap_steps(previous: WireCommand | None, command: WireCommand,
+                  motors: dict[str, Motor]) -> int:
+    """How many steps before ``previous`` ends ``command`` may start (its ``ov=``): both
+    MOVEs of layers on perpendicular axes, the least of ``previous``'s motors' overlaps
+    (each in its own steps); 0 when they may not overlap."""
+    if previous is None or previous.verb != "MOVE" or command.verb != "MOVE":
+        return 0
+    before, after = move_axes(previous, motors), move_axes(command, motors)
+    if not before or not after or before & after:
+        return 0
+    turning = [motors[n] for n, v in command_targets(previous).items() if v]
+    return min((math.floor(m.overlap_deg * m.steps_per_rev / DEGREES_PER_REV + 1e-9)
+                for m in turning), default=0)
+
+
+def overlap_saving_ms(previous: WireCommand, steps: int, motors: dict[str, Motor]) -> float:
+    """How much earlier than ``previous``'s end a move with ``ov=steps`` starts: when every
+    motor of ``previous`` has at most ``steps`` steps to go."""
+    if steps <= 0:
+        return 0.0
+    ends = []
+    for name, value in command_targets(previous).items():
+        motor = motors[name]
+        change = motor.degrees(value)
+        left = motor.time_left_ms(change, motor.degrees(steps))
+        ends.append((motor.move_ms(change), motor.turning_ms(change) - left))
+    return max(d for d, _ in ends) - max(start for _, start in ends)
+
+
+def overlapped(previous: WireCommand | None, command: WireCommand,
+               motors: dict[str, Motor]) -> tuple[WireCommand, float]:
+    """``command`` as sent after ``previous`` (with ``ov=<steps>`` when it may overlap it)
+    and the milliseconds it saves by starting early."""
+    steps = overlap_steps(previous, command, motors)
+    if not steps or previous is None:
+        return command, 0.0
+    return (WireCommand(command.verb, (*command.args, f"{OVERLAP_FIELD}={steps}")),
+            overlap_saving_ms(previous, steps, motors))
 
 
 @dataclass(frozen=True)
@@ -339,6 +481,23 @@ def timed_commands(commands: Sequence[WireCommand], model: MotorModel) -> list[f
     return out
 
 
+def timed_overlapped(commands: Sequence[WireCommand], model: MotorModel,
+                     motors: dict[str, Motor], previous: WireCommand | None
+                     ) -> tuple[list[tuple[WireCommand, float]], WireCommand | None]:
+    """Each command as sent after the one before (``ov=`` when it may cut the corner) with
+    its duration less what starting early saves, the model moved past it; and the last
+    command, for the next primitive's first to overlap."""
+    out = []
+    for command in commands:
+        targets = command_targets(command)
+        duration = model.duration_ms(command.verb, targets)
+        model.apply(command.verb, targets)
+        sent, saved = overlapped(previous, command, motors)
+        out.append((sent, duration - saved))
+        previous = command
+    return out, previous
+
+
 def predicted_plan_ms(profile: Profile, primitives: Sequence[str]) -> float:
     """A plan's robot time as the profile's motion model predicts it: each primitive's
     motion timed from where the one before left the motors, starting from their home
@@ -351,12 +510,34 @@ def predicted_plan_ms(profile: Profile, primitives: Sequence[str]) -> float:
     motors = load_motors(profile)
     motions = compile_primitives(profile, motors)
     model = MotorModel(motors)
-    total = 0.0
+    total, previous = 0.0, None
     for name in primitives:
         if name not in motions:
             raise KeyError(f"profile {profile.name} has no primitive {name!r}")
-        total += sum(timed_commands(motions[name].commands, model))
+        timed, previous = timed_overlapped(motions[name].commands, model, motors, previous)
+        total += sum(duration for _, duration in timed)
     return total
+
+
+def transition_credit_ms(primitives: dict[str, PrimitiveMotion],
+                         motors: dict[str, Motor]) -> float:
+    """What corner cutting takes off every primitive after one of another axis, for a robot
+    whose every primitive is one MOVE turning layers in place: the least time saved over all
+    perpendicular pairs (a pair saving more is priced a little dear). 0 for any other robot
+    (a primitive of several commands, or servos) and without overlap."""
+    moves = list(primitives.values())
+    if not moves or any(len(p.commands) != 1 or p.commands[0].verb != "MOVE" for p in moves):
+        return 0.0
+    least = math.inf
+    for before in moves:
+        for after in moves:
+            first, then = before.commands[0], after.commands[0]
+            axes, next_axes = move_axes(first, motors), move_axes(then, motors)
+            if axes is None or next_axes is None:
+                return 0.0
+            if axes and next_axes and not axes & next_axes:
+                least = min(least, overlapped(first, then, motors)[1])
+    return 0.0 if least == math.inf else least
 
 
 @dataclass(frozen=True)

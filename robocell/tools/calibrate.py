@@ -1,7 +1,9 @@
-"""`robocell calibrate --out FILE.toml`: run a timing program on the running cell's robot
-(simulated or real), fit its motors and primitive costs to what it measured
-(`robocell.robot.calibration`), write the profile with the fitted values and print declared
-against measured side by side.
+"""`robocell calibrate --out FILE.toml` (without ``--overlap``): run a timing program on
+the running cell's robot (simulated or real), fit its motors and primitive costs to what it
+measured (`robocell.robot.calibration`), write the profile with the fitted values and print
+declared against measured side by side. The command line itself (one `robocell calibrate`,
+its ``--overlap`` probe on the firmware simulator too) is
+`robocell.services.firmware.calibrate_cli`.
 
 The timing program is plans of the profile's primitives, each plan every primitive
 ``--runs`` times in a seeded random order, handed to the actuator like any plan; the robot
@@ -15,10 +17,8 @@ import argparse
 import queue
 import random
 import uuid
-from pathlib import Path
 from typing import Any
 
-from robocell.common import config
 from robocell.common.bus import CommandFailed, Node
 from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.profile import Profile, ProfileError, load_profile, parse_profile, profile_path
@@ -28,28 +28,23 @@ from robocell.robot.motion import load_motors, predicted_plan_ms
 
 PLAN_TIMEOUT_S = 600.0
 """Longest one timing plan may take (a real robot at 1x, a few hundred primitives)."""
+DEFAULT_RUNS, DEFAULT_PLANS, DEFAULT_SEED = 6, 2, 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `calibrate` to the subcommands."""
-    p = subparsers.add_parser(
-        "calibrate", help="measure the running robot, fit its profile, write it",
-        description="Run a timing program on the running cell's robot ($ROBOCELL_BUS): the "
-                    "profile's primitives several times each, in seeded random orders. Fit "
-                    "the motors' speed, acceleration and settle and each primitive's cost to "
-                    "the robot's own measured times, and write the profile with the fitted "
-                    "values (each with a comment: runs and spread).")
+def add_timing_options(p: argparse.ArgumentParser) -> None:
+    """The timing program's options (and the bus to reach the running cell)."""
     add_remote_options(p)
-    p.add_argument("--profile", default=config.default_profile(),
-                   help="the profile the cell runs (default $ROBOCELL_PROFILE)")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE.toml",
-                   help="where to write the calibrated profile; its file name is its "
-                        "profile name, under which its solver tables are built")
-    p.add_argument("--runs", type=int, default=6, help="times each primitive runs (default 6)")
-    p.add_argument("--plans", type=int, default=2,
-                   help="plans the runs are split over (default 2)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the primitives' order")
-    p.set_defaults(func=cmd_calibrate)
+    p.add_argument("--runs", type=int, default=None,
+                   help=f"times each primitive runs (default {DEFAULT_RUNS})")
+    p.add_argument("--plans", type=int, default=None,
+                   help=f"plans the runs are split over (default {DEFAULT_PLANS})")
+    p.add_argument("--seed", type=int, default=None,
+                   help=f"seed of the primitives' order (default {DEFAULT_SEED})")
+
+
+def timing_options_given(args: argparse.Namespace) -> list[str]:
+    """The timing program's options given on the command line."""
+    return [f"--{name}" for name in ("runs", "plans", "seed") if getattr(args, name) is not None]
 
 
 def timing_program(profile: Profile, runs: int, plans: int, seed: int) -> list[list[str]]:
@@ -114,7 +109,9 @@ def side_by_side(profile: Profile, fitted_motors: dict, observed: Observations,
     return lines
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
+def calibrate_timing(args: argparse.Namespace) -> int:
+    """`robocell calibrate --out FILE.toml`: time the running cell's robot, write the
+    fitted profile."""
     try:
         profile = load_profile(args.profile)
         text = profile_path(args.profile).read_text(encoding="utf-8")
@@ -122,15 +119,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except (ProfileError, OSError) as exc:
         raise CommandError(f"--profile {args.profile}: {exc}") from None
     name = args.out.stem
-    if name == profile.name:
-        raise CommandError(f"--out {args.out}: name the file other than {profile.name}.toml "
-                           "(the file name is the profile's name, and its tables would take "
-                           f"the place of {profile.name}'s)")
-    if args.runs < 2 or args.plans < 1:
+    runs = DEFAULT_RUNS if args.runs is None else args.runs
+    plans = DEFAULT_PLANS if args.plans is None else args.plans
+    if runs < 2 or plans < 1:
         raise CommandError("--runs: at least 2 (a spread needs two), --plans at least 1")
     observed = Observations()
     results: queue.Queue = queue.Queue()
-    program = timing_program(profile, args.runs, args.plans, args.seed)
+    program = timing_program(profile, runs, plans,
+                             DEFAULT_SEED if args.seed is None else args.seed)
     with Node("calibrate", endpoints_of(args), track_peers=False) as node:
         node.subscribe("actuator.result", lambda env: results.put(env.payload))
         for number, primitives in enumerate(program, 1):

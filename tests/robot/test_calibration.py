@@ -19,7 +19,7 @@ from support.bus import (
 )
 
 from robocell.common.bus import Endpoints, Node
-from robocell.common.profile import load_profile
+from robocell.common.profile import load_profile, parse_profile, profile_path
 from robocell.robot.calibration import Observations, fit, fit_servo, fit_stepper
 from robocell.robot.motion import MotorModel, command_targets, compile_primitives, load_motors
 from robocell.robot.physics import parse_physics
@@ -138,3 +138,17 @@ def test_calibrate_writes_a_profile_that_predicts_the_robot(robot, tmp_path):
     model = MotorModel(load_motors(fitted))
     assert model.duration_ms("MOVE", {"R": 400}) == pytest.approx(
         true["R"].move_ms(180) + 4.0, rel=0.01)
+
+
+def test_a_move_that_cut_a_corner_is_no_sample_of_its_motor_nor_of_its_primitive():
+    six = load_profile("six-motor")
+    cutting = parse_profile(profile_path("six-motor").read_text()
+                            + "\n[motion]\noverlap_deg = 14\n")
+    plan = ["R", "R2", "U"]  # R2 after R: same axis, whole; U after R2: started early
+    line_ms = [0.0, 100.0, 0.0, 150.0, 0.0, 70.0]
+    for profile, u_runs in ((six, [70.0]), (cutting, [])):
+        observed = Observations()
+        observed.add_plan(profile, plan, line_ms, [100.0, 150.0, 70.0])
+        assert observed.primitives.get("U", []) == u_runs
+        assert observed.motors.get("U", []) == [(90.0, 70.0)] * len(u_runs)
+        assert observed.motors["R"] == [(90.0, 100.0), (180.0, 150.0)]

@@ -136,6 +136,8 @@ TWIN_FIELDS = (
     F("misaligned", "list[str]", "faces whose layer stands part-turned (homing squares "
       "them)", optional=True),
     F("fault", "str?", "jam or other physical fault, if any", optional=True),
+    F("jammed", "bool", "two layers locked by a corner cut too soon (until CLEAR)",
+      optional=True),
     F("boot_id", "str", "firmware boot id", optional=True),
     F("line", "int", "the last firmware line whose motion the twin shows", optional=True),
 )

@@ -3,7 +3,9 @@ execution (step i of n, primitive, ETA) and its exactly-once bookkeeping. No I/O
 
 Each primitive becomes a ``MARK`` line (``MARK step=<i> <primitive>``, so the firmware log
 names what it executed) followed by the primitive's motor commands. A pause may only hold
-the stream before a MARK, so a primitive is never left half done.
+the stream before a MARK, so a primitive is never left half done. A MOVE that may cut the
+corner of the MOVE before it (the profile's ``overlap_deg``; a MARK between them does not
+count) carries ``ov=<steps>`` and is predicted shorter by the time it starts early.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from robocell.robot.motion import (
     compile_primitives,
     load_motors,
     load_scan,
-    timed_commands,
+    timed_overlapped,
 )
 
 
@@ -119,12 +121,13 @@ class Compiler:
     def plan(self, primitives: list[str], model: MotorModel | None = None) -> Job:
         model = model or MotorModel(self.motors)
         lines: list[Line] = []
+        previous = None
         for step, name in enumerate(primitives):
             motion = self.primitives.get(name)
             if motion is None:
                 raise PlanMismatch(f"step {step}: no primitive {name!r} in {self.profile.name}")
             lines.append(Line(f"MARK step={step} {name}", step, 0.0, starts_step=True))
-            lines += self._lines(motion.commands, step, model)
+            previous = self._lines(motion.commands, step, model, lines, previous)
         return Job("plan", list(primitives), lines)
 
     def scan(self, model: MotorModel | None = None) -> Job:
@@ -134,22 +137,24 @@ class Compiler:
         lines: list[Line] = []
         names = []
         program = self.scan_program
+        previous = None
         for pose in program.poses:
             lines.append(Line(f"MARK pose={pose.index} {pose.name}", pose.index, 0.0,
                               starts_step=True))
-            lines += self._lines(pose.commands, pose.index, model)
+            previous = self._lines(pose.commands, pose.index, model, lines, previous)
             names.append(pose.name)
         finish = len(program.poses)
         lines.append(Line(f"MARK pose={finish} finish", finish, 0.0, starts_step=True))
-        lines += self._lines(program.finish, finish, model)
+        self._lines(program.finish, finish, model, lines, previous)
         names.append("finish")
         return Job("scan", names, lines)
 
-    @staticmethod
-    def _lines(commands: tuple[WireCommand, ...], step: int, model: MotorModel) -> list[Line]:
-        return [Line(command.text, step, duration)
-                for command, duration in zip(commands, timed_commands(commands, model),
-                                             strict=True)]
+    def _lines(self, commands: tuple[WireCommand, ...], step: int, model: MotorModel,
+               out: list[Line], previous: WireCommand | None) -> WireCommand | None:
+        """Append a step's lines to ``out``; the last command (for the next to overlap)."""
+        timed, previous = timed_overlapped(commands, model, self.motors, previous)
+        out.extend(Line(sent.text, step, duration) for sent, duration in timed)
+        return previous
 
 
 @dataclass

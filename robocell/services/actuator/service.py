@@ -126,6 +126,14 @@ class ActuatorService:
                         "flash firmware configured for this robot or pick the right --profile")
             self.node.set_state("error", error="motor mismatch")
             return
+        if any(m.overlap_deg for m in self.compiler.motors.values()) and (
+                "overlap" not in info.capabilities):
+            self._error("connect", "no_overlap", f"profile {self.profile.name} cuts corners "
+                        f"(overlap_deg) but firmware {info.name} at {self.link.url} cannot "
+                        "(no 'overlap' in its capabilities)", "use a profile without "
+                        "overlap_deg, or a firmware that overlaps moves")
+            self.node.set_state("error", error="firmware cannot overlap moves")
+            return
         freeze_startup_objects()
         self.connection = "connected"
         self.node.set_state("ready", firmware=f"{info.name} {info.version}", boot_id=info.boot_id,

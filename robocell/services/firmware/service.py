@@ -106,7 +106,8 @@ def twin_report(core: Any) -> dict[str, Any]:
     return {"puzzle": f"{twin.size}x{twin.size}x{twin.size}", "facelets": state["facelets"],
             "solved": state["solved"], "grips": state["grips"],
             "arm_angles": state["arm_angles"], "misaligned": state["misaligned"],
-            "fault": state["fault"], "boot_id": core.boot_id, "line": core.executed}
+            "fault": state["fault"], "jammed": state["jammed"], "boot_id": core.boot_id,
+            "line": core.executed}
 
 
 def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, speed: float,

@@ -16,6 +16,14 @@ The robot moves by its profile's motors, or by a physics file's (`robocell.robot
 when it has one: then the host's predictions and the robot differ as on real hardware. A
 motion's first step comes the physics' start latency after it starts; ``done`` reports its
 start and end on the simulated clock, in µs since boot (protocol 2).
+
+Planner queue (corner cutting): a ``MOVE ... ov=<steps>`` starts as soon as every motor of
+the MOVE before it (MARK lines in between move nothing and do not count) has at most that
+many steps to go, if the two share no motor; the twin checks the layers' angles at that
+instant and jams if the cube cannot take it (physics ``[cube] cut_tolerance_deg``). ``done``
+reports keep line order: a move that ends first waits for the lines before it; its
+``start=`` is when it really started, so an overlapped move's span begins inside the span
+of the move before.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import IO
 
 from robocell.common.profile import Profile
 from robocell.robot import protocol as proto
-from robocell.robot.motion import MotorModel, load_motors
+from robocell.robot.motion import OVERLAP_FIELD, MotorModel, load_motors
 from robocell.robot.physics import Physics
 from robocell.services.firmware.twin import Twin, TwinFaultError
 
@@ -37,7 +45,7 @@ FIRMWARE_NAME = "robocell-fwsim"
 FIRMWARE_VERSION = "1.0"
 DEFAULT_QUEUE = 8
 CAPABILITIES = ("move", "servo", "mark", "dwell", "status", "estop", "resend", "boot-id",
-                "home")
+                "home", "overlap")
 ESTOP_SERVO_STOP_MS = 0.0
 """Servos hold their commanded pulse: they stop at once on e-stop."""
 
@@ -54,6 +62,10 @@ class Motion:
     idle: float = 0.0
     steppers_ms: float = 0.0
     """HOME: length of its first phase (steppers); the servos follow."""
+    overlap: int = 0
+    """MOVE: its ``ov=<steps>`` (start while the MOVE before has at most that many left)."""
+    latency: float = 0.0
+    """From its start to its first step (physics ``start_latency_ms``)."""
 
 
 @dataclass
@@ -84,13 +96,13 @@ class FirmwareCore:
     """How the robot really moves (None: as its profile says)."""
 
     def __post_init__(self) -> None:
-        self.motors = load_motors(self.profile)
-        if self.physics is not None:
-            self.motors = self.physics.apply(self.motors)
+        motors = load_motors(self.profile)
+        self.motors = self.physics.apply(motors) if self.physics else motors
         self.booted = 0.0
         """Simulated ms at the last boot: the clock of the ``done`` reports starts there."""
         self.model = MotorModel(self.motors)
-        self.twin = Twin(self.profile, self.facelets)
+        self.twin = Twin(self.profile, self.facelets,
+                         self.physics.cut_tolerance_deg if self.physics else None)
         self.physical_offset = {n: 0.0 for n, m in self.motors.items() if m.kind == "stepper"}
         """Steps between where each stepper physically stands and its step count since
         boot (non-zero after a reboot: the count restarts at 0 wherever the arm is)."""
@@ -101,10 +113,16 @@ class FirmwareCore:
         self.expected = 1
         self.executed = 0
         self.waiting: deque[Motion] = deque()
-        self.current: Motion | None = None
+        self.running: list[Motion] = []
+        """Started and not yet reported done, in line order (two when a move overlaps)."""
         self.state = "idle"
         self.resend_pending = False
         self.last_end = 0.0
+
+    @property
+    def current(self) -> Motion | None:
+        """The oldest motion not yet reported done."""
+        return self.running[0] if self.running else None
 
     # --- logging and reports ----------------------------------------------------------------
     def _log(self, event: str, **fields: object) -> None:
@@ -120,7 +138,7 @@ class FirmwareCore:
         ).encode()
 
     def status(self) -> bytes:
-        depth = len(self.waiting) + (1 if self.current else 0)
+        depth = len(self.waiting) + len(self.running)
         return proto.report(
             "status", state=self.state, boot=self.boot_id, last=self.executed,
             accepted=self.expected - 1, queue=depth,
@@ -136,9 +154,10 @@ class FirmwareCore:
 
     def estop(self, now: float, wall: float) -> list[bytes]:
         stopped = now
-        if self.current is not None and self.current.start <= now < self.current.end:
-            motion = self.current
-            elapsed = now - motion.start
+        for motion in self.running:
+            if not motion.start <= now < motion.end:
+                continue
+            elapsed = self._moving_ms(motion, now)
             if motion.command.verb == "HOME":
                 stop_ms, fraction = self._estop_home(motion, elapsed)
             elif motion.command.verb == "MOVE":
@@ -149,15 +168,15 @@ class FirmwareCore:
                 fraction = max(f for _, f in stops)
             else:
                 stop_ms = ESTOP_SERVO_STOP_MS
-                fraction = elapsed / (motion.end - motion.start)
-            stopped = now + stop_ms
+                fraction = elapsed / max(1e-9, motion.end - motion.start - motion.latency)
+            stopped = max(stopped, now + stop_ms)
             if motion.command.verb != "HOME":
                 self._apply_partial(motion, fraction)
             self._log("interrupted", line=motion.command.line, text=motion.command.body,
                       fraction=round(fraction, 4), facelets=self.twin.facelets)
-        dropped = len(self.waiting) + (1 if self.current else 0)
+        dropped = len(self.waiting) + len(self.running)
         self.waiting.clear()
-        self.current = None
+        self.running = []
         self.expected = self.executed + 1
         self.state = "estop"
         self._log("estop", t=now, stopped=stopped, discarded=dropped)
@@ -174,7 +193,7 @@ class FirmwareCore:
             stepper_fraction = max((f for _, f in stops), default=1.0)
             servo_fraction, stop_ms = 0.0, max((s for s, _ in stops), default=0.0)
         else:
-            servo_ms = max(motion.end - motion.start - motion.steppers_ms, 1e-9)
+            servo_ms = max(motion.end - motion.start - motion.latency - motion.steppers_ms, 1e-9)
             stepper_fraction, stop_ms = 1.0, ESTOP_SERVO_STOP_MS
             servo_fraction = min(1.0, (elapsed - motion.steppers_ms) / servo_ms)
         try:
@@ -212,7 +231,7 @@ class FirmwareCore:
         self.resend_pending = False
         if self.state in ("estop", "fault"):
             return [proto.report("err", command.line, self.state, "send CLEAR first").encode()]
-        if len(self.waiting) + (1 if self.current else 0) >= self.queue_size:
+        if len(self.waiting) + len(self.running) >= self.queue_size:
             return [proto.report("busy", command.line).encode()]
         try:
             targets = self._targets(command)
@@ -221,9 +240,9 @@ class FirmwareCore:
             return [proto.report("err", command.line, *str(exc).split()).encode()]
         self.expected += 1
         self.accepted_count += 1
-        self.waiting.append(Motion(command, targets, arrival=now))
+        self.waiting.append(Motion(command, targets, arrival=now, overlap=_overlap(command)))
         out = [proto.report("ok", command.line,
-                            free=self.queue_size - len(self.waiting) - (1 if self.current else 0)
+                            free=self.queue_size - len(self.waiting) - len(self.running)
                             ).encode()]
         out += self.advance(now)
         return out
@@ -250,6 +269,10 @@ class FirmwareCore:
         kind = "stepper" if verb == "MOVE" else "servo"
         targets: dict[str, float] = {}
         for arg in command.args:
+            key, equals, steps = arg.partition("=")
+            if verb == "MOVE" and equals and key == OVERLAP_FIELD:
+                proto.parse_integer(steps, "MOVE ov steps", 0, proto.MAX_STEPS)
+                continue
             name, sep, value = arg.partition(":")
             if not sep or not name:
                 raise ValueError(f"{verb}: argument {arg} is not motor:value")
@@ -302,34 +325,148 @@ class FirmwareCore:
 
     # --- motion -----------------------------------------------------------------------------
     def next_deadline(self) -> float | None:
-        """Simulated time at which the running motion ends, if any."""
-        return self.current.end if self.current else None
+        """Simulated time of the next event: a running motion ends or a queued one starts."""
+        events = [t for t in self._next_events() if t != math.inf]
+        return min(events) if events else None
+
+    def _next_events(self) -> tuple[float, float]:
+        """(when the oldest running motion ends, when the head of the queue starts)."""
+        finish = self.running[0].end if self.running else math.inf
+        start = math.inf
+        if self.waiting and self.state not in ("fault", "estop"):
+            start = self._start_time(self.waiting[0])
+        return finish, start
 
     def advance(self, now: float) -> list[bytes]:
-        """Finish motions due by ``now`` and start queued ones back to back."""
+        """Finish motions due by ``now`` and start queued ones, in the order of their times:
+        back to back, or overlapped where a MOVE's ``ov=`` lets it."""
         out: list[bytes] = []
-        while True:
-            if self.current is not None:
-                if self.current.end > now:
-                    break
-                out += self._finish(self.current)
-                if self.state == "fault":
-                    break
-            if not self.waiting:
+        while self.state != "fault":
+            finish, start = self._next_events()
+            if min(finish, start) > now:
                 break
-            motion = self.waiting.popleft()
-            motion.start = max(motion.arrival, self.last_end)
-            motion.idle = motion.start - self.last_end
-            if motion.command.verb == "HOME":
-                duration = self._start_home(motion)
+            if finish <= start:
+                out += self._finish(self.running[0])
             else:
-                duration = self.model.duration_ms(motion.command.verb, motion.targets)
-            motion.end = motion.start + duration + self._latency(motion)
-            self.current = motion
-            self.state = "run"
-        if self.current is None and self.state == "run":
+                out += self._begin(self.waiting.popleft(), start)
+        if not self.running and self.state == "run":
             self.state = "idle"
         return out
+
+    def _motions_running(self) -> list[Motion]:
+        return [m for m in self.running if m.command.verb != "MARK"]
+
+    def _cut_corner_of(self, motion: Motion) -> Motion | None:
+        """The running MOVE ``motion`` may start before the end of (its ``ov=``), if any."""
+        moving = self._motions_running()
+        if motion.command.verb != "MOVE" or not motion.overlap or not moving:
+            return None
+        previous = moving[-1]
+        if previous.command.verb != "MOVE" or set(previous.targets) & set(motion.targets):
+            return None
+        return previous
+
+    def _start_time(self, motion: Motion) -> float:
+        """When the queued ``motion`` starts: when it arrived, but not before the motions
+        running end (a MARK: at once; an overlapping MOVE: when the MOVE before has at most
+        ``ov`` steps to go)."""
+        moving = self._motions_running()
+        if not moving:
+            return max(motion.arrival, self.last_end)
+        if motion.command.verb == "MARK":
+            return motion.arrival
+        previous = self._cut_corner_of(motion)
+        if previous is None:
+            return max(motion.arrival, max(m.end for m in moving))
+        others = [m.end for m in moving if m is not previous]
+        return max(motion.arrival, self._steps_left_at(previous, motion.overlap), *others)
+
+    def _steps_left_at(self, motion: Motion, steps: int) -> float:
+        """When every motor of a running MOVE has at most ``steps`` steps to go."""
+        first_step = motion.start + motion.latency
+        latest = first_step
+        for name, value in motion.targets.items():
+            motor = self.motors[name]
+            change = motor.degrees(value)
+            left = motor.time_left_ms(change, motor.degrees(steps))
+            latest = max(latest, first_step + motor.turning_ms(change) - left)
+        return latest
+
+    def _begin(self, motion: Motion, start: float) -> list[bytes]:
+        """Start a queued motion at ``start`` (a jam, if its layers cannot turn yet)."""
+        verb = motion.command.verb
+        latest = max((m.end for m in self.running), default=self.last_end)
+        if verb == "MARK":  # moves nothing; reported done after the lines before it
+            motion.start = motion.end = max(start, latest)
+            self.running.append(motion)
+            return []
+        previous = self._cut_corner_of(motion)
+        if previous is not None and start < previous.end:
+            jam = self._check_cut(previous, motion, start)
+            if jam is not None:
+                return jam
+        motion.start = start
+        motion.idle = max(0.0, start - max(self.last_end, latest))
+        if verb == "HOME":
+            duration = self._start_home(motion)
+        else:
+            duration = self.model.duration_ms(verb, motion.targets)
+        motion.latency = self._latency(motion)
+        motion.end = start + motion.latency + duration
+        self.running.append(motion)
+        self.state = "run"
+        return []
+
+    def _check_cut(self, previous: Motion, motion: Motion, now: float) -> list[bytes] | None:
+        """``motion`` starts while ``previous`` still turns: the twin decides whether the
+        cube takes it; on a jam every motor stops where it is and the firmware faults."""
+        elapsed = self._moving_ms(previous, now)
+        left = {}
+        for name, value in previous.targets.items():
+            motor = self.motors[name]
+            change = motor.degrees(value)
+            left[name] = abs(change) - motor.travel(change, elapsed)[1]
+        try:
+            self.twin.check_cut(list(motion.targets), left)
+            return None
+        except TwinFaultError as jam:
+            self.twin.fault = None  # what the stopped motors did still happens to the cube
+            for running in self._motions_running():
+                fraction = self._fraction_done(running, now)
+                self._apply_partial(running, fraction)
+                self._log("interrupted", line=running.command.line,
+                          text=running.command.body, fraction=round(fraction, 4),
+                          facelets=self.twin.facelets)
+            self.twin.fault = jam
+            line = self.running[0].command.line
+            self.running = []
+            self.last_end = now
+            return self._fault(jam, line)
+
+    def _fraction_done(self, motion: Motion, now: float) -> float:
+        """How much of a running motion is done at ``now`` (a MOVE: of its way)."""
+        elapsed = self._moving_ms(motion, now)
+        if motion.command.verb == "MOVE":
+            return max((self.motors[n].travel(self.motors[n].degrees(v), elapsed)[1]
+                        / abs(self.motors[n].degrees(v)) for n, v in motion.targets.items()
+                        if v), default=1.0)
+        return min(1.0, elapsed / max(1e-9, motion.end - motion.start - motion.latency))
+
+    @staticmethod
+    def _moving_ms(motion: Motion, now: float) -> float:
+        """How long a running motion's motors have been moving at ``now`` (its start
+        latency over, none before)."""
+        return max(0.0, now - motion.start - motion.latency)
+
+    def _fault(self, fault: TwinFaultError, line: int) -> list[bytes]:
+        """A physical fault at ``line``: the queue is gone, motion refused until CLEAR."""
+        self.state = "fault"
+        self.waiting.clear()
+        self.expected = self.executed + 1
+        self._log("fault", code=fault.code, message=str(fault), line=line)
+        if callable(self.on_twin):
+            self.on_twin(self)
+        return [proto.report("fault", fault.code, *str(fault).split(), line=line).encode()]
 
     def _latency(self, motion: Motion) -> float:
         """From a motion's start to its first step (physics ``start_latency_ms``)."""
@@ -378,8 +515,8 @@ class FirmwareCore:
             self._log("fault", code=exc.code, message=str(exc), line=motion.command.line)
 
     def _finish(self, motion: Motion) -> list[bytes]:
-        self.current = None
-        self.last_end = motion.end
+        self.running.remove(motion)
+        self.last_end = max(self.last_end, motion.end)
         self.executed = motion.command.line
         fault = None
         try:
@@ -390,15 +527,11 @@ class FirmwareCore:
                   start=round(motion.start, 3), end=round(motion.end, 3),
                   idle=round(motion.idle, 3),
                   facelets=self.twin.facelets, solved=self.twin.solved)
+        if fault is not None:
+            self.running = []
+            return self._fault(fault, motion.command.line)
         if callable(self.on_twin):
             self.on_twin(self)
-        if fault is not None:
-            self.state = "fault"
-            self.waiting.clear()
-            self.expected = self.executed + 1
-            self._log("fault", code=fault.code, message=str(fault), line=motion.command.line)
-            return [proto.report("fault", fault.code, *str(fault).split(),
-                                 line=motion.command.line).encode()]
         return [proto.report("done", motion.command.line, t=f"{motion.end:.3f}",
                              start=round(1000 * (motion.start - self.booted)),
                              end=round(1000 * (motion.end - self.booted))).encode()]
@@ -408,7 +541,7 @@ class FirmwareCore:
         """The host went away: finish the running motion, discard the waiting queue."""
         self._log("disconnect", t=now, discarded=len(self.waiting))
         self.waiting.clear()
-        self.expected = (self.current.command.line if self.current else self.executed) + 1
+        self.expected = (self.running[-1].command.line if self.running else self.executed) + 1
         self.resend_pending = False
 
     def reset(self, now: float, counts_kept: bool = True) -> bytes:
@@ -416,9 +549,9 @@ class FirmwareCore:
         where it is and the cube stays as it is. ``counts_kept``: a watchdog reset, whose
         step counts survive in RAM the start-up leaves alone; False: a power-up, the counts
         restart at 0 wherever the arms stand (only a home switch finds them again)."""
-        if self.current is not None:
-            self._apply_partial(self.current, min(1.0, (now - self.current.start) / max(
-                1e-9, self.current.end - self.current.start)))
+        for motion in self._motions_running():
+            self._apply_partial(motion, min(1.0, max(0.0, now - motion.start) / max(
+                1e-9, motion.end - motion.start)))
         self.boot_id = uuid.uuid4().hex[:8]
         # the rebooted firmware knows of no fault; what stands misaligned stays so physically
         self.twin.fault = None
@@ -430,6 +563,15 @@ class FirmwareCore:
         self.last_end = self.booted = now
         self._log("boot", fw=FIRMWARE_NAME, version=FIRMWARE_VERSION, reason="reset")
         return self.banner()
+
+
+def _overlap(command: proto.Command) -> int:
+    """A checked MOVE's ``ov=<steps>`` (0 without one)."""
+    for arg in command.args:
+        key, equals, steps = arg.partition("=")
+        if equals and key == OVERLAP_FIELD:
+            return int(steps)
+    return 0
 
 
 def motion_gaps(entries: list[dict]) -> tuple[list[float], list[float]]:

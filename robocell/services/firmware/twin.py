@@ -16,7 +16,11 @@ Physics, applied when a command completes:
 - a turning arm that nothing counters (no stationary engaged arm) turns the whole cube if
   the cube rests on it, else the cube slips out: a fault;
 - a gripper may only close, and a tilter only push, with the arms square (multiples of 90°);
-- an engaged layer left at a non-quarter angle is a misalignment fault.
+- an engaged layer left at a non-quarter angle is a misalignment fault;
+- corner cutting: a layer may start turning while a perpendicular one still turns only if
+  that one stands at most ``cut_tolerance_deg`` from aligned (the physics file's ``[cube]``);
+  otherwise the two lock: a jam (`Twin.check_cut`). Without a tolerance the cube takes any
+  cut corner (the simulated robot is its profile).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, NotationError, parse_moves
 from robocell.common.profile import Profile, ProfileError
 from robocell.errors import RobocellError
-from robocell.robot.motion import QUARTER_DEG, Motor, load_motors, load_scan
+from robocell.robot.motion import FACE_AXES, QUARTER_DEG, Motor, load_motors, load_scan
 
 ANGLE_TOLERANCE_DEG = 0.5
 """An arm within this of a multiple of 90 degrees counts as square."""
@@ -159,8 +163,10 @@ class Twin:
     """The simulated robot and cube. Feed it motor commands; read ``facelets``, ``grips``,
     ``arm_angles``, ``fault``."""
 
-    def __init__(self, profile: Profile, facelets: str | None = None) -> None:
+    def __init__(self, profile: Profile, facelets: str | None = None,
+                 cut_tolerance_deg: float | None = None) -> None:
         self.profile = profile
+        self.cut_tolerance_deg = cut_tolerance_deg
         self.motors = load_motors(profile)
         self.geometry = load_geometry(profile, self.motors)
         self.size = self.geometry.size
@@ -194,13 +200,19 @@ class Twin:
         return [face for face, offset in self.layer_offsets.items() if not _square(offset)]
 
     @property
+    def jammed(self) -> bool:
+        """Two layers locked by a corner cut too soon (until CLEAR)."""
+        return self.fault is not None and self.fault.code == "jam"
+
+    @property
     def solved(self) -> bool:
-        return is_solved_any_orientation(self.facelets) and not self.misaligned
+        return (is_solved_any_orientation(self.facelets) and not self.misaligned
+                and not self.jammed)
 
     def state(self) -> dict:
         return {"facelets": self.facelets, "solved": self.solved, "grips": self.grips,
                 "arm_angles": {f: round(a, 3) for f, a in self.arm_angles.items()},
-                "misaligned": self.misaligned,
+                "misaligned": self.misaligned, "jammed": self.jammed,
                 "fault": str(self.fault) if self.fault else None}
 
     def _holds(self, arm: Arm) -> frozenset[int]:
@@ -267,6 +279,29 @@ class Twin:
                 name = arm.face if arm.layers == 1 else arm.face + "w"
                 moves.append(Move(name, quarter))
         self.facelets = apply_to_facelets(self.facelets, moves, self.size)
+
+    def check_cut(self, starting: list[str], left: dict[str, float]) -> None:
+        """Steppers ``starting`` begin to turn while the steppers of ``left`` still have
+        that many degrees to go: TwinFaultError ``jam`` if an engaged layer of a starting
+        arm is perpendicular to an engaged, turning one standing further from aligned than
+        the cube's cut tolerance."""
+        if self.fault:
+            raise self.fault
+        if self.cut_tolerance_deg is None:
+            return
+        arms = {a.stepper: a for a in self.geometry.arms if a.stepper and self.engaged(a)}
+        for name, degrees in left.items():
+            turning = arms.get(name)
+            off = degrees % QUARTER_DEG
+            off = min(off, QUARTER_DEG - off)
+            if turning is None or off <= self.cut_tolerance_deg:
+                continue
+            for start in starting:
+                arm = arms.get(start)
+                if arm is not None and FACE_AXES[arm.face] != FACE_AXES[turning.face]:
+                    self._fail("jam", f"layer {arm.face} started while layer "
+                               f"{turning.face} stood {off:.1f} degrees from aligned (the "
+                               f"cube takes {self.cut_tolerance_deg:g}): lower overlap_deg")
 
     def set_servos(self, angles: dict[str, float], fraction: float = 1.0) -> None:
         """Servos move to ``angles`` (degrees) together. Raises TwinFaultError on a jam/drop."""

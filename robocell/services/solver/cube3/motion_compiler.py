@@ -33,6 +33,7 @@ from robocell.common.moves import move_facelet_permutation
 from robocell.common.notation import Move, format_moves
 from robocell.common.profile import Profile
 from robocell.errors import RobocellError
+from robocell.robot.motion import compile_primitives, load_motors, transition_credit_ms
 
 N_ORIENTATIONS = 24
 """Whole-cube orientations of a cube in the robot."""
@@ -167,6 +168,9 @@ class MotionTables:
     primitive_cost: np.ndarray
     primitive_names: tuple[str, ...]
     turnable_faces: str
+    first_block: float = 0.0
+    """Corner cutting (`transition_credit`): every block's cost is this much less than its
+    primitives' (it overlaps the block before); the first follows none and costs this more."""
 
 
 @njit(cache=True)
@@ -274,6 +278,10 @@ def build_tables(profile: Profile) -> MotionTables:
             block_cost[axis * N_REMAINDERS:(axis + 1) * N_REMAINDERS, :, target] = (
                 dist.reshape(N_REMAINDERS, n_states))
 
+    credit = transition_credit(profile, effects)
+    if credit > 0:  # every block overlaps the one before; a pure re-orient (kind 0) none
+        turning = [k for k in range(N_BLOCK_KINDS) if k % N_REMAINDERS]
+        block_cost[turning] -= credit
     start_state = 0 * n_groups + NO_GROUP  # orientation 0 is the start orientation
     if profile.solved_any_orientation:
         final_states = np.ones(n_states, dtype=np.bool_)
@@ -286,8 +294,24 @@ def build_tables(profile: Profile) -> MotionTables:
         next_primitive=next_primitive,
         primitive_cost=np.array([p.cost for p in profile.primitives]),
         primitive_names=tuple(p.name for p in profile.primitives),
-        turnable_faces=" ".join(turnable),
+        turnable_faces=" ".join(turnable), first_block=credit,
     )
+
+
+def transition_credit(profile: Profile, effects: list[PrimitiveEffect]) -> float:
+    """What corner cutting takes off every block after the first, in profile units: for a
+    robot that cuts corners (``overlap_deg``) and never re-orients the cube, consecutive
+    blocks turn perpendicular layers, so each starts early by the saving of a perpendicular
+    pair of its primitives (`robocell.robot.motion.transition_credit_ms`, the least such);
+    0 for any other robot."""
+    if not profile.data.get("motors"):
+        return 0.0
+    motors = load_motors(profile)
+    identity = tuple(range(N_FACES))
+    if not any(m.overlap_deg for m in motors.values()) or any(
+            e.rotation != identity for e in effects):
+        return 0.0
+    return transition_credit_ms(compile_primitives(profile, motors), motors) / profile.unit_ms
 
 
 _TABLES: dict[tuple[str, str], MotionTables] = {}
@@ -303,15 +327,17 @@ def motion_tables(profile: Profile) -> MotionTables:
 
 @njit(cache=True)
 def _chain_blocks(kinds: np.ndarray, block_cost: np.ndarray, start_state: int,
-                  final_states: np.ndarray, next_node: np.ndarray, next_primitive: np.ndarray,
-                  n_states: int, out: np.ndarray) -> tuple[float, int, int]:
-    """Least-cost chain of blocks; writes the primitives into ``out``.
+                  start_cost: float, final_states: np.ndarray, next_node: np.ndarray,
+                  next_primitive: np.ndarray, n_states: int, out: np.ndarray
+                  ) -> tuple[float, int, int]:
+    """Least-cost chain of blocks from ``start_state`` at ``start_cost``; writes the
+    primitives into ``out``.
 
     Returns (cost, number of primitives, index of the first block that cannot be done or -1).
     """
     n_blocks = kinds.shape[0]
     dist = np.full(n_states, np.inf)
-    dist[start_state] = 0.0
+    dist[start_state] = start_cost
     came_from = np.empty((n_blocks, n_states), dtype=np.int32)
     for k in range(n_blocks):
         costs = block_cost[kinds[k]]
@@ -410,8 +436,8 @@ def compile_plan(moves: list[Move], profile: Profile) -> tuple[list[str], float]
     # a cheapest path visits a graph node at most once: room for every node per block
     out = np.empty(max(1, len(kinds)) * N_REMAINDERS * tables.n_states, dtype=np.int64)
     cost, n_out, failed = _chain_blocks(
-        kinds_arr, tables.block_cost, tables.start_state, tables.final_states, tables.next_node,
-        tables.next_primitive, tables.n_states, out)
+        kinds_arr, tables.block_cost, tables.start_state, tables.first_block if kinds else 0.0,
+        tables.final_states, tables.next_node, tables.next_primitive, tables.n_states, out)
     if failed >= 0:
         if failed < len(members) and members[failed]:
             which = " ".join(str(moves[i]) for i in members[failed])

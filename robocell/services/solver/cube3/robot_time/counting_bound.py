@@ -121,6 +121,10 @@ def count_by_cost(profile: Profile, max_levels: int | None = None) -> CostCounts
     _check_profile(profile)
     unit = _cost_unit(profile)
     tables = motion_tables(profile)
+    if tables.first_block:
+        raise BoundError(f"profile {profile.name} cuts corners (overlap_deg): its blocks cost "
+                         "no whole number of units; the counting bound is for profiles "
+                         "without overlap")
     n_states = tables.n_states
     block = tables.block_cost / unit  # whole numbers or inf
     # cost of finishing after the last block: none when any orientation is solved, else the

@@ -106,7 +106,7 @@ def _profile_costs(key: tuple[str, str], profile: Profile) -> ProfileCosts:
     states = _reachable(tables.block_cost, tables.start_state)
     cost = sparse_ends(np.ascontiguousarray(tables.block_cost[:, states][:, :, states]))
     start = np.full(len(states), np.inf)
-    start[states.index(tables.start_state)] = 0.0
+    start[states.index(tables.start_state)] = tables.first_block  # corner cutting's credit
     final = tables.final_states[states]
     reorient = cost[0].copy()
     np.fill_diagonal(reorient, 0.0)

@@ -1,0 +1,164 @@
+"""Corner cutting in the simulated cell (issue 47's corner-cutting figures; the prediction
+figures are `robot_timing`'s).
+
+1. `robocell calibrate --overlap` on the simulated robot (--physics, a robot unlike its
+   profile whose cube takes a cut corner up to its ``cut_tolerance_deg``) gives the safe
+   overlap; the profile with it is written next to the run's other files.
+2. The same --cubes seeded cubes in the simulated cell, real time, with the profile without
+   the overlap and with it: execution time (the actuator's wall time of each plan), jams,
+   and SOLVED cycles whose twin is not solved (false SOLVED; must be 0).
+3. The cube's tolerance set 8 degrees below the overlap: every cycle must fail naming a jam
+   (none SOLVED), and after each a `cell.recover` cycle must home the robot and scan the cube
+   again (it then jams again, the overlap still being too large for that cube).
+
+    python bench/robot_timing_corners.py --cubes 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from robocell.common.bus import Endpoints, Node
+from robocell.deploy.launcher import Launcher, temporary_cell_env
+from robocell.tools.cycle import follow_cycle
+
+PHYSICS = """[defaults]
+accel_scale = 0.55
+[motors.R]
+speed_scale = 0.8
+[cube]
+cut_tolerance_deg = {tolerance}
+"""
+QUIET = {"broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor",
+         "foxglove"}
+SEED = 47_000
+BELOW_DEG = 8.0
+
+
+def calibrate(folder: Path, physics: Path) -> tuple[Path, float]:
+    """`robocell calibrate --overlap`: the overlapping profile and its overlap."""
+    out = folder / "six-motor-overlap.toml"
+    subprocess.run([sys.executable, "-m", "robocell", "calibrate", "--overlap", "--profile",
+                    "six-motor", "--physics", str(physics), "--out", str(out)], check=True)
+    for line in out.read_text().splitlines():
+        if line.startswith("overlap_deg"):
+            return out, float(line.split("=")[1])
+    raise RuntimeError(f"{out} has no overlap_deg")
+
+
+class Watch:
+    """The actuator's results and the twin's latest state, as the bench's node sees them."""
+
+    def __init__(self, node: Node) -> None:
+        self.lock = threading.Lock()
+        self.executions: list[float] = []
+        """Wall ms of each plan execution the actuator reported, in order."""
+        self.twin: dict = {}
+        node.subscribe("actuator.result", self.on_result)
+        node.subscribe("sim.twin_state", self.on_twin)
+
+    def on_result(self, envelope) -> None:
+        payload = envelope.payload
+        with self.lock:
+            if payload.get("ok"):
+                self.executions.append(payload["duration_s"] * 1000.0)
+
+    def on_twin(self, envelope) -> None:
+        with self.lock:
+            self.twin = dict(envelope.payload)
+
+
+def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False) -> dict:
+    """The seeded cubes in a simulated cell at real time: per cycle ok, error, execution ms,
+    twin solved; with ``recover``, a `cell.recover` cycle after each failure."""
+    rows, recoveries = [], []
+    with temporary_cell_env(profile, 1.0, env={**os.environ,
+                                               "ROBOCELL_PHYSICS": str(physics)}) as env:
+        env["ROBOCELL_SOLVER_WORKERS"] = "2"
+        env["ROBOCELL_ROLLING"] = "0"  # the plan as planned: the same cubes, the same plans
+        with Launcher("sim", env, quiet=QUIET) as launcher:
+            launcher.start()
+            bus = launcher.services[0].environment["ROBOCELL_BUS"]
+            with Node("bench-corners", Endpoints.resolve(bus), track_peers=False) as node:
+                watch = Watch(node)
+                for i in range(cubes):
+                    node.call("cell", "scramble", {"seed": SEED + i}, timeout=10.0)
+                    with watch.lock:
+                        before = len(watch.executions)
+                    started = node.call("cell", "start", {}, timeout=5.0)
+                    result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
+                    with watch.lock:
+                        twin = dict(watch.twin)
+                        executed = (watch.executions[-1] if len(watch.executions) > before
+                                    else None)
+                    rows.append({"ok": result["ok"], "error": result.get("error"),
+                                 "execution_ms": executed, "twin_solved": twin.get("solved"),
+                                 "jammed": twin.get("jammed")})
+                    if recover and not result["ok"]:
+                        again = node.call("cell", "recover", {}, timeout=5.0)
+                        back = follow_cycle(node, again["cycle_id"], 300.0, show=False)
+                        recoveries.append({"ok": back["ok"], "homed": back.get("homed"),
+                                           "failed_stage": back.get("failed_stage"),
+                                           "error": back.get("error"),
+                                           "scanned": "scanning" in back["stages_s"]
+                                           and back.get("failed_stage") != "scanning"})
+    return {"profile": profile, "cycles": rows, "recoveries": recoveries}
+
+
+def corner_cutting_figures(cubes: int) -> None:
+    """The three figures of the module docstring, printed."""
+    with tempfile.TemporaryDirectory(prefix="robocell-corners-") as name:
+        folder = Path(name)
+        physics = folder / "physics.toml"
+        physics.write_text(PHYSICS.format(tolerance=17))
+        overlapping, overlap = calibrate(folder, physics)
+        plain = run_cell("six-motor", physics, cubes)
+        cut = run_cell(str(overlapping), physics, cubes)
+        for run in (plain, cut):
+            rows = run["cycles"]
+            times = [r["execution_ms"] for r in rows if r["execution_ms"] is not None]
+            false = sum(1 for r in rows if r["ok"] and not r["twin_solved"])
+            jams = sum(1 for r in rows if r["error"] and "jam" in r["error"])
+            mean = statistics.fmean(times) if times else float("nan")
+            print(f"{Path(run['profile']).stem}: {sum(r['ok'] for r in rows)}/{len(rows)} "
+                  f"SOLVED, {jams} jams, {false} false SOLVED, execution mean {mean:.0f} ms "
+                  f"(n={len(times)}); failures: {[r['error'] for r in rows if not r['ok']][:2]}")
+        paired = [(a["execution_ms"], b["execution_ms"]) for a, b in zip(
+            plain["cycles"], cut["cycles"], strict=True) if a["execution_ms"] and b["execution_ms"]]
+        if paired:
+            before, after = (statistics.fmean(x) for x in zip(*paired, strict=True))
+            print(f"overlap {overlap:g} deg: execution {1 - after / before:.1%} shorter "
+                  f"({before:.0f} -> {after:.0f} ms, {len(paired)} cubes paired)")
+        tight = folder / "tight.toml"
+        tight.write_text(PHYSICS.format(tolerance=overlap - BELOW_DEG))
+        jammed = run_cell(str(overlapping), tight, cubes, recover=True)
+        rows = jammed["cycles"]
+        named = sum(1 for r in rows if not r["ok"] and r["error"] and "fault jam" in r["error"])
+        print(f"tolerance {overlap - BELOW_DEG:g} deg (8 below the overlap): "
+              f"{named}/{len(rows)} cycles failed naming a jam, "
+              f"{sum(r['ok'] for r in rows)} SOLVED")
+        backs = jammed["recoveries"]
+        print(f"  recover: {sum(1 for b in backs if b['homed'] and b['scanned'])}/{len(backs)} "
+              "homed and rescanned the cube; then "
+              + ", ".join(sorted({str(b['failed_stage']) for b in backs})))
+        if rows and rows[0]["error"]:
+            print(f"  e.g. {rows[0]['error']}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cubes", type=int, default=12)
+    args = parser.parse_args()
+    corner_cutting_figures(args.cubes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
