@@ -5,8 +5,10 @@ figures are `robot_timing`'s).
    profile whose cube takes a cut corner up to its ``cut_tolerance_deg``) gives the safe
    overlap; the profile with it is written next to the run's other files.
 2. The same --cubes seeded cubes in the simulated cell, real time, with the profile without
-   the overlap and with it: execution time (the actuator's wall time of each plan), jams,
-   and SOLVED cycles whose twin is not solved (false SOLVED; must be 0).
+   the overlap and with it: execution time (the robot's own clock: the plan's
+   ``measured_ms`` from the firmware's ``done start= end=`` reports, an overlapped start
+   counted once; the actuator's wall time beside it), jams, and SOLVED cycles whose twin is
+   not solved (false SOLVED; must be 0).
 3. The cube's tolerance set 8 degrees below the overlap: every cycle must fail naming a jam
    (none SOLVED), and after each a `cell.recover` cycle must home the robot and scan the cube
    again (it then jams again, the overlap still being too large for that cube).
@@ -23,9 +25,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
-from robocell.common.bus import Endpoints, Node
+from robocell.common.bus import CommandFailed, Endpoints, Node
 from robocell.deploy.launcher import Launcher, temporary_cell_env
 from robocell.tools.cycle import follow_cycle
 
@@ -58,8 +61,8 @@ class Watch:
 
     def __init__(self, node: Node) -> None:
         self.lock = threading.Lock()
-        self.executions: list[float] = []
-        """Wall ms of each plan execution the actuator reported, in order."""
+        self.executions: list[tuple[float, float | None]] = []
+        """(wall ms, robot ms) of each plan execution the actuator reported, in order."""
         self.twin: dict = {}
         node.subscribe("actuator.result", self.on_result)
         node.subscribe("sim.twin_state", self.on_twin)
@@ -68,11 +71,25 @@ class Watch:
         payload = envelope.payload
         with self.lock:
             if payload.get("ok"):
-                self.executions.append(payload["duration_s"] * 1000.0)
+                self.executions.append((payload["duration_s"] * 1000.0,
+                                        payload.get("measured_ms")))
 
     def on_twin(self, envelope) -> None:
         with self.lock:
             self.twin = dict(envelope.payload)
+
+
+def start_cycle(node: Node, command: str) -> dict:
+    """``cell.start`` or ``cell.recover``, once the cell takes it: it answers busy from its
+    ``cell.result`` until it has logged the cycle before."""
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            return node.call("cell", command, {}, timeout=5.0)
+        except CommandFailed as exc:
+            if exc.code != "busy" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False) -> dict:
@@ -92,17 +109,18 @@ def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False) -> 
                     node.call("cell", "scramble", {"seed": SEED + i}, timeout=10.0)
                     with watch.lock:
                         before = len(watch.executions)
-                    started = node.call("cell", "start", {}, timeout=5.0)
+                    started = start_cycle(node, "start")
                     result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
                     with watch.lock:
                         twin = dict(watch.twin)
-                        executed = (watch.executions[-1] if len(watch.executions) > before
-                                    else None)
+                        wall, robot = (watch.executions[-1] if len(watch.executions) > before
+                                       else (None, None))
                     rows.append({"ok": result["ok"], "error": result.get("error"),
-                                 "execution_ms": executed, "twin_solved": twin.get("solved"),
+                                 "execution_ms": robot, "wall_ms": wall,
+                                 "twin_solved": twin.get("solved"),
                                  "jammed": twin.get("jammed")})
                     if recover and not result["ok"]:
-                        again = node.call("cell", "recover", {}, timeout=5.0)
+                        again = start_cycle(node, "recover")
                         back = follow_cycle(node, again["cycle_id"], 300.0, show=False)
                         recoveries.append({"ok": back["ok"], "homed": back.get("homed"),
                                            "failed_stage": back.get("failed_stage"),
@@ -127,15 +145,18 @@ def corner_cutting_figures(cubes: int) -> None:
             false = sum(1 for r in rows if r["ok"] and not r["twin_solved"])
             jams = sum(1 for r in rows if r["error"] and "jam" in r["error"])
             mean = statistics.fmean(times) if times else float("nan")
+            walls = [r["wall_ms"] for r in rows if r["wall_ms"] is not None]
+            wall = statistics.fmean(walls) if walls else float("nan")
             print(f"{Path(run['profile']).stem}: {sum(r['ok'] for r in rows)}/{len(rows)} "
                   f"SOLVED, {jams} jams, {false} false SOLVED, execution mean {mean:.0f} ms "
-                  f"(n={len(times)}); failures: {[r['error'] for r in rows if not r['ok']][:2]}")
+                  f"robot time (n={len(times)}; wall {wall:.0f} ms); "
+                  f"failures: {[r['error'] for r in rows if not r['ok']][:2]}")
         paired = [(a["execution_ms"], b["execution_ms"]) for a, b in zip(
             plain["cycles"], cut["cycles"], strict=True) if a["execution_ms"] and b["execution_ms"]]
         if paired:
             before, after = (statistics.fmean(x) for x in zip(*paired, strict=True))
-            print(f"overlap {overlap:g} deg: execution {1 - after / before:.1%} shorter "
-                  f"({before:.0f} -> {after:.0f} ms, {len(paired)} cubes paired)")
+            print(f"overlap {overlap:g} deg: execution {1 - after / before:.1%} shorter in "
+                  f"robot time ({before:.0f} -> {after:.0f} ms, {len(paired)} cubes paired)")
         tight = folder / "tight.toml"
         tight.write_text(PHYSICS.format(tolerance=overlap - BELOW_DEG))
         jammed = run_cell(str(overlapping), tight, cubes, recover=True)
