@@ -24,7 +24,8 @@ from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.profile import Profile, ProfileError, load_profile, parse_profile, profile_path
 from robocell.errors import CommandError
 from robocell.robot.calibration import Observations, calibrated_text, fit
-from robocell.robot.motion import load_motors, predicted_plan_ms
+from robocell.robot.motion import load_motors
+from robocell.robot.timing import predicted_plan_ms
 
 PLAN_TIMEOUT_S = 600.0
 """Longest one timing plan may take (a real robot at 1x, a few hundred primitives)."""

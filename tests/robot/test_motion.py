@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from robocell.common.profile import ProfileError, load_profile, parse_profile
-from robocell.robot.motion import compile_motion, load_motors, predicted_plan_ms
+from robocell.robot.motion import compile_motion, load_motors
+from robocell.robot.timing import predicted_plan_ms
 from robocell.services.actuator.executor import Compiler, Execution, PlanMismatch
 
 

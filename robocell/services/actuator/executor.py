@@ -24,8 +24,8 @@ from robocell.robot.motion import (
     compile_primitives,
     load_motors,
     load_scan,
-    timed_overlapped,
 )
+from robocell.robot.timing import timed_overlapped
 
 
 class PlanMismatch(RobocellError, ValueError):

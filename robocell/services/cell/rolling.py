@@ -23,7 +23,7 @@ from robocell.common.bus import CommandFailed
 from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import ROTATIONS
 from robocell.common.profile import Profile, ProfileError, load_profile
-from robocell.robot.motion import predicted_plan_ms
+from robocell.robot.timing import predicted_plan_ms
 
 MARGIN_S = 0.02
 """A rest's search ends this long before the robot needs it: the solver's reply and the

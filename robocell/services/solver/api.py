@@ -5,7 +5,7 @@ from __future__ import annotations
 from robocell.common.facelets import relabel_by_centres
 from robocell.common.profile import load_profile
 from robocell.common.validation import validate
-from robocell.robot.motion import predicted_plan_ms
+from robocell.robot.timing import predicted_plan_ms
 from robocell.services.solver.solution import Solution
 
 DEFAULT_PROFILE = {2: "htm", 3: "htm"}

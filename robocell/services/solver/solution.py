@@ -18,7 +18,7 @@ class Solution:
     ``primitives`` name the profile's primitives in execution order; ``cost`` is the robot
     time in profile units (for metric profiles: the move count), the price the search
     minimised; ``robot_ms`` the robot time its motion model predicts for the primitives
-    (`robocell.robot.motion.predicted_plan_ms`, set by `robocell.services.solver.api.solve`):
+    (`robocell.robot.timing.predicted_plan_ms`, set by `robocell.services.solver.api.solve`):
     what the robot is expected to take, and what its measured time is checked against."""
 
     puzzle: str
