@@ -56,23 +56,28 @@ def test_tests_are_marked_by_their_fixtures_and_the_fast_tier_has_none_of_them()
     for node_id, (selected, marks) in tests.items():
         assert selected == (not marks), (node_id, marks)
 
-    def marks_of(test: str, param: str = "") -> list[set[str]]:
-        """The markers of each test ``test`` (a node id's start) whose parameters name
-        ``param``."""
+    def tiers(test: str, param: str = "") -> set[frozenset[str]]:
+        """The distinct sets of tier markers, ``slow`` aside, of the tests ``test`` (a node
+        id's start) whose parameters name ``param``."""
         start = f"tests/{test}"
-        found = [marks for node_id, (_, marks) in tests.items()
-                 if node_id.startswith(start) and param in node_id[len(start):]]
+        found = {frozenset(marks - {"slow"}) for node_id, (_, marks) in tests.items()
+                 if node_id.startswith(start) and param in node_id[len(start):]}
         assert found, f"no test {test} {param}"
         return found
 
+    cell, browser, avr, none = (frozenset({"cell"}), frozenset({"browser"}),
+                                frozenset({"avr"}), frozenset())
     # a module-scoped cell built on launch_cell, launch_cell itself, cell_env
-    assert all("cell" in m for m in marks_of("integration/test_rolling.py::"))
-    assert all("cell" in m for m in marks_of("integration/test_cell.py::"))
-    assert all("cell" in m for m in marks_of("integration/test_lifetime.py::test_up_sim_"))
+    assert tiers("integration/test_rolling.py::") == {cell}
+    assert tiers("integration/test_cell.py::") == {cell}
+    assert tiers("integration/test_lifetime.py::test_up_sim_") == {cell}
     # browser through the page fixture; avr through usefixtures and through a fixture's param
-    assert all("browser" in m for m in marks_of("monitor/test_page.py::"))
-    assert all("avr" in m for m in marks_of("firmware/test_conformance.py::"))
+    assert tiers("monitor/test_page.py::") == {browser}
+    assert tiers("firmware/test_conformance.py::") == {avr}
     faults = "actuator/test_execution.py::test_faults_leave_twin_solved"
-    assert all("avr" in m for m in marks_of(faults, "avr"))
-    assert all("avr" not in m for m in marks_of(faults, "python"))
-    assert all(not m for m in marks_of("bus/test_envelope.py::"))
+    assert tiers(faults, "avr") == {avr}
+    assert tiers(faults, "python") == {none}
+    assert tiers("bus/test_envelope.py::") == {none}
+    # slow on one parameter alone
+    assert all("slow" in tests[n][1] for n in tests if "[python-six-motor-" in n)
+    assert not any("slow" in tests[n][1] for n in tests if "[python-soltvvo-2x2-" in n)
