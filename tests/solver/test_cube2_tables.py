@@ -117,7 +117,7 @@ def test_profiles_the_tables_cannot_serve_are_refused_with_the_key(tmp_path):
 def test_tables_cli_verifies_and_describes_the_cube2_groups():
     for profile in ("htm", "qtm", "soltvvo-2x2"):
         tables.load(group_for(load_profile(profile)))
-    out = subprocess.run([sys.executable, "-m", "robocell", "tables", "verify", "--json"],
+    out = subprocess.run([sys.executable, "-m", "robocell", "tables", "verify", "--json", "--all"],
                          capture_output=True, text=True, timeout=300)
     rows = {r["group"]: r for r in map(json.loads, out.stdout.splitlines())}
     for name in ("cube2-classes", "cube2-htm", "cube2-qtm", "cube2-soltvvo-2x2"):
