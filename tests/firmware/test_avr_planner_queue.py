@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from actuator.conftest import start_firmware
-from firmware.test_conformance import Wire
+from support.wire import Wire
 
 from robocell.common.facelets import solved
 from robocell.common.moves import apply_to_facelets
