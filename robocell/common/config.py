@@ -252,6 +252,7 @@ SOLVER_WORKERS_ENV = "ROBOCELL_SOLVER_WORKERS"
 SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
 ROLLING_ENV = "ROBOCELL_ROLLING"
 TABLE_BUDGET_ENV = "ROBOCELL_TABLE_BUDGET_MB"
+HOST_NAME_ENV = "ROBOCELL_HOST_NAME"
 DEFAULT_PROFILE = "soltvvo-2x2"
 FIRMWARE_BACKENDS = ("python", "avr")
 
@@ -335,6 +336,12 @@ def table_budget_mb(env: Mapping[str, str] | None = None) -> float | None:
                           "solver may map (e.g. 128), or unset it for every table of the "
                           "profile")
     return value
+
+
+def host_name(env: Mapping[str, str] | None = None) -> str:
+    """The name a service gives its host in its heartbeat and HELLO (`bus list`, `health`,
+    the dashboard): $ROBOCELL_HOST_NAME (e.g. a container's host), else the machine's."""
+    return (_environ(env).get(HOST_NAME_ENV) or "").strip() or socket.gethostname()
 
 
 def switch(name: str, env: Mapping[str, str] | None = None) -> bool:
