@@ -38,12 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="leave the check tap out: the broker decodes and validates nothing "
                         "(forwarding never does; receivers always validate)")
     p.add_argument("--remote", metavar="tcp://HOST:PORT",
-                   help="also open a CURVE-protected endpoint for remote monitoring: "
-                        "PORT subscribe, PORT+2 commands (needs --curve-key and --allow)")
+                   help="also open a CURVE-protected endpoint for peers on other hosts: "
+                        "PORT subscribe, PORT+1 publish (services), PORT+2 commands, PORT+3 "
+                        "service instances (needs --curve-key and --allow)")
     p.add_argument("--curve-key", metavar="FILE", help="the broker's key file (NAME.key)")
     p.add_argument("--allow", action="append", default=[], metavar="FILE.pub[:ROLE]",
-                   help="allow a client's public key; ROLE read (default) or command; "
-                        "repeat for more clients")
+                   help="allow a client's public key; ROLE read (default: subscribe), "
+                        "command (also send commands) or service:NAME[,NAME...] (also serve "
+                        "as each service NAME: register, publish its topics); repeat for "
+                        "more clients or roles")
     p.add_argument("--allow-nonlocal", action="store_true",
                    help="let the unencrypted local endpoints listen beyond loopback")
     p.set_defaults(func=run_broker)
@@ -86,7 +89,7 @@ def run_broker(args: argparse.Namespace) -> int:
             remote = RemoteAccess(args.remote, server_key)
             for spec in args.allow:
                 key, role = parse_allow(spec)
-                remote.allowed[key.public] = (key.name, role)
+                remote.allow(key, role)
         except KeyFileError as exc:
             raise CommandError(str(exc)) from None
     try:

@@ -27,6 +27,7 @@ from robocell.common.bus.payloads import Plan
 from robocell.common.facelets import size_of
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
+from robocell.common.tables import LoadingLimit
 from robocell.services.solver.planning import (
     DEFAULT_TIMEOUT_S,
     merge_outcomes,
@@ -51,7 +52,8 @@ class SolverService:
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str],
                  default_timeout: float | None = None, split: bool = True,
-                 warm: tuple[str, ...] | None = None) -> None:
+                 warm: tuple[str, ...] | None = None,
+                 table_limit: LoadingLimit | None = None) -> None:
         self.node = node
         self.workers = workers
         self.profiles = profiles
@@ -61,7 +63,8 @@ class SolverService:
         self.refused = 0
         self._lock = threading.Lock()
         self.pool = SolverPool(workers, warm or tuple(dict.fromkeys(profiles.values())),
-                               queue_limit=workers * (1 + QUEUE_PER_WORKER))
+                               queue_limit=workers * (1 + QUEUE_PER_WORKER),
+                               table_limit=table_limit)
 
     def start(self) -> None:
         self.pool.start()  # every worker warm before we say ready
