@@ -1,9 +1,10 @@
 """Robot time of 3x3 plans, planner against planner, per robot profile.
 
-The same seeded random cubes go to each planner at the same budget a cube, each using both
-cores: rob-twophase in its HT (shortest face turns), AX (axial metric) and AXQT (axial
-quarter-turn metric: a half turn counts two, the nearest of its compiled-in metrics to a robot
-whose half turn costs about twice a quarter turn) modes, built from
+The same seeded random cubes go to each planner at the same budget a cube, the planners
+taking turns cube by cube, each using both cores: rob-twophase in its HT (shortest face
+turns), AX (axial metric) and AXQT (axial quarter-turn metric: a half turn counts two, the
+nearest of its compiled-in metrics to a robot whose half turn costs about twice a quarter
+turn) modes, built from
 ../shared/peers/rob-twophase (skipped, with a line saying so, when absent), `-t 2`; robocell's
 face-turn search (the htm profile) and its robot-time search (the robot's profile), each
 split over two solver processes as the solver service splits it. Every plan's robot time is
@@ -36,6 +37,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -149,30 +151,34 @@ def peer_planner(peer: TwoPhasePeer) -> Planner:
     return plan
 
 
-def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
-                ) -> dict[str, list[float]]:
-    """Every cube's plan: its robot time (from the motion compiler), face turns and search
-    time."""
+def run_planners(planners: dict[str, Planner], cubes: list[str], profile_name: str
+                 ) -> dict[str, dict[str, list[float]]]:
+    """Every cube's plan by every planner, the planners taking turns cube by cube (the
+    machine's other load falls on all alike): per planner, each plan's robot time (from the
+    motion compiler), face turns and search time."""
     profile = load_profile(profile_name)
-    robot_ms, search_ms, turns = [], [], []
-    with Progress(f"{profile_name} {name}", len(cubes)) as progress:
+    out: dict[str, dict[str, list[float]]] = {
+        label: {"robot": [], "search": [], "turns": []} for label in planners}
+    with Progress(f"{profile_name}: {len(planners)} planners", len(cubes)) as progress:
         for facelets in cubes:
-            moves, millis, said = planner(facelets)
-            # every plan's robot time from the motion compiler, whatever the planner says
-            primitives, cost = compile_plan(moves, profile)
-            # and the robot's primitives checked to solve the cube
-            done = apply_to_facelets(facelets, primitive_moves(primitives, profile))
-            if not is_solved_any_orientation(done):
-                raise RuntimeError(f"{name}'s plan for {facelets} ({' '.join(map(str, moves))})"
-                                   f" compiled for {profile_name} leaves it unsolved: {done}")
-            if said is not None and abs(said - cost) > 1e-6:
-                raise RuntimeError(f"{name} priced its plan for {facelets} at {said}, the "
-                                   f"motion compiler at {cost}")
-            turns.append(float(len(moves)))
-            robot_ms.append(profile.cost_ms(cost))
-            search_ms.append(millis)
+            for label, planner in planners.items():
+                moves, millis, said = planner(facelets)
+                # every plan's robot time from the motion compiler, whatever the planner says
+                primitives, cost = compile_plan(moves, profile)
+                # and the robot's primitives checked to solve the cube
+                done = apply_to_facelets(facelets, primitive_moves(primitives, profile))
+                if not is_solved_any_orientation(done):
+                    raise RuntimeError(
+                        f"{label}: its plan for {facelets} ({' '.join(map(str, moves))}) "
+                        f"compiled for {profile_name} leaves the cube unsolved: {done}")
+                if said is not None and abs(said - cost) > 1e-6:
+                    raise RuntimeError(f"{label} priced its plan for {facelets} at {said}, "
+                                       f"the motion compiler at {cost}")
+                out[label]["turns"].append(float(len(moves)))
+                out[label]["robot"].append(profile.cost_ms(cost))
+                out[label]["search"].append(millis)
             progress.advance()
-    return {"robot": robot_ms, "search": search_ms, "turns": turns}
+    return out
 
 
 def summary(runs: list[dict[str, list[float]]]) -> dict[str, float]:
@@ -224,27 +230,24 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
             ms = budget if budget is not None else int(round(1000 * profile.search_budget_s))
             runs: dict[str, list[dict[str, list[float]]]] = {}
             for _ in range(rounds):  # every planner once a round: drift falls on all alike
-                if have_peer:
-                    for mode in ("HT", "AX", "AXQT"):
-                        with TwoPhasePeer(mode, WORKERS, ms) as peer:
-                            runs.setdefault(f"rob-twophase {mode} mode (-t 2)", []).append(
-                                run_planner(mode, peer_planner(peer), cubes, profile_name))
-                runs.setdefault("robocell face-turn search (htm, 2 procs)", []).append(
-                    run_planner("htm", robocell_planner(pool, "htm", ms / 1000), cubes,
-                                profile_name))
-                runs.setdefault("robocell robot-time search (2 procs)", []).append(
-                    run_planner("robot", robocell_planner(pool, profile_name, ms / 1000),
-                                cubes, profile_name))
-                if also is not None and also != profile_name:
-                    # the same search planning for a robot that does not cut corners
-                    runs.setdefault(f"robocell searching for {Path(also).stem}", []).append(
-                        run_planner("also", robocell_planner(pool, also, ms / 1000, False),
-                                    cubes, profile_name))
-                for longer in longer_ms:  # how far a longer search gets on the same cubes
-                    runs.setdefault(f"robocell robot-time search, {longer} ms", []).append(
-                        run_planner(f"{longer} ms", robocell_planner(pool, profile_name,
-                                                                     longer / 1000),
-                                    cubes, profile_name))
+                with ExitStack() as peers:
+                    planners: dict[str, Planner] = {}
+                    for mode in ("HT", "AX", "AXQT") if have_peer else ():
+                        peer = peers.enter_context(TwoPhasePeer(mode, WORKERS, ms))
+                        planners[f"rob-twophase {mode} mode (-t 2)"] = peer_planner(peer)
+                    planners["robocell face-turn search (htm, 2 procs)"] = robocell_planner(
+                        pool, "htm", ms / 1000)
+                    planners["robocell robot-time search (2 procs)"] = robocell_planner(
+                        pool, profile_name, ms / 1000)
+                    if also is not None and also != profile_name:
+                        # the same search planning for a robot that does not cut corners
+                        planners[f"robocell searching for {Path(also).stem}"] = (
+                            robocell_planner(pool, also, ms / 1000, False))
+                    for longer in longer_ms:  # how far a longer search gets on the same cubes
+                        planners[f"robocell robot-time search, {longer} ms"] = (
+                            robocell_planner(pool, profile_name, longer / 1000))
+                    for label, run in run_planners(planners, cubes, profile_name).items():
+                        runs.setdefault(label, []).append(run)
             rows = [(label, summary(r)) for label, r in runs.items()]
             reference = rows[0][1]["mean"]
             print(f"\n{profile_name}: {len(cubes)} seeded random cubes, {ms} ms a cube"
