@@ -251,6 +251,7 @@ VISION_READERS_ENV = "ROBOCELL_VISION_READERS"
 SOLVER_WORKERS_ENV = "ROBOCELL_SOLVER_WORKERS"
 SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
 ROLLING_ENV = "ROBOCELL_ROLLING"
+TABLE_BUDGET_ENV = "ROBOCELL_TABLE_BUDGET_MB"
 HOST_NAME_ENV = "ROBOCELL_HOST_NAME"
 DEFAULT_PROFILE = "soltvvo-2x2"
 FIRMWARE_BACKENDS = ("python", "avr")
@@ -318,6 +319,23 @@ def vision_readers(default: int, env: Mapping[str, str] | None = None) -> int:
 def solver_workers(env: Mapping[str, str] | None = None) -> int:
     """Worker processes of the solver service."""
     return int(_number(_environ(env), SOLVER_WORKERS_ENV, 2, int, 1, strict=False))
+
+
+def table_budget_mb(env: Mapping[str, str] | None = None) -> float | None:
+    """The most solver tables a solver may map, in MB (None: unset, every table of its
+    profile)."""
+    text = (_environ(env).get(TABLE_BUDGET_ENV) or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ConfigError(f"{TABLE_BUDGET_ENV}={text!r}: give the megabytes of tables the "
+                          "solver may map (e.g. 128), or unset it for every table of the "
+                          "profile")
+    return value
 
 
 def host_name(env: Mapping[str, str] | None = None) -> str:

@@ -31,6 +31,7 @@ from robocell.common.bus.payloads import Plan
 from robocell.common.facelets import size_of
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
+from robocell.common.tables import LoadingLimit
 from robocell.services.solver.planning import (
     DEFAULT_TIMEOUT_S,
     merge_outcomes,
@@ -55,7 +56,8 @@ class SolverService:
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str],
                  default_timeout: float | None = None, split: bool = True,
-                 warm: tuple[str, ...] | None = None) -> None:
+                 warm: tuple[str, ...] | None = None,
+                 table_limit: LoadingLimit | None = None) -> None:
         self.nodes: list[Any] = list(node) if isinstance(node, (list, tuple)) else [node]
         """one Node per broker served (a cell each)"""
         self.node = self.nodes[0]
@@ -67,7 +69,8 @@ class SolverService:
         self.refused = 0
         self._lock = threading.Lock()
         self.pool = SolverPool(workers, warm or tuple(dict.fromkeys(profiles.values())),
-                               queue_limit=workers * (1 + QUEUE_PER_WORKER))
+                               queue_limit=workers * (1 + QUEUE_PER_WORKER),
+                               table_limit=table_limit)
 
     def start(self) -> None:
         self.pool.start()  # every worker warm before we say ready
