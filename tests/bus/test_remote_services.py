@@ -21,6 +21,7 @@ from support.bus import (
     wait_registered,
     wait_subscribed,
 )
+from support.relay import Relay
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.commands import HELLO, REFUSED
@@ -266,3 +267,41 @@ def test_allow_entries_name_roles_and_declared_services(tmp_path: Path) -> None:
         parse_allow(f"{pub}:service:slover")
     with pytest.raises(KeyFileError, match="not one of read, command"):
         parse_allow(f"{pub}:admin")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forget", [False, True], ids=["link back", "connections lost"])
+def test_a_remote_service_comes_back_by_itself_after_its_link_is_cut(cell, forget) -> None:
+    """The link to a remote solver goes silent (no FIN, no RST), then comes back -- with
+    its TCP connections, or without them (a router that restarted: the old ones carry
+    nothing, ever, and nobody is told). The solver, never restarted, notices by its ZeroMQ
+    heartbeats, makes the link again, says HELLO and answers; meanwhile its callers are told
+    at once that no solver is connected."""
+    remote_port = int(cell["remote"].rsplit(":", 1)[1])
+    relay_base = free_base_port()
+    relay = Relay(relay_base, remote_port, range(4))
+    via_relay = Endpoints.resolve(f"tcp://127.0.0.1:{relay_base}", cell["keys"]["compute"],
+                                  serve=True)
+    client = CommandClient("cell", cell["endpoints"])
+    try:
+        with Node("solver", via_relay) as solver:
+            solver.serve("solve", lambda args, ctx: declared_result(
+                "solver", "solve", facelets=args["facelets"]))
+            wait_registered(cell["endpoints"], "solver", ["solve"])
+            assert client.call("solver", "solve", PLAN_ARGS, timeout=10)
+            relay.cut.set()
+            deadline = time.monotonic() + 20
+            while client.request("solver", "solve", PLAN_ARGS, timeout=2).error \
+                    != "unavailable":
+                assert time.monotonic() < deadline, "the silent instance was never dropped"
+            relay.restore(forget)
+            deadline = time.monotonic() + 20
+            while not (reply := client.request("solver", "solve", PLAN_ARGS, timeout=2)).ok:
+                assert reply.error == "unavailable", reply
+                assert time.monotonic() < deadline, "the solver never came back"
+                time.sleep(0.2)
+            assert reply.result["facelets"] == PLAN_ARGS["facelets"]
+            assert solver.registered.is_set()
+    finally:
+        client.close()
+        relay.close()

@@ -241,8 +241,9 @@ def broker_problem(endpoints: Endpoints, within_s: float = BROKER_ANSWER_S) -> s
         return (f"the broker at {port} refused this CURVE key (ZAP status "
                 f"{refused}): ask the cell's operator to allow it (`robocell broker --allow "
                 f"KEY.pub[:{role}]`)")
-    return (f"no broker answers at {endpoints.subscribe} (its command port "
-            f"{endpoints.command}) within {within_s:g} s; start one with `robocell broker &` "
+    kind = "instance" if endpoints.serve else "command"
+    return (f"no broker answers at {endpoints.subscribe} (its {kind} port {port}) within "
+            f"{within_s:g} s; start one with `robocell broker &` "
             "or the whole cell with `robocell up --sim`, or name another with --broker "
             "tcp://HOST:PORT ($ROBOCELL_BUS, $ROBOCELL_BUS_PORT)")
 

@@ -34,8 +34,8 @@ def add_remote_options(parser: argparse.ArgumentParser, inherited: bool = False,
     parser.add_argument("--curve-key", metavar="FILE",
                         help="client key file for a remote broker's CURVE endpoint "
                              "(default $ROBOCELL_BUS_CURVE_KEY)"
-                             + ("; one for every --broker, or one per --broker in their order"
-                                if several else ""), **extra)
+                             + ("; one for every --broker, or one per --broker in their order "
+                                "('' for a broker without CURVE)" if several else ""), **extra)
 
 
 def _brokers(args: argparse.Namespace) -> list[tuple[str | None, str | None]]:

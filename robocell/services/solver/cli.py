@@ -5,6 +5,7 @@ this process), `robocell tables` (build, verify and describe the generated table
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 
 from robocell.common import config, tables
 from robocell.common.bus import Node
-from robocell.common.bus.options import add_remote_options, service_endpoints
+from robocell.common.bus.options import add_remote_options, services_endpoints
 from robocell.common.facelets import puzzle_size, size_of, solved, typed_facelets
 from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.progress import Ticker
@@ -357,7 +358,10 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "solver", help="run the solver service on the bus",
         description="Serve `solve` commands from a pool of worker processes sharing the "
-                    "memory-mapped tables (the cell asks for each plan).")
+                    "memory-mapped tables (the cell asks for each plan). Against a remote "
+                    "cell: --broker tcp://HOST:PORT --curve-key FILE (a key its broker "
+                    "allows as service:solver); several cells from one pool and one set of "
+                    "tables: --broker repeated.")
     p.add_argument("--workers", type=int,
                    default=config.solver_workers(),
                    help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
@@ -376,7 +380,7 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
                    help="map at most this many MB of tables: the best of the profile's that "
                         f"fit (default ${config.TABLE_BUDGET_ENV}, else every one; e.g. 128: "
                         "the two-phase tables, plans re-ranked by the motion compiler)")
-    add_remote_options(p)
+    add_remote_options(p, several=True)
     p.set_defaults(func=cmd_solver)
 
 
@@ -397,7 +401,7 @@ def table_choice(profile: str | None, budget_mb: float | None) -> TableChoice:
 
 
 def cmd_solver(args: argparse.Namespace) -> int:
-    endpoints = service_endpoints(args, "solver")  # a missing broker said while tables load
+    brokers = services_endpoints(args, "solver")  # a missing broker said while tables load
     profiles = {2: "htm", 3: "htm"}
     if args.profile:
         try:
@@ -421,12 +425,13 @@ def cmd_solver(args: argparse.Namespace) -> int:
         print(plan, file=sys.stderr, flush=True)
     for group in choice.groups:
         tables.load(group)
-    with Node("solver", endpoints) as node:
+    with contextlib.ExitStack() as nodes:  # one node per broker, one pool for all
+        node = [nodes.enter_context(Node("solver", endpoints)) for endpoints in brokers]
         service = SolverService(node, args.workers, profiles, args.timeout, args.split,
                                 warm=warm_profiles(args.profile), table_limit=limit)
         try:
             service.start()
-            node.wait()
+            node[0].wait()
         finally:
             service.stop()
     return 0
