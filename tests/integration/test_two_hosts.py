@@ -13,22 +13,30 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
-from support.bus import robocell_cmd
 from support.netns import Hosts, namespaces_problem
+from support.two_hosts import (
+    REMOTE_PORT,
+    cycle,
+    generate_keys,
+    remote_address,
+    robocell_cmd,
+    robot_env,
+    solve_once,
+    start_robot_host,
+    start_solver,
+    stop,
+    wait_solver,
+)
 
 from robocell.common import tables
 from robocell.deploy.launcher import temporary_cell_env
 
 pytestmark = pytest.mark.slow
 
-REMOTE_PORT = 7620
 PROFILE = "soltvvo-2x2"
-SOLVED_2X2 = "U" * 4 + "R" * 4 + "F" * 4 + "D" * 4 + "L" * 4 + "B" * 4
 LOAD_SCRIPT = """
 import json, sys, concurrent.futures as cf
 from robocell.common.bus import CommandClient, CommandFailed, Endpoints
@@ -47,15 +55,6 @@ print(json.dumps({"ok": answers.count("ok"), "failed": [a for a in answers if a 
 """
 
 
-def generate(key_dir: Path, name: str, broker_pub: Path | None = None) -> Path:
-    args = ["keys", "generate", name, "--dir", str(key_dir)]
-    if broker_pub is not None:
-        args += ["--broker-pub", str(broker_pub)]
-    done = subprocess.run(robocell_cmd(*args), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return key_dir / f"{name}.key"
-
-
 @pytest.fixture(scope="module")
 def hosts():
     problem = namespaces_problem()
@@ -70,96 +69,17 @@ def hosts():
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
-    key_dir = tmp_path_factory.mktemp("keys")
-    generate(key_dir, "broker")
-    made = {name: generate(key_dir, name, key_dir / "broker.pub")
-            for name in ("compute", "reader", "stranger")}
-    made["dir"] = key_dir
-    return made
-
-
-def start_robot_host(hosts: Hosts, keys: dict, env: dict[str, str],
-                     remote_port: int = REMOTE_PORT) -> subprocess.Popen:
-    """`robocell up --sim --without solver` on the robot host, once it says the cell is up."""
-    key_dir = keys["dir"]
-    up = hosts.run("robot", robocell_cmd(
-        "up", "--sim", "--without", "solver", "--remote", f"tcp://0.0.0.0:{remote_port}",
-        "--curve-key", str(key_dir / "broker.key"),
-        "--allow", f"{key_dir / 'compute.pub'}:service:solver",
-        "--allow", str(key_dir / "reader.pub")),
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    up_event = threading.Event()
-
-    def pump() -> None:
-        for line in up.stdout:
-            lines.append(line)
-            if "the cell is up" in line:
-                up_event.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    deadline = time.monotonic() + 300
-    while not up_event.wait(0.5):
-        assert up.poll() is None, "".join(lines[-30:])
-        assert time.monotonic() < deadline, "".join(lines[-30:])
-    return up
+    return generate_keys(tmp_path_factory.mktemp("keys"), ("compute", "reader", "stranger"))
 
 
 @pytest.fixture(scope="module")
 def robot(hosts, keys):
     """The robot host's cell (its environment), running for the module."""
-    with temporary_cell_env(PROFILE, 50.0) as env:
-        env = {k: v for k, v in env.items() if not k.startswith("ROBOCELL_BUS_CURVE")}
+    with temporary_cell_env(PROFILE, 50.0) as cell_env:
+        env = robot_env(cell_env)
         up = start_robot_host(hosts, keys, env)
         yield env
-        up.send_signal(signal.SIGINT)
-        try:
-            up.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            up.kill()
-
-
-def compute_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("ROBOCELL_BUS")}
-
-
-def start_solver(hosts: Hosts, key: Path, *brokers: str) -> subprocess.Popen:
-    """A solver on the compute host serving the cell(s) of ``brokers``."""
-    argv = ["solver", "--profile", PROFILE, "--workers", "1", "--curve-key", str(key)]
-    for broker in brokers or (f"tcp://{hosts.robot_address_for('compute')}:{REMOTE_PORT}",):
-        argv += ["--broker", broker]
-    return hosts.run("compute", robocell_cmd(*argv), env=compute_env(),
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def solve_once(hosts: Hosts, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return hosts.call("robot", robocell_cmd("bus", "call", "--timeout", "5", "solver", "solve",
-                                            json.dumps({"facelets": SOLVED_2X2})), env=env)
-
-
-def wait_solver(hosts: Hosts, env: dict[str, str], timeout: float = 240.0) -> float:
-    """Seconds until the robot host's bus routes a solve to a solver instance."""
-    started = time.monotonic()
-    while solve_once(hosts, env).returncode != 0:
-        assert time.monotonic() - started < timeout, "no solver instance answered"
-        time.sleep(0.5)
-    return time.monotonic() - started
-
-
-def cycle(hosts: Hosts, env: dict[str, str], seed: int) -> dict:
-    """Scramble the twin and run one cycle from the robot host; its result."""
-    scrambled = hosts.call("robot", robocell_cmd("bus", "call", "cell", "scramble",
-                                                 json.dumps({"seed": seed})), env=env)
-    assert scrambled.returncode == 0, scrambled.stderr
-    done = hosts.call("robot", robocell_cmd("cycle", "--json", "--timeout", "120"), env=env,
-                      timeout=180)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        proc.wait(timeout=30)
+        stop(up, signal.SIGINT)
 
 
 def test_without_a_solver_instance_the_cycle_fails_naming_the_solver(hosts, robot):
@@ -170,7 +90,7 @@ def test_without_a_solver_instance_the_cycle_fails_naming_the_solver(hosts, robo
 
 def test_a_cycle_solves_through_the_compute_host_and_the_robot_host_maps_no_table(
         hosts, keys, robot):
-    solver = start_solver(hosts, keys["compute"])
+    solver = start_solver(hosts, keys["compute"], PROFILE)
     try:
         wait_solver(hosts, robot)
         for seed in (2, 3):
@@ -190,7 +110,7 @@ def test_a_cycle_solves_through_the_compute_host_and_the_robot_host_maps_no_tabl
 
 
 def test_the_link_cut_and_restored_the_remote_solver_comes_back_by_itself(hosts, keys, robot):
-    solver = start_solver(hosts, keys["compute"])
+    solver = start_solver(hosts, keys["compute"], PROFILE)
     try:
         wait_solver(hosts, robot)
         hosts.cut("compute")
@@ -207,7 +127,7 @@ def test_the_link_cut_and_restored_the_remote_solver_comes_back_by_itself(hosts,
 
 def test_two_remote_solvers_one_killed_mid_load_lose_no_cycle_and_run_nothing_twice(
         hosts, keys, robot):
-    solvers = [start_solver(hosts, keys["compute"]) for _ in range(2)]
+    solvers = [start_solver(hosts, keys["compute"], PROFILE) for _ in range(2)]
     echo = hosts.run("robot", robocell_cmd("bus", "echo", "actuator.result", "--json"),
                      env=robot, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -233,7 +153,7 @@ def test_two_remote_solvers_one_killed_mid_load_lose_no_cycle_and_run_nothing_tw
 
 
 def test_keys_without_the_service_role_never_serve(hosts, keys, robot):
-    refused = [start_solver(hosts, keys[name]) for name in ("reader", "stranger")]
+    refused = [start_solver(hosts, keys[name], PROFILE) for name in ("reader", "stranger")]
     try:
         time.sleep(20.0)  # long enough to warm up and try to register
         answer = solve_once(hosts, robot)
@@ -246,11 +166,10 @@ def test_keys_without_the_service_role_never_serve(hosts, keys, robot):
 def test_one_solver_serves_two_cells(hosts, keys, robot):
     second_port = REMOTE_PORT + 10
     with temporary_cell_env(PROFILE, 50.0) as env:
-        env = {k: v for k, v in env.items() if not k.startswith("ROBOCELL_BUS_CURVE")}
+        env = robot_env(env)
         up = start_robot_host(hosts, keys, env, second_port)
-        address = hosts.robot_address_for("compute")
-        solver = start_solver(hosts, keys["compute"], f"tcp://{address}:{REMOTE_PORT}",
-                              f"tcp://{address}:{second_port}")
+        solver = start_solver(hosts, keys["compute"], PROFILE, remote_address(hosts),
+                              remote_address(hosts, second_port))
         try:
             wait_solver(hosts, robot)
             wait_solver(hosts, env)
