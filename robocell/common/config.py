@@ -253,6 +253,9 @@ SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
 ROLLING_ENV = "ROBOCELL_ROLLING"
 TABLE_BUDGET_ENV = "ROBOCELL_TABLE_BUDGET_MB"
 HOST_NAME_ENV = "ROBOCELL_HOST_NAME"
+BROKER_REMOTE_ENV = "ROBOCELL_BROKER_REMOTE"
+BROKER_KEY_ENV = "ROBOCELL_BROKER_KEY"
+BROKER_ALLOW_ENV = "ROBOCELL_BROKER_ALLOW"
 DEFAULT_PROFILE = "soltvvo-2x2"
 FIRMWARE_BACKENDS = ("python", "avr")
 
@@ -336,6 +339,18 @@ def table_budget_mb(env: Mapping[str, str] | None = None) -> float | None:
                           "solver may map (e.g. 128), or unset it for every table of the "
                           "profile")
     return value
+
+
+def broker_remote(env: Mapping[str, str] | None = None
+                  ) -> tuple[str | None, str | None, list[str]]:
+    """The broker's CURVE endpoint as the environment gives it: its address
+    ($ROBOCELL_BROKER_REMOTE), its key file ($ROBOCELL_BROKER_KEY) and the keys allowed
+    ($ROBOCELL_BROKER_ALLOW, ``FILE.pub[:ROLE]`` separated by spaces); unset: None, None,
+    []."""
+    env = _environ(env)
+    return ((env.get(BROKER_REMOTE_ENV) or "").strip() or None,
+            (env.get(BROKER_KEY_ENV) or "").strip() or None,
+            (env.get(BROKER_ALLOW_ENV) or "").split())
 
 
 def host_name(env: Mapping[str, str] | None = None) -> str:

@@ -40,13 +40,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--remote", metavar="tcp://HOST:PORT",
                    help="also open a CURVE-protected endpoint for peers on other hosts: "
                         "PORT subscribe, PORT+1 publish (services), PORT+2 commands, PORT+3 "
-                        "service instances (needs --curve-key and --allow)")
-    p.add_argument("--curve-key", metavar="FILE", help="the broker's key file (NAME.key)")
+                        "service instances (needs --curve-key and --allow; default "
+                        "$ROBOCELL_BROKER_REMOTE)")
+    p.add_argument("--curve-key", metavar="FILE",
+                   help="the broker's key file (NAME.key; default $ROBOCELL_BROKER_KEY)")
     p.add_argument("--allow", action="append", default=[], metavar="FILE.pub[:ROLE]",
                    help="allow a client's public key; ROLE read (default: subscribe), "
                         "command (also send commands) or service:NAME[,NAME...] (also serve "
                         "as each service NAME: register, publish its topics); repeat for "
-                        "more clients or roles")
+                        "more clients or roles (default $ROBOCELL_BROKER_ALLOW, separated by "
+                        "spaces)")
     p.add_argument("--allow-nonlocal", action="store_true",
                    help="let the unencrypted local endpoints listen beyond loopback")
     p.set_defaults(func=run_broker)
@@ -68,6 +71,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     keys.set_defaults(func=lambda args: keys.print_help() or 2)
 
 
+def remote_options(args: argparse.Namespace) -> None:
+    """Fill ``--remote``, ``--curve-key`` and ``--allow`` left out from the environment
+    (`config.broker_remote`: how `robocell up` and compose open the CURVE endpoint)."""
+    remote, key, allowed = config.broker_remote()
+    args.remote = args.remote or remote
+    args.curve_key = args.curve_key or key
+    args.allow = args.allow or allowed
+
+
 def run_broker(args: argparse.Namespace) -> int:
     try:
         base = Endpoints.resolve(args.bus)
@@ -79,6 +91,7 @@ def run_broker(args: argparse.Namespace) -> int:
                           args.cmd or base.command,
                           None if args.no_tap else (args.tap or base.tap))
     remote = None
+    remote_options(args)
     if args.remote:
         if not args.curve_key or not args.allow:
             raise CommandError("--remote needs --curve-key BROKER.key and at least one "
