@@ -62,7 +62,8 @@ uint8_t steppers_moving(uint16_t mask); /* any stepper of mask still turning */
 void steppers_end_stamp(uint16_t mask, uint32_t *ms, uint16_t *us); /* the latest last step
                                           of mask's steppers (their motion's end) */
 /* planner queue: start `steps` of `mask` at the step after which every stepper of `after`
-   has at most `ov` steps to go (at once if it has already); returns 1 if it started now */
+   has at most `ov` steps to go (at once if it has already); returns 1 if it started now.
+   `steps` must stay valid until it started or steppers_disarm (a queued command's) */
 uint8_t steppers_arm(const int32_t *steps, uint16_t mask, uint16_t after, uint32_t ov);
 uint8_t steppers_armed_started(uint32_t *ms, uint16_t *us); /* 1 and when, once it started */
 void steppers_disarm(void);int32_t stepper_position(uint8_t i);   /* steps since boot (read atomically) */

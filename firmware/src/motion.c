@@ -14,8 +14,8 @@
  * Planner queue (corner cutting): the main loop may arm the next MOVE behind the running one
  * (`steppers_arm`); the interrupt starts it at the very step after which every motor of the
  * running move has at most its `ov=` steps to go, so the overlap is timed by the step timer,
- * not by the main loop. Each stepper keeps when its own last step fell, so a move's end is
- * known while another still turns.
+ * not by the main loop. When the running move's last step falls while the armed one turns,
+ * that instant is kept as the running move's end.
  * E-stop: each moving stepper switches to a braking ramp (the profile's estop deceleration)
  * from the speed it has at that instant; servos hold where they are.
  */
@@ -62,17 +62,17 @@ static volatile uint32_t last_ms;
 static volatile uint16_t last_us;
 
 #if N_STEPPERS > 0
-static volatile uint32_t end_ms[N_STEPPERS];  /* when each stepper's last step fell */
-static volatile uint16_t end_us[N_STEPPERS];
-
 /* the armed move: starts when every stepper of `after` has at most `ov` steps to go */
 typedef struct {
     uint8_t state;          /* ARM_NONE, ARM_WAITING, ARM_STARTED */
     uint16_t mask, after;
     uint32_t ov;
-    int32_t steps[N_STEPPERS];
+    const int32_t *steps;   /* the queued command's (it stays queued until it is done) */
     uint32_t ms;            /* when it started (ARM_STARTED) */
     uint16_t us;
+    uint8_t ended;          /* the move of `after` has ended since, at: */
+    uint32_t end_ms;
+    uint16_t end_us;
 } armed_t;
 enum { ARM_NONE, ARM_WAITING, ARM_STARTED };
 static volatile armed_t armed;
@@ -92,20 +92,10 @@ static uint32_t tau(uint8_t i, uint32_t k) {
 #endif
 
 #if N_STEPPERS > 0
-static void stamp_stepper_end(uint8_t i) {
-    uint32_t ms;
-    uint16_t us;
-    clock_stamp(&ms, &us);
-    end_ms[i] = ms;
-    end_us[i] = us;
-}
-
 /* Starts the steppers of `mask` by `steps` at step-clock time `start`; interrupts are off. */
-static void start_locked(const volatile int32_t *steps, uint16_t mask, uint32_t start) {
+static void start_locked(const int32_t *steps, uint16_t mask, uint32_t start) {
     for (uint8_t i = 0; i < N_STEPPERS; i++) {
-        if (!(mask & (1u << i))) continue;
-        stamp_stepper_end(i); /* a motor named with 0 steps ends as it starts */
-        if (steps[i] == 0) continue;
+        if (!(mask & (1u << i)) || steps[i] == 0) continue;
         volatile stepper_t *m = &st[i];
         int32_t s = steps[i];
         m->dir = s > 0 ? 1 : -1;
@@ -174,7 +164,6 @@ ISR(TIMER2_COMPA_vect) {
             if (m->k >= m->n) {
                 m->active = 0;
                 moving &= (uint8_t)~(1 << i);
-                stamp_stepper_end(i);
             } else {
                 m->due = tau(i, m->k + 1);
             }
@@ -182,6 +171,14 @@ ISR(TIMER2_COMPA_vect) {
         for (uint8_t i = 0; i < N_STEPPERS; i++)
             if (fired & (1 << i)) *cfg[i].step.port &= (uint8_t)~cfg[i].step.mask;
         start_armed_if_due(fired_at);
+        if (armed.state == ARM_STARTED && !armed.ended && !(moving & armed.after)) {
+            uint32_t ms;
+            uint16_t us;
+            clock_stamp(&ms, &us);
+            armed.end_ms = ms;
+            armed.end_us = us;
+            armed.ended = 1;
+        }
         if (!moving) {
             uint32_t ms;
             uint16_t us;
@@ -262,31 +259,29 @@ uint8_t steppers_busy(void) { return moving != 0; }
 uint8_t steppers_moving(uint16_t mask) { return (moving & mask) != 0; }
 
 void steppers_end_stamp(uint16_t mask, uint32_t *ms, uint16_t *us) {
-    *ms = 0;
-    *us = 0;
-#if N_STEPPERS > 0
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
-        for (uint8_t i = 0; i < N_STEPPERS; i++) {
-            if (!(mask & (1u << i))) continue;
-            if (end_ms[i] > *ms || (end_ms[i] == *ms && end_us[i] > *us)) {
-                *ms = end_ms[i];
-                *us = end_us[i];
-            }
+        *ms = last_ms; /* every stepper stood still since it ended */
+        *us = last_us;
+#if N_STEPPERS > 0
+        if (armed.state == ARM_STARTED && armed.ended && armed.after == mask) {
+            *ms = armed.end_ms; /* it ended while the armed move turned */
+            *us = armed.end_us;
         }
-    }
 #else
-    (void)mask;
+        (void)mask;
 #endif
+    }
 }
 
 uint8_t steppers_arm(const int32_t *steps, uint16_t mask, uint16_t after, uint32_t ov) {
 #if N_STEPPERS > 0
     uint8_t started = 0;
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
-        for (uint8_t i = 0; i < N_STEPPERS; i++) armed.steps[i] = steps[i];
+        armed.steps = steps;
         armed.mask = mask;
         armed.after = after;
         armed.ov = ov;
+        armed.ended = 0;
         armed.state = ARM_WAITING;
         /* the running move may be in its tail already (the line came late) */
         start_armed_if_due(step_clock() + ((uint32_t)GUARD_TICKS << 8));

@@ -664,7 +664,7 @@ static void run_queue(void) {
             if (ahead) {
                 if (--ahead == 0) { /* the armed MOVE: started in the tail of the one before? */
                     overlapped = steppers_armed_started(&began_ms, &began_us);
-                    if (!overlapped) steppers_disarm();
+                    steppers_disarm(); /* taken: the move before it is done and reported */
                 }
             }
             switch (current.verb) {

@@ -91,3 +91,34 @@ def test_a_pair_that_is_not_perpendicular_never_overlaps(six_avr):
         assert spans[after][0] >= spans[before][1]
     # ... while a perpendicular pair after them does (U and D after L)
     assert spans[3][0] < spans[4][0] < spans[3][1]
+
+
+def test_a_cut_past_the_cubes_tolerance_jams_the_twin_and_stops_the_avr(tmp_path):
+    # the physics file's [cube] is the twin's; the AVR's motors move as it was built
+    physics = tmp_path / "cube.toml"
+    physics.write_text("[cube]\ncut_tolerance_deg = 12\n")
+    fw = start_firmware(tmp_path, "--physics", str(physics), avr=True, speed=1.0,
+                        profile="six-motor", name="tight")
+    wire = Wire(fw.url)
+    try:
+        wire.line("HELLO")
+        wire.reports("start")
+        wire.line(f"N1 MOVE R:{QUARTER}")
+        wire.line(f"N2 MOVE U:{QUARTER} ov={CUT}")  # 19.8 degrees from aligned: past 12
+        got = wire.reports("fault")
+        fault = got[-1]
+        # the driver's stall input stopped every motor; R was the line under way
+        assert fault.words[0] == "jam" and fault.int_field("line") == 1
+        assert not [r for r in got if r.kind == "done"]
+        faults = [e for e in fw.log() if e["ev"] == "fault"]
+        assert faults and "layer U started while layer R stood" in faults[0]["message"]
+    finally:
+        wire.close()
+        fw.stop()
+
+
+def test_a_physics_file_that_moves_motors_is_refused_for_the_avr(tmp_path):
+    physics = tmp_path / "robot.toml"
+    physics.write_text("[defaults]\naccel_scale = 0.5\n[cube]\ncut_tolerance_deg = 12\n")
+    with pytest.raises(RuntimeError, match=r"only its \[cube\] applies"):
+        start_firmware(tmp_path, "--physics", str(physics), avr=True, profile="six-motor")

@@ -66,11 +66,12 @@ class PinTwin:
     """The twin moved by the firmware's pins; the log in the simulator's format."""
 
     def __init__(self, profile: Profile, wiring: Wiring, facelets: str | None,
-                 log: IO[str] | None, physics: bool = True) -> None:
+                 log: IO[str] | None, physics: bool = True,
+                 cut_tolerance_deg: float | None = None) -> None:
         self.profile = profile
         self.wiring = wiring
         self.motors = load_motors(profile)
-        self.twin = Twin(profile, facelets)
+        self.twin = Twin(profile, facelets, cut_tolerance_deg)
         self.log = log
         self.on_twin: object = None
         self.boot_id = ""
@@ -332,12 +333,12 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
               ready: IO[str] | None = None, max_runtime_s: float | None = None,
               host: str = "127.0.0.1", control: queue.Queue | None = None,
               trace: str | None = None, on_start: object = None,
-              physics: bool = True) -> None:
+              physics: bool = True, cut_tolerance_deg: float | None = None) -> None:
     """Run the firmware in simavr behind TCP or a pty until interrupted (or
     ``max_runtime_s``); announces ``listening <url> boot=<id>`` on ``ready``."""
     faults = faults or FaultPlan()
     harness, wiring = start_harness(profile, mcu, speed, trace)
-    pins = PinTwin(profile, wiring, facelets, log, physics)
+    pins = PinTwin(profile, wiring, facelets, log, physics, cut_tolerance_deg)
     disconnects = sorted(faults.disconnect_after)
     stall_done = reset_done = False
     line: FirmwareLine | None = None
