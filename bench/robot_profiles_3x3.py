@@ -232,8 +232,10 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
             for _ in range(rounds):  # every planner once a round: drift falls on all alike
                 with ExitStack() as peers:
                     planners: dict[str, Planner] = {}
+                    opened = {}
                     for mode in ("HT", "AX", "AXQT") if have_peer else ():
                         peer = peers.enter_context(TwoPhasePeer(mode, WORKERS, ms))
+                        opened[mode] = peer
                         planners[f"rob-twophase {mode} mode (-t 2)"] = peer_planner(peer)
                     planners["robocell face-turn search (htm, 2 procs)"] = robocell_planner(
                         pool, "htm", ms / 1000)
@@ -248,6 +250,11 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
                             robocell_planner(pool, profile_name, longer / 1000))
                     for label, run in run_planners(planners, cubes, profile_name).items():
                         runs.setdefault(label, []).append(run)
+                    for mode, peer in opened.items():
+                        if peer.misses:
+                            print(f"rob-twophase {mode}: no solution in its time limit "
+                                  f"{peer.misses} times; asked again (its search time "
+                                  "counts every try)")
             rows = [(label, summary(r)) for label, r in runs.items()]
             reference = rows[0][1]["mean"]
             print(f"\n{profile_name}: {len(cubes)} seeded random cubes, {ms} ms a cube"
