@@ -28,6 +28,8 @@ from robocell.common.bus import CommandClient, Endpoints, Subscriber
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets
 from robocell.common.facelets import is_solved_any_orientation
 
+pytestmark = pytest.mark.slow  # real solver processes warming up their workers
+
 COMPUTE_HOST = "compute-1"
 READY_TIMEOUT_S = 240.0
 """Bound on the solver's start (its workers map the tables and warm up) on a loaded machine."""
