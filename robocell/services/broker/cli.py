@@ -60,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             description="Create a CURVE key pair. For the broker: "
                                         "`keys generate broker`. For a client: `keys generate "
                                         "laptop --broker-pub broker.pub`, then start the broker "
-                                        "with `--allow laptop.pub[:command]` and give "
+                                        "with `--allow laptop.pub[:command]` (or "
+                                        "`:service:NAME` for a service on that host) and give "
                                         "laptop.key to the client (--curve-key).")
     g.add_argument("name", help="name of the key (file names NAME.key, NAME.pub)")
     g.add_argument("--dir", type=Path, default=Path("."), help="output directory (default .)")

@@ -1,6 +1,7 @@
-"""One solver process on another host serving two cells: a plain broker and one reached over
-its CURVE endpoint with a key allowed as service:solver. Each cell is answered on its own
-broker; a broker killed and started again is served again without a restart of the solver."""
+"""Real service processes on "another host" (another host name, a CURVE key): one solver
+serving two cells -- a plain broker and one reached over its CURVE endpoint with a key allowed
+as service:solver -- each answered on its own broker, and a broker killed and started again
+served again without a restart of the solver; the firmware simulator serving a cell."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from support.bus import (
 from robocell.common.bus import CommandClient, Endpoints, Subscriber
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets
 from robocell.common.facelets import is_solved_any_orientation
+
+pytestmark = pytest.mark.slow  # real solver processes warming up their workers
 
 COMPUTE_HOST = "compute-1"
 READY_TIMEOUT_S = 240.0
@@ -142,3 +145,39 @@ def test_a_broker_killed_and_started_again_is_served_again(two_cells) -> None:
     wait_registered(Endpoints.from_base(two_cells["b"]), "solver", ["solve"], 30)
     assert solve_on(two_cells["b"], 5)["plan_id"]
     assert two_cells["solver"].poll() is None
+
+
+def test_the_firmware_simulator_serves_a_cell_from_another_host(tmp_path: Path) -> None:
+    """`robocell firmware-sim --publish-twin --broker REMOTE --curve-key K` (a key allowed
+    as service:firmware-sim): its twin reaches the cell's subscribers, its `twin` command
+    the cell's callers, and it is listed with its key."""
+    cell = f"tcp://127.0.0.1:{free_base_port()}"
+    remote = f"tcp://127.0.0.1:{free_base_port()}"
+    env = robocell_env(cell)
+    generate(tmp_path, "broker", env)
+    rig = generate(tmp_path, "rig", env, tmp_path / "broker.pub")
+    broker = start_broker(cell, "--remote", remote, "--curve-key", str(tmp_path / "broker.key"),
+                          "--allow", f"{tmp_path / 'rig.pub'}:service:firmware-sim")
+    local = Endpoints.from_base(cell)
+    watch = Subscriber(["sim.twin_state"], local)
+    sim = subprocess.Popen(
+        robocell_cmd("firmware-sim", "--profile", "soltvvo-2x2", "--port", "0",
+                     "--publish-twin", "--broker", remote, "--curve-key", str(rig)),
+        env={**env, "ROBOCELL_HOST_NAME": "rig-1"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    client = CommandClient("cell", local)
+    try:
+        wait_registered(local, "firmware-sim", ["twin"], 60)
+        twin = client.call("firmware-sim", "twin", timeout=10)
+        assert twin["facelets"]
+        state = recv_topic(watch, "sim.twin_state", 20)
+        assert state is not None and state.source == "firmware-sim"
+        listed = subprocess.run(robocell_cmd("bus", "list", "--json", "--wait", "1.5"),
+                                env=env, capture_output=True, text=True, timeout=60)
+        (instance,) = json.loads(listed.stdout)["instances"]["firmware-sim"]
+        assert instance == {**instance, "host": "rig-1", "key": "rig", "pid": sim.pid}
+    finally:
+        client.close()
+        watch.close()
+        stop_process(sim)
+        stop_process(broker)
