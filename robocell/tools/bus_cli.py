@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from robocell.common.bus import (
     REPLAY_PREFIX,
     Liveness,
@@ -201,6 +203,8 @@ class _Stop:
 
 
 def _short(value: Any, full: bool) -> Any:
+    if isinstance(value, msgspec.Struct):  # a nested declared type
+        value = msgspec.to_builtins(value, builtin_types=(bytes,))
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     if isinstance(value, dict):
