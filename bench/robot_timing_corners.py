@@ -3,11 +3,14 @@ figures are `robot_timing`'s).
 
 1. `robocell calibrate --overlap` on the simulated robot (--physics, a robot unlike its
    profile whose cube takes a cut corner up to its ``cut_tolerance_deg``) gives the safe
-   overlap; the profile with it is written next to the run's other files.
-2. The same --cubes seeded cubes in the simulated cell, real time, with the profile without
-   the overlap and with it: execution time (the robot's own clock: the plan's
-   ``measured_ms`` from the firmware's ``done start= end=`` reports, an overlapped start
-   counted once; the actuator's wall time beside it), jams, and SOLVED cycles whose twin is
+   overlap, starting from the profile calibrated to that robot
+   (`profiles/six-motor-calibrated.toml`, made by `robot_overlap_profile.py`); the profile
+   it writes must be the kept `profiles/six-motor-calibrated-overlap.toml`.
+2. The same --cubes seeded cubes in the simulated cell, real time, with the calibrated
+   profile without the overlap and with it (each planning for its own robot): execution
+   time (the robot's own clock: the plan's ``measured_ms`` from the firmware's ``done
+   start= end=`` reports, an overlapped start counted once; the actuator's wall time beside
+   it), jams, and SOLVED cycles whose twin is
    not solved (false SOLVED; must be 0).
 3. The cube's tolerance set 8 degrees below the overlap: every cycle must fail naming a jam
    (none SOLVED), and after each a `cell.recover` cycle must home the robot and scan the cube
@@ -15,8 +18,8 @@ figures are `robot_timing`'s).
 
 --profile tilt-spin: its robot turns one layer (the turntable under D), so `calibrate
 --overlap` finds no corner to cut and says so; the bench then declares six-motor's overlap
-(`DECLARED_DEG`) on it anyway and measures what that changes on the same cubes, with the
-robot of `robot_timing.PHYSICS` and the cube's tolerance.
+(`DECLARED_DEG`) on tilt-spin anyway and measures what that changes on the same cubes, with
+the robot of `robot_timing.PHYSICS` and the cube's tolerance.
 
     python bench/robot_timing_corners.py --cubes 12
     python bench/robot_timing_corners.py --cubes 12 --profile tilt-spin --speed 10
@@ -35,20 +38,19 @@ import threading
 import time
 from pathlib import Path
 
-import robot_timing
-
 from robocell.common.bus import CommandFailed, Endpoints, Node
 from robocell.common.profile import load_profile
 from robocell.deploy.launcher import Launcher, temporary_cell_env
 from robocell.tools.cycle import follow_cycle
 
-PHYSICS = """[defaults]
-accel_scale = 0.55
-[motors.R]
-speed_scale = 0.8
-[cube]
-cut_tolerance_deg = {tolerance}
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from robot_overlap_profile import CALIBRATED, OVERLAPPING  # noqa: E402  (a sibling bench module)
+from robot_timing import PHYSICS as TIMING_PHYSICS  # noqa: E402
+
+PHYSICS = TIMING_PHYSICS["six-motor"].replace("cut_tolerance_deg = 17",
+                                              "cut_tolerance_deg = {tolerance}")
+"""The robot the calibrated profiles were fitted to (`robot_timing`'s six-motor physics),
+its cube's tolerance left to fill in."""
 QUIET = {"broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor",
          "foxglove"}
 SEED = 47_000
@@ -59,10 +61,10 @@ DECLARED_DEG = 14.0
 
 
 def physics_text(profile: str, tolerance: float) -> str:
-    """The simulated robot: six-motor's of this bench, another's of `robot_timing`."""
+    """The simulated robot: `robot_timing`'s for the profile, the cube's tolerance filled in."""
     if profile == "six-motor":
         return PHYSICS.format(tolerance=tolerance)
-    return f"{robot_timing.PHYSICS[profile]}[cube]\ncut_tolerance_deg = {tolerance:g}\n"
+    return f"{TIMING_PHYSICS[profile]}[cube]\ncut_tolerance_deg = {tolerance:g}\n"
 
 
 def declared(folder: Path, profile: str, overlap: float) -> Path:
@@ -78,21 +80,32 @@ def declared(folder: Path, profile: str, overlap: float) -> Path:
     return out
 
 
-def calibrate(folder: Path, physics: Path, profile: str) -> tuple[Path, float]:
-    """`robocell calibrate --overlap`: the overlapping profile and its overlap (on a robot
-    with no corner to cut, what it says and the profile with `DECLARED_DEG`)."""
-    out = folder / f"{profile}-overlap.toml"
+def no_corner(folder: Path, physics: Path, profile: str) -> tuple[Path, float]:
+    """`robocell calibrate --overlap` on a robot with no corner to cut: what it says, and the
+    profile with `DECLARED_DEG` declared instead."""
     done = subprocess.run([sys.executable, "-m", "robocell", "calibrate", "--overlap",
-                           "--profile", profile, "--physics", str(physics), "--out", str(out)],
+                           "--profile", profile, "--physics", str(physics), "--out",
+                           str(folder / f"{profile}-found.toml")],
                           text=True, capture_output=True, check=False)
     print(done.stdout + done.stderr, end="", flush=True)
-    if done.returncode == 2 and "no corner to cut" in done.stderr:
-        print(f"declared instead: overlap_deg = {DECLARED_DEG:g}", flush=True)
-        return declared(folder, profile, DECLARED_DEG), DECLARED_DEG
-    done.check_returncode()
+    if done.returncode != 2 or "no corner to cut" not in done.stderr:
+        raise SystemExit(f"calibrate --overlap found a corner to cut on {profile}: use it")
+    print(f"declared instead: overlap_deg = {DECLARED_DEG:g}", flush=True)
+    return declared(folder, profile, DECLARED_DEG), DECLARED_DEG
+
+
+def calibrate(folder: Path, physics: Path) -> tuple[Path, float]:
+    """`robocell calibrate --overlap` from the calibrated profile: the overlapping profile
+    (the kept one, which it must match) and its overlap."""
+    out = folder / OVERLAPPING.name
+    subprocess.run([sys.executable, "-m", "robocell", "calibrate", "--overlap", "--profile",
+                    str(CALIBRATED), "--physics", str(physics), "--out", str(out)], check=True)
+    if out.read_text() != OVERLAPPING.read_text():
+        raise SystemExit(f"{OVERLAPPING} is not what calibrate --overlap writes now: run "
+                         "bench/robot_overlap_profile.py")
     for line in out.read_text().splitlines():
         if line.startswith("overlap_deg"):
-            return out, float(line.split("=")[1])
+            return OVERLAPPING, float(line.split("=")[1])
     raise RuntimeError(f"{out} has no overlap_deg")
 
 
@@ -178,10 +191,15 @@ def corner_cutting_figures(cubes: int, profile: str = "six-motor", speed: float 
         folder = Path(name)
         physics = folder / "physics.toml"
         physics.write_text(physics_text(profile, 17))
-        overlapping, overlap = calibrate(folder, physics, profile)
+        if profile == "six-motor":
+            overlapping, overlap = calibrate(folder, physics)
+            start = str(CALIBRATED)
+        else:
+            overlapping, overlap = no_corner(folder, physics, profile)
+            start = profile
         subprocess.run([sys.executable, "-m", "robocell", "tables", "build", "--profile",
                         str(overlapping)], check=True)  # before the cell: no wait in it
-        plain = run_cell(profile, physics, cubes, speed=speed)
+        plain = run_cell(start, physics, cubes, speed=speed)
         cut = run_cell(str(overlapping), physics, cubes, speed=speed)
         for run in (plain, cut):
             rows = run["cycles"]

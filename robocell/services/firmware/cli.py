@@ -152,7 +152,7 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
                        queue_size=args.queue, log_path=args.log, faults=faults,
                        max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                       endpoints=endpoints_of(args) if args.bus else None,
+                       endpoints=endpoints_of(args, serve=True) if args.bus else None,
                        physics=physics)
     except OSError as exc:
         raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
@@ -183,7 +183,7 @@ def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: Fa
         main_avr(profile, mcu=args.mcu, port=None if args.pty is not None else port,
                  pty_link=args.pty, speed=args.speed, facelets=facelets, log_path=args.log,
                  faults=faults, max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                 endpoints=endpoints_of(args) if args.bus else None,
+                 endpoints=endpoints_of(args, serve=True) if args.bus else None,
                  trace=args.trace, physics=not args.no_twin,
                  cut_tolerance_deg=cut_tolerance_deg)
     except (ToolchainError, ProfileError) as exc:
