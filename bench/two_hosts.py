@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, hosts: Hosts, keys: dict, env: dict) -> list[s
              f"{args.profile}, simulation speed {args.speed:g}"]
     up = start_robot_host(hosts, keys, env)
     solver = start_solver(hosts, keys["compute"], args.profile, workers=2)
-    waited = wait_solver(hosts, env, timeout=900)
+    waited = wait_solver(hosts, env, timeout=900, solver=solver)
     lines.append(f"remote solver answering {waited:.0f} s after it started (tables mapped, "
                  "search compiled)")
     results = [cycle(hosts, env, 100 + i) for i in range(args.cycles)]
