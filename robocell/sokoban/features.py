@@ -214,12 +214,13 @@ def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
                   is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
                   deepest_empty: np.ndarray, region_mark: np.ndarray,
                   region_stamp: int, queue: np.ndarray, fs: FeatureSpace,
-                  regions_known: bool) -> int:
+                  regions_known: bool, hot_pick: int = -1) -> int:
     """Compute the features of the new nodes ``first..end-1`` (children of ``parent``, or the
     start node when ``parent == first``), let the advisors pick their pushes, and file every
     node in its cell. ``occupied`` must be all False; returns the region stamp. A solved
     child is reported in the counters (FS_GOAL). With ``regions_known`` the areas were
-    counted when the children were made (``fs.regions``)."""
+    counted when the children were made (``fs.regions``). ``hot_pick`` is the hotspot
+    advisor's child (``hotspots.hotspot_advice``), -1 for none."""
     packed = fs.packed
     regions = fs.regions
     blocked = fs.blocked
@@ -264,7 +265,7 @@ def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
     base = 0 if parent == first else unadvised_pushes(parent, fs)
     for c in range(first, end):
         advised = (parent == first or c == best_pack or c == best_area or c == best_door
-                   or c == best_h)
+                   or c == best_h or c == hot_pick)
         file_node(c, base if advised else base + 1, node_h[c], fs)
     return region_stamp
 

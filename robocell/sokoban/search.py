@@ -39,6 +39,7 @@ from robocell.sokoban.features import (
     file_children,
     next_node,
 )
+from robocell.sokoban.hotspots import hotspot_advice
 from robocell.sokoban.nodes import (
     NO_PUSH,
     Nodes,
@@ -275,10 +276,15 @@ def expand(board: SearchBoard, rooms: SearchRooms, settings: Settings, pruning: 
     # takes turns with the cells).
     if fs.counters[FS_HEAP_EVERY] == 0:
         at.heap_size = 0
+    hot_pick = -1
+    if settings.hotspots:
+        hot_pick = hotspot_advice(node, first_child, at.n_nodes, nodes.boxes, nodes.h,
+                                  board.neighbours, board.is_goal, work.hot_dist, work.queue,
+                                  work.hot_base)
     at.region_stamp = file_children(
         node, first_child, at.n_nodes, nodes.boxes, nodes.h, work.occupied, board.neighbours,
         board.is_goal, board.goal_squares, board.goal_area, work.deepest_empty,
-        work.region_mark, at.region_stamp, work.queue, fs, True)
+        work.region_mark, at.region_stamp, work.queue, fs, True, hot_pick)
     if fs.counters[FS_GOAL] > 0:
         stats[ST_GOAL] = fs.counters[FS_GOAL] - 1
         return True

@@ -79,6 +79,7 @@ class Settings(NamedTuple):
     box_moves: bool      # every arc is a box move (``box_moves``)
     corral_nodes: int    # states of one corral deadlock search
     corral_boxes: int    # most boxes of a corral searched
+    hotspots: bool       # the feature search's hotspot advisor (``hotspots``)
 
 
 class Pruning(NamedTuple):

@@ -86,6 +86,8 @@ class SearchWork(NamedTuple):
     box_goals: np.ndarray  # int64[boxes]: scratch of ``deadlocks.frozen_goals_dead``
     owner: np.ndarray  # int32[goals]: likewise
     came_from: np.ndarray  # int32[goals]: likewise
+    hot_dist: np.ndarray  # int32[n]: scratch of ``hotspots.hotspot_advice``
+    hot_base: np.ndarray  # int32[boxes]: likewise
     expansion: np.ndarray  # `EXPANSION` [1]
     push: np.ndarray  # `PUSH` [1]
 
@@ -116,4 +118,5 @@ def search_work(n_squares: int, n_boxes: int, n_goals: int, corral_nodes: int,
         frozen_label,
         np.zeros(n_boxes, dtype=np.bool_), np.zeros(n_boxes, dtype=np.int64),
         np.zeros(n_goals, dtype=np.int32), np.zeros(n_goals, dtype=np.int32),
+        np.zeros(n, dtype=np.int32), np.zeros(n_boxes, dtype=np.int32),
         np.zeros(1, dtype=EXPANSION), np.zeros(1, dtype=PUSH))

@@ -147,7 +147,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           patterns: tuple | None = None, packing: bool = False,
           features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
           box_moves: bool = False, frozen_goals: bool = True,
-          deep_corrals: bool = False,
+          deep_corrals: bool = False, hotspots: bool = False,
           on_progress: ProgressCallback | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
@@ -165,6 +165,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     ``frozen_goals`` (default on) drops positions whose boxes frozen on goals leave the other
     goals unfillable (``deadlocks.frozen_goals_dead``). ``deep_corrals`` raises the corral
     deadlock search's limits (CORRAL_DEEP_NODES states, CORRAL_DEEP_MAX_BOXES boxes).
+    ``hotspots`` adds the feature search's hotspot advisor (``hotspots.hotspot_advice``).
     ``on_progress`` is called before every chunk of expansions (a few times a second),
     the first time before the first (which compiles the search if it is not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
@@ -196,7 +197,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                         h_scale=h_scale, order_penalty=order_penalty, tunnels=macros,
                         region_penalty=REGION_PENALTY if macros else 0, features=features,
                         box_moves=box_moves, corral_nodes=corral_nodes,
-                        corral_boxes=corral_boxes)
+                        corral_boxes=corral_boxes, hotspots=hotspots and features)
     nodes = node_store(board.n_boxes, INITIAL_CAPACITY)
     # The feature space's per-node arrays are as long as the node arrays when in use.
     fs = feature_space(board.n_boxes, INITIAL_CAPACITY if features else 1,

@@ -240,3 +240,22 @@ def test_a_node_that_said_it_was_stopping_leaves_the_services_table_when_silent(
     clock.now += 3.5
     services = board.take_changes()["services"]
     assert [(s["service"], s["stale"]) for s in services] == [("vision", True)]
+
+
+def test_a_remote_instance_is_shown_with_its_host_and_key():
+    """A solver on another host, joined over the CURVE endpoint: the services view names its
+    host (from its heartbeat) and the key it joined with (from bus.stats)."""
+    board = Dashboard(FakeClock())
+    board.ingest(message("heartbeat", {
+        "service": "solver", "state": "ready", "health": {}, "period_s": 1.0, "pid": 7,
+        "host": "compute-1", "uptime_s": 5.0, "commands": ["ping", "solve"]}, "solver"))
+    board.ingest(message("bus.stats", {
+        "period_s": 1.0, "uptime_s": 9.0, "topics": {}, "messages": 0, "bytes": 0,
+        "rejected": {}, "gaps": 0, "subscriptions": 0, "commands": {},
+        "services": ["solver"], "instances": {"solver": [{
+            "id": "ab12", "pid": 7, "host": "compute-1", "outstanding": 0, "answered": 3,
+            "commands": ["ping", "solve"], "key": "compute"}]}}, "broker"))
+    (solver,) = [s for s in board.snapshot()["services"] if s["service"] == "solver"]
+    assert solver["host"] == "compute-1"
+    assert solver["instances"] == [{"id": "ab12", "pid": 7, "host": "compute-1",
+                                    "outstanding": 0, "key": "compute"}]

@@ -339,7 +339,7 @@ class Dashboard:
                 "host": status.host, "uptime_s": round(beat["uptime_s"] + age, 1),
                 "commands": status.commands, "health": jsonable(status.health),
                 "instances": [{"id": i["id"], "pid": i["pid"], "host": i["host"],
-                               "outstanding": i["outstanding"]}
+                               "outstanding": i["outstanding"], "key": i.get("key")}
                               for i in instances.get(name, ())]})
         return services
 
