@@ -104,7 +104,10 @@ def main() -> int:
         if args.robocell:
             env.pop("PYTHONPATH", None)  # an installed robocell: none of a checkout's code
         run = timed_run(command, env, args.timeout)
-    text = report(args.label, [Path(command[0]).name, *command[1:]], run)
+    # the results name no folder of this machine: the fresh one is FRESH, files by name
+    run.lines = [(at, line.replace(fresh, "FRESH")) for at, line in run.lines]
+    shown = [Path(word).name if word.startswith("/") else word for word in command]
+    text = report(args.label, shown, run)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "a") as out:
