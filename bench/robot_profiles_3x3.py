@@ -1,13 +1,15 @@
 """Robot time of 3x3 plans, planner against planner, per robot profile.
 
-The same seeded random cubes go to each planner at the same budget a cube, each using both
-cores: rob-twophase in its HT (shortest face turns), AX (axial metric) and AXQT (axial
-quarter-turn metric: a half turn counts two, the nearest of its compiled-in metrics to a robot
-whose half turn costs about twice a quarter turn) modes, built from
+The same seeded random cubes go to each planner at the same budget a cube, the planners
+taking turns cube by cube, each using both cores: rob-twophase in its HT (shortest face
+turns), AX (axial metric) and AXQT (axial quarter-turn metric: a half turn counts two, the
+nearest of its compiled-in metrics to a robot whose half turn costs about twice a quarter
+turn) modes, built from
 ../shared/peers/rob-twophase (skipped, with a line saying so, when absent), `-t 2`; robocell's
 face-turn search (the htm profile) and its robot-time search (the robot's profile), each
 split over two solver processes as the solver service splits it. Every plan's robot time is
-computed by robocell's motion compiler from the profile; printed: mean and p99 robot time,
+computed by robocell's motion compiler from the profile, and the primitives it compiles to are
+checked to solve the cube; printed: mean and p99 robot time,
 the change of the mean against the shortest-face-turn plan of the same run (rob-twophase HT),
 mean face turns, and search time p50/p99 (as each planner reports it). `--htm` adds plain
 move counts of the htm profile beside rob-twophase HT at 10 ms, 100 ms and 1 s;
@@ -20,10 +22,12 @@ mean moves from run to run (rob-twophase AX by about 1 % on 300 cubes): `--round
 every planner N times, once a round, and prints the figures over all rounds with the spread
 of the rounds' means. Under the table, the robot-time search against each rob-twophase mode
 with a 95 % interval, the plans paired cube by cube (and round by round): how far the run's
-change could be from the same planners' over all cubes.
+change could be from the same planners' over all cubes. `--longer 200,1000` adds the
+robot-time search at those budgets on the same cubes, each against the best rob-twophase
+mode at the table's budget: how long a search a target asks for.
 
     python bench/robot_profiles_3x3.py [--cubes 300] [--budgets 50] [--seed 2026] [--htm 100]
-        [--rounds 1]
+        [--rounds 1] [--longer MS,MS]
 """
 
 from __future__ import annotations
@@ -33,15 +37,22 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 
+from robocell.common.facelets import is_solved_any_orientation
+from robocell.common.moves import apply_to_facelets
 from robocell.common.notation import Move, parse_moves
 from robocell.common.profile import ProfileError, load_profile
 from robocell.common.progress import Progress
 from robocell.common.scramble import random_facelets
-from robocell.services.solver.cube3.motion_compiler import compile_plan, motion_tables
+from robocell.services.solver.cube3.motion_compiler import (
+    compile_plan,
+    motion_tables,
+    primitive_moves,
+)
 from robocell.services.solver.cube3.robot_time.counting_bound import BoundError, count_by_cost
 from robocell.services.solver.planning import merge_outcomes
 from robocell.services.solver.pool import SolverPool
@@ -140,25 +151,34 @@ def peer_planner(peer: TwoPhasePeer) -> Planner:
     return plan
 
 
-def run_planner(name: str, planner: Planner, cubes: list[str], profile_name: str
-                ) -> dict[str, list[float]]:
-    """Every cube's plan: its robot time (from the motion compiler), face turns and search
-    time."""
+def run_planners(planners: dict[str, Planner], cubes: list[str], profile_name: str
+                 ) -> dict[str, dict[str, list[float]]]:
+    """Every cube's plan by every planner, the planners taking turns cube by cube (the
+    machine's other load falls on all alike): per planner, each plan's robot time (from the
+    motion compiler), face turns and search time."""
     profile = load_profile(profile_name)
-    robot_ms, search_ms, turns = [], [], []
-    with Progress(f"{profile_name} {name}", len(cubes)) as progress:
+    out: dict[str, dict[str, list[float]]] = {
+        label: {"robot": [], "search": [], "turns": []} for label in planners}
+    with Progress(f"{profile_name}: {len(planners)} planners", len(cubes)) as progress:
         for facelets in cubes:
-            moves, millis, said = planner(facelets)
-            # every plan's robot time from the motion compiler, whatever the planner says
-            cost = compile_plan(moves, profile)[1]
-            if said is not None and abs(said - cost) > 1e-6:
-                raise RuntimeError(f"{name} priced its plan for {facelets} at {said}, the "
-                                   f"motion compiler at {cost}")
-            turns.append(float(len(moves)))
-            robot_ms.append(profile.cost_ms(cost))
-            search_ms.append(millis)
+            for label, planner in planners.items():
+                moves, millis, said = planner(facelets)
+                # every plan's robot time from the motion compiler, whatever the planner says
+                primitives, cost = compile_plan(moves, profile)
+                # and the robot's primitives checked to solve the cube
+                done = apply_to_facelets(facelets, primitive_moves(primitives, profile))
+                if not is_solved_any_orientation(done):
+                    raise RuntimeError(
+                        f"{label}: its plan for {facelets} ({' '.join(map(str, moves))}) "
+                        f"compiled for {profile_name} leaves the cube unsolved: {done}")
+                if said is not None and abs(said - cost) > 1e-6:
+                    raise RuntimeError(f"{label} priced its plan for {facelets} at {said}, "
+                                       f"the motion compiler at {cost}")
+                out[label]["turns"].append(float(len(moves)))
+                out[label]["robot"].append(profile.cost_ms(cost))
+                out[label]["search"].append(millis)
             progress.advance()
-    return {"robot": robot_ms, "search": search_ms, "turns": turns}
+    return out
 
 
 def summary(runs: list[dict[str, list[float]]]) -> dict[str, float]:
@@ -198,7 +218,8 @@ def interval_text(change: float, half: float | None) -> str:
 
 
 def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPool,
-                  profiles: list[str], rounds: int = 1, also: str | None = None) -> None:
+                  profiles: list[str], rounds: int = 1, also: str | None = None,
+                  longer_ms: tuple[int, ...] = ()) -> None:
     have_peer = source_dir() is not None
     if not have_peer:
         print("rob-twophase: skipped (../shared/peers/rob-twophase is absent; set "
@@ -209,22 +230,31 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
             ms = budget if budget is not None else int(round(1000 * profile.search_budget_s))
             runs: dict[str, list[dict[str, list[float]]]] = {}
             for _ in range(rounds):  # every planner once a round: drift falls on all alike
-                if have_peer:
-                    for mode in ("HT", "AX", "AXQT"):
-                        with TwoPhasePeer(mode, WORKERS, ms) as peer:
-                            runs.setdefault(f"rob-twophase {mode} mode (-t 2)", []).append(
-                                run_planner(mode, peer_planner(peer), cubes, profile_name))
-                runs.setdefault("robocell face-turn search (htm, 2 procs)", []).append(
-                    run_planner("htm", robocell_planner(pool, "htm", ms / 1000), cubes,
-                                profile_name))
-                runs.setdefault("robocell robot-time search (2 procs)", []).append(
-                    run_planner("robot", robocell_planner(pool, profile_name, ms / 1000),
-                                cubes, profile_name))
-                if also is not None and also != profile_name:
-                    # the same search planning for a robot that does not cut corners
-                    runs.setdefault(f"robocell searching for {Path(also).stem}", []).append(
-                        run_planner("also", robocell_planner(pool, also, ms / 1000, False),
-                                    cubes, profile_name))
+                with ExitStack() as peers:
+                    planners: dict[str, Planner] = {}
+                    opened = {}
+                    for mode in ("HT", "AX", "AXQT") if have_peer else ():
+                        peer = peers.enter_context(TwoPhasePeer(mode, WORKERS, ms))
+                        opened[mode] = peer
+                        planners[f"rob-twophase {mode} mode (-t 2)"] = peer_planner(peer)
+                    planners["robocell face-turn search (htm, 2 procs)"] = robocell_planner(
+                        pool, "htm", ms / 1000)
+                    planners["robocell robot-time search (2 procs)"] = robocell_planner(
+                        pool, profile_name, ms / 1000)
+                    if also is not None and also != profile_name:
+                        # the same search planning for a robot that does not cut corners
+                        planners[f"robocell searching for {Path(also).stem}"] = (
+                            robocell_planner(pool, also, ms / 1000, False))
+                    for longer in longer_ms:  # how far a longer search gets on the same cubes
+                        planners[f"robocell robot-time search, {longer} ms"] = (
+                            robocell_planner(pool, profile_name, longer / 1000))
+                    for label, run in run_planners(planners, cubes, profile_name).items():
+                        runs.setdefault(label, []).append(run)
+                    for mode, peer in opened.items():
+                        if peer.misses:
+                            print(f"rob-twophase {mode}: no solution in its time limit "
+                                  f"{peer.misses} times; asked again (its search time "
+                                  "counts every try)")
             rows = [(label, summary(r)) for label, r in runs.items()]
             reference = rows[0][1]["mean"]
             print(f"\n{profile_name}: {len(cubes)} seeded random cubes, {ms} ms a cube"
@@ -240,10 +270,19 @@ def planner_table(cubes: list[str], budgets_ms: list[int | None], pool: SolverPo
                       f"{r['s50']:>10.1f} {r['s99']:>7.1f}"
                       + (f" {r['spread']:>6.1f}%" if rounds > 1 else ""))
             robot = runs["robocell robot-time search (2 procs)"]
-            for label in (k for k in runs if k.startswith("rob-twophase")):
+            peers = [k for k in runs if k.startswith("rob-twophase")]
+            for label in peers:
                 change, half = paired_change(robot, runs[label])
                 print(f"robot-time search against {label.split(' (')[0]}: "
                       f"{interval_text(change, half)}, the plans paired cube by cube")
+            if peers and longer_ms:
+                best = min(peers, key=lambda k: statistics.fmean(
+                    x for run in runs[k] for x in run["robot"]))
+                for longer in longer_ms:
+                    change, half = paired_change(
+                        runs[f"robocell robot-time search, {longer} ms"], runs[best])
+                    print(f"robot-time search at {longer} ms against {best.split(' (')[0]} at "
+                          f"{ms} ms: {interval_text(change, half)}")
             bound_rows(profile_name, reference)
 
 
@@ -299,6 +338,10 @@ def main() -> None:
                         help="a row more: robocell's robot-time search planning for PROFILE "
                              "(e.g. six-motor beside a six-motor that cuts corners), its plans "
                              "priced by the table's profile")
+    parser.add_argument("--longer", default="", metavar="MS,MS",
+                        help="rows more: the robot-time search at these longer budgets (ms) "
+                             "on the same cubes, each against the best rob-twophase mode at "
+                             "the table's budget")
     parser.add_argument("--speed-only", action="store_true",
                         help="only the motion compiler's speed")
     parser.add_argument("--bound-only", action="store_true",
@@ -327,7 +370,9 @@ def main() -> None:
     pool = SolverPool(WORKERS, ("htm", *args.profiles, *extra), queue_limit=WORKERS)
     pool.start()
     try:
-        planner_table(cubes, budgets, pool, args.profiles, args.rounds, args.also_search)
+        longer = tuple(int(b) for b in args.longer.split(",") if b)
+        planner_table(cubes, budgets, pool, args.profiles, args.rounds, args.also_search,
+                      longer)
         if args.htm:
             htm_table(cubes[:args.htm], pool)
     finally:

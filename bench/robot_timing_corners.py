@@ -3,11 +3,14 @@ figures are `robot_timing`'s).
 
 1. `robocell calibrate --overlap` on the simulated robot (--physics, a robot unlike its
    profile whose cube takes a cut corner up to its ``cut_tolerance_deg``) gives the safe
-   overlap; the profile with it is written next to the run's other files.
-2. The same --cubes seeded cubes in the simulated cell, real time, with the profile without
-   the overlap and with it: execution time (the robot's own clock: the plan's
-   ``measured_ms`` from the firmware's ``done start= end=`` reports, an overlapped start
-   counted once; the actuator's wall time beside it), jams, and SOLVED cycles whose twin is
+   overlap, starting from the profile calibrated to that robot
+   (`profiles/six-motor-calibrated.toml`, made by `robot_overlap_profile.py`); the profile
+   it writes must be the kept `profiles/six-motor-calibrated-overlap.toml`.
+2. The same --cubes seeded cubes in the simulated cell, real time, with the calibrated
+   profile without the overlap and with it (each planning for its own robot): execution
+   time (the robot's own clock: the plan's ``measured_ms`` from the firmware's ``done
+   start= end=`` reports, an overlapped start counted once; the actuator's wall time beside
+   it), jams, and SOLVED cycles whose twin is
    not solved (false SOLVED; must be 0).
 3. The cube's tolerance set 8 degrees below the overlap: every cycle must fail naming a jam
    (none SOLVED), and after each a `cell.recover` cycle must home the robot and scan the cube
@@ -32,13 +35,14 @@ from robocell.common.bus import CommandFailed, Endpoints, Node
 from robocell.deploy.launcher import Launcher, temporary_cell_env
 from robocell.tools.cycle import follow_cycle
 
-PHYSICS = """[defaults]
-accel_scale = 0.55
-[motors.R]
-speed_scale = 0.8
-[cube]
-cut_tolerance_deg = {tolerance}
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from robot_overlap_profile import CALIBRATED, OVERLAPPING  # noqa: E402  (a sibling bench module)
+from robot_timing import PHYSICS as TIMING_PHYSICS  # noqa: E402
+
+PHYSICS = TIMING_PHYSICS["six-motor"].replace("cut_tolerance_deg = 17",
+                                              "cut_tolerance_deg = {tolerance}")
+"""The robot the calibrated profiles were fitted to (`robot_timing`'s six-motor physics),
+its cube's tolerance left to fill in."""
 QUIET = {"broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell", "monitor",
          "foxglove"}
 SEED = 47_000
@@ -46,13 +50,17 @@ BELOW_DEG = 8.0
 
 
 def calibrate(folder: Path, physics: Path) -> tuple[Path, float]:
-    """`robocell calibrate --overlap`: the overlapping profile and its overlap."""
-    out = folder / "six-motor-overlap.toml"
+    """`robocell calibrate --overlap` from the calibrated profile: the overlapping profile
+    (the kept one, which it must match) and its overlap."""
+    out = folder / OVERLAPPING.name
     subprocess.run([sys.executable, "-m", "robocell", "calibrate", "--overlap", "--profile",
-                    "six-motor", "--physics", str(physics), "--out", str(out)], check=True)
+                    str(CALIBRATED), "--physics", str(physics), "--out", str(out)], check=True)
+    if out.read_text() != OVERLAPPING.read_text():
+        raise SystemExit(f"{OVERLAPPING} is not what calibrate --overlap writes now: run "
+                         "bench/robot_overlap_profile.py")
     for line in out.read_text().splitlines():
         if line.startswith("overlap_deg"):
-            return out, float(line.split("=")[1])
+            return OVERLAPPING, float(line.split("=")[1])
     raise RuntimeError(f"{out} has no overlap_deg")
 
 
@@ -137,7 +145,7 @@ def corner_cutting_figures(cubes: int) -> None:
         physics = folder / "physics.toml"
         physics.write_text(PHYSICS.format(tolerance=17))
         overlapping, overlap = calibrate(folder, physics)
-        plain = run_cell("six-motor", physics, cubes)
+        plain = run_cell(str(CALIBRATED), physics, cubes)
         cut = run_cell(str(overlapping), physics, cubes)
         for run in (plain, cut):
             rows = run["cycles"]

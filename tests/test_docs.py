@@ -26,19 +26,37 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", ROOT / "firmware" / "README.md",
              *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
+CODE_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 COMMENT = re.compile(r"\s+#\s.*$")
 
 
 def shell_lines() -> list[tuple[str, str]]:
-    """(where, line) for every command line of every shell block, continuations joined."""
+    """(where, line) for every command line of every shell block, continuations joined: a
+    line ending in a backslash, and a synopsis line wrapped onto indented lines."""
     found = []
     for path in DOC_FILES:
         for block in SHELL_BLOCK.findall(path.read_text()):
+            lines: list[str] = []
             for line in block.replace("\\\n", " ").splitlines():
+                if lines and line.startswith(" ") and line.strip():
+                    lines[-1] = f"{COMMENT.sub('', lines[-1])} {line.strip()}"
+                else:
+                    lines.append(line)
+            for line in lines:
                 if line.strip() and not line.lstrip().startswith("#"):
                     found.append((f"{path.relative_to(ROOT)}: {line.strip()[:60]}", line))
     return found
+
+
+def test_every_block_of_commands_is_a_shell_block():
+    """A command shown in a block without ``sh`` would escape every check below."""
+    unchecked = []
+    for path in DOC_FILES:
+        for language, block in CODE_BLOCK.findall(path.read_text()):
+            if language != "sh" and re.search(r"^\s*(robocell|python|\./dev) ", block, re.M):
+                unchecked.append(f"{path.relative_to(ROOT)}: ```{language} {block[:50]!r}")
+    assert not unchecked, unchecked
 
 
 def words_of(line: str) -> list[str]:
@@ -145,3 +163,29 @@ def test_a_command_that_needs_hardware_or_a_long_build_is_marked_so():
 def test_the_readme_says_how_upper_case_rotations_are_read():
     assert "`X Y Z` are read as `x y z`" in " ".join((ROOT / "README.md").read_text().split())
     assert parse_moves("X2 Y' Z") == parse_moves("x2 y' z")
+
+
+URL_PORT = re.compile(r"\b(socket|tcp|http|ws)://([\w.-]+):(\d+)")
+
+
+def test_every_port_in_the_docs_is_the_one_the_code_uses():
+    """The simulator's serial URL, the dashboard and Foxglove addresses give the code's
+    defaults; a remote endpoint's port is none of a local service's (a copied command must
+    not meet the simulator or the dashboard there)."""
+    bus = set(range(config.DEFAULT_BUS_PORT, config.DEFAULT_BUS_PORT + config.BUS_PORT_COUNT))
+    local = {config.DEFAULT_SIM_PORT, config.DEFAULT_MONITOR_PORT,
+             config.DEFAULT_FOXGLOVE_PORT} | bus
+    expected = {"socket": {config.DEFAULT_SIM_PORT}, "http": {config.DEFAULT_MONITOR_PORT},
+                "ws": {config.DEFAULT_FOXGLOVE_PORT}}
+    wrong = []
+    for path in DOC_FILES:
+        for scheme, host, port in URL_PORT.findall(path.read_text()):
+            where = f"{path.relative_to(ROOT)}: {scheme}://{host}:{port}"
+            if host not in ("127.0.0.1", "localhost", "0.0.0.0"):
+                if int(port) in local:
+                    wrong.append(f"{where} (remote, but a local service's port)")
+            elif scheme in expected and int(port) not in expected[scheme]:
+                wrong.append(f"{where} (the code uses {sorted(expected[scheme])})")
+            elif scheme == "tcp" and int(port) in local - bus:
+                wrong.append(f"{where} (a bus address on another service's port)")
+    assert not wrong, wrong

@@ -58,7 +58,15 @@ void uart_write_priority_line(const char *body); /* real-time reports only */
 void motion_init(void);
 void steppers_start(const int32_t *steps, uint16_t mask); /* relative steps, all together */
 uint8_t steppers_busy(void);
-int32_t stepper_position(uint8_t i);   /* steps since boot (read atomically) */
+uint8_t steppers_moving(uint16_t mask); /* any stepper of mask still turning */
+void steppers_end_stamp(uint16_t mask, uint32_t *ms, uint16_t *us); /* the latest last step
+                                          of mask's steppers (their motion's end) */
+/* planner queue: start `steps` of `mask` at the step after which every stepper of `after`
+   has at most `ov` steps to go (at once if it has already); returns 1 if it started now.
+   `steps` must stay valid until it started or steppers_disarm (a queued command's) */
+uint8_t steppers_arm(const int32_t *steps, uint16_t mask, uint16_t after, uint32_t ov);
+uint8_t steppers_armed_started(uint32_t *ms, uint16_t *us); /* 1 and when, once it started */
+void steppers_disarm(void);int32_t stepper_position(uint8_t i);   /* steps since boot (read atomically) */
 void steppers_last_stamp(uint32_t *ms, uint16_t *us); /* when the last step of a motion fell */
 uint32_t steppers_estop(void);         /* called from the RX interrupt: brake now; returns
                                           the microseconds until every stepper stands */

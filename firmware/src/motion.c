@@ -11,6 +11,11 @@
  * Timer2 runs at F_CPU/8 in CTC mode; each interrupt advances the clock by the period it
  * waited, fires every step that is due, and programs the wait until the next one (at most
  * 256 ticks, so a new motion can start at any moment).
+ * Planner queue (corner cutting): the main loop may arm the next MOVE behind the running one
+ * (`steppers_arm`); the interrupt starts it at the very step after which every motor of the
+ * running move has at most its `ov=` steps to go, so the overlap is timed by the step timer,
+ * not by the main loop. When the running move's last step falls while the armed one turns,
+ * that instant is kept as the running move's end.
  * E-stop: each moving stepper switches to a braking ramp (the profile's estop deceleration)
  * from the speed it has at that instant; servos hold where they are.
  */
@@ -56,6 +61,23 @@ static volatile uint8_t moving;         /* bit per stepper */
 static volatile uint32_t last_ms;
 static volatile uint16_t last_us;
 
+#if N_STEPPERS > 0
+/* the armed move: starts when every stepper of `after` has at most `ov` steps to go */
+typedef struct {
+    uint8_t state;          /* ARM_NONE, ARM_WAITING, ARM_STARTED */
+    uint16_t mask, after;
+    uint32_t ov;
+    const int32_t *steps;   /* the queued command's (it stays queued until it is done) */
+    uint32_t ms;            /* when it started (ARM_STARTED) */
+    uint16_t us;
+    uint8_t ended;          /* the move of `after` has ended since, at: */
+    uint32_t end_ms;
+    uint16_t end_us;
+} armed_t;
+enum { ARM_NONE, ARM_WAITING, ARM_STARTED };
+static volatile armed_t armed;
+#endif
+
 static inline uint32_t table(const uint32_t *t, uint32_t i) {
     return pgm_read_dword(&t[i]);
 }
@@ -69,6 +91,55 @@ static uint32_t tau(uint8_t i, uint32_t k) {
 }
 #endif
 
+#if N_STEPPERS > 0
+/* Starts the steppers of `mask` by `steps` at step-clock time `start`; interrupts are off. */
+static void start_locked(const int32_t *steps, uint16_t mask, uint32_t start) {
+    for (uint8_t i = 0; i < N_STEPPERS; i++) {
+        if (!(mask & (1u << i)) || steps[i] == 0) continue;
+        volatile stepper_t *m = &st[i];
+        int32_t s = steps[i];
+        m->dir = s > 0 ? 1 : -1;
+        m->n = (uint32_t)(s > 0 ? s : -s);
+        if (s * (int32_t)DIR_SIGN(i) > 0) *cfg[i].dir.port |= cfg[i].dir.mask;
+        else *cfg[i].dir.port &= (uint8_t)~cfg[i].dir.mask;
+        m->k = 0;
+        m->start = start;
+        m->dec = cfg[i].acc;
+        if (m->n * 256UL >= 2UL * cfg[i].ramp256) {          /* reaches top speed */
+            m->ka = cfg[i].ramp256 >> 8;
+            m->kd = m->n - m->ka;
+            m->end = start + m->n * cfg[i].cruise + 2 * cfg[i].half;
+        } else {                                             /* accelerate, decelerate */
+            m->ka = m->n / 2;
+            m->kd = m->ka + 1;
+            m->end = start + table(cfg[i].acc, m->n / 2) + table(cfg[i].acc, (m->n + 1) / 2);
+        }
+        m->due = tau(i, 1);
+        m->active = 1;
+        moving |= (uint8_t)(1 << i);
+    }
+}
+
+/* Every stepper of `after` has at most `ov` steps to go; interrupts are off. */
+static uint8_t tail_reached(uint16_t after, uint32_t ov) {
+    for (uint8_t i = 0; i < N_STEPPERS; i++)
+        if ((after & (1u << i)) && st[i].active && st[i].n - st[i].k > ov) return 0;
+    return 1;
+}
+
+/* The armed move starts at `start` (step clock) if the running one's tail is reached. */
+static void start_armed_if_due(uint32_t start) {
+    if (armed.state != ARM_WAITING || !tail_reached(armed.after, armed.ov)) return;
+    start_locked(armed.steps, armed.mask, start);
+    uint32_t ms;
+    uint16_t us;
+    clock_stamp(&ms, &us);
+    armed.ms = ms;
+    armed.us = us;
+    armed.state = ARM_STARTED;
+}
+#endif
+
 ISR(TIMER2_COMPA_vect) {
     OCR2A = 255; /* no second match while this runs */
     now += (uint32_t)hop << 8;
@@ -76,10 +147,12 @@ ISR(TIMER2_COMPA_vect) {
     for (;;) {
         uint32_t horizon = now + ((uint32_t)(TCNT2 + GUARD_TICKS) << 8);
         uint8_t fired = 0;
+        uint32_t fired_at = now; /* when the latest step of this pass was due */
         for (uint8_t i = 0; i < N_STEPPERS; i++) {
             if (st[i].active && (int32_t)(st[i].due - horizon) <= 0) {
                 *cfg[i].step.port |= cfg[i].step.mask;
                 fired |= (uint8_t)(1 << i);
+                if ((int32_t)(st[i].due - fired_at) > 0) fired_at = st[i].due;
             }
         }
         if (!fired) break;
@@ -97,6 +170,15 @@ ISR(TIMER2_COMPA_vect) {
         }
         for (uint8_t i = 0; i < N_STEPPERS; i++)
             if (fired & (1 << i)) *cfg[i].step.port &= (uint8_t)~cfg[i].step.mask;
+        start_armed_if_due(fired_at);
+        if (armed.state == ARM_STARTED && !armed.ended && !(moving & armed.after)) {
+            uint32_t ms;
+            uint16_t us;
+            clock_stamp(&ms, &us);
+            armed.end_ms = ms;
+            armed.end_us = us;
+            armed.ended = 1;
+        }
         if (!moving) {
             uint32_t ms;
             uint16_t us;
@@ -157,31 +239,7 @@ void motion_init(void) {
 void steppers_start(const int32_t *steps, uint16_t mask) {
 #if N_STEPPERS > 0
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
-        uint32_t start = step_clock() + ((uint32_t)GUARD_TICKS << 8);
-        for (uint8_t i = 0; i < N_STEPPERS; i++) {
-            if (!(mask & (1u << i)) || steps[i] == 0) continue;
-            volatile stepper_t *m = &st[i];
-            int32_t s = steps[i];
-            m->dir = s > 0 ? 1 : -1;
-            m->n = (uint32_t)(s > 0 ? s : -s);
-            if (s * (int32_t)DIR_SIGN(i) > 0) *cfg[i].dir.port |= cfg[i].dir.mask;
-            else *cfg[i].dir.port &= (uint8_t)~cfg[i].dir.mask;
-            m->k = 0;
-            m->start = start;
-            m->dec = cfg[i].acc;
-            if (m->n * 256UL >= 2UL * cfg[i].ramp256) {          /* reaches top speed */
-                m->ka = cfg[i].ramp256 >> 8;
-                m->kd = m->n - m->ka;
-                m->end = start + m->n * cfg[i].cruise + 2 * cfg[i].half;
-            } else {                                             /* accelerate, decelerate */
-                m->ka = m->n / 2;
-                m->kd = m->ka + 1;
-                m->end = start + table(cfg[i].acc, m->n / 2) + table(cfg[i].acc, (m->n + 1) / 2);
-            }
-            m->due = tau(i, 1);
-            m->active = 1;
-            moving |= (uint8_t)(1 << i);
-        }
+        start_locked(steps, mask, step_clock() + ((uint32_t)GUARD_TICKS << 8));
         if (!moving) {
             uint32_t ms;
             uint16_t us;
@@ -197,6 +255,66 @@ void steppers_start(const int32_t *steps, uint16_t mask) {
 }
 
 uint8_t steppers_busy(void) { return moving != 0; }
+
+uint8_t steppers_moving(uint16_t mask) { return (moving & mask) != 0; }
+
+void steppers_end_stamp(uint16_t mask, uint32_t *ms, uint16_t *us) {
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
+        *ms = last_ms; /* every stepper stood still since it ended */
+        *us = last_us;
+#if N_STEPPERS > 0
+        if (armed.state == ARM_STARTED && armed.ended && armed.after == mask) {
+            *ms = armed.end_ms; /* it ended while the armed move turned */
+            *us = armed.end_us;
+        }
+#else
+        (void)mask;
+#endif
+    }
+}
+
+uint8_t steppers_arm(const int32_t *steps, uint16_t mask, uint16_t after, uint32_t ov) {
+#if N_STEPPERS > 0
+    uint8_t started = 0;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
+        armed.steps = steps;
+        armed.mask = mask;
+        armed.after = after;
+        armed.ov = ov;
+        armed.ended = 0;
+        armed.state = ARM_WAITING;
+        /* the running move may be in its tail already (the line came late) */
+        start_armed_if_due(step_clock() + ((uint32_t)GUARD_TICKS << 8));
+        started = armed.state == ARM_STARTED;
+    }
+    return started;
+#else
+    (void)steps; (void)mask; (void)after; (void)ov;
+    return 0;
+#endif
+}
+
+uint8_t steppers_armed_started(uint32_t *ms, uint16_t *us) {
+    uint8_t started = 0;
+#if N_STEPPERS > 0
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
+        if (armed.state == ARM_STARTED) {
+            started = 1;
+            *ms = armed.ms;
+            *us = armed.us;
+        }
+    }
+#else
+    (void)ms; (void)us;
+#endif
+    return started;
+}
+
+void steppers_disarm(void) {
+#if N_STEPPERS > 0
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) { armed.state = ARM_NONE; }
+#endif
+}
 
 void steppers_last_stamp(uint32_t *ms, uint16_t *us) {
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
@@ -218,6 +336,7 @@ int32_t stepper_position(uint8_t i) {
 uint32_t steppers_estop(void) {
     uint32_t longest = 0;
 #if N_STEPPERS > 0
+    armed.state = ARM_NONE;
     uint32_t t = step_clock();
     for (uint8_t i = 0; i < N_STEPPERS; i++) {
         volatile stepper_t *m = &st[i];
@@ -251,6 +370,7 @@ void steppers_halt(void) {
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
         for (uint8_t i = 0; i < N_STEPPERS; i++) st[i].active = 0;
         moving = 0;
+        armed.state = ARM_NONE;
     }
 #endif
 }

@@ -23,12 +23,13 @@ typedef struct {
     uint32_t line;
     uint8_t verb;
     uint16_t mask;            /* motors named (MOVE/SERVO/HOME) */
-    int32_t arg;              /* DWELL: microseconds */
+    int32_t arg;              /* DWELL: microseconds; MOVE: its ov= steps (0: none) */
     int32_t v[N_MOTORS];      /* MOVE: steps; SERVO: millidegrees */
 } cmd_t;
 
 static cmd_t queue[QUEUE_SIZE];
 static volatile uint8_t q_head, q_count;
+static volatile uint8_t ahead; /* 1 + queue offset of a MOVE armed to overlap current (0: none) */
 static cmd_t current;
 static volatile uint8_t exec_phase = X_NONE;   /* X_NONE: nothing running */
 static volatile uint8_t state = S_IDLE;
@@ -137,7 +138,7 @@ static void send_banner(void) {
     p = fmt_hex32(p, boot_id);
     p = fmt_str_P(p, PSTR(" queue="));
     p = fmt_u32(p, QUEUE_SIZE);
-    p = fmt_str_P(p, PSTR(" caps=move,servo,mark,dwell,home,status,estop,resend,boot-id motors="));
+    p = fmt_str_P(p, PSTR(" caps=move,servo,mark,dwell,home,status,estop,resend,boot-id,overlap motors="));
     for (uint8_t i = 0; i < N_MOTORS; i++) {
         if (i) *p++ = ',';
         p = fmt_str_P(p, motor_name(i));
@@ -205,6 +206,7 @@ static void estop_now(void) {
 #endif
     estop_discarded = queue_depth();
     q_count = 0;
+    ahead = 0;
     exec_phase = X_NONE;
     expected = executed + 1;
     state = S_ESTOP;
@@ -319,6 +321,18 @@ static uint8_t parse_args(cmd_t *cmd, char *args, uint8_t len, char *err) {
         const char *word = args + a;
         uint8_t wlen = (uint8_t)(i - a);
         count++;
+        if (cmd->verb == V_MOVE && wlen > 3 && !memcmp_P(word, PSTR("ov="), 3)) {
+            int32_t milli;
+            uint8_t whole;
+            if (!parse_number(word + 3, wlen - 3, &milli, &whole) || !whole || milli < 0
+                || milli > 1000000000L) {
+                arg_error(err, verb, word, 2, word + 3, wlen - 3,
+                          PSTR("is not a whole number of steps 0..1000000"));
+                return 0;
+            }
+            cmd->arg = milli / 1000;
+            continue;
+        }
         if (cmd->verb == V_DWELL) {
             if (count > 1) { fmt_str_P(err, PSTR("DWELL takes one duration in ms")); return 0; }
             int32_t milli;
@@ -576,22 +590,58 @@ static void start_home_steppers(const cmd_t *cmd) {
     exec_phase = X_HOME_STEPPERS;
 }
 
+/* The axes (bit per axis) of the layers a MOVE turns; 0 if a motor it turns is on no arm. */
+static uint8_t move_axes(const cmd_t *cmd) {
+    uint8_t axes = 0;
+    for (uint8_t i = 0; i < N_STEPPERS; i++) {
+        if (!(cmd->mask & (1u << i)) || cmd->v[i] == 0) continue;
+        uint8_t axis = stepper_axis(i);
+        if (axis > 7) return 0;
+        axes |= (uint8_t)(1u << axis);
+    }
+    return axes;
+}
+
+/* Planner queue: while a MOVE runs, the next MOVE (past MARK lines, which move nothing) with
+   an ov=, no motor in common and only layers perpendicular to the running one's is armed to
+   start in the running one's tail (the step timer starts it, see motion.c). It stays in the
+   queue, so done reports keep line order. */
+static void arm_overlap(void) {
+    if (ahead || current.verb != V_MOVE) return;
+    for (uint8_t j = 0; j < q_count; j++) {
+        const cmd_t *next = &queue[(uint8_t)((q_head + j) % QUEUE_SIZE)];
+        if (next->verb == V_MARK) continue;
+        uint8_t before = move_axes(&current), after = move_axes(next);
+        if (next->verb == V_MOVE && next->arg > 0 && !(next->mask & current.mask)
+            && before && after && !(before & after)) {
+            ahead = (uint8_t)(j + 1);
+            steppers_arm(next->v, next->mask, current.mask, (uint32_t)next->arg);
+        }
+        return;
+    }
+}
+
 static void run_queue(void) {
     uint32_t ms;
     uint16_t us;
-    if (exec_phase == X_STEPPERS || exec_phase == X_HOME_STEPPERS) {
-        if (steppers_busy()) return;
-        if (exec_phase == X_HOME_STEPPERS) {
+    if (exec_phase == X_STEPPERS) {
+        if (steppers_moving(current.mask)) {
             ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
-                if (exec_phase == X_HOME_STEPPERS) {
-                    steppers_last_stamp(&stamp_ms, &stamp_us);
-                    start_servos(&current, 1);
-                }
+                if (exec_phase == X_STEPPERS) arm_overlap();
             }
             return;
         }
-        steppers_last_stamp(&ms, &us);
+        steppers_end_stamp(current.mask, &ms, &us);
         finish_current(ms, us);
+    } else if (exec_phase == X_HOME_STEPPERS) {
+        if (steppers_busy()) return;
+        ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
+            if (exec_phase == X_HOME_STEPPERS) {
+                steppers_last_stamp(&stamp_ms, &stamp_us);
+                start_servos(&current, 1);
+            }
+        }
+        return;
     } else if (exec_phase == X_TIMED) {
         if ((int32_t)(clock_us() - timed_end_us) < 0) return;
         ms = stamp_ms;
@@ -610,9 +660,16 @@ static void run_queue(void) {
             clock_stamp(&stamp_ms, &stamp_us);
             began_ms = stamp_ms;
             began_us = stamp_us;
+            uint8_t overlapped = 0;
+            if (ahead) {
+                if (--ahead == 0) { /* the armed MOVE: started in the tail of the one before? */
+                    overlapped = steppers_armed_started(&began_ms, &began_us);
+                    steppers_disarm(); /* taken: the move before it is done and reported */
+                }
+            }
             switch (current.verb) {
             case V_MOVE:
-                steppers_start(current.v, current.mask);
+                if (!overlapped) steppers_start(current.v, current.mask);
                 exec_phase = X_STEPPERS;
                 break;
             case V_SERVO:
@@ -644,6 +701,7 @@ static void watch_inputs(void) {
         ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
             line = exec_phase != X_NONE ? current.line : executed;
             q_count = 0;
+            ahead = 0;
             exec_phase = X_NONE;
             expected = executed + 1;
             state = S_FAULT;
@@ -656,10 +714,19 @@ static void watch_inputs(void) {
     fault_was = fault;
     uint8_t link = link_input_present();
     if (!link && link_was) {
-        /* the host went away: finish the motion in progress, discard the rest */
+        /* the host went away: finish the motion in progress (a move already started in its
+           tail too, with the lines before it), discard the rest */
+        uint32_t ms;
+        uint16_t us;
         ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
-            q_count = 0;
-            expected = (exec_phase != X_NONE ? current.line : executed) + 1;
+            uint8_t keep = ahead && steppers_armed_started(&ms, &us) ? ahead : 0;
+            if (!keep) {
+                ahead = 0;
+                steppers_disarm();
+            }
+            q_count = keep;
+            expected = (keep ? queue[(uint8_t)((q_head + keep - 1) % QUEUE_SIZE)].line
+                        : exec_phase != X_NONE ? current.line : executed) + 1;
         }
         resend_pending = 0;
     }

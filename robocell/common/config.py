@@ -251,6 +251,11 @@ VISION_READERS_ENV = "ROBOCELL_VISION_READERS"
 SOLVER_WORKERS_ENV = "ROBOCELL_SOLVER_WORKERS"
 SOLVER_SPLIT_ENV = "ROBOCELL_SOLVER_SPLIT"
 ROLLING_ENV = "ROBOCELL_ROLLING"
+TABLE_BUDGET_ENV = "ROBOCELL_TABLE_BUDGET_MB"
+HOST_NAME_ENV = "ROBOCELL_HOST_NAME"
+BROKER_REMOTE_ENV = "ROBOCELL_BROKER_REMOTE"
+BROKER_KEY_ENV = "ROBOCELL_BROKER_KEY"
+BROKER_ALLOW_ENV = "ROBOCELL_BROKER_ALLOW"
 DEFAULT_PROFILE = "soltvvo-2x2"
 FIRMWARE_BACKENDS = ("python", "avr")
 
@@ -317,6 +322,41 @@ def vision_readers(default: int, env: Mapping[str, str] | None = None) -> int:
 def solver_workers(env: Mapping[str, str] | None = None) -> int:
     """Worker processes of the solver service."""
     return int(_number(_environ(env), SOLVER_WORKERS_ENV, 2, int, 1, strict=False))
+
+
+def table_budget_mb(env: Mapping[str, str] | None = None) -> float | None:
+    """The most solver tables a solver may map, in MB (None: unset, every table of its
+    profile)."""
+    text = (_environ(env).get(TABLE_BUDGET_ENV) or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ConfigError(f"{TABLE_BUDGET_ENV}={text!r}: give the megabytes of tables the "
+                          "solver may map (e.g. 128), or unset it for every table of the "
+                          "profile")
+    return value
+
+
+def broker_remote(env: Mapping[str, str] | None = None
+                  ) -> tuple[str | None, str | None, list[str]]:
+    """The broker's CURVE endpoint as the environment gives it: its address
+    ($ROBOCELL_BROKER_REMOTE), its key file ($ROBOCELL_BROKER_KEY) and the keys allowed
+    ($ROBOCELL_BROKER_ALLOW, ``FILE.pub[:ROLE]`` separated by spaces); unset: None, None,
+    []."""
+    env = _environ(env)
+    return ((env.get(BROKER_REMOTE_ENV) or "").strip() or None,
+            (env.get(BROKER_KEY_ENV) or "").strip() or None,
+            (env.get(BROKER_ALLOW_ENV) or "").split())
+
+
+def host_name(env: Mapping[str, str] | None = None) -> str:
+    """The name a service gives its host in its heartbeat and HELLO (`bus list`, `health`,
+    the dashboard): $ROBOCELL_HOST_NAME (e.g. a container's host), else the machine's."""
+    return (_environ(env).get(HOST_NAME_ENV) or "").strip() or socket.gethostname()
 
 
 def switch(name: str, env: Mapping[str, str] | None = None) -> bool:

@@ -9,6 +9,9 @@ parameters, missing or truncated files) is rebuilt first, with a message saying 
 several processes that find it so at once, one builds it under the group's lock file
 (``.<group>.lock`` beside it, an advisory ``flock`` that dies with its holder) and the others
 wait for it and load what it built. `verify` also recomputes every checksum.
+
+A process may be held to some groups (`limit_loading`, what a solver's table budget chose):
+`load` then refuses any other, so the process never maps more than it was allowed.
 """
 
 from __future__ import annotations
@@ -60,6 +63,61 @@ class TableGroup:
 
 class TableError(RobocellError, RuntimeError):
     """A table group that cannot be used (and could not be rebuilt)."""
+
+
+@dataclass(frozen=True)
+class LoadingLimit:
+    """The groups a process may load, and why (e.g. "the table budget of 128 MB")."""
+
+    groups: frozenset[str]
+    reason: str
+
+
+_limit: list[LoadingLimit] = []
+"""The process's limit, set by `limit_loading` (empty: any group may be loaded)."""
+
+
+def limit_loading(groups: list[str] | frozenset[str], reason: str) -> None:
+    """Hold this process to ``groups`` (their names): `load` refuses any other group."""
+    _limit[:] = [LoadingLimit(frozenset(groups), reason)]
+
+
+def lift_loading_limit() -> None:
+    """Let this process load any group again."""
+    _limit.clear()
+
+
+def may_load(group: TableGroup) -> bool:
+    """True when this process's limit (if any) allows the group."""
+    return not _limit or group.name in _limit[0].groups
+
+
+def group_bytes(group: TableGroup) -> int:
+    """The bytes the group's files take (mapped, they take as much address space): from its
+    manifest when built, else what a build is expected to write."""
+    manifest = read_manifest(group)
+    if manifest is None or staleness(group) is not None:
+        return int(group.expected_mb * 1e6)
+    return sum(int(info["file_bytes"]) for info in manifest["arrays"].values())
+
+
+def mapped_groups(pid: int | str = "self") -> dict[str, int]:
+    """The table groups process ``pid`` has mapped (Linux: its /proc maps), each with the
+    bytes of its files mapped: what a table budget holds a solver to."""
+    root = tables_dir().resolve()
+    mapped: dict[str, int] = {}
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) < 6:
+                continue
+            path = Path(fields[5].strip().removesuffix(" (deleted)"))
+            if not path.is_relative_to(root):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            group = path.relative_to(root).parts[0]
+            mapped[group] = mapped.get(group, 0) + end - start
+    return mapped
 
 
 def _sha256(path: Path) -> str:
@@ -193,7 +251,13 @@ def ensure_built(group: TableGroup, force: bool = False) -> str | None:
 
 def load(group: TableGroup, build_if_needed: bool = True) -> dict[str, np.ndarray]:
     """The group's arrays, memory-mapped read-only; builds it first if missing or stale
-    (`ensure_built`)."""
+    (`ensure_built`). Raises TableError for a group this process's limit leaves out
+    (`limit_loading`)."""
+    if not may_load(group):
+        limit = _limit[0]
+        raise TableError(f"tables {group.name}: not within {limit.reason} (this process may "
+                         f"map {', '.join(sorted(limit.groups)) or 'no table'}); raise the "
+                         "budget to use it")
     reason = staleness(group)
     if reason is not None:
         if not build_if_needed:

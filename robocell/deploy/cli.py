@@ -9,6 +9,7 @@ from pathlib import Path
 
 from robocell.common import config
 from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.bus.keys import KeyFileError, load_key, parse_allow
 from robocell.common.profile import ProfileError, load_profile
 from robocell.deploy.compose import ComposeError
 from robocell.deploy.launcher import Launcher, LaunchError
@@ -39,6 +40,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--compose", type=Path, metavar="FILE",
                    help="compose file to read (default ./docker-compose.yml, else the copy "
                         "shipped with robocell)")
+    p.add_argument("--without", action="append", default=[], metavar="SERVICE",
+                   help="leave this service out (repeatable), e.g. --without solver on a "
+                        "robot host whose solver runs on a compute host (docs/hosts.md)")
+    p.add_argument("--remote", metavar="tcp://HOST:PORT",
+                   help="open the broker's CURVE endpoint for peers on other hosts (sets "
+                        f"${config.BROKER_REMOTE_ENV}; needs --curve-key and --allow)")
+    p.add_argument("--curve-key", metavar="FILE",
+                   help=f"the broker's key file (sets ${config.BROKER_KEY_ENV})")
+    p.add_argument("--allow", action="append", default=[], metavar="FILE.pub[:ROLE]",
+                   help="a peer's public key and its role (read, command or "
+                        f"service:NAME), repeatable (sets ${config.BROKER_ALLOW_ENV})")
+    p.add_argument("--table-budget", type=float, metavar="MB", default=None,
+                   help="the most tables the solver maps, in MB (sets "
+                        f"${config.TABLE_BUDGET_ENV}; `robocell solver --help`)")
     p.set_defaults(func=cmd_up)
 
     p = subparsers.add_parser(
@@ -87,11 +102,44 @@ def _env_with(args: argparse.Namespace) -> dict[str, str]:
             raise CommandError(f"--physics: {exc}") from None
         env[config.PHYSICS_ENV] = str(Path(args.physics).resolve())
     config.speed(env)  # a malformed $ROBOCELL_SPEED is named now, not by a service
+    _remote_env(args, env)
     try:
         load_profile(config.default_profile(env))
     except ProfileError as exc:
         raise CommandError(f"{exc} (robot profiles: `robocell solve --list-profiles`)") from None
     return env
+
+
+def _remote_env(args: argparse.Namespace, env: dict[str, str]) -> None:
+    """The broker's remote options and the table budget of `up`, as the variables the
+    broker and the solver read (key files made absolute: the services start elsewhere)."""
+    budget = getattr(args, "table_budget", None)
+    if budget is not None:
+        if not budget > 0:
+            raise CommandError(f"--table-budget {budget:g}: give the megabytes of tables the "
+                               "solver may map (e.g. 128)")
+        env[config.TABLE_BUDGET_ENV] = f"{budget:g}"
+    remote = getattr(args, "remote", None)
+    if remote is None:
+        if getattr(args, "curve_key", None) or getattr(args, "allow", None):
+            raise CommandError("--curve-key and --allow go with --remote tcp://0.0.0.0:PORT "
+                               "(the broker's CURVE endpoint for other hosts)")
+        return
+    if not args.curve_key or not args.allow:
+        raise CommandError("--remote needs --curve-key BROKER.key and at least one --allow "
+                           "PEER.pub:ROLE (e.g. compute.pub:service:solver); make keys with "
+                           "`robocell keys generate`")
+    try:  # checked here, before anything starts, as the broker will read them
+        load_key(args.curve_key)
+        for spec in args.allow:
+            parse_allow(spec)
+    except KeyFileError as exc:
+        raise CommandError(f"{exc} (make keys with `robocell keys generate NAME`)") from None
+    env[config.BROKER_REMOTE_ENV] = remote
+    env[config.BROKER_KEY_ENV] = str(Path(args.curve_key).resolve())
+    env[config.BROKER_ALLOW_ENV] = " ".join(
+        ":".join([str(Path(spec.split(":", 1)[0]).resolve()), *spec.split(":", 1)[1:]])
+        for spec in args.allow)
 
 
 def ready_line(name: str, env: dict[str, str]) -> str:
@@ -107,8 +155,8 @@ def ready_line(name: str, env: dict[str, str]) -> str:
 def cmd_up(args: argparse.Namespace) -> int:
     try:
         launcher = Launcher("sim" if args.sim else "hardware", _env_with(args),
-                            compose_file=args.compose)
-    except ComposeError as exc:
+                            compose_file=args.compose, without=set(args.without))
+    except (ComposeError, LaunchError) as exc:
         raise CommandError(str(exc)) from None
     with launcher:
         try:

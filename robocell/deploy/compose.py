@@ -4,9 +4,9 @@ Only what the launcher needs: each service's command, environment, profiles and
 dependencies, with ``${VAR}``, ``${VAR:-default}`` and ``${VAR-default}`` interpolated
 from the environment as Compose does. Run locally, every service shares the host's
 loopback, so a URL host naming a compose service, and the wildcard ``0.0.0.0``, become
-``127.0.0.1``; a variable naming a path on one of the service's volumes (a path inside its
-container, e.g. the cell's data directory) is left out, so the host's own setting or default
-applies.
+``127.0.0.1`` (but not the broker's CURVE endpoint, which is for other hosts); a variable
+naming a path on one of the service's volumes (a path inside its container, e.g. the cell's
+data directory) is left out, so the host's own setting or default applies.
 
 Which file (`find_compose_file`, first found): ``--compose FILE``; ``./docker-compose.yml``
 in the current directory (a checkout's top level); the copy shipped inside this package, so
@@ -24,11 +24,15 @@ from pathlib import Path
 
 import yaml
 
+from robocell.common import config
 from robocell.errors import RobocellError
 
 COMPOSE_FILE_NAME = "docker-compose.yml"
 PACKAGED_COMPOSE_FILE = Path(__file__).with_name(COMPOSE_FILE_NAME)
 """The deployment as shipped with the package (package data, equal to the top-level file)."""
+FOR_OTHER_HOSTS = frozenset({config.BROKER_REMOTE_ENV})
+"""Variables naming where other hosts reach this one: never made loopback (the broker's
+CURVE endpoint on 0.0.0.0 is meant for them)."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
 
 
@@ -109,6 +113,8 @@ def load_services(profile: str, env: dict[str, str] | None = None,
         raise ComposeError(f"{path}: cannot read: {exc}") from None
     services = document.get("services") or {}
     names = set(services)
+    profiled = {name for name, spec in services.items()
+                if profile in (spec.get("profiles") or [profile])}
     chosen: dict[str, LocalService] = {}
     for name, spec in services.items():
         if profile not in (spec.get("profiles") or [profile]):
@@ -120,14 +126,18 @@ def load_services(profile: str, env: dict[str, str] | None = None,
         argv = [sys.executable, "-m", "robocell"] + [
             _localise(interpolate(str(a), env), names) for a in command[1:]]
         mounted = _volume_targets(spec)
-        environment = {k: _localise(interpolate(str(v), env), names)
+        environment = {k: interpolate(str(v), env) if k in FOR_OTHER_HOSTS
+                       else _localise(interpolate(str(v), env), names)
                        for k, v in (spec.get("environment") or {}).items()
                        if not _on_volume(interpolate(str(v), env), mounted)}
         health = (spec.get("healthcheck") or {}).get("test") or []
         bus_name = health[-1] if len(health) >= 4 and health[2] == "health" else name
         depends = spec.get("depends_on") or []
         if isinstance(depends, dict):
-            depends = list(depends)
+            # a dependency marked `required: false` is started elsewhere when it is not in
+            # this profile (the robot host's solver runs on a compute host)
+            depends = [dep for dep, how in depends.items()
+                       if (how or {}).get("required", True) or dep in profiled]
         chosen[name] = LocalService(name, tuple(argv), environment, tuple(depends), bus_name)
     ordered: list[LocalService] = []
     placed: set[str] = set()

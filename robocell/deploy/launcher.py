@@ -127,6 +127,22 @@ def free_port_near(port: int, count: int = 1, avoid: frozenset[int] = frozenset(
     return None
 
 
+def left_out_services(services: list[LocalService], without: set[str],
+                      profile: str) -> set[str]:
+    """The compose names of the services ``without`` names (each by its compose name or
+    the name it has on the bus: ``--without actuator`` leaves out actuator-sim too); a
+    name that is no service of the profile raises LaunchError listing those there are."""
+    left_out = set()
+    for name in without:
+        matching = {s.name for s in services if name in (s.name, s.bus_name)}
+        if not matching:
+            known = ", ".join(sorted({s.name for s in services}))
+            raise LaunchError(f"--without {name}: no service of that name in compose "
+                              f"profile {profile} ({known})")
+        left_out |= matching
+    return left_out
+
+
 @dataclass
 class Child:
     service: LocalService
@@ -141,13 +157,15 @@ class Launcher:
     def __init__(self, profile: str = "sim", env: dict[str, str] | None = None,
                  out: TextIO | None = None, only: set[str] | None = None,
                  quiet: set[str] | None = None, compose_file: Path | None = None,
-                 talking: set[str] | None = None) -> None:
+                 talking: set[str] | None = None, without: set[str] | None = None) -> None:
         # every port variable set to the value the commands read, so that the compose
         # file's interpolation agrees with them (ConfigError names a malformed one)
         self.env = config.settled(os.environ if env is None else env)
         self.compose_file = find_compose_file(compose_file)
-        self.services = [s for s in load_services(profile, self.env, self.compose_file)
-                         if only is None or s.name in only]
+        services = load_services(profile, self.env, self.compose_file)
+        left_out = left_out_services(services, without or set(), profile)
+        self.services = [s for s in services
+                         if (only is None or s.name in only) and s.name not in left_out]
         self.ready_timeout_s = READY_TIMEOUT_S
         self.out = out or sys.stdout
         self.quiet = quiet or set()

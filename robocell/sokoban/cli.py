@@ -16,8 +16,13 @@ from robocell.sokoban.graph import GraphTooLarge, build_graph
 from robocell.sokoban.graph_view import MAX_DRAWN_STATES, view_data
 from robocell.sokoban.level import LevelError, load_level, load_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.schedule import default_schedule, parse_schedule, solve_scheduled
-from robocell.sokoban.search_report import SearchReport, announce_compiling
+from robocell.sokoban.schedule import (
+    default_schedule,
+    parse_schedule,
+    solve_scheduled,
+    stage_options,
+)
+from robocell.sokoban.search_report import SearchReport, prepare_search
 from robocell.sokoban.solver import FAST_WEIGHT, solve
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -226,7 +231,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         try:
             stages = (parse_schedule(args.schedule) if args.schedule
                       else default_schedule(args.metric, args.timeout))
-            announce_compiling()
+            prepare_search(args.metric, [stage_options(stage) for stage in stages])
             result, spent = solve_scheduled(level, stages, args.metric)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -244,10 +249,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
             raise CommandError(f"{flag} searches in the push metric: leave out --metric moves")
     if args.packing and weight == 1:
         raise CommandError("--packing needs a fast mode: add --fast or --weight W (W > 1)")
+    options = {"weight": weight, "packing": args.packing, "features": args.features,
+               "box_moves": args.box_moves}
+    prepare_search(args.metric, [options])
     with SearchReport(sys.stderr) as report:
         result = solve(build_board(level), metric=args.metric, timeout=args.timeout,
-                       weight=weight, packing=args.packing, features=args.features,
-                       box_moves=args.box_moves, on_progress=report)
+                       on_progress=report, **options)
     return _print_solve(args, level, result)
 
 

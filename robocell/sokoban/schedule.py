@@ -17,11 +17,13 @@ hotspot advisor), and for the feature search
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import Level
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResult, solve
+from robocell.sokoban.warm_up import warm_up
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG, DEEP_CORRALS_FLAG = "p", "o", "f", "m", "c"
 HOTSPOTS_FLAG = "h"
@@ -99,19 +101,28 @@ def default_schedule(metric: str, seconds: float) -> list[Stage]:
     return [replace(s, seconds=s.seconds * scale) for s in stages]
 
 
+def stage_options(stage: Stage) -> dict[str, Any]:
+    """The search options of a stage (``solver.solve``'s keywords, no time or memory limit)."""
+    return {"weight": stage.weight, "macros": False if stage.plain else None,
+            "packing": stage.packing, "features": stage.features,
+            "heap_every": stage.heap_every, "box_moves": stage.box_moves,
+            "deep_corrals": stage.deep_corrals, "hotspots": stage.hotspots}
+
+
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES
                     ) -> tuple[SolveResult, float]:
     """Run the stages in turn until one returns a solution that replays, or optimal A* proves
-    there is none; returns the last stage's result and the seconds spent in all."""
+    there is none; returns the last stage's result and the seconds spent searching in all
+    (the stages' kernels are compiled, or loaded from numba's cache, before: see
+    ``warm_up``)."""
+    for stage in stages:
+        warm_up(metric, **stage_options(stage))
     board = build_board(level)
     spent = 0.0
     result = None
     for stage in stages:
-        result = solve(board, metric=metric, timeout=stage.seconds, weight=stage.weight,
-                       max_nodes=NODE_LIMIT, macros=False if stage.plain else None,
-                       packing=stage.packing, features=stage.features,
-                       heap_every=stage.heap_every, box_moves=stage.box_moves,
-                       deep_corrals=stage.deep_corrals, hotspots=stage.hotspots)
+        result = solve(board, metric=metric, timeout=stage.seconds, max_nodes=NODE_LIMIT,
+                       **stage_options(stage))
         spent += result.seconds
         if result.solved and replay(level, result.lurd).solved:
             break

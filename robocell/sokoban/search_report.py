@@ -1,40 +1,50 @@
-"""What a person waiting on `robocell sokoban solve` sees: a note when the search must be
-compiled first, and a live line (expanded states, bound, elapsed) on long searches."""
+"""What a person waiting on `robocell sokoban solve` sees: the compile of the search said while
+it lasts (before the solve's clock starts), and a live line (expanded states, bound, elapsed)
+on long searches."""
 
 from __future__ import annotations
 
-import sys
 import time
-from typing import TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
+from robocell.common.progress import Ticker
 from robocell.sokoban.solver import SearchProgress, search_compiled
+from robocell.sokoban.warm_up import warm_up
 
 REPORT_AFTER_S = 1.0
 """A search is "long" once it has run this long: shorter ones finish without a live line."""
 REDRAW_EVERY_S = 0.25
+COMPILE_EXPECTED_S = 20.0
+"""What compiling the search takes on an idle machine of two cores, about."""
+LOAD_QUIET_S = 2.0
+"""Loading the compiled search from numba's cache is said only if it lasts longer than this."""
 
 
-def announce_compiling(stream: TextIO | None = None) -> bool:
-    """Say so on ``stream`` (default stderr) when the first solve must compile the search;
-    returns whether it said so."""
-    if search_compiled():
-        return False
-    print("sokoban: compiling the search for this installation (once: about 20 s on an "
-          "idle machine; later solves start at once)...", file=stream or sys.stderr,
-          flush=True)
-    return True
+def prepare_search(metric: str, option_sets: Iterable[dict[str, Any]],
+                   stream: TextIO | None = None) -> None:
+    """Compile (or load from numba's cache) every kernel the solves to come will call, one
+    warm-up per set of ``solve`` options, before their clock starts. A compile (the first run
+    after an install) is said on ``stream`` (default stderr) at once, then every few seconds,
+    and the time it took at the end; a cache load only if it lasts."""
+    compiled = search_compiled()
+    label = ("sokoban: loading the compiled search" if compiled else
+             "sokoban: compiling the search: board analysis, deadlock tables, the A* kernel "
+             "(first run only)")
+    with Ticker(label, None if compiled else COMPILE_EXPECTED_S,
+                after_s=LOAD_QUIET_S if compiled else 0.0, stream=stream):
+        for options in option_sets:
+            warm_up(metric, **options)
 
 
 class SearchReport:
-    """A ``solve(on_progress=...)`` callback: before the first chunk, the note when the
-    search must be compiled; then one line redrawn in place, on a terminal only (a pipe or a
-    file gets nothing), cleared at the end."""
+    """A ``solve(on_progress=...)`` callback: one line redrawn in place, on a terminal only (a
+    pipe or a file gets nothing), cleared at the end."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
         self.drawn = False
-        self.started = False
         self._last = 0.0
 
     def __enter__(self) -> SearchReport:
@@ -46,9 +56,6 @@ class SearchReport:
             self.stream.flush()
 
     def __call__(self, progress: SearchProgress) -> None:
-        if not self.started:
-            self.started = True
-            announce_compiling(self.stream)
         if not self.enabled or progress.seconds < REPORT_AFTER_S:
             return
         now = time.monotonic()

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from robocell.common.bus import (
     REPLAY_PREFIX,
     Liveness,
@@ -201,6 +203,8 @@ class _Stop:
 
 
 def _short(value: Any, full: bool) -> Any:
+    if isinstance(value, msgspec.Struct):  # a nested declared type
+        value = msgspec.to_builtins(value, builtin_types=(bytes,))
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     if isinstance(value, dict):
@@ -286,11 +290,13 @@ def run_list(args: argparse.Namespace) -> int:
         print(f"{name:<16} {p.state:<9} {'no' if p.stale else 'yes':<6} {dropped:>7} "
               f"{serving:>9}  {', '.join(c for c in p.commands if c != 'ping') or '-'}")
     if instances:
-        print(f"\n{'INSTANCE':<24} {'PID':>7} {'HOST':<16} {'IN FLIGHT':>9} {'ANSWERED':>9}")
+        print(f"\n{'INSTANCE':<24} {'PID':>7} {'HOST':<16} {'IN FLIGHT':>9} {'ANSWERED':>9}"
+              "  LINK")
         for name, found in sorted(instances.items()):
             for inst in found:
+                link = f"curve key {inst['key']}" if "key" in inst else "local"
                 print(f"{name + '#' + inst['id']:<24} {inst['pid']:>7} {inst['host']:<16} "
-                      f"{inst['outstanding']:>9} {inst['answered']:>9}")
+                      f"{inst['outstanding']:>9} {inst['answered']:>9}  {link}")
     rejected = stats["rejected"]
     if rejected:
         print(f"\nrejected by the broker: "

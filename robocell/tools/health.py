@@ -49,11 +49,12 @@ def cmd_health(args: argparse.Namespace) -> int:
                         print(f"{args.service}: {env.payload['state']} "
                               f"{env.payload['health']}", file=sys.stderr)
                         return 1
+                    where = f"{env.payload['state']} (pid {env.payload['pid']} on " \
+                            f"{env.payload['host']})"
                     if env.payload["commands"]:
-                        return _commands_route(args.service, sub.endpoints,
-                                               env.payload["state"],
+                        return _commands_route(args.service, sub.endpoints, where,
                                                max(0.5, deadline - time.monotonic()))
-                    print(f"{args.service}: {env.payload['state']}")
+                    print(f"{args.service}: {where}")
                     return 0
     finally:
         sub.close()

@@ -242,17 +242,29 @@ def values_of(type_text: str) -> st.SearchStrategy:
                                max_size=3)
     if text.startswith("enum(") and text.endswith(")"):
         return st.sampled_from([part.strip() for part in text[5:-1].split(",")])
+    if text in NAMED_TYPES:
+        return near_valid_maps(NAMED_TYPES[text])
     return {"str": st.text(max_size=5), "int": st.integers(-5, 5), "bool": st.booleans(),
             "float": st.floats() | st.integers(-5, 5), "bytes": st.binary(max_size=5),
             "any": msgpack_values, "map": st.dictionaries(st.text(max_size=4), msgpack_values,
                                                           max_size=3)}[text]
 
 
+NAMED_TYPES = {spec.type_name: spec.fields for spec in TOPICS}
+"""A topic's payload type by name, as a field of another may declare it (``list[FaceResult]``)."""
+
+
 @st.composite
 def near_valid_payloads(draw: st.DrawFn) -> tuple[str, dict]:
     spec = draw(st.sampled_from(TOPICS))
+    return spec.topic, draw(near_valid_maps(spec.fields))
+
+
+@st.composite
+def near_valid_maps(draw: st.DrawFn, fields: tuple) -> dict:
+    """A map of ``fields``, now and then with one missing, wrong or undeclared."""
     payload = {}
-    for f in spec.fields:
+    for f in fields:
         if f.optional and draw(st.booleans()):
             continue
         if draw(st.integers(0, 9)) == 0:
@@ -261,7 +273,7 @@ def near_valid_payloads(draw: st.DrawFn) -> tuple[str, dict]:
         payload[f.name] = draw(msgpack_values if wrong else values_of(f.type))
     if draw(st.integers(0, 9)) == 0:
         payload[draw(st.text(max_size=6))] = draw(msgpack_values)  # maybe undeclared
-    return spec.topic, payload
+    return payload
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -241,3 +241,42 @@ def test_a_plan_sent_as_the_broker_went_away_is_followed_or_sent_again():
         result = run_cycle(bus, simulated=True, timeouts=FAST)
         assert result.ok, result.error
         assert len(sent) == (1 if got_it else 2)  # never run twice
+
+
+class LateSolverBus(ScriptedBus):
+    """A robot host whose solver runs elsewhere: no solver instance is connected until
+    ``arrives_s`` after the bus is made (None: never)."""
+
+    def __init__(self, arrives_s: float | None) -> None:
+        super().__init__()
+        self.solver_from = None if arrives_s is None else time.monotonic() + arrives_s
+        self.put("sim.twin_state", twin(True, 40))
+
+    def call(self, service, command, args, timeout):
+        if service == "solver" and (self.solver_from is None
+                                    or time.monotonic() < self.solver_from):
+            self.calls.append((service, command))
+            raise CommandFailed("unavailable", "no instance of a service named 'solver' is "
+                                "connected to the broker")
+        return super().call(service, command, args, timeout)
+
+
+def test_a_cycle_waits_for_a_solver_instance_that_connects_late():
+    bus = LateSolverBus(arrives_s=1.0)
+    result = run_cycle(bus, simulated=True, timeouts=CycleTimeouts(solve=5.0, verify=0.5,
+                                                                   compute=1.0))
+    assert result.ok, result.error
+    assert bus.calls.count(("solver", "solve")) >= 2
+    assert any(stage == "solving" and "waiting for a solver" in detail
+               for stage, detail in bus.status_log)
+
+
+def test_no_solver_instance_within_the_solve_deadline_fails_naming_the_solver_and_the_fix():
+    bus = LateSolverBus(arrives_s=None)
+    started = time.monotonic()
+    result = run_cycle(bus, simulated=True, timeouts=CycleTimeouts(solve=1.5, verify=0.5,
+                                                                   compute=1.0))
+    assert not result.ok and result.failed_stage == "solving"
+    assert 1.4 <= time.monotonic() - started < 10
+    assert "no solver instance" in result.error
+    assert "robocell solver --broker" in result.error  # the fix: start one on a compute host

@@ -129,3 +129,13 @@ def test_a_bad_physics_file_names_file_and_key(tmp_path, text, key):
     path.write_text(text)
     with pytest.raises(PhysicsError, match=f"bad.toml: {key}"):
         load_physics(path)
+
+
+def test_a_pair_on_one_axis_is_never_overlapped_whatever_the_line_says(tmp_path):
+    # R and L share no motor but turn layers of one axis: not a corner to cut
+    core = FirmwareCore(load_profile("six-motor"), physics=physics(tmp_path, 25))
+    got = run(core, ["MOVE R:200", "MOVE L:200 ov=44", "MOVE U:200 D:-200 ov=44"])
+    quarter = core.motors["R"].move_ms(90.0)
+    cut = core.motors["R"].time_left_ms(90.0, 19.8)
+    assert [r.float_field("t") for r in got if r.kind == "done"] == pytest.approx(
+        [quarter, 2 * quarter, 3 * quarter - cut], abs=1e-3)

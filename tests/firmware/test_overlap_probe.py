@@ -62,3 +62,14 @@ def test_one_calibrate_command_keeps_the_timing_and_overlap_options_apart(
     out = tmp_path / f"{out_name}.toml"
     assert main(["calibrate", "--profile", "six-motor", *extra, "--out", str(out)]) == 2
     assert said in capsys.readouterr().err and not out.exists()
+
+
+def test_a_robot_with_no_perpendicular_layers_is_told_it_has_no_corner_to_cut(
+        physics, tmp_path, capsys):
+    # tilt-spin turns one layer (its turntable, under D); tilts and spins are servo motions
+    out = tmp_path / "tilt-fast.toml"
+    assert main(["calibrate", "--overlap", "--profile", "tilt-spin", "--physics",
+                 str(physics), "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert "tilt-spin has no two steppers turning perpendicular layers" in said
+    assert "table (D)" in said and not out.exists()

@@ -18,6 +18,7 @@ from robocell.deploy.compose import (
     interpolate,
     load_services,
 )
+from robocell.deploy.launcher import Launcher, LaunchError, left_out_services
 
 COMPOSE = REPO_DIR / "docker-compose.yml"
 
@@ -28,7 +29,7 @@ def compose_binary() -> str:
     return found
 
 
-@pytest.mark.parametrize("profile", ["sim", "hardware"])
+@pytest.mark.parametrize("profile", ["sim", "hardware", "robot", "compute"])
 def test_compose_file_is_valid(profile):
     out = subprocess.run([compose_binary(), "-f", str(COMPOSE), "--profile", profile,
                           "config", "-q"], capture_output=True, text=True, timeout=60)
@@ -75,12 +76,14 @@ def test_compose_publishes_the_ports_the_variables_name():
            "ROBOCELL_FOXGLOVE_PORT": "8776"}
     services = compose_config("sim", env)
     assert published(services["foxglove"]) == {8776}
-    assert published(services["broker"]) == {7610, 7611, 7612, 7613}
-    assert {int(p["target"]) for p in services["broker"]["ports"]} == {7610, 7611, 7612, 7613}
+    # the bus on loopback, the CURVE endpoint for other hosts on every address
+    assert published(services["broker"]) == {7610, 7611, 7612, 7613, 7620, 7621, 7622, 7623}
+    assert {int(p["target"]) for p in services["broker"]["ports"]
+            if p.get("host_ip") == "127.0.0.1"} == {7610, 7611, 7612, 7613}
     assert published(services["monitor"]) == {8775}
     assert services["solver"]["environment"]["ROBOCELL_BUS"] == "tcp://broker:7610"
     assert "tcp://0.0.0.0:7710" in services["firmware-sim"]["command"]
-    assert published(compose_config("sim", {})["broker"]) == {7600, 7601, 7602, 7603}
+    assert published(compose_config("sim", {})["broker"]) >= {7600, 7601, 7602, 7603}
 
 
 def test_broker_refuses_a_bus_port_block_compose_would_publish_wrongly():
@@ -130,3 +133,41 @@ def test_the_cells_cycle_log_is_on_a_named_volume(profile):
     assert local.environment["ROBOCELL_PROFILE"] == "soltvvo-2x2"  # the rest is kept
     mine = {s.name: s for s in load_services(profile, {"ROBOCELL_DATA_DIR": "/srv/x"})}["cell"]
     assert "ROBOCELL_DATA_DIR" not in mine.environment  # the host's own setting applies
+
+
+def test_the_robot_host_runs_no_solver_and_the_compute_host_only_one():
+    keys = {"ROBOCELL_BROKER_REMOTE": "tcp://0.0.0.0:7620",
+            "ROBOCELL_BROKER_KEY": "/keys/broker.key",
+            "ROBOCELL_BROKER_ALLOW": "/keys/compute.pub:service:solver",
+            "ROBOCELL_ROBOT_BUS": "tcp://198.18.0.1:7620"}
+    robot = compose_config("robot", keys)
+    assert {"broker", "cell", "vision-sim", "actuator-sim", "firmware-sim", "monitor"} <= \
+        set(robot)
+    assert not any(name.startswith("solver") for name in robot)
+    assert robot["broker"]["environment"]["ROBOCELL_BROKER_REMOTE"] == "tcp://0.0.0.0:7620"
+    assert {7620, 7621, 7622, 7623} <= published(robot["broker"])
+    compute = compose_config("compute", keys)
+    assert set(compute) == {"solver-compute"}
+    solver = compute["solver-compute"]
+    assert solver["environment"]["ROBOCELL_BUS"] == "tcp://198.18.0.1:7620"
+    assert solver["environment"]["ROBOCELL_BUS_CURVE_KEY"] == "/keys/compute.key"
+
+
+def test_up_without_a_service_leaves_it_out_by_either_name():
+    services = load_services("sim", {})
+    assert left_out_services(services, {"solver"}, "sim") == {"solver"}
+    # by the name it has on the bus: the simulated actuator is the actuator
+    assert left_out_services(services, {"actuator"}, "sim") == {"actuator-sim"}
+    with pytest.raises(LaunchError, match="--without slover: no service of that name"):
+        left_out_services(services, {"slover"}, "sim")
+    # the cell's dependency on the solver is not required: the cell starts without it
+    launcher = Launcher("sim", {}, without={"solver"})
+    assert "solver" not in [s.name for s in launcher.services]
+    assert "cell" in [s.name for s in launcher.services]
+
+
+def test_the_brokers_endpoint_for_other_hosts_is_not_made_loopback():
+    broker = {s.name: s for s in load_services(
+        "sim", {"ROBOCELL_BROKER_REMOTE": "tcp://0.0.0.0:7620"})}["broker"]
+    assert broker.environment["ROBOCELL_BROKER_REMOTE"] == "tcp://0.0.0.0:7620"
+    assert "tcp://127.0.0.1:7600" in broker.argv  # the bus itself stays on loopback

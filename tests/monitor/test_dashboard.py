@@ -119,6 +119,33 @@ def test_a_new_scan_clears_the_faces_of_the_previous_one():
     assert changes["face.F"]["scan_id"] == "s2"
 
 
+def _face(scan_id: str, face: str) -> dict:
+    return {"scan_id": scan_id, "pose": 0, "face": face, "size": 2, "jpeg": b"\xff\xd8jpeg",
+            "grid": [[1.0, 1.0]] * 4, "colors": [[1, 2, 3]] * 4, "confidence": [1.0] * 4,
+            "ok": True}
+
+
+def test_a_monitor_started_after_a_scan_shows_the_faces_the_broker_kept():
+    board = Dashboard(FakeClock())
+    board.ingest(message("vision.scan_faces", {"scan_id": "s1", "faces": [
+        _face("s1", "U"), _face("s1", "R")]}, "vision"))
+    changes = board.take_changes()
+    assert changes["face.U"]["jpeg"] == "/9hqcGVn" and changes["face.R"]["scan_id"] == "s1"
+    assert "face.F" not in changes
+    assert board.snapshot()["face.R"]["face"] == "R"
+
+
+def test_the_kept_faces_of_an_older_scan_do_not_replace_a_newer_scans():
+    board = Dashboard(FakeClock())
+    kept = message("vision.scan_faces", {"scan_id": "s1", "faces": [_face("s1", "U")]},
+                   "vision")
+    board.ingest(message("vision.face", _face("s2", "F"), "vision"))
+    board.ingest(kept.__class__(kept.topic, kept.source, kept.seq, kept.wall_time - 60,
+                                kept.mono_time, kept.payload))
+    snapshot = board.snapshot()
+    assert snapshot["face.F"]["scan_id"] == "s2" and snapshot["face.U"] is None
+
+
 def test_every_view_is_json():
     board = Dashboard(FakeClock())
     board.ingest(beat("vision"))
@@ -213,3 +240,22 @@ def test_a_node_that_said_it_was_stopping_leaves_the_services_table_when_silent(
     clock.now += 3.5
     services = board.take_changes()["services"]
     assert [(s["service"], s["stale"]) for s in services] == [("vision", True)]
+
+
+def test_a_remote_instance_is_shown_with_its_host_and_key():
+    """A solver on another host, joined over the CURVE endpoint: the services view names its
+    host (from its heartbeat) and the key it joined with (from bus.stats)."""
+    board = Dashboard(FakeClock())
+    board.ingest(message("heartbeat", {
+        "service": "solver", "state": "ready", "health": {}, "period_s": 1.0, "pid": 7,
+        "host": "compute-1", "uptime_s": 5.0, "commands": ["ping", "solve"]}, "solver"))
+    board.ingest(message("bus.stats", {
+        "period_s": 1.0, "uptime_s": 9.0, "topics": {}, "messages": 0, "bytes": 0,
+        "rejected": {}, "gaps": 0, "subscriptions": 0, "commands": {},
+        "services": ["solver"], "instances": {"solver": [{
+            "id": "ab12", "pid": 7, "host": "compute-1", "outstanding": 0, "answered": 3,
+            "commands": ["ping", "solve"], "key": "compute"}]}}, "broker"))
+    (solver,) = [s for s in board.snapshot()["services"] if s["service"] == "solver"]
+    assert solver["host"] == "compute-1"
+    assert solver["instances"] == [{"id": "ab12", "pid": 7, "host": "compute-1",
+                                    "outstanding": 0, "key": "compute"}]

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import queue
 import signal
 import threading
 import time
 
 import pytest
-from support.bus import declared_result
-from support.monitor import TOKEN, face_jpeg, start_monitor
+from support.bus import declared_result, wait_subscribed
+from support.monitor import TOKEN, face_jpeg, start_broker, start_monitor
 
-from robocell.common.bus import Node, Publisher
+from robocell.common.bus import Endpoints, Node, Publisher
 from robocell.common.config import free_port_block
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets, solved
+from robocell.services.vision.service import VisionService
+from robocell.services.vision.simcam import CLEAN
+from robocell.services.vision.sources import SimSource
 
 STICKER_FILL = {"U": "#f4f4ee", "R": "#c41e3a", "F": "#009e60", "D": "#ffd500",
                 "L": "#ff5800", "B": "#0051ba"}
@@ -318,4 +322,42 @@ def test_a_doubtful_sticker_has_a_legend_and_the_services_table_fits_at_1400_px(
     finally:
         for node in peers:
             node.stop()
+    assert page.js_errors == []
+
+
+def test_a_dashboard_started_after_a_scan_shows_that_scans_images(page, tmp_path):
+    """A monitor started after the scan (a laptop's, or one restarted) is a late joiner: it
+    shows the scan's camera thumbnails with their grids, not "waiting"."""
+    broker, bus = start_broker(tmp_path, name="late-broker")
+    facelets = random_facelets(3, 48)
+    try:
+        with Node("vision", Endpoints.from_base(bus)) as node:
+            vision = VisionService(node, SimSource(seed=48, conditions=CLEAN,
+                                                   facelets=facelets), 3)
+            vision.start()
+            try:
+                with Node("watcher", Endpoints.from_base(bus), track_peers=False) as watcher:
+                    states: queue.Queue = queue.Queue()
+                    watcher.subscribe("vision.cube_state", states.put)
+                    wait_subscribed(watcher.subscriber, "vision.cube_state")
+                    scan_id = vision.scripted_scan()
+                    assert states.get(timeout=60.0).payload["scan_id"] == scan_id
+                monitor, url = start_monitor(tmp_path, bus, [], name="late-monitor")
+                try:
+                    open_dashboard(page, url)
+                    page.wait_for_selector(".face[data-face=B] .grid-overlay circle",
+                                           timeout=UI_TIMEOUT_MS)
+                    assert "waiting" not in page.inner_text("#faces")
+                    for face in "URFDLB":
+                        assert page.eval_on_selector_all(
+                            f".face[data-face={face}] .grid-overlay circle",
+                            "c => c.length") == 9, face
+                        assert page.eval_on_selector(
+                            f".face[data-face={face}] img", "i => i.naturalWidth") > 0, face
+                finally:
+                    monitor.stop()
+            finally:
+                vision.stop()
+    finally:
+        broker.stop()
     assert page.js_errors == []

@@ -147,7 +147,7 @@ def test_remote_monitoring_through_the_curve_endpoint(tmp_path):
              "--broker-pub", str(keys / "broker.pub"))
     from robocell.common.config import free_port_blocks
 
-    local, remote_port = free_port_blocks(4, 3)  # neither block may take the other's ports
+    local, remote_port = free_port_blocks(4, 4)  # neither block may take the other's ports
     remote = f"tcp://127.0.0.1:{remote_port}"
     broker, bus = start_broker(tmp_path, ["--remote", remote, "--curve-key",
                                           str(keys / "broker.key"), "--allow",

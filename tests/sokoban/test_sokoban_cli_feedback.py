@@ -15,6 +15,7 @@ import pytest
 from support.bus import REPO
 
 from robocell.cli import main
+from robocell.sokoban.search_report import prepare_search
 
 DEAD_START = "######\n#$ @.#\n######\n"
 """The box sits in a corner off goal: no push can ever move it."""
@@ -53,24 +54,48 @@ def test_an_unsolvable_level_says_why_instead_of_a_huge_bound(tmp_path: Path, dr
     assert as_json["status"] == "no solution" and why in as_json["dead_start"]
 
 
+SEVEN_PUSHES = "#######\n#.@ # #\n#$* $ #\n#   $ #\n# ..  #\n#  *  #\n#######\n"
+"""A small level, solved in milliseconds once the search is compiled (7 pushes)."""
+COMPILE_SAID_WITHIN_S = 10.0
+
+
+def _timed_lines(args: list[str], env: dict) -> tuple[int, list[tuple[float, str]]]:
+    """Run robocell with stderr joined to stdout; its exit code and every line with the
+    seconds since the start at which it came."""
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "robocell", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    lines = [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stdout]
+    return proc.wait(60), lines
+
+
 @pytest.mark.slow
-def test_the_first_solve_after_install_says_it_compiles(tmp_path: Path):
-    check = ("import sys\nfrom robocell.sokoban.search_report import announce_compiling\n"
-             "print(announce_compiling(sys.stdout))")
+def test_the_first_solve_says_it_compiles_at_once_and_times_the_search_alone(tmp_path: Path):
+    level = tmp_path / "seven.xsb"
+    level.write_text(SEVEN_PUSHES)
     fresh = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty-cache"),
              "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                         env=fresh, timeout=300).stdout
-    assert "compiling the search for this installation" in out
-    assert out.strip().endswith("True")
+    status, lines = _timed_lines(["sokoban", "solve", str(level)], fresh)
+    assert status == 0, lines
+    said = [(at, line) for at, line in lines if "compiling" in line]
+    assert said, f"the compile was never announced: {lines}"
+    at, first = said[0]
+    assert at < COMPILE_SAID_WITHIN_S, f"the compile was announced only at {at:.1f} s: {first}"
+    assert "search" in first and "first run" in first
+    done = [line for _, line in said if "done in" in line]
+    assert done, f"the compile's time is not said: {lines}"
+    compile_s = float(done[-1].rsplit("done in ", 1)[1].split()[0])
+    status_line = next(line for _, line in lines if line.startswith("status: solved"))
+    search_s = float(status_line.split("; ")[-2].split()[0])
+    assert search_s < compile_s / 4, (search_s, compile_s)
+    warm_status, warm = _timed_lines(["sokoban", "solve", str(level)], fresh)
+    assert warm_status == 0 and not any("compiling" in line for _, line in warm), warm
 
 
 def test_a_compiled_search_is_not_announced(microban: Path, capsys):
     assert main(["sokoban", "solve", str(microban), "--level", "1"]) == 0  # compiles if needed
     capsys.readouterr()
-    from robocell.sokoban.search_report import announce_compiling
-
-    assert announce_compiling() is False
+    prepare_search("pushes", [{"weight": 1}])
     assert capsys.readouterr().err == ""
 
 

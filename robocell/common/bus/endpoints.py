@@ -4,8 +4,11 @@
 broker's subscribe side (XPUB), +1 its publish side (XSUB), +2 the command channel (ROUTER),
 +3 the capture tap. Each can be overridden with ``$ROBOCELL_BUS_SUB``, ``_PUB``, ``_CMD``,
 ``_TAP``. A remote broker is reached with a CURVE key file (``--curve-key`` /
-``$ROBOCELL_BUS_CURVE_KEY``); remote clients can subscribe and, if their key allows it,
-command -- never publish.
+``$ROBOCELL_BUS_CURVE_KEY``) on its CURVE endpoint: +0 subscribe, +1 publish, +2 commands,
++3 service instances. Remote clients subscribe and, if their key allows it, command; a
+service whose key has the service role (``--allow KEY.pub:service:NAME`` on the broker) also
+publishes its own topics and registers there. Every remote link carries ZeroMQ heartbeats,
+so a link that dies silently is noticed and made again.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ SUB_ENV, PUB_ENV, CMD_ENV, TAP_ENV = ("ROBOCELL_BUS_SUB", "ROBOCELL_BUS_PUB", "R
                                       "ROBOCELL_BUS_TAP")
 CURVE_KEY_ENV = "ROBOCELL_BUS_CURVE_KEY"
 SUB_PORT_OFFSET, PUB_PORT_OFFSET, CMD_PORT_OFFSET, TAP_PORT_OFFSET = 0, 1, 2, 3
+SERVE_PORT_OFFSET = 3
+"""On a remote (CURVE) endpoint, +3 is where service instances register (no tap there)."""
+LINK_HEARTBEAT_MS = 1000
+LINK_TIMEOUT_MS = 3000
+"""ZeroMQ heartbeats of a remote link: a PING every second, the link closed (and made
+again) after three seconds without an answer -- a cut cable or a host gone is noticed
+instead of leaving a half-open TCP connection for the kernel's two hours."""
 ZMQ_NOBLOCK = 1  # zmq.h: ZMQ_DONTWAIT; plain ints, because pyzmq's enum flags are slow
 COPY_THRESHOLD = 65536
 """Frames at least this large are sent zero-copy (ZeroMQ takes the Python buffer);
@@ -42,17 +52,29 @@ LINGER_MS = 200
 
 @dataclass(frozen=True)
 class Endpoints:
-    """Where the broker listens. ``publish`` is None for a remote (read-only) broker."""
+    """Where the broker listens. Remote (``curve`` set), ``publish`` and ``serve`` are None
+    unless the process serves there (its key needs the service role)."""
 
     subscribe: str
     publish: str | None
     command: str
     tap: str | None = None
     curve: CurveKey | None = None
+    serve: str | None = None
+    """Where a service instance registers when not on ``command`` (a remote broker)."""
+
+    @property
+    def register(self) -> str | None:
+        """Where service instances register: the command endpoint locally, the instance
+        port remotely; None for a remote process that only watches and commands."""
+        return self.serve if self.curve is not None else (self.serve or self.command)
 
     @classmethod
-    def from_base(cls, base: str, curve: CurveKey | None = None) -> Endpoints:
-        """Endpoints at ports base+0 (subscribe), +1 (publish), +2 (command), +3 (tap)."""
+    def from_base(cls, base: str, curve: CurveKey | None = None, serve: bool = False
+                  ) -> Endpoints:
+        """Endpoints at ports base+0 (subscribe), +1 (publish), +2 (command), +3 (tap).
+        With ``curve`` (a remote broker's CURVE endpoint): subscribe and command, and with
+        ``serve`` also publish (+1) and the instance port (+3)."""
         parts = urlsplit(base)
         if parts.scheme != "tcp" or parts.port is None:
             raise ValueError(f"bus address {base!r} must look like tcp://HOST:PORT; for ipc:// "
@@ -64,19 +86,22 @@ class Endpoints:
         def at(offset: int) -> str:
             return f"tcp://{host}:{parts.port + offset}"
 
-        return cls(at(SUB_PORT_OFFSET), None if curve else at(PUB_PORT_OFFSET),
-                   at(CMD_PORT_OFFSET), None if curve else at(TAP_PORT_OFFSET), curve)
+        if curve is None:
+            return cls(at(SUB_PORT_OFFSET), at(PUB_PORT_OFFSET), at(CMD_PORT_OFFSET),
+                       at(TAP_PORT_OFFSET))
+        return cls(at(SUB_PORT_OFFSET), at(PUB_PORT_OFFSET) if serve else None,
+                   at(CMD_PORT_OFFSET), None, curve, at(SERVE_PORT_OFFSET) if serve else None)
 
     @classmethod
-    def resolve(cls, broker: str | None = None, curve_key: str | Path | None = None
-                ) -> Endpoints:
+    def resolve(cls, broker: str | None = None, curve_key: str | Path | None = None,
+                serve: bool = False) -> Endpoints:
         """Endpoints from arguments, else the environment (``$ROBOCELL_BUS``, else
         ``$ROBOCELL_BUS_PORT`` on loopback: :func:`robocell.common.config.bus_address`), else
-        the loopback default. With a CURVE key the broker is remote: subscribe and command
-        only."""
+        the loopback default. With a CURVE key the broker is remote: subscribe and command,
+        and for a process that serves (``serve``) also publish and register."""
         key_path = curve_key or os.environ.get(CURVE_KEY_ENV) or None
         curve = load_key(key_path, need_broker=True) if key_path else None
-        base = cls.from_base(broker or bus_address(), curve)
+        base = cls.from_base(broker or bus_address(), curve, serve)
         if broker or curve:
             return base
         env = os.environ
@@ -89,6 +114,14 @@ class Endpoints:
             sock.curve_secretkey = self.curve.secret.encode("ascii")
             sock.curve_publickey = self.curve.public.encode("ascii")
             sock.curve_serverkey = self.curve.broker.encode("ascii")
+            watch_link(sock)
+
+
+def watch_link(sock: Any) -> None:
+    """ZeroMQ heartbeats on ``sock``'s connections (LINK_HEARTBEAT_MS, LINK_TIMEOUT_MS)."""
+    sock.heartbeat_ivl = LINK_HEARTBEAT_MS
+    sock.heartbeat_timeout = LINK_TIMEOUT_MS
+    sock.heartbeat_ttl = LINK_TIMEOUT_MS
 
 
 class LinkWatch:
@@ -176,8 +209,8 @@ HANDSHAKE_FAILED = ("EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_PROTO
 
 def broker_problem(endpoints: Endpoints, within_s: float = BROKER_ANSWER_S) -> str | None:
     """None when a broker completes a ZeroMQ handshake on the command port of ``endpoints``
-    within ``within_s``; else what is wrong and what to do, said for a user: no broker answers
-    there, or it refused this CURVE key."""
+    (a remote service's: the instance port) within ``within_s``; else what is wrong and what
+    to do, said for a user: no broker answers there, or it refused this CURVE key."""
     zmq = zmq_module()
     sock = zmq_context().socket(zmq.DEALER)
     sock.linger = 0
@@ -187,8 +220,9 @@ def broker_problem(endpoints: Endpoints, within_s: float = BROKER_ANSWER_S) -> s
         events |= getattr(zmq, name)
     monitor = sock.get_monitor_socket(events)
     refused: int | None = None
+    port = endpoints.serve or endpoints.command
     try:
-        sock.connect(endpoints.command)
+        sock.connect(port)
         deadline = time.monotonic() + within_s
         while (left := deadline - time.monotonic()) > 0:
             if not monitor.poll(int(left * 1000) + 1):
@@ -203,11 +237,13 @@ def broker_problem(endpoints: Endpoints, within_s: float = BROKER_ANSWER_S) -> s
         monitor.close(linger=0)
         sock.close()
     if refused is not None:
-        return (f"the broker at {endpoints.command} refused this CURVE key (ZAP status "
+        role = "service:NAME" if endpoints.serve else "command"
+        return (f"the broker at {port} refused this CURVE key (ZAP status "
                 f"{refused}): ask the cell's operator to allow it (`robocell broker --allow "
-                "KEY.pub[:command]`)")
-    return (f"no broker answers at {endpoints.subscribe} (its command port "
-            f"{endpoints.command}) within {within_s:g} s; start one with `robocell broker &` "
+                f"KEY.pub[:{role}]`)")
+    kind = "instance" if endpoints.serve else "command"
+    return (f"no broker answers at {endpoints.subscribe} (its {kind} port {port}) within "
+            f"{within_s:g} s; start one with `robocell broker &` "
             "or the whole cell with `robocell up --sim`, or name another with --broker "
             "tcp://HOST:PORT ($ROBOCELL_BUS, $ROBOCELL_BUS_PORT)")
 

@@ -10,23 +10,34 @@ key of the broker it talks to::
     broker = "..."          # clients only: the broker's public key
 
 A public file (``NAME.pub``, safe to share) holds ``name`` and ``public`` only. The broker
-allows a client by its ``.pub`` file with a role: ``read`` (subscribe) or ``command``
-(subscribe and send commands).
+allows a client by its ``.pub`` file with a role: ``read`` (subscribe), ``command``
+(subscribe and send commands) or ``service:NAME[,NAME...]`` (all that ``command`` may, and
+join as an instance of each service NAME: register, serve its commands, publish its
+topics). An allow entry is ``FILE.pub[:ROLE]``; entries for one key add up.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import zmq
 
+from robocell.common.bus.topics import ANY_SERVICE, COMMAND_SPECS, TOPICS
 from robocell.errors import RobocellError
 
 Z85_KEY_CHARS = 40
-ROLES = ("read", "command")
+ROLES = ("read", "command", "service:NAME[,NAME...]")
+SERVICE_ROLE = "service:"
+"""A role that starts so names the services the key may serve as (comma-separated)."""
+SERVICE_NAMES: frozenset[str] = frozenset(
+    {spec.service for spec in COMMAND_SPECS.values()}
+    | {spec.publisher for spec in TOPICS}) - {ANY_SERVICE, "broker"}
+"""The services of the cell, as bus/topics.py declares them: what a service role may name."""
+_ALLOW_ENTRY = re.compile(r"(?P<path>.+?)(?::(?P<role>read|command|service:[^:]+))?")
 
 
 class KeyFileError(RobocellError, ValueError):
@@ -91,10 +102,31 @@ def load_key(path: Path | str, *, need_secret: bool = True, need_broker: bool = 
 
 
 def parse_allow(spec: str) -> tuple[CurveKey, str]:
-    """``FILE.pub[:ROLE]`` -> (public key, role); role defaults to ``read``."""
-    path, sep, role = spec.rpartition(":")
-    if not sep or Path(spec).exists():
+    """``FILE.pub[:ROLE]`` -> (public key, role); role defaults to ``read``; a service role
+    must name declared services (``service:solver,vision``)."""
+    found = _ALLOW_ENTRY.fullmatch(spec)
+    path, role = (found["path"], found["role"] or "read") if found else (spec, "read")
+    if Path(spec).exists():
         path, role = spec, "read"
-    if role not in ROLES:
-        raise KeyFileError(f"allow entry {spec!r}: role must be one of {', '.join(ROLES)}")
+    elif role == "read" and ":" in path and not Path(path).exists():
+        raise KeyFileError(f"allow entry {spec!r}: no key file {path!r}, or the role after "
+                           f"':' is not one of {', '.join(ROLES)}")
+    service_names(role, spec)  # a service role's names are checked before the file is read
     return load_key(path, need_secret=False), role
+
+
+def service_names(role: str, where: str = "") -> frozenset[str]:
+    """The services a role lets its key serve as (none for ``read`` and ``command``);
+    KeyFileError for a service role naming no service or one the cell does not have."""
+    if not role.startswith(SERVICE_ROLE):
+        if role not in ("read", "command"):
+            raise KeyFileError(f"role {role!r}{f' in {where!r}' if where else ''} is not one "
+                               f"of {', '.join(ROLES)}")
+        return frozenset()
+    names = [name.strip() for name in role[len(SERVICE_ROLE):].split(",")]
+    unknown = [name for name in names if name not in SERVICE_NAMES]
+    if unknown or not names:
+        raise KeyFileError(f"role {role!r}{f' in {where!r}' if where else ''} names "
+                           f"{', '.join(map(repr, unknown)) or 'no service'}; a service role "
+                           f"names services of the cell: {', '.join(sorted(SERVICE_NAMES))}")
+    return frozenset(names)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import os
 import secrets
-import socket as socketlib
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from robocell.common.bus.commands import (
     HELLO,
     INSTANCE_MARK,
     MAX_REQUEST_ID_CHARS,
+    REFUSED,
     REPLY,
     REQUEST,
     SERVICE_ID_PREFIX,
@@ -58,6 +58,7 @@ from robocell.common.bus.schema import command_spec, topic_spec, validate, valid
 from robocell.common.bus.subscriber import RECV_BATCH, Rejection, Subscriber
 from robocell.common.bus.topics import COMMAND_ERRORS, LIFECYCLE_STATES
 from robocell.common.bus.wire import MAX_SEQ_JUMP, Envelope, MessageError, decode, encode
+from robocell.common.config import host_name
 
 DEDUP_CAPACITY = 4096
 DEDUP_TTL_S = 300.0
@@ -156,7 +157,10 @@ class Node:
                                    + self.instance.encode())
         self._server.linger = LINGER_MS
         self.endpoints.secure(self._server)
-        self._server.connect(self.endpoints.command)
+        self.refused: str | None = None
+        """Why the broker refused to register this instance (its key's role), else None."""
+        if self.endpoints.register is not None:  # (a remote watcher registers nowhere)
+            self._server.connect(self.endpoints.register)
         wake = f"inproc://robocell-node-{name}-{id(self)}"
         self._inbox = ctx.socket(zmq.PULL)
         self._inbox.bind(wake)
@@ -361,12 +365,14 @@ class Node:
     def _hello(self) -> None:
         """Tell the broker this instance serves commands (every heartbeat: the broker drops
         an instance that stays silent for STALE_AFTER_BEATS periods)."""
+        if self.endpoints.register is None:
+            return
         with self._lock:
             commands = sorted(self._commands)
             retry_safe = sorted(n for n, c in self._commands.items() if c.retry_safe)
         send_nowait(self._server, [HELLO, msgpack.packb({
             "commands": commands, "retry_safe": retry_safe, "period_s": self.heartbeat_period,
-            "pid": os.getpid(), "host": socketlib.gethostname()})])
+            "pid": os.getpid(), "host": host_name()})])
 
     def _beat(self) -> None:
         if self.publisher is None:
@@ -379,7 +385,7 @@ class Node:
             self.publish("heartbeat", {
                 "service": self.name, "state": self.state, "health": health,
                 "period_s": self.heartbeat_period, "pid": os.getpid(),
-                "host": socketlib.gethostname(), "uptime_s": time.monotonic() - self.started,
+                "host": host_name(), "uptime_s": time.monotonic() - self.started,
                 "commands": sorted(self._commands),
             })
         except MessageError as exc:  # e.g. a health value msgpack cannot carry
@@ -439,6 +445,13 @@ class Node:
     def _on_request(self, frames: list[bytes]) -> None:
         if frames == [WELCOME]:
             self.registered.set()
+            self.refused = None
+            return
+        if len(frames) == 2 and frames[0] == REFUSED:
+            reason = frames[1].decode("utf-8", "replace")
+            if reason != self.refused:  # said once, not every heartbeat
+                print(f"{self.name}: {reason}", file=sys.stderr, flush=True)
+            self.refused = reason
             return
         if len(frames) != 3 or frames[0] != REQUEST:
             self.refused_requests += 1

@@ -18,23 +18,50 @@ from robocell.common.bus.plain import plain_problem
 from robocell.errors import CommandError
 
 
-def add_remote_options(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
+def add_remote_options(parser: argparse.ArgumentParser, inherited: bool = False,
+                       several: bool = False) -> None:
     """Add ``--broker`` and ``--curve-key`` to ``parser``; ``inherited``: a subcommand's
-    copy, which leaves the parent command's value alone when not given."""
+    copy, which leaves the parent command's value alone when not given; ``several``: both
+    may be repeated (a service serving several cells, one broker each)."""
     extra: dict[str, Any] = {"default": argparse.SUPPRESS} if inherited else {}
+    if several:
+        extra["action"] = "append"
     parser.add_argument("--broker", metavar="tcp://HOST:PORT",
                         help="broker base address (default $ROBOCELL_BUS or "
-                             "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)", **extra)
+                             "tcp://127.0.0.1:$ROBOCELL_BUS_PORT, 7600)"
+                             + ("; repeat to serve several cells at once" if several else ""),
+                        **extra)
     parser.add_argument("--curve-key", metavar="FILE",
                         help="client key file for a remote broker's CURVE endpoint "
-                             "(default $ROBOCELL_BUS_CURVE_KEY)", **extra)
+                             "(default $ROBOCELL_BUS_CURVE_KEY)"
+                             + ("; one for every --broker, or one per --broker in their order "
+                                "('' for a broker without CURVE)" if several else ""), **extra)
 
 
-def endpoints_of(args: argparse.Namespace) -> Endpoints:
+def _brokers(args: argparse.Namespace) -> list[tuple[str | None, str | None]]:
+    """(broker address, key file) pairs the parsed options name (one or more)."""
+    brokers = getattr(args, "broker", None)
+    keys = getattr(args, "curve_key", None)
+    brokers = [None] if not brokers else [brokers] if isinstance(brokers, str) else brokers
+    keys = [None] if not keys else [keys] if isinstance(keys, str) else keys
+    if len(keys) == 1:
+        keys = keys * len(brokers)
+    if len(keys) != len(brokers):
+        raise CommandError(f"{len(brokers)} --broker and {len(keys)} --curve-key: give one "
+                           "--curve-key for all brokers or one per --broker, in their order")
+    return list(zip(brokers, keys, strict=True))
+
+
+def endpoints_of(args: argparse.Namespace, serve: bool = False) -> Endpoints:
     """The endpoints named by the parsed ``--broker`` / ``--curve-key`` (CommandError when
-    they are wrong)."""
+    they are wrong); ``serve``: for a service, which on a remote broker also publishes and
+    registers (its key needs the service role)."""
+    return _resolve(*_brokers(args)[0], serve)
+
+
+def _resolve(broker: str | None, key: str | None, serve: bool) -> Endpoints:
     try:
-        return Endpoints.resolve(getattr(args, "broker", None), getattr(args, "curve_key", None))
+        return Endpoints.resolve(broker, key, serve)
     except (ValueError, KeyFileError) as exc:
         raise CommandError(str(exc)) from None
 
@@ -56,10 +83,17 @@ def service_endpoints(args: argparse.Namespace, service: str,
     for its broker rather than refusing to start: when no broker answers there within a few
     seconds (or it refuses this CURVE key), the service says so once, on ``out`` (stderr),
     with how to start one, and goes on retrying (ZeroMQ reconnects by itself)."""
-    endpoints = endpoints_of(args)
-    threading.Thread(target=_say_if_no_broker, args=(endpoints, service, out),
-                     name=f"{service}-broker-probe", daemon=True).start()
-    return endpoints
+    return services_endpoints(args, service, out)[0]
+
+
+def services_endpoints(args: argparse.Namespace, service: str,
+                       out: TextIO | None = None) -> list[Endpoints]:
+    """Like :func:`service_endpoints`, for each broker the options name (``several``)."""
+    found = [_resolve(broker, key, True) for broker, key in _brokers(args)]
+    for endpoints in found:
+        threading.Thread(target=_say_if_no_broker, args=(endpoints, service, out),
+                         name=f"{service}-broker-probe", daemon=True).start()
+    return found
 
 
 def _say_if_no_broker(endpoints: Endpoints, service: str, out: TextIO | None) -> None:

@@ -132,8 +132,9 @@ class Publisher:
         self.instance = f"{source}-{os.getpid()}-{secrets.token_hex(4)}"
         self.endpoints = endpoints or Endpoints.resolve()
         if self.endpoints.publish is None:
-            raise ValueError("this broker is remote and read-only: publishing is not allowed "
-                             "(run the publisher on the cell's host)")
+            raise ValueError("this broker is remote and read-only for this process: only a "
+                             "service publishes there, with a key the broker allows as "
+                             "service:NAME (else run the publisher on the cell's host)")
         self.check = check
         self.max_bytes = max_bytes
         self.on_subscription = on_subscription
@@ -167,6 +168,7 @@ class Publisher:
         self._sock.linger = LINGER_MS
         self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # see every (re)subscription
         self._sock.setsockopt(zmq.XPUB_NODROP, 1)  # at the HWM: refuse (counted), not drop
+        self.endpoints.secure(self._sock)  # a remote broker's publish port: CURVE
         self._sock.connect(self.endpoints.publish)
         _traffic_reporter().add(self)
         self._flusher = _flusher()

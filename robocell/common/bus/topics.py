@@ -243,6 +243,12 @@ TOPICS: tuple[TopicSpec, ...] = (
         F("ok", "bool", "detection succeeded"),
         F("error", "str?", "why detection failed", optional=True),
     ), "One scanned face, with a thumbnail and the detected grid."),
+    TopicSpec("vision.scan_faces", "ScanFaces", LATCHED, "vision", (
+        F("scan_id", "str", "the latest scan"),
+        F("faces", "list[FaceResult]", "its faces read so far, each as its vision.face "
+          "message, in the order read"),
+    ), "The faces of the latest scan, republished after each one: kept by the broker, so "
+       "that a dashboard started after the scan shows its images."),
     TopicSpec("vision.cube_state", "CubeState", LATCHED, "vision", (
         F("scan_id", "str", "scan the state was read from"),
         F("puzzle", f"enum({','.join(PUZZLES[:2])})", "which cube"),

@@ -38,12 +38,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="leave the check tap out: the broker decodes and validates nothing "
                         "(forwarding never does; receivers always validate)")
     p.add_argument("--remote", metavar="tcp://HOST:PORT",
-                   help="also open a CURVE-protected endpoint for remote monitoring: "
-                        "PORT subscribe, PORT+2 commands (needs --curve-key and --allow)")
-    p.add_argument("--curve-key", metavar="FILE", help="the broker's key file (NAME.key)")
+                   help="also open a CURVE-protected endpoint for peers on other hosts: "
+                        "PORT subscribe, PORT+1 publish (services), PORT+2 commands, PORT+3 "
+                        "service instances (needs --curve-key and --allow; default "
+                        "$ROBOCELL_BROKER_REMOTE)")
+    p.add_argument("--curve-key", metavar="FILE",
+                   help="the broker's key file (NAME.key; default $ROBOCELL_BROKER_KEY)")
     p.add_argument("--allow", action="append", default=[], metavar="FILE.pub[:ROLE]",
-                   help="allow a client's public key; ROLE read (default) or command; "
-                        "repeat for more clients")
+                   help="allow a client's public key; ROLE read (default: subscribe), "
+                        "command (also send commands) or service:NAME[,NAME...] (also serve "
+                        "as each service NAME: register, publish its topics); repeat for "
+                        "more clients or roles (default $ROBOCELL_BROKER_ALLOW, separated by "
+                        "spaces)")
     p.add_argument("--allow-nonlocal", action="store_true",
                    help="let the unencrypted local endpoints listen beyond loopback")
     p.set_defaults(func=run_broker)
@@ -54,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             description="Create a CURVE key pair. For the broker: "
                                         "`keys generate broker`. For a client: `keys generate "
                                         "laptop --broker-pub broker.pub`, then start the broker "
-                                        "with `--allow laptop.pub[:command]` and give "
+                                        "with `--allow laptop.pub[:command]` (or "
+                                        "`:service:NAME` for a service on that host) and give "
                                         "laptop.key to the client (--curve-key).")
     g.add_argument("name", help="name of the key (file names NAME.key, NAME.pub)")
     g.add_argument("--dir", type=Path, default=Path("."), help="output directory (default .)")
@@ -63,6 +70,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--force", action="store_true", help="overwrite existing files")
     g.set_defaults(func=run_keys_generate)
     keys.set_defaults(func=lambda args: keys.print_help() or 2)
+
+
+def remote_options(args: argparse.Namespace) -> None:
+    """Fill ``--remote``, ``--curve-key`` and ``--allow`` left out from the environment
+    (`config.broker_remote`: how `robocell up` and compose open the CURVE endpoint)."""
+    remote, key, allowed = config.broker_remote()
+    args.remote = args.remote or remote
+    args.curve_key = args.curve_key or key
+    args.allow = args.allow or allowed
 
 
 def run_broker(args: argparse.Namespace) -> int:
@@ -76,6 +92,7 @@ def run_broker(args: argparse.Namespace) -> int:
                           args.cmd or base.command,
                           None if args.no_tap else (args.tap or base.tap))
     remote = None
+    remote_options(args)
     if args.remote:
         if not args.curve_key or not args.allow:
             raise CommandError("--remote needs --curve-key BROKER.key and at least one "
@@ -86,7 +103,7 @@ def run_broker(args: argparse.Namespace) -> int:
             remote = RemoteAccess(args.remote, server_key)
             for spec in args.allow:
                 key, role = parse_allow(spec)
-                remote.allowed[key.public] = (key.name, role)
+                remote.allow(key, role)
         except KeyFileError as exc:
             raise CommandError(str(exc)) from None
     try:

@@ -20,6 +20,12 @@ The broker never blocks and never goes silent on a caller's behalf:
 - a caller's retry of a request in flight goes to the instance that holds it (whose dedup
   cache answers it), and a retry of one already answered goes where the answer came from,
   so no retry runs a command twice.
+
+Instances on other hosts register on the remote endpoint's instance ROUTER (CURVE; only keys
+with a service role connect there). Every message from it is judged by its key: an instance
+of a service the key does not name is refused (REFUSED, and reported), and so is a HELLO on
+the remote command ROUTER. An instance is known by its ROUTER and routing id together, so a
+remote peer can never take the place of a local one.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from robocell.common.bus.commands import (
     CLIENT_ID_PREFIX,
     HELLO,
     INSTANCE_MARK,
+    REFUSED,
     REPLY,
     REQUEST,
     SERVICE_ID_PREFIX,
@@ -49,9 +56,11 @@ from robocell.common.bus.commands import (
 )
 from robocell.common.bus.endpoints import ZMQ_NOBLOCK
 from robocell.common.bus.wire import Envelope, MessageError, encode
+from robocell.services.broker.zap import Access
 
-LOCAL_ID, REMOTE_ID = b"L", b"R"
-"""First byte of a caller's key: which ROUTER it came in on (local, or remote with CURVE)."""
+LOCAL_ID, REMOTE_ID, SERVE_ID = b"L", b"R", b"S"
+"""First byte of a peer's key: which ROUTER it came in on (local, remote commands with
+CURVE, remote service instances with CURVE)."""
 BATCH = 500
 """Messages taken from one ROUTER before the broker looks at its other sockets."""
 MAX_OUTSTANDING = 10_000
@@ -80,6 +89,10 @@ class Instance:
     routing_id: bytes
     service: str
     token: str
+    origin: bytes = LOCAL_ID
+    """the ROUTER it registered on (LOCAL_ID or SERVE_ID)"""
+    key_name: str = ""
+    """the name of its CURVE key (a remote instance)"""
     commands: list[str] = field(default_factory=list)
     retry_safe: frozenset[str] = frozenset()
     period_s: float = 1.0
@@ -90,13 +103,20 @@ class Instance:
     answered: int = 0
 
     @property
+    def key(self) -> bytes:
+        return self.origin + self.routing_id
+
+    @property
     def label(self) -> str:
         return f"{self.service}#{self.token} (pid {self.pid} on {self.host or '?'})"
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.token, "pid": self.pid, "host": self.host,
-                "outstanding": len(self.outstanding), "answered": self.answered,
-                "commands": list(self.commands)}
+        described = {"id": self.token, "pid": self.pid, "host": self.host,
+                     "outstanding": len(self.outstanding), "answered": self.answered,
+                     "commands": list(self.commands)}
+        if self.origin == SERVE_ID:
+            described["key"] = self.key_name  # joined over the CURVE endpoint
+        return described
 
 
 @dataclass(slots=True, eq=False)
@@ -126,6 +146,12 @@ class CommandRouter:
                  report: Callable[[str], None] | None = None) -> None:
         self.local = local
         self.remote = remote
+        self.serve: zmq.Socket | None = None
+        """the remote endpoint's instance ROUTER, if any"""
+        self.access_of: Callable[[str | None], Access | None] = lambda user_id: None
+        """what the remote peer with this ZAP user id may do (None: nothing)"""
+        self.refused_key: Callable[[str, str, str], None] | None = None
+        """told (code, message, key name) of an allowed key refused something"""
         self.counts = counts
         self.tap = tap
         self.report = report
@@ -171,9 +197,18 @@ class CommandRouter:
     def _handle(self, router: zmq.Socket, origin: bytes, frames: list[Any]) -> None:
         sender = frames[0].bytes
         kind = frames[1].bytes if len(frames) > 1 else b""
-        service_peer = origin == LOCAL_ID and sender.startswith(SERVICE_ID_PREFIX)
-        if kind == REQUEST and len(frames) == 4:
-            if origin == REMOTE_ID and not frames[1].get("User-Id").startswith("command:"):
+        is_service_id = sender.startswith(SERVICE_ID_PREFIX)
+        via = self._may_serve(router, frames, sender, kind) if (
+            origin == SERVE_ID and is_service_id) else None
+        service_peer = is_service_id and (origin == LOCAL_ID or via is not None)
+        if origin == SERVE_ID and not service_peer:
+            if not is_service_id:
+                self._malformed(f"a message from {sender[:40]!r} on the instance port, "
+                                "which takes service instances alone")
+            return  # else refused, and said, by _may_serve
+        if kind == REQUEST and len(frames) == 4 and origin != SERVE_ID:
+            access = self.access_of(frames[1].get("User-Id")) if origin == REMOTE_ID else None
+            if origin == REMOTE_ID and (access is None or not access.may_command):
                 self.counts["requests"] += 1
                 self._refuse_data(origin + sender, frames[3].bytes, "forbidden",
                                   "this key may only watch the bus; ask the cell's operator "
@@ -181,16 +216,51 @@ class CommandRouter:
                 return
             self.request(origin + sender, frames[2].bytes, frames[3].bytes)
         elif kind == REPLY and len(frames) == 4 and service_peer:
-            self.reply(sender, frames[2].bytes, frames[3].bytes)
+            self.reply(origin + sender, frames[2].bytes, frames[3].bytes)
         elif kind == HELLO and len(frames) == 3 and service_peer:
-            self.hello(sender, frames[2].bytes)
+            self.hello(origin + sender, frames[2].bytes, via.name if via else "")
         elif kind == BYE and len(frames) == 2 and service_peer:
-            instance = self._by_id.get(sender)
+            instance = self._by_id.get(origin + sender)
             if instance is not None:
                 self.drop(instance, "stopped")
+        elif kind == HELLO and origin == REMOTE_ID and is_service_id:
+            self._refuse_instance(router, sender, self.access_of(frames[1].get("User-Id")),
+                                  "the command port")
         else:
             self._malformed(f"a message of {len(frames)} frame(s) of kind {kind[:8]!r} from "
                             f"{sender[:40]!r}, which is no request, reply, HELLO or BYE")
+
+    def _may_serve(self, router: zmq.Socket, frames: list[Any], sender: bytes,
+                   kind: bytes) -> Access | None:
+        """The key of a message on the instance ROUTER when it may serve as the service
+        its routing id names; else None, refused (and said)."""
+        access = self.access_of(frames[1].get("User-Id")) if len(frames) > 1 else None
+        name = _service_name(sender)
+        if access is not None and name in access.services:
+            return access
+        if kind in (HELLO, REPLY):
+            self._refuse_instance(router, sender, access, "the instance port")
+        return None
+
+    def _refuse_instance(self, router: zmq.Socket, sender: bytes, access: Access | None,
+                         where: str) -> None:
+        """Refuse a remote peer's registration as an instance: REFUSED (why) to it, and
+        the key named on ``diagnostics``."""
+        self.counts["instances_forbidden"] += 1
+        name = _service_name(sender)
+        who = access.label() if access is not None else "an unknown key"
+        fix = (f"allow it with `robocell broker --allow {access.name}.pub:service:{name}` "
+               "if it should serve" if access is not None else "")
+        why = (f"the broker refused {who} registering as an instance of service {name!r} on "
+               f"{where}: only a key allowed as service:{name} serves as {name!r}, on the "
+               f"remote endpoint's instance port" + (f"; {fix}" if fix else ""))
+        try:
+            router.send_multipart([sender, REFUSED, why.encode()], ZMQ_NOBLOCK)
+        except zmq.ZMQError:  # gone or full: the diagnostic still says it
+            pass
+        if self.refused_key is not None:
+            self.refused_key("forbidden_instance", why,
+                             access.name if access is not None else "unknown")
 
     def _malformed(self, what: str) -> None:
         self.counts["malformed"] += 1
@@ -220,7 +290,7 @@ class CommandRouter:
         if type(answered) is bytes:  # the broker answered it: the same answer again
             self._send_reply(client, answered)
             return
-        if answered is not None and answered.routing_id in self._by_id:
+        if answered is not None and answered.key in self._by_id:
             self.counts["retries"] += 1
             self._forward(answered, client, data)  # answered from its dedup cache
             return
@@ -240,8 +310,8 @@ class CommandRouter:
                 full += 1
                 continue
             try:
-                self.local.send_multipart([instance.routing_id, REQUEST, client, data],
-                                          ZMQ_NOBLOCK)
+                self._router_of(instance).send_multipart(
+                    [instance.routing_id, REQUEST, client, data], ZMQ_NOBLOCK)
             except zmq.Again:  # its queue is at the high-water mark: stopped or slow
                 full += 1
                 continue
@@ -270,10 +340,16 @@ class CommandRouter:
         """Send a retry to the instance that holds (or answered) it; a full queue drops it
         (the caller retries again, or its deadline ends the call)."""
         try:
-            self.local.send_multipart([instance.routing_id, REQUEST, client, data],
-                                      ZMQ_NOBLOCK)
+            self._router_of(instance).send_multipart(
+                [instance.routing_id, REQUEST, client, data], ZMQ_NOBLOCK)
         except zmq.ZMQError:  # zmq.Again (full), EHOSTUNREACH (gone: the sweep drops it)
             self.counts["retries_dropped"] += 1
+
+    def _router_of(self, instance: Instance) -> zmq.Socket:
+        """The ROUTER ``instance`` registered on."""
+        if instance.origin == SERVE_ID and self.serve is not None:
+            return self.serve
+        return self.local
 
     # -- replies ---------------------------------------------------------------------------
 
@@ -297,6 +373,10 @@ class CommandRouter:
             instance.outstanding.pop(key, None)
             instance.answered += 1
             self._remember(key, instance)
+        elif sender[:1] != LOCAL_ID and (instance is None or self._answered.get(key)
+                                         is not instance):
+            self.counts["replies_unasked"] += 1  # a remote instance answers what it holds
+            return
         self._send_reply(client, data)
 
     def _send_reply(self, client: bytes, data: bytes) -> None:
@@ -341,8 +421,9 @@ class CommandRouter:
 
     # -- instances -------------------------------------------------------------------------
 
-    def hello(self, sender: bytes, data: bytes) -> None:
-        """Register or refresh an instance from its HELLO."""
+    def hello(self, sender: bytes, data: bytes, key: str = "") -> None:
+        """Register or refresh an instance from its HELLO (``sender``: the ROUTER's mark
+        and the instance's routing id; ``key``: the name of a remote instance's key)."""
         try:
             info = msgpack.unpackb(data, **HELLO_LIMITS)
         except Exception:  # msgpack raises many types on garbage input
@@ -358,14 +439,15 @@ class CommandRouter:
             if len(self._by_id) >= MAX_INSTANCES:
                 self.counts["instances_refused"] += 1
                 return
-            name, _, token = sender[len(SERVICE_ID_PREFIX):].partition(INSTANCE_MARK)
-            instance = Instance(sender, name.decode("utf-8", "replace"),
-                                token.decode("utf-8", "replace"))
+            origin, routing_id = sender[:1], sender[1:]
+            name, _, token = routing_id[len(SERVICE_ID_PREFIX):].partition(INSTANCE_MARK)
+            instance = Instance(routing_id, name.decode("utf-8", "replace"),
+                                token.decode("utf-8", "replace"), origin, key)
             self.instances.setdefault(instance.service, {})[sender] = instance
             self._by_id[sender] = instance
             self.counts["instances_joined"] += 1
             try:
-                self.local.send_multipart([sender, WELCOME], ZMQ_NOBLOCK)
+                self._router_of(instance).send_multipart([routing_id, WELCOME], ZMQ_NOBLOCK)
             except zmq.ZMQError:  # gone or full: it is registered all the same
                 pass
         instance.commands = commands
@@ -384,11 +466,11 @@ class CommandRouter:
     def drop(self, instance: Instance, why: str) -> None:
         """Forget ``instance``; each request it held goes to another instance (a command
         safe to retry, with time left) or is answered unavailable."""
-        if self._by_id.pop(instance.routing_id, None) is None:
+        if self._by_id.pop(instance.key, None) is None:
             return
         found = self.instances.get(instance.service)
         if found is not None:
-            found.pop(instance.routing_id, None)
+            found.pop(instance.key, None)
             if not found:
                 del self.instances[instance.service]
         self.counts["instances_dropped"] += 1
@@ -422,3 +504,9 @@ class CommandRouter:
                 del self.in_flight[key]
                 flight.instance.outstanding.pop(key, None)
                 self.counts["expired"] += 1
+
+
+def _service_name(routing_id: bytes) -> str:
+    """The service a service routing id (``s:<service>#<token>``) names."""
+    name = routing_id[len(SERVICE_ID_PREFIX):].partition(INSTANCE_MARK)[0]
+    return name.decode("utf-8", "replace")

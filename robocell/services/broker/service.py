@@ -56,9 +56,12 @@ says so when its request times out, see robocell.common.bus.LinkWatch) and a mes
 SUBSCRIPTION_MAX_BYTES on the XPUB sockets, where only subscriptions flow.
 
 Security: the local endpoints bind to loopback unless told otherwise; a remote endpoint
-(``remote``) is a CURVE server whose ZAP handler admits only allow-listed client keys:
-role ``read`` may subscribe, role ``command`` may also send commands. The remote XPUB is fed
-by a third C proxy that subscribes, on the remote clients' behalf, to what they subscribe.
+(``remote``, :mod:`.remote`) is a CURVE server whose ZAP handler admits only allow-listed
+client keys: role ``read`` may subscribe, role ``command`` may also send commands, role
+``service:NAME`` may also register as an instance of NAME and publish NAME's topics. The
+remote XPUB is fed by a third C proxy that subscribes, on the remote clients' behalf, to
+what they subscribe; what remote services publish is judged per frame by its key. A key
+refused something its role does not allow is named on ``diagnostics``.
 """
 
 from __future__ import annotations
@@ -66,7 +69,6 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-import socket as socketlib
 import threading
 import time
 from typing import Any
@@ -92,17 +94,20 @@ from robocell.common.bus.wire import (
     subscription,
     unbatch_frame,
 )
+from robocell.common.config import host_name
 from robocell.services.broker.cache import CACHE_HWM, LastValueCache
 from robocell.services.broker.check import CHECK_HWM, CHECK_PERIOD_S, CheckTap
 from robocell.services.broker.proxy import Proxy, bind, is_loopback
-from robocell.services.broker.routing import LOCAL_ID, REMOTE_ID, CommandRouter, Instance
-from robocell.services.broker.stats import TopicStats, TrafficStats
-from robocell.services.broker.zap import (
-    ZAP_DOMAIN_COMMAND,
-    ZAP_DOMAIN_READ,
-    RemoteAccess,
-    ZapHandler,
+from robocell.services.broker.remote import RemoteEndpoint
+from robocell.services.broker.routing import (
+    LOCAL_ID,
+    REMOTE_ID,
+    SERVE_ID,
+    CommandRouter,
+    Instance,
 )
+from robocell.services.broker.stats import TopicStats, TrafficStats
+from robocell.services.broker.zap import SERVICE_DOMAINS, Access, RemoteAccess, ZapHandler
 
 BROKER_SOURCE = "broker"
 INBOUND_HWM = 100_000
@@ -246,23 +251,19 @@ class Broker:
         self.routing = CommandRouter(self.router, None, self.commands,
                                      self._tap_command if self.command_tap is not None
                                      else None, self._bad_command)
+        self.remote_side: RemoteEndpoint | None = None
         if self.remote is not None:
             self._zap = ZapHandler(ctx, self.remote, self._stop, self.commands)
-            remote = Endpoints.from_base(self.remote.base, self.remote.server_key)
-            remote_in = ctx.socket(zmq.XSUB)
-            remote_in.rcvhwm = self.subscriber_hwm
-            remote_in.connect(feed)
-            remote_xpub = ctx.socket(zmq.XPUB)
-            self.remote.secure(remote_xpub, ZAP_DOMAIN_READ)
-            remote_xpub.sndhwm = self.subscriber_hwm
-            remote_xpub.maxmsgsize = SUBSCRIPTION_MAX_BYTES
-            remote_xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every late joiner reaches the cache
-            bind(remote_xpub, remote.subscribe)
-            self._proxies.append(Proxy(ctx, f"{name}-remote", remote_in, remote_xpub))
-            self.remote_router = self._router(None)
-            self.remote.secure(self.remote_router, ZAP_DOMAIN_COMMAND)
-            bind(self.remote_router, remote.command)
+            self.remote_side = RemoteEndpoint(
+                ctx, self.remote, name, feed, inject, self.subscriber_hwm, INBOUND_HWM,
+                self.max_bytes, SUBSCRIPTION_MAX_BYTES, lambda: self._router(None),
+                self._refused_publish)
+            self._proxies.append(self.remote_side.proxy)
+            self.remote_router = self.remote_side.command
             self.routing.remote = self.remote_router
+            self.routing.serve = self.remote_side.serve
+            self.routing.access_of = self.remote.access_of
+            self.routing.refused_key = self._refused_key
 
     def _router(self, endpoint: str | None) -> zmq.Socket:
         router = self.ctx.socket(zmq.ROUTER)
@@ -288,8 +289,9 @@ class Broker:
             proxy.start()
         poller = zmq.Poller()
         inputs = [self.publisher.socket, self.traffic_reader, self.router]
-        if self.remote_router is not None:
-            inputs.append(self.remote_router)
+        remote = self.remote_side
+        if remote is not None:
+            inputs += [remote.command, remote.serve, remote.publish]
         for sock in inputs:
             poller.register(sock, zmq.POLLIN)
         next_check = 0.0
@@ -308,6 +310,7 @@ class Broker:
                 if now - self._cache_read >= CACHE_REFRESH_S:
                     self._read_cache()
                     self.routing.sweep(now)
+                    self._report_refused_keys()
                 if self.check_tap is not None and now >= next_check:
                     self.check_tap.read()
                     self.check_tap.subscribe_within_budget()
@@ -322,8 +325,14 @@ class Broker:
                         self._read_traffic()
                     elif sock is self.router:
                         self.routing.read(self.router, LOCAL_ID)
-                    elif sock is self.remote_router:
-                        self.routing.read(self.remote_router, REMOTE_ID)
+                    elif remote is None:
+                        continue
+                    elif sock is remote.command:
+                        self.routing.read(remote.command, REMOTE_ID)
+                    elif sock is remote.serve:
+                        self.routing.read(remote.serve, SERVE_ID)
+                    elif sock is remote.publish:
+                        remote.read_published()
         finally:
             self.close()
 
@@ -335,8 +344,9 @@ class Broker:
             proxy.stop()
         self._proxies = []
         self.publisher.close()
+        remote = self.remote_side.sockets() if self.remote_side is not None else []
         for sock in (self.traffic_reader, self.check_reader, self.router, self.command_tap,
-                     self.remote_router, self.cache_reader):
+                     self.cache_reader, *remote):
             if sock is not None:
                 sock.close(linger=0)
 
@@ -443,6 +453,41 @@ class Broker:
             "message": f"the broker refused {what}; fix the sender",
             "topic": "cmd.request", "count": self._diag_count[key]})
 
+    def _refused_key(self, code: str, message: str, key: str) -> None:
+        """Say on ``diagnostics`` that the allowed key ``key`` was refused something, at
+        most once a second per (code, key), with the count so far."""
+        diag = (code, f"key:{key}")
+        self._diag_count[diag] += 1
+        now = time.monotonic()
+        if now - self._diag_last.get(diag, -DIAGNOSTIC_MIN_INTERVAL_S) < DIAGNOSTIC_MIN_INTERVAL_S:
+            return
+        self._diag_last[diag] = now
+        self._publish_own("diagnostics", {
+            "service": BROKER_SOURCE, "level": "warning", "code": code, "message": message,
+            "topic": None, "count": self._diag_count[diag], "peer": f"key:{key}"[:64]})
+
+    def _refused_publish(self, access: Access, problem: str) -> None:
+        """A remote service's message its key may not publish: dropped, and said."""
+        self.commands["remote_refused"] += 1
+        self._refused_key("forbidden_publish",
+                          f"the broker dropped a message from {access.label()}, which tried "
+                          f"{problem}: a remote service publishes its own topics alone; fix "
+                          "the sender or its key's role", access.name)
+
+    def _report_refused_keys(self) -> None:
+        """Say what the ZAP handler refused allowed keys (their role opens no such port)."""
+        refusals = self.remote.refusals if self.remote is not None else ()
+        while refusals:
+            refusal = refusals.popleft()
+            what = SERVICE_DOMAINS.get(refusal.domain, refusal.domain)
+            access = refusal.access
+            self._refused_key(
+                "forbidden_publish" if what == "publish" else "forbidden_instance",
+                f"the broker refused {access.label()} a connection to {what} on the remote "
+                f"endpoint: only a key with a service role serves there; allow it with "
+                f"`robocell broker --allow {access.name}.pub:service:NAME` if it should serve",
+                access.name)
+
     def _tap_command(self, topic: str, data: bytes) -> None:
         """Copy a request or reply to the capture tap (a PUB: never blocks)."""
         assert self.command_tap is not None
@@ -463,7 +508,7 @@ class Broker:
             "health": {"rejected": dict(self.rejected), "cached_topics": len(self.cache),
                        "gaps": self.traffic.gaps},
             "period_s": HEARTBEAT_PERIOD_S, "pid": os.getpid(),
-            "host": socketlib.gethostname(), "uptime_s": now - self.started, "commands": [],
+            "host": host_name(), "uptime_s": now - self.started, "commands": [],
         })
 
     def _report(self, now: float) -> None:

@@ -32,6 +32,15 @@ _CALLERS = concurrent.futures.ThreadPoolExecutor(max_workers=8,
 """Threads that wait for command replies while a cycle watches heartbeats (long-lived: each
 keeps its bus client)."""
 
+SOLVER_POLL_S = 0.25
+"""How often a cycle asks again while no solver instance is connected."""
+NO_SOLVER = ("no solver instance connected to the broker within the solve stage's {seconds:g} "
+             "s: start one on the compute host (`robocell solver --broker tcp://ROBOT-HOST:PORT "
+             "--curve-key compute.key`, its key allowed on the robot host's broker with "
+             "`--allow compute.pub:service:solver`), or start the robot host without "
+             "`--without solver`")
+"""Why a cycle failed when no solver came (the robot host runs none of its own)."""
+
 STAGES = ("homing", "scanning", "solving", "executing", "verifying")
 """Stages in the order a cycle runs them (``homing`` only when the robot must be homed
 first: after a firmware reboot, an e-stop mid-motion, or a recovery asked for)."""
@@ -366,14 +375,30 @@ class _Cycle:
         return False
 
     def solve(self, state: dict[str, Any]) -> dict[str, Any]:
-        try:
-            # published too (latched) for watchers; the plan itself goes to the actuator
-            return self.bus.call("solver", "solve", {"facelets": state["facelets"],
-                                                     "scan_id": state["scan_id"],
-                                                     "publish": True},
-                                 timeout=self.timeouts.solve)
-        except CommandFailed as exc:
-            raise StageFailed("solving", f"solver: {exc}") from None
+        """The plan, from whichever solver instance the broker routes to; while none is
+        connected (it runs on another host and has not joined yet, or its link is down) the
+        cycle waits for one, up to the stage's deadline."""
+        deadline = time.monotonic() + self.timeouts.solve
+        said = False
+        while True:
+            try:
+                # published too (latched) for watchers; the plan itself goes to the actuator
+                return self.bus.call("solver", "solve", {"facelets": state["facelets"],
+                                                         "scan_id": state["scan_id"],
+                                                         "publish": True},
+                                     timeout=max(1.0, deadline - time.monotonic()))
+            except CommandFailed as exc:
+                if exc.code != "unavailable":
+                    raise StageFailed("solving", f"solver: {exc}") from None
+                if time.monotonic() >= deadline:
+                    raise StageFailed("solving", NO_SOLVER.format(
+                        seconds=self.timeouts.solve)) from None
+            if not said:
+                self.bus.status(self.cycle_id, "solving", "waiting for a solver instance "
+                                "to connect")
+                said = True
+            self.check_stop()
+            time.sleep(max(0.0, min(SOLVER_POLL_S, deadline - time.monotonic())))
 
     def execute(self, plan: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Execute the plan, rolling its rest when asked: the actuator's result, and what

@@ -66,11 +66,12 @@ class PinTwin:
     """The twin moved by the firmware's pins; the log in the simulator's format."""
 
     def __init__(self, profile: Profile, wiring: Wiring, facelets: str | None,
-                 log: IO[str] | None, physics: bool = True) -> None:
+                 log: IO[str] | None, physics: bool = True,
+                 cut_tolerance_deg: float | None = None) -> None:
         self.profile = profile
         self.wiring = wiring
         self.motors = load_motors(profile)
-        self.twin = Twin(profile, facelets)
+        self.twin = Twin(profile, facelets, cut_tolerance_deg)
         self.log = log
         self.on_twin: object = None
         self.boot_id = ""
@@ -215,12 +216,18 @@ class PinTwin:
         finished before it (steppers standing still, in the order things happened); servos
         take their new pulse at once, so the twin follows them now; starting steppers are
         judged by a trial of a turn: an arm turning against a held layer jams at its first
-        steps, as a driver's stall output would say. True if the twin faulted."""
+        steps, as a driver's stall output would say. A stepper starting while others still
+        turn (the planner queue cutting a corner) is judged by the cube's cut tolerance
+        against how far those stand from aligned; the twin takes them when they stop. True
+        if the twin faulted."""
         try:
             self._move_steppers(steps, moving & ~starting)
             self._set_servos(widths, set())
             turning = {name: 90.0 for i, (name, _) in enumerate(self.steppers)
-                       if moving & (1 << i)}
+                       if starting & (1 << i)}
+            running = [i for i in range(len(self.steppers)) if moving & ~starting & (1 << i)]
+            if starting and running and self.physics:
+                self.twin.check_cut(list(turning), self._off_square(steps, running))
             if starting and self.twin.fault is None and self.physics:
                 trial = copy.deepcopy(self.twin)
                 try:
@@ -232,6 +239,11 @@ class PinTwin:
         except TwinFaultError as exc:
             return self._fault(exc, self.executed + 1)
         return False
+
+    def _off_square(self, steps: list[int], which: list[int]) -> dict[str, float]:
+        """How far each stepper of ``which`` stands from its nearest quarter turn now."""
+        turned = self._degrees(steps, which)
+        return {name: min(d % 90.0, 90.0 - d % 90.0) for name, d in turned.items()}
 
     def idle(self, steps: list[int], moving: int = 0) -> None:
         """The steppers stand still: the twin takes their motion (after an e-stop, the part
@@ -321,12 +333,12 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
               ready: IO[str] | None = None, max_runtime_s: float | None = None,
               host: str = "127.0.0.1", control: queue.Queue | None = None,
               trace: str | None = None, on_start: object = None,
-              physics: bool = True) -> None:
+              physics: bool = True, cut_tolerance_deg: float | None = None) -> None:
     """Run the firmware in simavr behind TCP or a pty until interrupted (or
     ``max_runtime_s``); announces ``listening <url> boot=<id>`` on ``ready``."""
     faults = faults or FaultPlan()
     harness, wiring = start_harness(profile, mcu, speed, trace)
-    pins = PinTwin(profile, wiring, facelets, log, physics)
+    pins = PinTwin(profile, wiring, facelets, log, physics, cut_tolerance_deg)
     disconnects = sorted(faults.disconnect_after)
     stall_done = reset_done = False
     line: FirmwareLine | None = None

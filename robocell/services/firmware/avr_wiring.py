@@ -214,6 +214,12 @@ def render_header(profile: Profile, mcu: str = DEFAULT_MCU) -> str:
                  + ", ".join(f"MOTOR_NAME_{i}" for i in range(len(names))) + "};")
     lines.append("static inline const char *motor_name(uint8_t i) {"
                  " return (const char *)pgm_read_ptr(&MOTOR_NAMES[i]); }")
+    # the axis of the layer each stepper turns (0xFF: on no arm): the planner queue overlaps
+    # only moves of perpendicular layers
+    axes = [0xFF if m.axis is None else m.axis for m, *_ in wiring.steppers]
+    lines.append("static inline uint8_t stepper_axis(uint8_t i) {"
+                 f" static const uint8_t a[] = {{{', '.join(map(str, axes or [0xFF]))}}};"
+                 " return a[i]; }")
     aligns = [_align(profile, m) for m, *_ in wiring.steppers]
     lines.append("static inline uint32_t stepper_align(uint8_t i) {"
                  f" static const uint32_t a[] = {{{', '.join(map(str, aligns or [1]))}}};"

@@ -23,6 +23,7 @@ from robocell.services.firmware.overlap_probe import (
     MARGIN_DEG,
     OverlapFound,
     find_safe_overlap,
+    probe_program,
     simulated_trial,
 )
 from robocell.tools.calibrate import (
@@ -93,6 +94,12 @@ def calibrate_overlap(args: argparse.Namespace) -> int:
             physics.apply(load_motors(profile))
     except (ProfileError, PhysicsError) as exc:
         raise CommandError(str(exc)) from None
+    if not probe_program(load_motors(profile), MARGIN_DEG):
+        arms = ", ".join(f"{arm['stepper']} ({arm['face']})" for arm in
+                         profile.data.get("geometry", {}).get("arms", []) if arm.get("stepper"))
+        raise CommandError(f"profile {profile.name} has no two steppers turning perpendicular "
+                           f"layers (steppers on arms: {arms or 'none'}): it has no corner to "
+                           "cut, so overlap_deg does not apply to it")
     if physics is None or physics.cut_tolerance_deg is None:
         raise CommandError("the simulated cube takes any cut corner without a physics file "
                            "that sets [cube] cut_tolerance_deg; give --physics FILE")

@@ -61,7 +61,7 @@ def register_simulator(subparsers: argparse._SubParsersAction) -> None:
     sim.add_argument("--physics", metavar="FILE", default=config.physics_file(),
                      help="how the simulated robot really moves where it differs from its "
                           "profile (TOML, docs/robot-physics.md; default $ROBOCELL_PHYSICS, "
-                          "else the robot is its profile)")
+                          "else the robot is its profile; with --avr only its [cube])")
     sim.add_argument("--cube", metavar="FACELETS", help="start cube (default solved)")
     sim.add_argument("--scramble-seed", type=int, metavar="SEED",
                      help="start from a random cube made with this seed")
@@ -138,10 +138,13 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
             raise CommandError(f"--listen {args.listen}: expected tcp://HOST:PORT")
         host, port = url.hostname, url.port
     if args.avr:
-        if physics is not None:
-            raise CommandError("--physics: the AVR firmware moves as it is built from the "
-                               "profile, timed by its own step timer; drop --physics or --avr")
-        return _run_avr(args, profile, facelets, faults, port, host)
+        if physics is not None and (physics.defaults or physics.motors):
+            raise CommandError(f"--physics {args.physics}: the AVR firmware moves as it is "
+                               "built from the profile, timed by its own step timer: only its "
+                               "[cube] applies (the twin's cut tolerance); drop [defaults] and "
+                               "[motors], or --avr")
+        return _run_avr(args, profile, facelets, faults, port, host,
+                        physics.cut_tolerance_deg if physics is not None else None)
     if args.trace or args.no_twin:
         raise CommandError("--trace and --no-twin need --avr (the Python simulator has no pins)")
     try:
@@ -149,7 +152,7 @@ def cmd_firmware_sim(args: argparse.Namespace) -> int:
                        pty_link=args.pty, speed=args.speed, facelets=facelets,
                        queue_size=args.queue, log_path=args.log, faults=faults,
                        max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                       endpoints=endpoints_of(args) if args.bus else None,
+                       endpoints=endpoints_of(args, serve=True) if args.bus else None,
                        physics=physics)
     except OSError as exc:
         raise CommandError(f"cannot serve on port {port}: {exc.strerror}; pick another "
@@ -172,7 +175,7 @@ def _physics(path: str | None, profile: Profile) -> Physics | None:
 
 
 def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: FaultPlan,
-             port: int, host: str) -> int:
+             port: int, host: str, cut_tolerance_deg: float | None) -> int:
     if args.queue != 8:
         raise CommandError("--queue: the AVR firmware's queue is fixed by its build "
                            "(8 on the Mega, 6 on the Uno); drop --queue")
@@ -180,8 +183,9 @@ def _run_avr(args: argparse.Namespace, profile, facelets: str | None, faults: Fa
         main_avr(profile, mcu=args.mcu, port=None if args.pty is not None else port,
                  pty_link=args.pty, speed=args.speed, facelets=facelets, log_path=args.log,
                  faults=faults, max_runtime_s=args.max_runtime, host=host, bus=args.bus,
-                 endpoints=endpoints_of(args) if args.bus else None,
-                 trace=args.trace, physics=not args.no_twin)
+                 endpoints=endpoints_of(args, serve=True) if args.bus else None,
+                 trace=args.trace, physics=not args.no_twin,
+                 cut_tolerance_deg=cut_tolerance_deg)
     except (ToolchainError, ProfileError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:

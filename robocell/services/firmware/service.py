@@ -139,8 +139,10 @@ def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | No
              speed: float, facelets: str | None, log_path: str | None, faults: FaultPlan,
              max_runtime_s: float | None = None, host: str = "127.0.0.1", bus: bool = False,
              endpoints: Endpoints | None = None,
-             trace: str | None = None, physics: bool = True) -> None:
-    """The process body of `robocell firmware-sim --avr`."""
+             trace: str | None = None, physics: bool = True,
+             cut_tolerance_deg: float | None = None) -> None:
+    """The process body of `robocell firmware-sim --avr` (``cut_tolerance_deg``: the twin
+    cube's, from a physics file's ``[cube]``)."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
     control: queue.Queue | None = queue.Queue() if bus else None
     adapter = FirmwareSimBus(profile, control, endpoints) if control is not None else None
@@ -148,7 +150,8 @@ def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | No
         serve_avr(profile, mcu=mcu, port=port, pty_link=pty_link, speed=speed,
                   facelets=facelets, log=log, faults=faults, ready=sys.stdout,
                   max_runtime_s=max_runtime_s, host=host, control=control, trace=trace,
-                  on_start=adapter.start if adapter is not None else None, physics=physics)
+                  on_start=adapter.start if adapter is not None else None, physics=physics,
+                  cut_tolerance_deg=cut_tolerance_deg)
     finally:
         if adapter is not None:
             adapter.stop()

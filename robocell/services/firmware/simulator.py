@@ -17,13 +17,12 @@ when it has one: then the host's predictions and the robot differ as on real har
 motion's first step comes the physics' start latency after it starts; ``done`` reports its
 start and end on the simulated clock, in µs since boot (protocol 2).
 
-Planner queue (corner cutting): a ``MOVE ... ov=<steps>`` starts as soon as every motor of
-the MOVE before it (MARK lines in between move nothing and do not count) has at most that
-many steps to go, if the two share no motor; the twin checks the layers' angles at that
+Planner queue (corner cutting): a ``MOVE ... ov=<steps>`` starts as soon as every motor of the MOVE
+before it (MARK lines in between move nothing and do not count) has at most that many steps to go,
+if the two share no motor and turn perpendicular layers; the twin checks the layers' angles at that
 instant and jams if the cube cannot take it (physics ``[cube] cut_tolerance_deg``). ``done``
-reports keep line order: a move that ends first waits for the lines before it; its
-``start=`` is when it really started, so an overlapped move's span begins inside the span
-of the move before.
+reports keep line order: a move that ends first waits for the lines before it; its ``start=`` is
+when it really started, so an overlapped move's span begins inside the span of the move before.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from typing import IO
 
 from robocell.common.profile import Profile
 from robocell.robot import protocol as proto
-from robocell.robot.motion import OVERLAP_FIELD, MotorModel, load_motors
+from robocell.robot.motion import OVERLAP_FIELD, MotorModel, load_motors, move_axes
 from robocell.robot.physics import Physics
 from robocell.services.firmware.twin import Twin, TwinFaultError
 
@@ -364,6 +363,9 @@ class FirmwareCore:
         previous = moving[-1]
         if previous.command.verb != "MOVE" or set(previous.targets) & set(motion.targets):
             return None
+        before, after = (move_axes(m.command, self.motors) for m in (previous, motion))
+        if not before or not after or before & after:
+            return None  # only perpendicular layers cut the corner
         return previous
 
     def _start_time(self, motion: Motion) -> float:

@@ -15,6 +15,7 @@ Views (the keys of an update, each a JSON-able value or None when cleared):
 ``monitor``    what this monitor received: per-topic counts and rates, drops, coalescing
 ``cube``       the cube state read by vision          ``twin``      the digital twin (sim)
 ``scan``       the scan in progress (pose i of n)     ``face.X``    the result of face X
+               (from ``vision.face``, or from ``vision.scan_faces`` when started after it)
 ``plan``       the current plan                        ``progress``  its execution
 ``actuator``   the last plan execution result          ``cell``      the cycle stage now
 ``cycles``     finished cycles with stage durations   ``errors``    the latest errors
@@ -38,6 +39,7 @@ from typing import Any
 import msgspec
 
 from robocell.common.bus import Liveness, is_replayed
+from robocell.common.bus.schema import payload_maps
 from robocell.common.bus.topics import FACES
 from robocell.common.bus.views import jsonable
 from robocell.common.bus.wire import Envelope
@@ -169,6 +171,8 @@ class Dashboard:
                     self._add_error(env, "scan", "face_not_read",
                                     f"face {face}: {env.payload.get('error') or 'not read'}",
                                     f"rescan face {face}")
+            elif env.topic == "vision.scan_faces":
+                self._take_scan_faces(env)
             elif env.topic == "cell.result":
                 latest.cycles.append(env)
                 latest.dirty.add("cycles")
@@ -199,6 +203,21 @@ class Dashboard:
             **found.payload, "primitives": list(amended["primitives"]),
             "predicted_ms": amended["predicted_ms"], "face_turns": []})
         latest.dirty.add("plan")
+
+    def _take_scan_faces(self, env: Envelope) -> None:
+        """The latest scan's faces as the broker kept them (for a monitor started after the
+        scan): each face as its own vision.face message, unless that face is held already;
+        an older scan than the faces held is left alone."""
+        latest, scan_id = self._latest, env.payload["scan_id"]
+        if scan_id != latest.scan_id:
+            if any(face.wall_time > env.wall_time for face in latest.faces.values()):
+                return
+            self._start_scan(scan_id)
+        for face in payload_maps(env.payload["faces"]):
+            if face["face"] not in latest.faces:
+                latest.faces[face["face"]] = Envelope("vision.face", env.source, env.seq,
+                                                      env.wall_time, env.mono_time, face)
+                latest.dirty.add(f"face.{face['face']}")
 
     def _start_scan(self, scan_id: str) -> None:
         latest = self._latest
@@ -320,7 +339,7 @@ class Dashboard:
                 "host": status.host, "uptime_s": round(beat["uptime_s"] + age, 1),
                 "commands": status.commands, "health": jsonable(status.health),
                 "instances": [{"id": i["id"], "pid": i["pid"], "host": i["host"],
-                               "outstanding": i["outstanding"]}
+                               "outstanding": i["outstanding"], "key": i.get("key")}
                               for i in instances.get(name, ())]})
         return services
 

@@ -5,6 +5,7 @@ this process), `robocell tables` (build, verify and describe the generated table
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 
 from robocell.common import config, tables
 from robocell.common.bus import Node
-from robocell.common.bus.options import add_remote_options, service_endpoints
+from robocell.common.bus.options import add_remote_options, services_endpoints
 from robocell.common.facelets import puzzle_size, size_of, solved, typed_facelets
 from robocell.common.profile import ProfileError, available_profiles, load_profile
 from robocell.common.progress import Ticker
@@ -24,7 +25,7 @@ from robocell.services.solver.api import solve
 from robocell.services.solver.planning import DEFAULT_TIMEOUT_S, merge_outcomes, split_jobs
 from robocell.services.solver.pool import SolverPool
 from robocell.services.solver.service import SolverService
-from robocell.services.solver.table_groups import all_groups, cell_groups
+from robocell.services.solver.table_groups import TableChoice, all_groups, choose_tables
 from robocell.services.solver.worker import warm_profiles
 
 
@@ -357,7 +358,10 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "solver", help="run the solver service on the bus",
         description="Serve `solve` commands from a pool of worker processes sharing the "
-                    "memory-mapped tables (the cell asks for each plan).")
+                    "memory-mapped tables (the cell asks for each plan). Against a remote "
+                    "cell: --broker tcp://HOST:PORT --curve-key FILE (a key its broker "
+                    "allows as service:solver); several cells from one pool and one set of "
+                    "tables: --broker repeated.")
     p.add_argument("--workers", type=int,
                    default=config.solver_workers(),
                    help="worker processes (default $ROBOCELL_SOLVER_WORKERS or 2)")
@@ -372,12 +376,32 @@ def register_service(subparsers: argparse._SubParsersAction) -> None:
                    default=config.switch(config.SOLVER_SPLIT_ENV),
                    help="share a 3x3 search among the workers idle when it arrives (default "
                         "$ROBOCELL_SOLVER_SPLIT or on; --no-split: one worker per request)")
-    add_remote_options(p)
+    p.add_argument("--table-budget", type=float, default=None, metavar="MB",
+                   help="map at most this many MB of tables: the best of the profile's that "
+                        f"fit (default ${config.TABLE_BUDGET_ENV}, else every one; e.g. 128: "
+                        "the two-phase tables, plans re-ranked by the motion compiler)")
+    add_remote_options(p, several=True)
     p.set_defaults(func=cmd_solver)
 
 
+def table_choice(profile: str | None, budget_mb: float | None) -> TableChoice:
+    """The tables a solver of a cell of ``profile`` maps within ``budget_mb`` (None:
+    ${config.TABLE_BUDGET_ENV}, else no budget), said on stderr."""
+    if budget_mb is None:
+        try:
+            budget_mb = config.table_budget_mb()
+        except config.ConfigError as exc:
+            raise CommandError(str(exc)) from None
+    elif not budget_mb > 0:
+        raise CommandError(f"--table-budget {budget_mb:g}: give the megabytes of tables the "
+                           "solver may map (e.g. 128), or leave it out for every table")
+    choice = choose_tables(profile, budget_mb)
+    print(choice.describe(), file=sys.stderr, flush=True)
+    return choice
+
+
 def cmd_solver(args: argparse.Namespace) -> int:
-    endpoints = service_endpoints(args, "solver")  # a missing broker said while tables load
+    brokers = services_endpoints(args, "solver")  # a missing broker said while tables load
     profiles = {2: "htm", 3: "htm"}
     if args.profile:
         try:
@@ -388,19 +412,26 @@ def cmd_solver(args: argparse.Namespace) -> int:
             if profile.fits(size):
                 profiles[size] = args.profile
     # build missing tables once, here, before the workers map them: the cell's profile's
-    # alone (another profile's are built, cold, by the first request that needs them)
-    groups = cell_groups(args.profile)
-    plan = tables.build_plan(groups, f"profile {args.profile or 'htm'}")
+    # alone, those that fit the table budget (another profile's are built, cold, by the
+    # first request that needs them, unless a budget holds the solver to these)
+    choice = table_choice(args.profile, args.table_budget)
+    limit = None
+    if choice.budget_mb is not None:
+        limit = tables.LoadingLimit(choice.names, f"the table budget of "
+                                                  f"{choice.budget_mb:g} MB")
+        tables.limit_loading(limit.groups, limit.reason)
+    plan = tables.build_plan(list(choice.groups), f"profile {args.profile or 'htm'}")
     if plan is not None:
         print(plan, file=sys.stderr, flush=True)
-    for group in groups:
+    for group in choice.groups:
         tables.load(group)
-    with Node("solver", endpoints) as node:
+    with contextlib.ExitStack() as nodes:  # one node per broker, one pool for all
+        node = [nodes.enter_context(Node("solver", endpoints)) for endpoints in brokers]
         service = SolverService(node, args.workers, profiles, args.timeout, args.split,
-                                warm=warm_profiles(args.profile))
+                                warm=warm_profiles(args.profile), table_limit=limit)
         try:
             service.start()
-            node.wait()
+            node[0].wait()
         finally:
             service.stop()
     return 0

@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from robocell.common.progress import Ticker
+from robocell.common.tables import LoadingLimit
 from robocell.errors import RobocellError
 from robocell.services.solver.worker import worker_main
 
@@ -60,14 +61,18 @@ class _Worker:
 
 
 class SolverPool:
-    """``workers`` solver processes sharing the memory-mapped tables (page cache)."""
+    """``workers`` solver processes sharing the memory-mapped tables (page cache), each held
+    to ``table_limit``'s groups when given."""
 
-    def __init__(self, workers: int, profiles: tuple[str, ...], queue_limit: int) -> None:
+    def __init__(self, workers: int, profiles: tuple[str, ...], queue_limit: int,
+                 table_limit: LoadingLimit | None = None) -> None:
         if workers < 1:
             raise ValueError(f"a solver pool needs at least one worker, not {workers}")
         self.workers = workers
         self.profiles = profiles
         self.queue_limit = queue_limit
+        self.table_limit = table_limit
+        """The table groups every worker is held to (a table budget), None: any."""
         self._ctx = multiprocessing.get_context("spawn")
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
@@ -85,7 +90,7 @@ class SolverPool:
     def _start_worker(self, index: int) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(target=worker_main,
-                                    args=(child, self.profiles, os.getpid()),
+                                    args=(child, self.profiles, os.getpid(), self.table_limit),
                                     name=f"solver-worker-{index}", daemon=True)
         process.start()
         child.close()

@@ -8,6 +8,10 @@ copy in the page cache. A request that finds every worker busy and the queue ful
 answered ``busy`` at once; a request whose caller stopped waiting is dropped before it
 starts (cancellation), and a 3x3 search never runs past the caller's deadline.
 
+One pool may serve several cells: one `Node` per broker (``robocell solver --broker A
+--broker B``), every node serving the same commands from the same workers and tables; a
+request is answered, and its plan published, on the broker it came from.
+
 A 3x3 search is shared by the workers idle when it starts: each searches its share of the
 six search directions (3 axes x cube and inverse) for the whole budget, and the cheapest plan
 of the n wins. The search budget is the search's wall time, the time the robot waits for its
@@ -27,6 +31,7 @@ from robocell.common.bus.payloads import Plan
 from robocell.common.facelets import size_of
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import ProfileError, load_profile
+from robocell.common.tables import LoadingLimit
 from robocell.services.solver.planning import (
     DEFAULT_TIMEOUT_S,
     merge_outcomes,
@@ -51,8 +56,11 @@ class SolverService:
 
     def __init__(self, node: Any, workers: int, profiles: dict[int, str],
                  default_timeout: float | None = None, split: bool = True,
-                 warm: tuple[str, ...] | None = None) -> None:
-        self.node = node
+                 warm: tuple[str, ...] | None = None,
+                 table_limit: LoadingLimit | None = None) -> None:
+        self.nodes: list[Any] = list(node) if isinstance(node, (list, tuple)) else [node]
+        """one Node per broker served (a cell each)"""
+        self.node = self.nodes[0]
         self.workers = workers
         self.profiles = profiles
         self.default_timeout = default_timeout
@@ -61,15 +69,24 @@ class SolverService:
         self.refused = 0
         self._lock = threading.Lock()
         self.pool = SolverPool(workers, warm or tuple(dict.fromkeys(profiles.values())),
-                               queue_limit=workers * (1 + QUEUE_PER_WORKER))
+                               queue_limit=workers * (1 + QUEUE_PER_WORKER),
+                               table_limit=table_limit)
 
     def start(self) -> None:
         self.pool.start()  # every worker warm before we say ready
-        self.node.serve("solve", self.on_solve, concurrency=self.workers * (1 + QUEUE_PER_WORKER))
-        self.node.serve("sokoban", self.on_sokoban,
-                        concurrency=self.workers * (1 + QUEUE_PER_WORKER))
+        concurrency = self.workers * (1 + QUEUE_PER_WORKER)
+        for node in self.nodes:  # each answers, and publishes, on its own broker
+            node.serve("solve", lambda args, ctx, node=node: self.on_solve(args, ctx, node),
+                       concurrency=concurrency)
+            node.serve("sokoban", lambda args, ctx, node=node: self.on_sokoban(args, ctx, node),
+                       concurrency=concurrency)
         freeze_startup_objects()
-        self.node.set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
+        self._set_state("ready", workers=self.workers, queued=0, served=0, refused=0)
+
+    def _set_state(self, state: str, **health: Any) -> None:
+        """The service's state on every broker it serves (one pool: one state)."""
+        for node in self.nodes:
+            node.set_state(state, **health)
 
     def stop(self) -> None:
         self.pool.close()
@@ -89,7 +106,7 @@ class SolverService:
                    max_parts: int | None = None) -> list[Any]:
         """Run one request's jobs on the pool (`SolverPool.solve_split`); pool failures
         become the bus's explicit errors."""
-        self.node.set_state("busy", queued=self.pool.in_flight + 1)
+        self._set_state("busy", queued=self.pool.in_flight + 1)
         try:
             return self.pool.solve_split(jobs_for, deadline, max_parts)
         except PoolBusy as exc:
@@ -104,8 +121,8 @@ class SolverService:
             with self._lock:
                 self.served += 1
             queued = self.pool.in_flight
-            self.node.set_state("ready" if queued == 0 else "busy", queued=queued,
-                                served=self.served, refused=self.refused)
+            self._set_state("ready" if queued == 0 else "busy", queued=queued,
+                            served=self.served, refused=self.refused)
 
     def _budget_for(self, profile: str | None, requested_ms: float | None) -> float:
         """Search budget in seconds: the request's, else the service's --timeout, else the
@@ -127,7 +144,8 @@ class SolverService:
             return requested
         return self.profiles.get(size_of(facelets) or 3)
 
-    def on_solve(self, args: dict[str, Any], ctx: Any) -> Plan:
+    def on_solve(self, args: dict[str, Any], ctx: Any, node: Any = None) -> Plan:
+        """A cube's plan; published (``publish``) on ``node``'s broker, the one asking."""
         started = time.perf_counter()
         facelets = args["facelets"]
         profile = self._profile_for(facelets, args.get("profile"))
@@ -143,11 +161,12 @@ class SolverService:
         plan = plan_message(outcome["plan"], uuid.uuid4().hex[:12], args.get("scan_id"),
                             (time.perf_counter() - started) * 1e3)
         if args.get("publish"):
-            self.node.publish("solver.plan", plan)
+            (node or self.node).publish("solver.plan", plan)
         return plan
 
-    def on_sokoban(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode)."""
+    def on_sokoban(self, args: dict[str, Any], ctx: Any, node: Any = None) -> dict[str, Any]:
+        """Solve a Sokoban level on the pool (push- or move-optimal, or the fast mode); the
+        result published on ``node``'s broker, the one asking."""
         started = time.perf_counter()
         # leave a margin for the reply's way back; never search past the caller's deadline
         budget = min(float(args.get("timeout_s", SOKOBAN_DEFAULT_TIMEOUT_S)),
@@ -162,7 +181,7 @@ class SolverService:
             err = outcome["error"]
             raise CommandFailed("invalid_arguments", f"{err['message']} [{err['code']}]")
         result = outcome["result"]
-        self.node.publish("solver.sokoban_result", {
+        (node or self.node).publish("solver.sokoban_result", {
             "level": args["level"], "status": result["status"], "solved": result["solved"],
             "lurd": result["lurd"] or "", "pushes": result["pushes"], "moves": result["moves"],
             "metric": result["metric"], "optimal": result["optimal"]})

@@ -13,6 +13,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from robocell.common import tables
 from robocell.common.facelets import solved
 from robocell.common.lifetime import follow_parent
 from robocell.common.malloc import freeze_startup_objects
@@ -30,12 +31,16 @@ SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
 """Search budget of a Sokoban solve when the request gives none."""
 
 
-def worker_main(conn: Connection, profiles: tuple[str, ...], parent_pid: int) -> None:
+def worker_main(conn: Connection, profiles: tuple[str, ...], parent_pid: int,
+                table_limit: tables.LoadingLimit | None = None) -> None:
     """Worker process body: warm up, say so, then answer jobs until told to stop (None). A
     job is ``(function, *arguments)``: a module-level function returning plain data. The
     worker ends with its parent (``parent_pid``, the solver), even in the middle of a warm-up
-    or a search, when it does not read its pipe."""
+    or a search, when it does not read its pipe. With ``table_limit`` (a table budget) it
+    maps no other table group."""
     follow_parent(parent_pid)
+    if table_limit is not None:
+        tables.limit_loading(table_limit.groups, table_limit.reason)
     warm_worker(profiles)
     conn.send("ready")
     while True:
@@ -82,6 +87,8 @@ def solve_in_worker(facelets: str, profile: str | None, max_length: int | None,
         return {"error": exc.to_dict()}
     except (ProfileError, ValueError) as exc:
         return {"error": {"code": "invalid_request", "message": str(exc), "stickers": []}}
+    except tables.TableError as exc:
+        return {"error": {"code": "tables", "message": str(exc), "stickers": []}}
     return {"plan": plan.to_dict(), "span": (started, time.monotonic())}
 
 

@@ -35,7 +35,14 @@ def trimmed_mean(pixels: np.ndarray, trim: float = TRIM_FRACTION) -> np.ndarray:
 
 SATURATED = 245
 """A pixel with a channel at or above this may be cut off by the sensor (webcams saturate
-one channel at 247 and another at 252)."""
+one channel at 247 and another at 252), in a frame whose bright parts reach the top of the
+8-bit range."""
+
+TOP_PERCENTILE = 99.0
+"""The top of a frame's sticker pixels: this percentile of their brightest channel (above
+it, single glints and sharpening overshoot)."""
+
+FULL_RANGE = 255.0
 
 TINT_FLOOR = 0.2
 """Pixels darker than this fraction of the sticker's own level are the black plastic around
@@ -44,16 +51,29 @@ it, not the sticker."""
 MIN_TINT_PIXELS = 8
 
 
-def unsaturated_colour(pixels: np.ndarray, level: float) -> np.ndarray:
+def saturation_level(pixels: np.ndarray) -> float:
+    """Where the sensor saturated in a frame, from its stickers' pixels (k x 3): `SATURATED`
+    when their top reaches the end of the 8-bit range (as any clipped frame's does), lower in
+    proportion when the frame was scaled down after the camera clipped it (a digital gain
+    after the sensor; a dimmed copy). Then a clipped sticker's middle, white and yellow
+    alike [124, 126, 125] after halving [247, 252, 250], sits at the frame's top, below
+    `SATURATED`, and is still no more than the sensor's limit. Never above `SATURATED`."""
+    brightest = np.asarray(pixels, dtype=np.float64).reshape(-1, 3).max(axis=1)
+    top = float(np.percentile(brightest, TOP_PERCENTILE))
+    return min(float(SATURATED), SATURATED / FULL_RANGE * top)
+
+
+def unsaturated_colour(pixels: np.ndarray, level: float, saturated: float = SATURATED
+                       ) -> np.ndarray:
     """A sticker's tint: the mean colour of its pixels (k x 3, a window a little larger than
-    the sticker) that no channel saturates and that are brighter than `TINT_FLOOR` x
-    ``level`` (the sticker's brightest channel). Where the middle of a bright sticker is cut
-    off (yellow and white both read [247, 252, 250]), its rim, a little less lit, still
-    shows its hue; elsewhere it is the colour of the whole sticker. NaN when fewer than
-    `MIN_TINT_PIXELS` pixels qualify."""
+    the sticker) whose brightest channel is below ``saturated`` (`saturation_level` of its
+    frame) and at least `TINT_FLOOR` x ``level`` (the sticker's brightest channel). Where the
+    middle of a bright sticker is cut off (yellow and white both read [247, 252, 250]), its
+    rim, a little less lit, still shows its hue; elsewhere it is the colour of the whole
+    sticker. NaN when fewer than `MIN_TINT_PIXELS` pixels qualify."""
     pixels = np.asarray(pixels, dtype=np.float64).reshape(-1, 3)
     brightest = pixels.max(axis=1)
-    kept = pixels[(brightest < SATURATED) & (brightest >= TINT_FLOOR * level)]
+    kept = pixels[(brightest < saturated) & (brightest >= TINT_FLOOR * level)]
     if len(kept) < MIN_TINT_PIXELS:
         return np.full(3, np.nan)
     return kept.mean(axis=0)

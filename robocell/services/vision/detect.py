@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 
 from robocell.errors import RobocellError
-from robocell.services.vision.colour import trimmed_mean, unsaturated_colour
+from robocell.services.vision.colour import saturation_level, trimmed_mean, unsaturated_colour
 
 WORK_WIDTH = 640
 """Frames wider than this are reduced to this width to find the grid (sampling uses the
@@ -503,11 +503,13 @@ def _read_grid(bgr: np.ndarray, grid: _Grid, scale: float) -> FaceReading:
     tints = np.zeros((n * n, 3))
     confidence = np.zeros(n * n)
     found = np.zeros(n * n, dtype=bool)
+    windows = [_pixels(bgr, to_full, cell, wide)[0] for cell in cells]
+    saturated = saturation_level(np.concatenate(windows))  # one sensor for the whole frame
     for index, cell in enumerate(cells):
         pixels, inside = _pixels(bgr, to_full, cell, pattern)
         colours[index] = trimmed_mean(pixels)
-        tints[index] = unsaturated_colour(_pixels(bgr, to_full, cell, wide)[0],
-                                          float(colours[index].max()))
+        tints[index] = unsaturated_colour(windows[index], float(colours[index].max()),
+                                          saturated)
         key = (int(cell[0]), int(cell[1]))
         found[index] = key in grid.members
         spread = float(np.std(pixels, axis=0).mean())

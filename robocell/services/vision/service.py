@@ -78,6 +78,8 @@ class VisionService:
         self._capture_lock: threading.Lock | None = None if concurrent else threading.Lock()
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._latest_scan: tuple[str, list[dict[str, Any]]] = ("", [])
+        """The latest scan's id and its vision.face messages so far (vision.scan_faces)."""
         self.scans_done = 0
         self.scans_failed = 0
         self.readers = readers
@@ -180,6 +182,7 @@ class VisionService:
             mismatch = calibration_mismatch(self.calibration, scan_id, face, reading)
             with self._lock:
                 self.node.publish("vision.face", message)
+                self._publish_scan_faces(scan_id, message)
                 if mismatch is not None:
                     self.node.publish("errors", mismatch)
                 outcome = self.collector.add(scan_id, face, rotation, reading, error)
@@ -196,6 +199,16 @@ class VisionService:
                 if self._in_flight == 0:
                     self.node.set_state("ready", scans=self.scans_done,
                                         failed=self.scans_failed)
+
+    def _publish_scan_faces(self, scan_id: str, message: dict[str, Any]) -> None:
+        """The latest scan's faces so far, latched: what a dashboard started later shows
+        (a face of another scan starts the list anew)."""
+        latest_id, faces = self._latest_scan
+        if scan_id != latest_id:
+            faces = []
+            self._latest_scan = (scan_id, faces)
+        faces.append(message)
+        self.node.publish("vision.scan_faces", {"scan_id": scan_id, "faces": faces})
 
     def _capture(self, face: str, rotation: int, at: str | None, line: int | None
                  ) -> np.ndarray | tuple:

@@ -222,13 +222,16 @@
   function drawServices(list) {
     const body = $("services").tBodies[0];
     body.textContent = "";
+    // a service on another host than the broker's (a remote solver) says where it runs
+    const brokerHost = ((list || []).find((s) => s.service === "broker") || {}).host;
     for (const s of list || []) {
       const state = s.stale ? "stale" : s.state;
       const row = el("tr", { "data-service": s.service, "data-stale": String(s.stale),
                              "data-state": s.state, class: s.stale ? "stale" : "" },
         el("td", { title: `pid ${s.pid} on ${s.host}, up ${Math.round(s.uptime_s)} s, commands: ${s.commands.join(", ")}` +
-                          ((s.instances || []).length ? `\ninstances: ${s.instances.map((i) => `pid ${i.pid} on ${i.host} (${i.outstanding} in flight)`).join("; ")}` : "") },
+                          ((s.instances || []).length ? `\ninstances: ${s.instances.map((i) => `pid ${i.pid} on ${i.host}${i.key ? ` (CURVE key ${i.key})` : ""} (${i.outstanding} in flight)`).join("; ")}` : "") },
           el("b", {}, s.service),
+          brokerHost && s.host && s.host !== brokerHost ? el("span", { class: "host muted", "data-host": s.host }, ` @${s.host}`) : "",
           (s.instances || []).length > 1 ? el("span", { class: "instances", "data-instances": String(s.instances.length) }, ` ×${s.instances.length}`) : ""),
         el("td", {}, el("span", { class: `state state-${state}` }, s.stale ? `STALE (was ${s.state})` : s.state)),
         el("td", { class: "health" }, healthSummary(s.health)),

@@ -7,7 +7,10 @@ face-turn solution, priced by the motion compiler, and keeps finding cheaper one
 budget is spent; the motion compiler then turns the cheapest into the robot's primitives (at
 the cost the search computed: ``stats["search_cost"]``). For such profiles the plan's
 ``moves`` are what the robot does in its own frame (whole-cube rotations included); the
-face-turn solution is in ``stats["face_turns"]``.
+face-turn solution is in ``stats["face_turns"]``. When a table budget leaves out the
+robot-time search's tables (`robocell.services.solver.table_groups.choose_tables`), the plan
+is the cheapest, as the motion compiler prices them, of the face-turn candidates
+(`solve_state` with a ``cost_function``): the two-phase tables alone.
 
 `solve_state` with a ``cost_function`` is the earlier way, kept for comparison: collect
 face-turn solutions up to ``ROBOT_LENGTH_SLACK`` moves longer than the shortest and keep the
@@ -201,6 +204,19 @@ def solve_robot_time(state: CubieState, profile: Profile, timeout: float | None 
     return moves, primitives, cost, stats
 
 
+def robot_time_allowed(profile: Profile) -> bool:
+    """True unless a table budget leaves out the robot-time search's tables (or an
+    installation leaves out the robot-time search)."""
+    try:
+        # lazy and guarded as in robot_cost_function
+        from robocell.services.solver.cube3.robot_time.cost_tables import (
+            robot_time_allowed as allowed,
+        )
+    except ModuleNotFoundError:
+        return False
+    return allowed(profile)
+
+
 def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = None,
               timeout: float | None = None, part: tuple[int, int] = (0, 1)) -> Solution:
     """Plan for a validated 3x3x3 facelet string, centres in U R F D L B order (the caller
@@ -220,8 +236,16 @@ def solve_3x3(facelets: str, profile: Profile | str, max_length: int | None = No
         timeout = chosen.search_budget_s
     if cost_function is None:
         moves, primitives, cost, stats = solve_state(state, max_length, timeout, part=part)
+    elif not robot_time_allowed(chosen):
+        # a table budget leaves out the robot-time search's tables: the motion compiler
+        # re-ranks the face-turn search's candidates instead (the two-phase tables alone)
+        moves, primitives, cost, stats = solve_state(
+            state, max_length, DEFAULT_ROBOT_TIMEOUT_S if timeout is None else timeout,
+            cost_function, part=part)
+        stats["tables"] = "two-phase, re-ranked"
     else:
         moves, primitives, cost, stats = solve_robot_time(state, chosen, timeout, part=part)
+        stats["tables"] = "robot-time"
     if not apply_to_cubies(state, moves).is_solved():
         raise RuntimeError(f"internal error: solution {moves} does not solve {facelets}")
     if cost_function is None:

@@ -38,7 +38,7 @@ from numba import njit
 
 from robocell.common.profile import Profile
 from robocell.common.progress import Progress
-from robocell.common.tables import TableGroup, load
+from robocell.common.tables import TableGroup, load, may_load
 from robocell.services.solver.cube3 import symmetries
 from robocell.services.solver.cube3.defs import (
     N_CORNER_CLASS,
@@ -53,6 +53,7 @@ from robocell.services.solver.cube3.defs import (
     UNSET,
 )
 from robocell.services.solver.cube3.robot_time import axial_metric, move_words
+from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs
 
 WEIGHTED_CODE_VERSION = 4
 """Bump when the content of these tables changes."""
@@ -285,6 +286,19 @@ def moves_group(profile: Profile, cost: np.ndarray) -> TableGroup:
     """The group of `move_words` words, made from the profile's phase-1 table."""
     return move_words.table_group(profile, table_group(profile, cost),
                                       lambda: kind_ticks(cost))
+
+
+def search_groups(profile: Profile) -> list[TableGroup]:
+    """Every group the robot-time search of ``profile`` reads: the axial metric's, the
+    profile's weighted tables and their move words."""
+    cost = profile_costs(profile).cost
+    return [*axial_metric.table_groups(), table_group(profile, cost), moves_group(profile, cost)]
+
+
+def robot_time_allowed(profile: Profile) -> bool:
+    """True unless this process is held to tables that leave out the robot-time search's
+    (a table budget, `robocell.common.tables.limit_loading`)."""
+    return all(may_load(group) for group in search_groups(profile))
 
 
 _LOADED: dict[tuple[str, str], WeightedTables] = {}

@@ -4,10 +4,9 @@ same for every robot) and each robot profile's own cost tables and phase-1 move 
 
 from __future__ import annotations
 
-from robocell.common.profile import available_profiles, load_profile
+from robocell.common.profile import Profile, available_profiles, load_profile
 from robocell.common.tables import TableGroup
-from robocell.services.solver.cube3.robot_time import axial_metric, cost_tables
-from robocell.services.solver.cube3.robot_time.profile_costs import profile_costs
+from robocell.services.solver.cube3.robot_time import cost_tables
 from robocell.services.solver.cube3.solver import is_move_count_metric
 
 
@@ -17,12 +16,14 @@ def table_groups(profile: str | None = None) -> list[TableGroup]:
     names = [profile] if profile is not None else available_profiles()
     groups: list[TableGroup] = []
     for name in names:
-        chosen = load_profile(name)
-        if not chosen.fits(3) or is_move_count_metric(chosen):
-            continue
-        if not groups:
-            groups.extend(axial_metric.table_groups())
-        cost = profile_costs(chosen).cost
-        groups.append(cost_tables.table_group(chosen, cost))
-        groups.append(cost_tables.moves_group(chosen, cost))
+        for group in profile_groups(load_profile(name)):
+            if group not in groups:
+                groups.append(group)
     return groups
+
+
+def profile_groups(profile: Profile) -> list[TableGroup]:
+    """The groups the robot-time search of ``profile`` reads (none for a move-count one)."""
+    if not profile.fits(3) or is_move_count_metric(profile):
+        return []
+    return cost_tables.search_groups(profile)
