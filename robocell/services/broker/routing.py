@@ -306,9 +306,12 @@ class CommandRouter:
     def _dispatch(self, key: bytes, client: bytes, service: str, request_id: str,
                   command: str, data: bytes, deadline: float) -> None:
         """Send to the live instance of ``service`` with the fewest requests in flight whose
-        queue takes it; else answer busy (every queue full) or unavailable (none live)."""
+        queue takes it, those that offer ``command`` first (one still warming up offers
+        only ping: it answers unknown_command only when no instance offers it); else answer
+        busy (every queue full) or unavailable (none live)."""
         found = self.instances.get(service)
-        candidates = sorted(found.values(), key=lambda i: len(i.outstanding)) if found else []
+        candidates = sorted(found.values(), key=lambda i: (command not in i.commands,
+                                                           len(i.outstanding))) if found else []
         full = 0
         for instance in candidates:
             if len(instance.outstanding) >= MAX_OUTSTANDING:
