@@ -348,9 +348,10 @@ class Launcher:
         """Say what the launch waits for, and what that service last said or is doing."""
         name = child.service.name
         heard = states.get(child.service.bus_name)
-        doing = (f"its state: {heard}" if heard else
-                 f"it last said: {child.output_tail[-1].strip()[:100]}" if child.output_tail
-                 else "it has not said anything yet")
+        doing = "; ".join(filter(None, (
+            f"its state: {heard}" if heard else "",
+            f"it last said: {child.output_tail[-1].strip()[:100]}" if child.output_tail
+            else ""))) or "it has not said anything yet"
         self.log("launch", f"waiting for {name} ({waited_s:.0f} s so far; {doing})")
 
     def _ours(self, bus_name: str, pid: int, host: str, here: str) -> bool:
