@@ -47,6 +47,7 @@ ERROR_GRACE_S = 5.0
 the reason from its heartbeat (e.g. the actuator's serial device that cannot be opened)."""
 """Lifecycle states in which a service counts as started."""
 READY_TIMEOUT_S = 600.0
+"""A starting service that is not ready and has said nothing for this long is given up on."""
 WAITING_NOTE_S = 8.0
 """While a service starts, the launch says what it waits for this often (never silent for
 ten seconds: a first run builds tables and compiles for minutes)."""
