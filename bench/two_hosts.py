@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -71,11 +72,14 @@ def latencies(requests: int, budget_ms: float, seed: int) -> list[tuple[float, f
 
 def load(requests: int, seed: int) -> dict:
     """On the robot host: ``requests`` solves, four at a time; how many failed and why."""
-    client = CommandClient("bench-load", Endpoints.resolve(None))
+    local = threading.local()  # a command client serves one thread at a time
 
     def one(i: int) -> str:
+        if not hasattr(local, "client"):
+            local.client = CommandClient(f"bench-load-{threading.get_ident()}",
+                                         Endpoints.resolve(None))
         try:
-            client.call("solver", "solve", {"facelets": random_facelets(3, seed + i),
+            local.client.call("solver", "solve", {"facelets": random_facelets(3, seed + i),
                                             "budget_ms": 20}, timeout=30.0)
             return "ok"
         except CommandFailed as exc:
@@ -120,14 +124,28 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
+class Lines(list):
+    """The result lines, each printed as it is added (a long run shows its progress)."""
+
+    def append(self, line: str) -> None:
+        print(line, flush=True)
+        super().append(line)
+
+    def __iadd__(self, more):
+        for line in more:
+            self.append(line)
+        return self
+
+
 def run(args: argparse.Namespace, hosts: Hosts, keys: dict, env: dict) -> list[str]:
-    lines = [f"two hosts in network namespaces: robot host {hosts['robot'].namespace} "
+    lines = Lines()
+    lines += [f"two hosts in network namespaces: robot host {hosts['robot'].namespace} "
              f"({hosts.robot_address_for('compute')}), compute host "
              f"{hosts['compute'].namespace} ({hosts['compute'].address}); profile "
              f"{args.profile}, simulation speed {args.speed:g}"]
     up = start_robot_host(hosts, keys, env)
     solver = start_solver(hosts, keys["compute"], args.profile, workers=2)
-    waited = wait_solver(hosts, env, timeout=900)
+    waited = wait_solver(hosts, env, timeout=900, solver=solver)
     lines.append(f"remote solver answering {waited:.0f} s after it started (tables mapped, "
                  "search compiled)")
     results = [cycle(hosts, env, 100 + i) for i in range(args.cycles)]
@@ -216,7 +234,6 @@ def main() -> None:
     finally:
         hosts.close()
     text = "\n".join(lines)
-    print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
 

@@ -309,3 +309,43 @@ def test_two_instances_one_killed_mid_burst_lose_and_repeat_nothing(
     finally:
         for proc in procs:
             stop_process(proc)
+
+
+def test_a_request_goes_to_an_instance_that_offers_its_command(endpoints: Endpoints) -> None:
+    """An instance still warming up (registered, offering nothing but ping yet) beside a
+    busy one that serves: every call of the served command waits for the serving one, none
+    is answered unknown_command by the idle other (as a second solver warming up did)."""
+    answers: list[tuple[bool, str]] = []
+    lock = threading.Lock()
+
+    def upper(args, ctx):
+        time.sleep(0.1)
+        return args["text"].upper()
+
+    def caller() -> None:
+        client = CommandClient("cli", endpoints)
+        try:
+            for _ in range(5):
+                reply = client.request("solver", "upper", {"text": "cube"}, timeout=10)
+                with lock:
+                    answers.append((reply.ok, reply.result if reply.ok else reply.message))
+        finally:
+            client.close()
+
+    with Node("solver", endpoints) as serving, Node("solver", endpoints) as warming:
+        serving.serve("upper", upper, concurrency=4)
+        serving.set_state("ready")
+        warming.set_state("starting")
+        probe = CommandClient("probe", endpoints)
+        try:
+            assert wait_until(lambda: probe.request("solver", "upper", {"text": "a"},
+                                                    timeout=1).ok)
+        finally:
+            probe.close()
+        time.sleep(1.0)  # both instances registered by now
+        threads = [threading.Thread(target=caller) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert answers == [(True, "CUBE")] * 20, [a for a in answers if not a[0]][:3]

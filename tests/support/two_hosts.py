@@ -10,9 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from support.netns import Hosts
 
@@ -93,8 +95,25 @@ def start_solver(hosts: Hosts, key: Path, profile: str, *brokers: str,
     argv = ["solver", "--profile", profile, "--workers", str(workers), "--curve-key", str(key)]
     for broker in brokers or (remote_address(hosts),):
         argv += ["--broker", broker]
-    return hosts.run("compute", robocell_cmd(*argv), env=compute_env(),
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its output kept for when it ends early (`output_of`)
+    log = tempfile.TemporaryFile("w+")
+    proc = hosts.run("compute", robocell_cmd(*argv), env=compute_env(), stdout=log,
+                     stderr=subprocess.STDOUT)
+    _OUTPUT[proc.pid] = log
+    return proc
+
+
+_OUTPUT: dict[int, IO[str]] = {}
+"""The output files of the solvers started here, by pid."""
+
+
+def output_of(proc: subprocess.Popen) -> str:
+    """The last lines a solver started by `start_solver` said."""
+    log = _OUTPUT.get(proc.pid)
+    if log is None:
+        return ""
+    log.seek(0)
+    return "".join(log.readlines()[-20:])
 
 
 def remote_address(hosts: Hosts, port: int = REMOTE_PORT) -> str:
@@ -107,12 +126,18 @@ def solve_once(hosts: Hosts, env: dict[str, str]) -> subprocess.CompletedProcess
                                             json.dumps({"facelets": SOLVED_2X2})), env=env)
 
 
-def wait_solver(hosts: Hosts, env: dict[str, str], timeout: float = 300.0) -> float:
-    """Seconds until the robot host's bus routes a solve to a solver instance."""
+def wait_solver(hosts: Hosts, env: dict[str, str], timeout: float = 300.0,
+                solver: subprocess.Popen | None = None) -> float:
+    """Seconds until the robot host's bus routes a solve to a solver instance (``solver``:
+    the one expected, whose output is said if it ends first)."""
     started = time.monotonic()
     while solve_once(hosts, env).returncode != 0:
+        if solver is not None and solver.poll() is not None:
+            raise AssertionError(f"the solver ended ({solver.returncode}):\n"
+                                 + output_of(solver))
         if time.monotonic() - started > timeout:
-            raise AssertionError(f"no solver instance answered within {timeout:.0f} s")
+            raise AssertionError(f"no solver instance answered within {timeout:.0f} s"
+                                 + (":\n" + output_of(solver) if solver is not None else ""))
         time.sleep(0.5)
     return time.monotonic() - started
 
