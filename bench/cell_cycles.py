@@ -10,7 +10,19 @@ plus the round trip seen by the cell. Then a burst: --burst solve requests (defa
 sent at once by 100 client threads, each to be
 answered with a plan or an explicit ``busy`` -- none may go unanswered.
 
+Each cycle's compute overhead is also given apart from the robot's motion, read from the
+cycle log: ``overhead`` = cycle wall time - the robot's motion time (the plan's
+``measured_ms`` on the robot's clock, divided by --speed), and ``overhead - scan`` the same
+less the scanning stage's wall time as well. With --physics FILE the simulated robot moves by
+that file (docs/robot-physics.md), not by its profile. With --calibrate each profile is first
+fitted to that robot and given its safe corner cut, and the cycles run with the result:
+`robocell calibrate` against the running cell, `robocell calibrate --overlap --physics FILE`
+on the fitted profile, `robocell tables build` for the result (the files in a temporary
+folder; the tables under $ROBOCELL_TABLES, like any profile's).
+
     python bench/cell_cycles.py --cycles 100 --profiles soltvvo-2x2 six-motor
+    python bench/cell_cycles.py --cycles 100 --profiles six-motor --speed 10 \
+        --physics-of robot_timing --calibrate --burst 0
 """
 
 from __future__ import annotations
@@ -18,13 +30,19 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import statistics
+import tempfile
 import threading
 import time
 from pathlib import Path
 
+import robot_timing
+from robot_timing_corners import start_cycle
+
 from robocell.common.bus import CommandClient, Endpoints, Node
 from robocell.deploy.launcher import Launcher, temporary_cell_env
+from robocell.services.cell.history import HISTORY_ENV, CycleLog
 from robocell.tools.cycle import follow_cycle
 
 BURST_THREADS = 100
@@ -76,8 +94,35 @@ def burst(endpoints: Endpoints, size: int, n_requests: int) -> dict:
             **dict(counts), **({"examples": examples} if examples else {})}
 
 
-def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
-    with temporary_cell_env(profile, speed) as env:  # its cycle log: removed after
+def overheads(env: dict[str, str], speed: float) -> tuple[list[float], list[float]]:
+    """Per solved cycle of the cell's log: (wall - robot motion, wall - motion - scanning), ms."""
+    log = CycleLog(Path(env[HISTORY_ENV]))
+    try:
+        records = [r for r in log.cycles() if r.result == "solved" and r.total_s is not None]
+    finally:
+        log.close()
+    motion = [1000.0 * r.total_s - (r.measured_ms or 0.0) / speed for r in records]
+    scan = [m - 1000.0 * r.stages.get("scanning", 0.0) for m, r in zip(motion, records,
+                                                                       strict=True)]
+    return motion, scan
+
+
+def calibrated(profile: str, physics: Path, speed: float, folder: Path) -> str:
+    """``profile`` fitted to the robot of ``physics`` and given its safe corner cut: the
+    path of the overlapping profile file."""
+    timing = folder / f"{profile}-calibrated.toml"
+    robot_timing.cell_run(profile, physics, speed, range(0), "calibrate", timing)
+    overlapping = folder / f"{profile}-calibrated-overlap.toml"
+    robot_timing.robocell("calibrate", "--overlap", "--profile", str(timing), "--physics",
+                          str(physics), "--out", str(overlapping), env=dict(os.environ))
+    robot_timing.robocell("tables", "build", "--profile", str(overlapping), env=dict(os.environ))
+    return str(overlapping)
+
+
+def run_profile(profile: str, cycles: int, speed: float, n_burst: int,
+                physics: Path | None = None) -> dict:
+    extra = {**os.environ, "ROBOCELL_PHYSICS": str(physics)} if physics else None
+    with temporary_cell_env(profile, speed, env=extra) as env:  # its log: removed after
         env["ROBOCELL_SOLVER_WORKERS"] = "2"
         launcher = Launcher("sim", env, quiet={"broker", "solver", "firmware-sim",
                                                "actuator-sim", "vision-sim", "cell", "monitor",
@@ -89,7 +134,7 @@ def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
             with Node("bench-cycles", Endpoints.resolve(bus), track_peers=False) as node:
                 for i in range(cycles):
                     node.call("cell", "scramble", {"seed": 10_000 + i}, timeout=10.0)
-                    started = node.call("cell", "start", {}, timeout=5.0)
+                    started = start_cycle(node, "start")  # busy until it logged the last
                     result = follow_cycle(node, started["cycle_id"], 300.0, show=False)
                     if not result["ok"]:
                         failures.append(result.get("error"))
@@ -109,9 +154,12 @@ def run_profile(profile: str, cycles: int, speed: float, n_burst: int) -> dict:
                     round_trip.append((time.perf_counter() - t0) * 1000 - search["solve_ms"])
                     service_over.append(search["service_ms"] - search["solve_ms"])
                 burst_result = burst(Endpoints.resolve(bus), size, n_burst) if n_burst else {}
-    return {"burst": burst_result, "profile": profile, "cycles": cycles, "failed": len(failures),
-            "failures": failures[:5], "cycle_ms": totals, "stages_ms": stages,
-            "service_over_ms": service_over, "round_trip_over_ms": round_trip}
+        over_motion, over_scan = overheads(env, speed)
+    return {"burst": burst_result, "profile": Path(profile).stem, "cycles": cycles,
+            "failed": len(failures), "failures": failures[:5], "cycle_ms": totals,
+            "stages_ms": stages, "service_over_ms": service_over,
+            "round_trip_over_ms": round_trip, "overhead_ms": over_motion,
+            "overhead_less_scan_ms": over_scan}
 
 
 def main() -> int:
@@ -123,8 +171,29 @@ def main() -> int:
                         help="solve requests sent at once after the cycles (0: none)")
     parser.add_argument("--save", type=Path, default=Path(__file__).parent / "results" /
                         "cell_cycles.json")
+    robot = parser.add_mutually_exclusive_group()
+    robot.add_argument("--physics", type=Path, metavar="FILE",
+                       help="the simulated robot's physics file (default: its profile)")
+    robot.add_argument("--physics-of", choices=["robot_timing"],
+                       help="the physics file of bench/robot_timing.py for each profile")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="run with each profile calibrated to the robot, safe overlap")
     args = parser.parse_args()
-    rows = [run_profile(p, args.cycles, args.speed, args.burst) for p in args.profiles]
+    if args.calibrate and not (args.physics or args.physics_of):
+        parser.error("--calibrate needs the robot to calibrate to: --physics or --physics-of")
+    with tempfile.TemporaryDirectory(prefix="cell-cycles-") as name:
+        folder = Path(name)
+        rows = []
+        for profile in args.profiles:
+            physics = args.physics
+            if args.physics_of:
+                physics = folder / f"{profile}-physics.toml"
+                physics.write_text(robot_timing.PHYSICS[profile], encoding="utf-8")
+            used = calibrated(profile, physics, args.speed, folder) if args.calibrate else profile
+            if used != profile:
+                cut = [x for x in Path(used).read_text().splitlines() if "overlap_deg" in x]
+                print(f"== {profile} calibrated, with overlap: {cut}", flush=True)
+            rows.append(run_profile(used, args.cycles, args.speed, args.burst, physics))
     print(f"{'profile':<12} {'cycles':>6} {'failed':>6} {'cycle p50':>10} {'cycle p99':>10}"
           f" {'cycle max':>10} {'svc over p50':>13} {'svc over p99':>13} {'rtt over p50':>13}")
     for r in rows:
@@ -133,6 +202,12 @@ def main() -> int:
               f"{max(r['cycle_ms'], default=float('nan')):>8.0f}ms "
               f"{pct(r['service_over_ms'], .5):>11.2f}ms {pct(r['service_over_ms'], .99):>11.2f}ms"
               f" {pct(r['round_trip_over_ms'], .5):>11.2f}ms")
+        for key, label in (("overhead_ms", "overhead"), ("overhead_less_scan_ms",
+                                                           "overhead - scan")):
+            values = r[key]
+            if values:
+                print(f"    {label:<15} p50 {pct(values, .5):6.1f} ms  p99 "
+                      f"{pct(values, .99):6.1f} ms  max {max(values):6.1f} ms  (n={len(values)})")
         for stage, values in r["stages_ms"].items():
             print(f"    {stage:<10} p50 {pct(values, .5):8.1f} ms  p99 {pct(values, .99):8.1f} ms"
                   f"  max {max(values):8.1f} ms  mean {statistics.fmean(values):8.1f} ms")

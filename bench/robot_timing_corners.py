@@ -16,13 +16,20 @@ figures are `robot_timing`'s).
    (none SOLVED), and after each a `cell.recover` cycle must home the robot and scan the cube
    again (it then jams again, the overlap still being too large for that cube).
 
+--profile tilt-spin: its robot turns one layer (the turntable under D), so `calibrate
+--overlap` finds no corner to cut and says so; the bench then declares six-motor's overlap
+(`DECLARED_DEG`) on tilt-spin anyway and measures what that changes on the same cubes, with
+the robot of `robot_timing.PHYSICS` and the cube's tolerance.
+
     python bench/robot_timing_corners.py --cubes 12
+    python bench/robot_timing_corners.py --cubes 12 --profile tilt-spin --speed 10
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,6 +39,7 @@ import time
 from pathlib import Path
 
 from robocell.common.bus import CommandFailed, Endpoints, Node
+from robocell.common.profile import load_profile
 from robocell.deploy.launcher import Launcher, temporary_cell_env
 from robocell.tools.cycle import follow_cycle
 
@@ -47,6 +55,43 @@ QUIET = {"broker", "solver", "firmware-sim", "actuator-sim", "vision-sim", "cell
          "foxglove"}
 SEED = 47_000
 BELOW_DEG = 8.0
+DECLARED_DEG = 14.0
+"""The overlap declared on a robot where `calibrate --overlap` finds no corner to cut
+(six-motor's calibrated one)."""
+
+
+def physics_text(profile: str, tolerance: float) -> str:
+    """The simulated robot: `robot_timing`'s for the profile, the cube's tolerance filled in."""
+    if profile == "six-motor":
+        return PHYSICS.format(tolerance=tolerance)
+    return f"{TIMING_PHYSICS[profile]}[cube]\ncut_tolerance_deg = {tolerance:g}\n"
+
+
+def declared(folder: Path, profile: str, overlap: float) -> Path:
+    """The profile's file with ``[motion] overlap_deg`` declared, named ``<profile>-overlap``."""
+    text = load_profile(profile).path.read_text(encoding="utf-8")
+    text = re.sub(r'^name\s*=\s*"[^"]*"', f'name = "{profile}-overlap"', text, count=1,
+                  flags=re.MULTILINE)
+    first = re.search(r"^\[", text, re.MULTILINE)
+    text = (text[:first.start()] + f"[motion]\n# declared by bench/robot_timing_corners.py\n"
+            f"overlap_deg = {overlap:g}\n\n" + text[first.start():])
+    out = folder / f"{profile}-overlap.toml"
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def no_corner(folder: Path, physics: Path, profile: str) -> tuple[Path, float]:
+    """`robocell calibrate --overlap` on a robot with no corner to cut: what it says, and the
+    profile with `DECLARED_DEG` declared instead."""
+    done = subprocess.run([sys.executable, "-m", "robocell", "calibrate", "--overlap",
+                           "--profile", profile, "--physics", str(physics), "--out",
+                           str(folder / f"{profile}-found.toml")],
+                          text=True, capture_output=True, check=False)
+    print(done.stdout + done.stderr, end="", flush=True)
+    if done.returncode != 2 or "no corner to cut" not in done.stderr:
+        raise SystemExit(f"calibrate --overlap found a corner to cut on {profile}: use it")
+    print(f"declared instead: overlap_deg = {DECLARED_DEG:g}", flush=True)
+    return declared(folder, profile, DECLARED_DEG), DECLARED_DEG
 
 
 def calibrate(folder: Path, physics: Path) -> tuple[Path, float]:
@@ -100,12 +145,14 @@ def start_cycle(node: Node, command: str) -> dict:
             time.sleep(0.2)
 
 
-def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False) -> dict:
-    """The seeded cubes in a simulated cell at real time: per cycle ok, error, execution ms,
-    twin solved; with ``recover``, a `cell.recover` cycle after each failure."""
+def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False,
+             speed: float = 1.0) -> dict:
+    """The seeded cubes in a simulated cell (motors at ``speed`` times real time): per cycle
+    ok, error, execution ms, twin solved; with ``recover``, a `cell.recover` cycle after each
+    failure."""
     rows, recoveries = [], []
-    with temporary_cell_env(profile, 1.0, env={**os.environ,
-                                               "ROBOCELL_PHYSICS": str(physics)}) as env:
+    with temporary_cell_env(profile, speed, env={**os.environ,
+                                                 "ROBOCELL_PHYSICS": str(physics)}) as env:
         env["ROBOCELL_SOLVER_WORKERS"] = "2"
         env["ROBOCELL_ROLLING"] = "0"  # the plan as planned: the same cubes, the same plans
         with Launcher("sim", env, quiet=QUIET) as launcher:
@@ -138,15 +185,22 @@ def run_cell(profile: str, physics: Path, cubes: int, recover: bool = False) -> 
     return {"profile": profile, "cycles": rows, "recoveries": recoveries}
 
 
-def corner_cutting_figures(cubes: int) -> None:
+def corner_cutting_figures(cubes: int, profile: str = "six-motor", speed: float = 1.0) -> None:
     """The three figures of the module docstring, printed."""
     with tempfile.TemporaryDirectory(prefix="robocell-corners-") as name:
         folder = Path(name)
         physics = folder / "physics.toml"
-        physics.write_text(PHYSICS.format(tolerance=17))
-        overlapping, overlap = calibrate(folder, physics)
-        plain = run_cell(str(CALIBRATED), physics, cubes)
-        cut = run_cell(str(overlapping), physics, cubes)
+        physics.write_text(physics_text(profile, 17))
+        if profile == "six-motor":
+            overlapping, overlap = calibrate(folder, physics)
+            start = str(CALIBRATED)
+        else:
+            overlapping, overlap = no_corner(folder, physics, profile)
+            start = profile
+        subprocess.run([sys.executable, "-m", "robocell", "tables", "build", "--profile",
+                        str(overlapping)], check=True)  # before the cell: no wait in it
+        plain = run_cell(start, physics, cubes, speed=speed)
+        cut = run_cell(str(overlapping), physics, cubes, speed=speed)
         for run in (plain, cut):
             rows = run["cycles"]
             times = [r["execution_ms"] for r in rows if r["execution_ms"] is not None]
@@ -166,8 +220,8 @@ def corner_cutting_figures(cubes: int) -> None:
             print(f"overlap {overlap:g} deg: execution {1 - after / before:.1%} shorter in "
                   f"robot time ({before:.0f} -> {after:.0f} ms, {len(paired)} cubes paired)")
         tight = folder / "tight.toml"
-        tight.write_text(PHYSICS.format(tolerance=overlap - BELOW_DEG))
-        jammed = run_cell(str(overlapping), tight, cubes, recover=True)
+        tight.write_text(physics_text(profile, overlap - BELOW_DEG))
+        jammed = run_cell(str(overlapping), tight, cubes, recover=True, speed=speed)
         rows = jammed["cycles"]
         named = sum(1 for r in rows if not r["ok"] and r["error"] and "fault jam" in r["error"])
         print(f"tolerance {overlap - BELOW_DEG:g} deg (8 below the overlap): "
@@ -184,8 +238,11 @@ def corner_cutting_figures(cubes: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cubes", type=int, default=12)
+    parser.add_argument("--profile", default="six-motor", choices=["six-motor", "tilt-spin"])
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="simulation speed factor (the robot's clock is not sped up)")
     args = parser.parse_args()
-    corner_cutting_figures(args.cubes)
+    corner_cutting_figures(args.cubes, args.profile, args.speed)
     return 0
 
 

@@ -14,8 +14,14 @@ waiting for the CPU.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
+import struct
+import tempfile
 import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -24,8 +30,16 @@ from robocell.common.cube import random_facelets
 from robocell.common.paths import shared_data_dir
 from robocell.services.vision.detect import detect
 from robocell.services.vision.interchange import load_scan
-from robocell.services.vision.resolve import ResolveError, resolve
-from robocell.services.vision.scan import FACES, SCRIPTED_POSES, assemble
+from robocell.services.vision.resolve import ResolveError, resolve, same_cube
+from robocell.services.vision.scan import (
+    FACES,
+    SCRIPTED_POSES,
+    ScanError,
+    assemble,
+    find_face_files,
+    read_faces,
+    resolve_readings,
+)
 from robocell.services.vision.simcam import Conditions, capture_poses, render_face
 
 SIM_CUBES = 20
@@ -64,32 +78,144 @@ def sim_frames(width: int, height: int, count: int) -> list[np.ndarray]:
     return frames
 
 
+def _png_idat(data: bytes) -> bytes:
+    """The zlib stream of a PNG file (its IDAT chunks joined): what any decoder inflates."""
+    pos, parts = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        if data[pos + 4:pos + 8] == b"IDAT":
+            parts.append(data[pos + 8:pos + 8 + length])
+        pos += 12 + length
+    return b"".join(parts)
+
+
+def _mjpeg_video(frames: list[np.ndarray], path: Path) -> Path:
+    """The six frames as an MJPEG video (quality 90): what a webcam's MJPEG stream carries."""
+    height, width = frames[0].shape[:2]
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 6, (width, height))
+    writer.set(cv2.VIDEOWRITER_PROP_QUALITY, 90)
+    for frame in frames:
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def _from_video(path: Path) -> list[np.ndarray]:
+    capture = cv2.VideoCapture(str(path))
+    frames = [capture.read()[1] for _ in FACES]
+    capture.release()
+    return frames
+
+
+def _optional_decoders() -> list[tuple[str, str, Callable[[bytes], np.ndarray]]]:
+    """(label, stored form, decode) of the decoders from PyPI that are installed."""
+    found = []
+    try:
+        import pyspng  # optional: measured when installed
+
+        found.append(("pyspng (libspng)", "png", lambda data: cv2.cvtColor(
+            pyspng.load(data), cv2.COLOR_RGB2BGR)))
+    except ImportError:
+        print("  (pyspng not installed: `pip install pyspng` to measure libspng)")
+    try:
+        import simplejpeg  # optional: measured when installed
+
+        found.append(("simplejpeg (libjpeg-turbo)", "jpeg",
+                      lambda data: simplejpeg.decode_jpeg(data, colorspace="BGR")))
+    except ImportError:
+        print("  (simplejpeg not installed: `pip install simplejpeg` to measure it)")
+    return found
+
+
 def scan_cpu(seconds: float) -> None:
-    """CPU of reading a whole scan of the real 1920x1080 photo sets: decode the six files
-    and detect each face, as `vision scan` does; the files as stored (PNG) and as the JPEG
-    (quality 90) a webcam's MJPEG stream delivers."""
+    """CPU of reading a whole scan of the real 1920x1080 photo sets, step by step: decode the
+    six frames, detect each face (`scan.read_faces`, as `vision scan` does) and read the cube
+    (`scan.resolve_readings`), for each way the frames can arrive: the PNG files as stored,
+    the same frames as JPEG (quality 90) and as an MJPEG video read by `cv2.VideoCapture` (a
+    webcam's stream), and frames already decoded (a camera delivering raw frames)."""
     sets = sorted(p for p in (shared_data_dir() / "vision" / "photos").glob("*") if p.is_dir())
     if not sets:
         print("  scan 1920x1080: shared data absent (set ROBOCELL_DATA)")
         return
-    stored = [[p.read_bytes() for p in sorted(folder.glob("*.png"))] for folder in sets]
-    jpegs = [[cv2.imencode(".jpg", cv2.imdecode(np.frombuffer(data, np.uint8),
-                                                cv2.IMREAD_COLOR),
-                           [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes() for data in files]
-             for files in stored]
-    for label, scans in (("PNG as stored", stored), ("JPEG q90", jpegs)):
-        def decode(files: list[bytes]) -> list[np.ndarray]:
-            return [cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-                    for data in files]
+    wants = [resolve(*load_scan(folder / "expected-rgb.json")).facelets for folder in sets]
+    stored = {"png": [[path.read_bytes() for _, path in sorted(
+        find_face_files(folder).items(), key=lambda item: FACES.index(item[0]))]
+        for folder in sets]}
+    decoded = [[cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) for data in six]
+               for six in stored["png"]]
+    stored["jpeg"] = [[cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
+                       for frame in six] for six in decoded]
+    work = Path(tempfile.mkdtemp(prefix="vision-speed-"))
+    stored["video"] = [_mjpeg_video(six, work / f"scan{i}.avi") for i, six in enumerate(decoded)]
+    stored["frames"] = decoded
 
-        frames = [decode(files) for files in scans]
-        _, decode_cpu = timed(decode, scans, seconds, 5)
-        _, detect_cpu = timed(lambda six: [detect(frame) for frame in six], frames, seconds, 5)
-        decode_ms, detect_ms = 1000 * statistics.median(decode_cpu), 1000 * statistics.median(
-            detect_cpu)
-        print(f"  scan 1920x1080, six frames ({label}, {len(scans)} photo sets): decode "
-              f"{decode_ms:5.1f} + detect {detect_ms:5.1f} = {decode_ms + detect_ms:5.1f} ms "
-              f"CPU per scan  target < 200 ms")
+    def imdecode(flags: int) -> Callable[[bytes], np.ndarray]:
+        return lambda data: cv2.imdecode(np.frombuffer(data, np.uint8), flags)
+
+    ways: list[tuple[str, str, Callable]] = [
+        ("cv2.imdecode (libpng)", "png", imdecode(cv2.IMREAD_COLOR)),
+        ("cv2 IMREAD_REDUCED_COLOR_2", "png", imdecode(cv2.IMREAD_REDUCED_COLOR_2)),
+        ("cv2.imdecode (libjpeg-turbo)", "jpeg", imdecode(cv2.IMREAD_COLOR)),
+        ("cv2 IMREAD_REDUCED_COLOR_2 (scaled DCT)", "jpeg", imdecode(cv2.IMREAD_REDUCED_COLOR_2)),
+    ]
+    ways += _optional_decoders()
+    print(f"  a whole 1920x1080 scan ({len(sets)} real photo sets; frames of 1920x1080 as "
+          f"stored), ms of CPU per scan of six frames:")
+    print(f"    {'frames as':7s} {'decoder':40s} {'decode':>7s} {'detect':>7s} {'read':>6s} "
+          f"{'decode+detect':>14s} {'right':>6s}   target decode+detect < 200")
+    forms = {"png": "PNG", "jpeg": "JPEG q90", "video": "MJPEG", "frames": "decoded"}
+    for label, form, decode in ways + [
+            ("cv2.VideoCapture of an MJPEG video", "video", None),
+            ("none (frames already in memory)", "frames", None)]:
+        if form == "video":
+            def decode_scan(item):
+                return _from_video(item)
+        elif form == "frames":
+            def decode_scan(item):
+                return item
+        else:
+            def decode_scan(item, decode=decode):
+                return [decode(data) for data in item]
+        scans = [dict(zip(FACES, decode_scan(item), strict=True)) for item in stored[form]]
+        _, decode_cpu = timed(decode_scan, stored[form], seconds, 5)
+        _, detect_cpu = timed(read_faces, scans, seconds, 5)
+        readings = [read_faces(frames)[0] for frames in scans]
+        _, read_cpu = timed(resolve_readings, readings, seconds, 5)
+        right = sum(_reads_right(faces, want) for faces, want in zip(readings, wants, strict=True))
+        decode_ms, detect_ms, read_ms = (1000 * statistics.median(cpu) for cpu in (
+            decode_cpu, detect_cpu, read_cpu))
+        print(f"    {forms[form]:7s} {label:40s} {decode_ms:7.1f} {detect_ms:7.1f} {read_ms:6.1f} "
+              f"{decode_ms + detect_ms:14.1f} {right:3d}/{len(sets)}")
+    shutil.rmtree(work, ignore_errors=True)
+    _inflate_floor(stored["png"], seconds)
+
+
+def _reads_right(readings: dict, want: str) -> bool:
+    try:
+        return same_cube(resolve_readings(readings).resolution.facelets, want)
+    except (ScanError, ResolveError):
+        return False
+
+
+def _inflate_floor(pngs: list[list[bytes]], seconds: float) -> None:
+    """What no PNG decoder can beat: inflating the six frames' zlib streams, with Python's zlib
+    and (when the `deflate` package is installed) with libdeflate."""
+    streams = [[_png_idat(data) for data in six] for six in pngs]
+    inflaters = [("zlib (as libpng, libspng)", zlib.decompress)]
+    try:
+        import deflate  # optional: measured when installed
+
+        sizes = {id(s): len(zlib.decompress(s)) for six in streams for s in six}
+        inflaters.append(("libdeflate (`deflate` package)",
+                          lambda s: deflate.zlib_decompress(s, sizes[id(s)])))
+    except ImportError:
+        print("    (deflate not installed: `pip install deflate` to measure libdeflate)")
+    for label, inflate in inflaters:
+        _, cpu = timed(lambda six, inflate=inflate: [inflate(s) for s in six], streams,
+                       seconds, 5)
+        print(f"    PNG     inflating the pixel data alone, {label:30s} "
+              f"{1000 * statistics.median(cpu):5.1f} ms per six frames (a floor for any PNG "
+              "decoder)")
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from robocell import cli
 from robocell.common import config
+from robocell.common.cube import random_facelets
 from robocell.common.notation import parse_moves
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,27 +166,61 @@ def test_the_readme_says_how_upper_case_rotations_are_read():
     assert parse_moves("X2 Y' Z") == parse_moves("x2 y' z")
 
 
-URL_PORT = re.compile(r"\b(socket|tcp|http|ws)://([\w.-]+):(\d+)")
+URL_PORT = re.compile(r"\b(socket|http|ws)://(?:127\.0\.0\.1|localhost):(\d+)")
 
 
-def test_every_port_in_the_docs_is_the_one_the_code_uses():
-    """The simulator's serial URL, the dashboard and Foxglove addresses give the code's
-    defaults; a remote endpoint's port is none of a local service's (a copied command must
-    not meet the simulator or the dashboard there)."""
-    bus = set(range(config.DEFAULT_BUS_PORT, config.DEFAULT_BUS_PORT + config.BUS_PORT_COUNT))
-    local = {config.DEFAULT_SIM_PORT, config.DEFAULT_MONITOR_PORT,
-             config.DEFAULT_FOXGLOVE_PORT} | bus
-    expected = {"socket": {config.DEFAULT_SIM_PORT}, "http": {config.DEFAULT_MONITOR_PORT},
-                "ws": {config.DEFAULT_FOXGLOVE_PORT}}
-    wrong = []
-    for path in DOC_FILES:
-        for scheme, host, port in URL_PORT.findall(path.read_text()):
-            where = f"{path.relative_to(ROOT)}: {scheme}://{host}:{port}"
-            if host not in ("127.0.0.1", "localhost", "0.0.0.0"):
-                if int(port) in local:
-                    wrong.append(f"{where} (remote, but a local service's port)")
-            elif scheme in expected and int(port) not in expected[scheme]:
-                wrong.append(f"{where} (the code uses {sorted(expected[scheme])})")
-            elif scheme == "tcp" and int(port) in local - bus:
-                wrong.append(f"{where} (a bus address on another service's port)")
+def test_every_local_address_in_the_docs_has_the_port_the_code_uses():
+    """The simulator's serial URL, the dashboard's and Foxglove's addresses give the code's
+    default ports (remote bus endpoints: tests/integration/test_documented_recipes.py)."""
+    expected = {"socket": config.DEFAULT_SIM_PORT, "http": config.DEFAULT_MONITOR_PORT,
+                "ws": config.DEFAULT_FOXGLOVE_PORT}
+    wrong = [f"{path.relative_to(ROOT)}: {scheme}://...:{port}, the code uses "
+             f"{expected[scheme]}"
+             for path in DOC_FILES for scheme, port in URL_PORT.findall(path.read_text())
+             if int(port) != expected[scheme]]
     assert not wrong, wrong
+
+
+# --- the documented commands that need no cell run for real --------------------------------
+
+RUN_HERE = {("cube",), ("keys",), ("sokoban", "parse"), ("sokoban", "verify"),
+            ("sokoban", "graph"), ("sokoban", "generate"), ("sokoban", "solve")}
+"""Commands that need no bus, no hardware and no tables: each documented line of them runs."""
+LEVEL = "######\n#    #\n# $$ #\n#.@ .#\n######\n"
+LEVEL_LURD = "luurDRurDldL"
+PLACEHOLDERS = {"FACELETS": random_facelets(3, 48), "FILE": "level.xsb", "N": "1",
+                "LURD": LEVEL_LURD, "K": "1", "S": "5"}
+
+
+def runnable(words: list[str]) -> list[str]:
+    """A documented line as a command: optional parts ``[...]`` left out, the first of
+    alternatives ``a|b`` taken, placeholders filled in."""
+    out, depth = [], 0
+    for word in words:
+        opens, closes = word.count("["), word.count("]")
+        if depth == 0 and not opens:
+            first = word.split("|")[0] if "|" in word and not word.startswith("{") else word
+            out.append(PLACEHOLDERS.get(first, first))
+        depth += opens - closes
+    return out
+
+
+def run_here_lines() -> list[tuple[str, list[str]]]:
+    return [(where, words) for where, words in robocell_lines()
+            if tuple(words[1:3]) in RUN_HERE or tuple(words[1:2]) in RUN_HERE]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "words"), run_here_lines(), ids=lambda v: v if isinstance(
+    v, str) else "")
+def test_every_documented_command_that_needs_no_cell_runs(where, words, tmp_path, monkeypatch,
+                                                          capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "level.xsb").write_text(LEVEL)
+    if words[1:3] == ["keys", "generate"] and "--broker-pub" in words:  # the broker's key first
+        broker_pub = Path(words[words.index("--broker-pub") + 1])
+        assert cli.main(["keys", "generate", broker_pub.stem,
+                         "--dir", str(broker_pub.parent)]) == 0
+    args = runnable(words)[1:]
+    assert cli.main(args) == 0, f"{where}: robocell {shlex.join(args)}: " \
+                                f"{capsys.readouterr()}"

@@ -167,6 +167,11 @@ class Launcher:
         self.services = [s for s in services
                          if (only is None or s.name in only) and s.name not in left_out]
         self.ready_timeout_s = READY_TIMEOUT_S
+        """A starting service is given up on once it has been neither ready nor said anything
+        for this long (one that keeps saying how it goes, e.g. a big table build, is waited
+        for)."""
+        self.heard: dict[str, float] = {}
+        """service -> when it last wrote a line of output (monotonic)."""
         self.out = out or sys.stdout
         self.quiet = quiet or set()
         self.talking = talking or set()
@@ -184,6 +189,7 @@ class Launcher:
     def _pump(self, child_name: str, stream: TextIO, tail: list[str]) -> None:
         for line in stream:
             line = line.rstrip("\n")
+            self.heard[child_name] = time.monotonic()
             tail.append(line)
             del tail[:-40]
             if child_name not in self.quiet or (child_name in self.talking
@@ -290,7 +296,6 @@ class Launcher:
                 if subscriber is None:
                     subscriber = Subscriber(["heartbeat"], Endpoints.resolve(bus))
                 began = time.monotonic()
-                deadline = began + self.ready_timeout_s
                 said = began
                 error_since: float | None = None
                 while not (liveness.is_alive(service.bus_name)
@@ -300,8 +305,10 @@ class Launcher:
                         raise LaunchError(
                             f"{service.name} exited with status {child.process.returncode} "
                             f"while starting; its last output:\n{tail}")
-                    if time.monotonic() > deadline:
-                        raise LaunchError(self._not_ready(service, states, others))
+                    quiet_s = time.monotonic() - max(began, self.heard.get(service.name, 0.0))
+                    if quiet_s > self.ready_timeout_s:
+                        raise LaunchError(self._not_ready(service, states, others,
+                                                          time.monotonic() - began))
                     if time.monotonic() - said >= WAITING_NOTE_S:
                         said = time.monotonic()
                         self._note_waiting(child, said - began, states)
@@ -353,10 +360,11 @@ class Launcher:
             for c in self.children.values())
 
     def _not_ready(self, service: LocalService, states: dict[str, str],
-                   others: dict[str, tuple[int, str]]) -> str:
+                   others: dict[str, tuple[int, str]], waited_s: float) -> str:
         heard = states.get(service.bus_name, "no heartbeat")
-        message = (f"{service.name} was not ready within {self.ready_timeout_s:.0f} s (last "
-                   f"state: {heard}); see its [{service.name}] output")
+        message = (f"{service.name} was not ready after {waited_s:.0f} s and has said nothing "
+                   f"for {self.ready_timeout_s:.0f} s (last state: {heard}); see its "
+                   f"[{service.name}] output")
         if service.bus_name in others:
             pid, host = others[service.bus_name]
             message += (f". A {service.bus_name} of another cell (pid {pid} on {host}) "

@@ -280,7 +280,7 @@ def expand(board: SearchBoard, rooms: SearchRooms, settings: Settings, pruning: 
     if settings.hotspots:
         hot_pick = hotspot_advice(node, first_child, at.n_nodes, nodes.boxes, nodes.h,
                                   board.neighbours, board.is_goal, work.hot_dist, work.queue,
-                                  work.hot_base)
+                                  work.hot_via, work.hot_base, work.hot_path)
     at.region_stamp = file_children(
         node, first_child, at.n_nodes, nodes.boxes, nodes.h, work.occupied, board.neighbours,
         board.is_goal, board.goal_squares, board.goal_area, work.deepest_empty,

@@ -88,6 +88,8 @@ class SearchWork(NamedTuple):
     came_from: np.ndarray  # int32[goals]: likewise
     hot_dist: np.ndarray  # int32[n]: scratch of ``hotspots.hotspot_advice``
     hot_base: np.ndarray  # int32[boxes]: likewise
+    hot_via: np.ndarray  # int32[n]: likewise
+    hot_path: np.ndarray  # bool[boxes, n]: likewise
     expansion: np.ndarray  # `EXPANSION` [1]
     push: np.ndarray  # `PUSH` [1]
 
@@ -119,4 +121,5 @@ def search_work(n_squares: int, n_boxes: int, n_goals: int, corral_nodes: int,
         np.zeros(n_boxes, dtype=np.bool_), np.zeros(n_boxes, dtype=np.int64),
         np.zeros(n_goals, dtype=np.int32), np.zeros(n_goals, dtype=np.int32),
         np.zeros(n, dtype=np.int32), np.zeros(n_boxes, dtype=np.int32),
+        np.zeros(n, dtype=np.int32), np.zeros((n_boxes, n), dtype=np.bool_),
         np.zeros(1, dtype=EXPANSION), np.zeros(1, dtype=PUSH))

@@ -139,6 +139,9 @@ def test_a_service_key_registers_serves_publishes_and_is_listed_with_its_host(ce
             shown = json.loads(listed.stdout)
             (instance,) = shown["instances"]["solver"]
             assert instance["key"] == "compute" and instance["host"] == beat.payload["host"]
+            # the bus shows a third of the instance's token: nobody can connect under it
+            assert solver.instance.startswith(instance["id"])
+            assert len(instance["id"]) * 3 == len(solver.instance)
             assert instance["answered"] >= 1 and shown["services"]["solver"]["host"]
             table = subprocess.run(robocell_cmd("bus", "list", "--wait", "1.5"),
                                    env=cell["env"], capture_output=True, text=True,

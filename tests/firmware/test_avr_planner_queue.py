@@ -5,6 +5,7 @@ motion model predicts, and a pair that is not perpendicular never overlaps."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,43 @@ def test_a_physics_file_that_moves_motors_is_refused_for_the_avr(tmp_path):
     physics.write_text("[defaults]\naccel_scale = 0.5\n[cube]\ncut_tolerance_deg = 12\n")
     with pytest.raises(RuntimeError, match=r"only its \[cube\] applies"):
         start_firmware(tmp_path, "--physics", str(physics), avr=True, profile="six-motor")
+
+
+def test_an_estop_while_moves_overlap_stops_them_and_clear_starts_afresh(tmp_path):
+    # full turns and a deep cut (the firmware alone: no cube to jam), so the e-stop surely
+    # falls while U turns, R perhaps still in its tail, F armed behind U
+    fw = start_firmware(tmp_path, "--no-twin", avr=True, speed=1.0, profile="six-motor",
+                        name="estop")
+    wire = Wire(fw.url)
+    try:
+        wire.line("HELLO")
+        wire.reports("start")
+        wire.line(f"N1 MOVE R:{4 * QUARTER}")
+        wire.line(f"N2 MOVE U:{4 * QUARTER} ov={2 * QUARTER}")
+        wire.line(f"N3 MOVE F:{QUARTER} ov={CUT}")
+        got: list[proto.Report] = []
+        while True:  # until U turns: in R's tail, or just after it
+            wire.send(b"?")
+            got += wire.reports("status")
+            position = proto.parse_positions(got[-1].fields["pos"])
+            assert not [r for r in got if r.kind == "done" and r.line == 2], "U ended unseen"
+            if position["U"] != 0:
+                break
+        wire.send(proto.ESTOP_BYTE)
+        got += wire.reports("estop")
+        assert got[-1].int_field("discarded") >= 2  # U under way and F waiting
+        time.sleep(0.5)
+        wire.send(b"?")
+        status = wire.reports("status")[-1]
+        stopped = proto.parse_positions(status.fields["pos"])
+        assert status.fields["state"] == "estop" and 0 < stopped["U"] < 4 * QUARTER
+        assert stopped["F"] == 0  # armed behind U, never started
+        last = int(status.fields["last"])
+        wire.line("CLEAR")
+        wire.reports("status")
+        spans = run(wire, [f"MOVE F:{QUARTER}"], first=last + 1)
+        assert (spans[last + 1][1] - spans[last + 1][0]) / 1000 == pytest.approx(
+            load_motors(load_profile("six-motor"))["F"].move_ms(90.0), abs=0.5)
+    finally:
+        wire.close()
+        fw.stop()

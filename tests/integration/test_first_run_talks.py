@@ -56,3 +56,28 @@ def test_waiting_for_a_slow_service_is_never_silent_and_shows_its_start_up_lines
     stamps = [started] + [t for t, _ in out.stamps if t >= started]
     silences = [b - a for a, b in itertools.pairwise(stamps)]
     assert max(silences) <= LONGEST_SILENCE_S + 1.0, (silences, lines)
+
+
+def test_a_service_still_making_progress_is_not_cut_off_by_the_ready_timeout():
+    """Building a big table takes longer than any fixed timeout on a slow machine: a service
+    that keeps saying how it goes is waited for; one that falls silent is given up on, and
+    the message says for how long it said nothing."""
+    base = free_port_block(4)
+    env = {"ROBOCELL_BUS_PORT": str(base)}
+    launcher = Launcher("sim", env, out=StampedOutput(), only={"broker", "solver"},
+                        quiet={"broker", "solver"}, talking={"solver"})
+    bus = {"ROBOCELL_BUS": f"tcp://127.0.0.1:{base}"}
+    talking_s = 9.0
+    slow = ("import time\n"
+            f"for i in range({int(talking_s * 2)}):\n"
+            "    print(f'six-motor: phase-1 moves: {5 * i:5.1f}%', flush=True)\n"
+            "    time.sleep(0.5)\n"
+            "time.sleep(60)\n")
+    launcher.services = [launcher.services[0], LocalService(
+        "solver", (sys.executable, "-c", slow), bus, (), "solver")]
+    launcher.ready_timeout_s = 3.0
+    started = time.monotonic()
+    with launcher, pytest.raises(LaunchError) as refused:
+        launcher.start()
+    assert time.monotonic() - started > talking_s
+    assert "said nothing for 3 s" in str(refused.value), refused.value

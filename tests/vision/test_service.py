@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import queue
+import subprocess
+import sys
 import threading
 import time
 
 import cv2
 import numpy as np
 import pytest
-from support.bus import wait_subscribed
+from support.bus import REPO, wait_subscribed
 
 from robocell.common.bus import Endpoints, Node
 from robocell.common.config import free_port_block
@@ -22,6 +26,7 @@ from robocell.services.vision.simcam import CLEAN
 from robocell.services.vision.sources import FolderSource, SimSource
 
 WAIT_S = 30.0
+SILENCE_S = 10.0
 
 
 def free_base() -> str:
@@ -189,3 +194,34 @@ def test_a_frame_that_no_longer_matches_the_calibration_is_reported_on_errors(
     assert error["code"] == "calibration" and error["detail"]["faces"] == "U"
     assert "no longer matches its calibration" in error["message"]
     assert "the light or the camera's exposure changed" in error["message"]
+
+
+@pytest.mark.slow
+def test_a_first_start_says_what_it_compiles_and_is_never_silent(tmp_path):
+    """On a fresh install the service compiles the sim camera and the colour assignment
+    (tens of seconds on a loaded machine): it says so at once and while it lasts."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "fresh-cache"),
+           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1",
+           "ROBOCELL_BUS": free_base()}
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "robocell", "vision", "serve", "--camera",
+                             "sim", "--size", "2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    stamps = [(0.0, "(start)")]
+    watchdog = threading.Timer(300.0, proc.terminate)  # a silent service ends the test too
+    watchdog.start()
+    try:
+        for line in proc.stdout:
+            stamps.append((time.monotonic() - started, line.rstrip()))
+            if "done in" in line:
+                break
+    finally:
+        watchdog.cancel()
+        proc.terminate()
+        proc.wait(30)
+    lines = [line for _, line in stamps]
+    said = next((at for at, line in stamps if "compiling" in line), None)
+    assert said is not None and said < SILENCE_S, lines
+    assert "done in" in lines[-1], lines
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(stamps)]
+    assert max(gaps) <= SILENCE_S, (gaps, lines)

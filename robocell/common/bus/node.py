@@ -151,8 +151,10 @@ class Node:
         self.subscriber = Subscriber((), self.endpoints, check=check,
                                      on_reject=self._report_rejection)
         self._server = ctx.socket(zmq.DEALER)
-        # one routing id per instance: several instances of a service may serve at once
-        self.instance = secrets.token_hex(4)
+        # one routing id per instance: several instances of a service may serve at once;
+        # the broker shows its first INSTANCE_ID_SHOWN characters, the rest is never told
+        # (a remote peer cannot name it to take the instance's connection over)
+        self.instance = secrets.token_hex(12)
         self._server.routing_id = (SERVICE_ID_PREFIX + name.encode() + INSTANCE_MARK
                                    + self.instance.encode())
         self._server.linger = LINGER_MS

@@ -77,6 +77,11 @@ EXPIRY_GRACE_S = 1.0
 """A request in flight is forgotten this long after its caller's deadline."""
 MIN_HELLO_PERIOD_S = 0.05
 MAX_HELLO_PERIOD_S = 60.0
+INSTANCE_ID_SHOWN = 8
+"""Characters of an instance's token shown in ``bus.stats`` (``id``): enough to tell
+instances apart; the rest of its routing id is known to the instance and the broker alone,
+so no peer that reads the bus can connect under it and take its requests (the ROUTERs hand a
+routing id over to a new connection, which a restarted link needs)."""
 HELLO_LIMITS = {"max_str_len": 256, "max_bin_len": 0, "max_array_len": 4096,
                 "max_map_len": 16, "max_ext_len": 0}
 """msgpack limits for decoding a HELLO (a list of command names and a few facts)."""
@@ -111,7 +116,7 @@ class Instance:
         return f"{self.service}#{self.token} (pid {self.pid} on {self.host or '?'})"
 
     def describe(self) -> dict[str, Any]:
-        described = {"id": self.token, "pid": self.pid, "host": self.host,
+        described = {"id": self.token[:INSTANCE_ID_SHOWN], "pid": self.pid, "host": self.host,
                      "outstanding": len(self.outstanding), "answered": self.answered,
                      "commands": list(self.commands)}
         if self.origin == SERVE_ID:

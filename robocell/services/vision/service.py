@@ -33,6 +33,7 @@ from robocell.common.bus import Node, is_replayed
 from robocell.common.bus.options import service_endpoints
 from robocell.common.malloc import freeze_startup_objects, keep_frame_buffers
 from robocell.common.profile import ProfileError, load_profile
+from robocell.common.progress import Ticker
 from robocell.errors import CommandError
 from robocell.services.vision.calibration import Calibration, CalibrationError
 from robocell.services.vision.calibration import load as load_calibration
@@ -52,6 +53,10 @@ from robocell.services.vision.scan import SCRIPTED_POSES
 from robocell.services.vision.sources import SimSource, SourceError, open_source
 
 QUEUE_LIMIT = 64
+WARM_UP_QUIET_S = 2.0
+"""A warm-up longer than this is a compile (loading numba's cache takes less): it is said."""
+WARM_UP_EXPECTED_S = 30.0
+"""What the first warm-up (the compile) takes on an idle machine of two cores, about."""
 CAPTURE_AHEAD = 6
 """With reader processes: poses captured while earlier views are still being read (a whole
 scan's worth), so the robot never waits at a pose for a reader to come free."""
@@ -92,16 +97,18 @@ class VisionService:
             # the views are read in parallel already: OpenCV's own threads would only
             # compete with them for the same cores
             cv2.setNumThreads(1)
-        if self.readers > 0:
-            self._pool = ProcessPoolExecutor(
-                self.readers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=start_reader, initargs=(self.size,))
-            # every reader started and warm before we say ready (each takes one task)
-            for future in [self._pool.submit(reader_pid, READER_HOLD_S)
-                           for _ in range(self.readers)]:
-                future.result()
-        # the scan is resolved here, in the service: compile that before the first scan too
-        warm_up(self.size)
+        with Ticker("vision: warming up (compiling the sim camera and the colour "
+                    "assignment: first run only)", WARM_UP_EXPECTED_S, after_s=WARM_UP_QUIET_S):
+            if self.readers > 0:
+                self._pool = ProcessPoolExecutor(
+                    self.readers, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=start_reader, initargs=(self.size,))
+                # every reader started and warm before we say ready (each takes one task)
+                for future in [self._pool.submit(reader_pid, READER_HOLD_S)
+                               for _ in range(self.readers)]:
+                    future.result()
+            # the scan is resolved here, in the service: compile that before the first scan
+            warm_up(self.size)
         self.node.subscribe("actuator.scan_pose", self.on_pose)
         if isinstance(self.source, SimSource):
             self.node.subscribe("sim.twin_state", self.on_twin)
