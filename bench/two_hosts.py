@@ -113,7 +113,9 @@ def robot_memory(hosts: Hosts) -> tuple[dict[str, float], int]:
             continue
         words = [w.decode() for w in cmdline if w]
         name = " ".join(words[words.index("robocell") + 1:][:2]) if "robocell" in words \
-            else " ".join(words[:2])
+            else " ".join([Path(words[0]).name, *words[1:2]]) if words else "?"
+        if "spawn_main" in " ".join(words):  # a child process of a service (its pool)
+            name = f"{Path(words[0]).name} (a service's child process)"
         kb = next((int(line.split()[1]) for line in status.splitlines()
                    if line.startswith("VmRSS:")), 0)
         rss[f"{name} ({pid})"] = kb / 1024
