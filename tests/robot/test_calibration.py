@@ -138,6 +138,10 @@ def test_calibrate_writes_a_profile_that_predicts_the_robot(robot, tmp_path):
     model = MotorModel(load_motors(fitted))
     assert model.duration_ms("MOVE", {"R": 400}) == pytest.approx(
         true["R"].move_ms(180), rel=0.01)
+    u = load_motors(fitted)["U"]  # the tail plans tell acceleration, settle and latency apart
+    assert (u.accel_dps2, u.settle_ms, u.start_latency_ms) == pytest.approx(
+        (true["U"].accel_dps2, 28.0, 4.0), rel=0.02, abs=0.2)
+    assert "tail plan at 4.5 deg overlap" in run.stdout
 
 
 def test_a_move_that_cut_a_corner_is_no_sample_of_its_motor_nor_of_its_primitive():
