@@ -81,8 +81,8 @@ def report(label: str, command: list[str], run: Run) -> str:
         f"solver is up at {'-' if ready is None else f'{ready:.1f} s'}; first solve at "
         f"{'-' if solved is None else f'{solved:.1f} s'}; total {run.total_s:.1f} s; "
         f"exit {run.exit_code}; {len(run.lines)} lines",
-        "silences over 5 s: " + (", ".join(f"{g:.1f} s before {at:.1f} s" for g, at, _ in
-                                           run.silences() if g > 5.0) or "none"),
+        "silences over 8 s: " + (", ".join(f"{g:.1f} s before {at:.1f} s" for g, at, _ in
+                                           run.silences() if g > 8.0) or "none"),
     ])
 
 

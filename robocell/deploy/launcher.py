@@ -47,6 +47,7 @@ ERROR_GRACE_S = 5.0
 the reason from its heartbeat (e.g. the actuator's serial device that cannot be opened)."""
 """Lifecycle states in which a service counts as started."""
 READY_TIMEOUT_S = 600.0
+"""A starting service that is not ready and has said nothing for this long is given up on."""
 WAITING_NOTE_S = 8.0
 """While a service starts, the launch says what it waits for this often (never silent for
 ten seconds: a first run builds tables and compiles for minutes)."""
@@ -348,9 +349,10 @@ class Launcher:
         """Say what the launch waits for, and what that service last said or is doing."""
         name = child.service.name
         heard = states.get(child.service.bus_name)
-        doing = (f"its state: {heard}" if heard else
-                 f"it last said: {child.output_tail[-1].strip()[:100]}" if child.output_tail
-                 else "it has not said anything yet")
+        doing = "; ".join(filter(None, (
+            f"its state: {heard}" if heard else "",
+            f"it last said: {child.output_tail[-1].strip()[:100]}" if child.output_tail
+            else ""))) or "it has not said anything yet"
         self.log("launch", f"waiting for {name} ({waited_s:.0f} s so far; {doing})")
 
     def _ours(self, bus_name: str, pid: int, host: str, here: str) -> bool:

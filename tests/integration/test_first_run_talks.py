@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 import sys
 import time
 
 import pytest
+from support.bus import REPO
 
 from robocell.common.config import free_port_block
 from robocell.deploy.compose import LocalService
@@ -81,3 +83,27 @@ def test_a_service_still_making_progress_is_not_cut_off_by_the_ready_timeout():
         launcher.start()
     assert time.monotonic() - started > talking_s
     assert "said nothing for 3 s" in str(refused.value), refused.value
+
+
+def test_waiting_for_a_service_that_beats_shows_its_state_and_what_it_last_said(tmp_path):
+    """A service heard on the bus ("starting") that says what it is doing (a compile): the
+    waiting line gives both, not the state alone."""
+    base = free_port_block(4)
+    out = StampedOutput()
+    launcher = Launcher("sim", {"ROBOCELL_BUS_PORT": str(base)}, out=out,
+                        only={"broker", "vision-sim"}, quiet={"broker", "vision-sim"})
+    bus = {"ROBOCELL_BUS": f"tcp://127.0.0.1:{base}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    slow = ("import os, time\n"
+            "from robocell.common.bus import Endpoints, Node\n"
+            "node = Node('vision', Endpoints.resolve(os.environ['ROBOCELL_BUS'])).start()\n"
+            "print('vision: warming up (compiling the sim camera): 5 s so far', flush=True)\n"
+            "time.sleep(60)\n")
+    launcher.services = [launcher.services[0], LocalService(
+        "vision-sim", (sys.executable, "-c", slow), bus, (), "vision")]
+    launcher.ready_timeout_s = 14.0
+    with launcher, pytest.raises(LaunchError):
+        launcher.start()
+    waiting = [line for _, line in out.stamps if "waiting for vision-sim" in line]
+    assert any("its state: starting" in line and "it last said: vision: warming up" in line
+               for line in waiting), waiting

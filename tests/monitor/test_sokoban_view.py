@@ -4,6 +4,8 @@ and monitor: the level published on `solver.sokoban_result` is drawn by the expl
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -146,3 +148,13 @@ def test_the_level_last_solved_is_drawn_with_its_counts_and_boards(cell, page, s
     status, body = get_json(cell.url + "/api/sokoban/graph")
     assert status == 200 and body["summary"]["states"] == 23
     assert page.js_errors == []
+
+
+def test_the_monitor_process_never_imports_the_sokoban_search():
+    """The graph is built in a child process: the monitor itself (on a small robot host too)
+    holds no numba or its compiler (~150 MB of RSS, measured in bench/results/two_hosts.txt)."""
+    code = ("import sys, robocell.services.monitor.service, robocell.services.monitor.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

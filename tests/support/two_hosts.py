@@ -48,8 +48,12 @@ def generate_keys(key_dir: Path, clients: tuple[str, ...]) -> dict[str, Path]:
 
 
 def robot_env(cell_env: dict[str, str]) -> dict[str, str]:
-    """A cell's environment for the robot host: its own loopback bus, no client key."""
-    return {k: v for k, v in cell_env.items() if not k.startswith("ROBOCELL_BUS_CURVE")}
+    """A cell's environment for the robot host: its own loopback bus, no client key, and the
+    small host's vision setting of docs/hosts.md (the views read in the vision process, no
+    reader processes: each would hold its own numba and OpenCV, ~340 MB)."""
+    env = {k: v for k, v in cell_env.items() if not k.startswith("ROBOCELL_BUS_CURVE")}
+    env["ROBOCELL_VISION_READERS"] = "0"
+    return env
 
 
 def compute_env() -> dict[str, str]:

@@ -16,10 +16,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from robocell.errors import RobocellError
-from robocell.sokoban.board import build_board
-from robocell.sokoban.graph import GraphTooLarge, build_graph
-from robocell.sokoban.graph_view import view_data
-from robocell.sokoban.level import LevelError, parse_levels
 
 SERVED_MAX_STATES = 400_000
 """Largest push graph the monitor builds; above it the view says so instead."""
@@ -40,7 +36,13 @@ class SokobanGraphError(RobocellError):
 
 
 def explorer_data(level_text: str, max_states: int) -> dict[str, Any]:
-    """The explorer data (``graph_view.view_data``) of a level in XSB text."""
+    """The explorer data (``graph_view.view_data``) of a level in XSB text. The Sokoban
+    modules (numba and its compiler: ~130 MB) are imported here, in the build's child
+    process, never in the monitor itself."""
+    from robocell.sokoban.board import build_board
+    from robocell.sokoban.graph import GraphTooLarge, build_graph
+    from robocell.sokoban.graph_view import view_data
+    from robocell.sokoban.level import LevelError, parse_levels
     try:
         levels = parse_levels(level_text)
         if len(levels) != 1:
