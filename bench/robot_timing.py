@@ -13,13 +13,16 @@ clock, which the firmware simulator reports, is not sped up). Then:
 3. `robocell tables build --profile FILE.toml`: the calibrated profile's solver tables
    (under $ROBOCELL_TABLES; kept, like any profile's);
 4. the cell again with the calibrated profile and the same physics: --new-cycles cycles of
-   other seeds, predicted against measured.
+   other seeds, predicted against measured. With --overlap the calibrated profile cuts
+   corners: `robocell calibrate --overlap` gives it the safe overlap on this physics (the
+   cube's cut tolerance) before its tables are built, and its cycles run with it.
 
 Prints per profile and phase: cycles, solved, the prediction error (measured - predicted, in
 percent of measured; + is a robot slower than predicted) as mean, mean |error|, p95 |error|
 and max |error|, and the mean predicted and measured robot time.
 
     python bench/robot_timing.py --cycles 12 --new-cycles 12 --speed 15
+    python bench/robot_timing.py --profiles six-motor --overlap
 """
 
 from __future__ import annotations
@@ -169,6 +172,8 @@ def main() -> int:
                         help="cycles with the calibrated profile, other seeds (default 12)")
     parser.add_argument("--speed", type=float, default=15.0,
                         help="simulation speed factor (default 15)")
+    parser.add_argument("--overlap", action="store_true",
+                        help="the calibrated profile with its safe overlap (corner cutting)")
     args = parser.parse_args()
     phases = []
     with tempfile.TemporaryDirectory(prefix="robot-timing-") as folder:
@@ -179,12 +184,18 @@ def main() -> int:
             print(f"== {profile}, physics:\n{PHYSICS[profile]}", flush=True)
             phases.append(cell_run(profile, physics, args.speed,
                                    range(1000, 1000 + args.cycles), "nominal", calibrated))
+            if args.overlap:
+                overlapping = calibrated.with_name(f"{calibrated.stem}-overlap.toml")
+                robocell("calibrate", "--overlap", "--profile", str(calibrated), "--physics",
+                         str(physics), "--out", str(overlapping), env=dict(os.environ))
+                calibrated = overlapping
             started = time.perf_counter()
             robocell("tables", "build", "--profile", str(calibrated), env=dict(os.environ))
             print(f"(tables of {calibrated.stem} ready in {time.perf_counter() - started:.0f} s)",
                   flush=True)
             phases.append(cell_run(str(calibrated), physics, args.speed,
-                                   range(2000, 2000 + args.new_cycles), "calibrated"))
+                                   range(2000, 2000 + args.new_cycles),
+                                   "cal+overlap" if args.overlap else "calibrated"))
             print(HEADER)
             for phase in phases[-2:]:
                 print(phase.row(), flush=True)

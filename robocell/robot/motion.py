@@ -11,10 +11,11 @@ written in degrees and named positions, one simultaneous action per string:
 ``set tilt:push``     servos to a named position or degrees -> ``SERVO tilt:120``
 ``dwell 50``          wait (ms)                             -> ``DWELL 50``
 
-A stepper moves with a trapezoidal speed profile (``speed_dps``, ``accel_dps2``) and then
-settles (``settle_ms``, optional, default 0); a servo takes ``|change| / speed_dps +
-settle_ms``. The host's ETA comes from these functions; the firmware simulator moves by the
-same ones, with a physics file's motors in place of the profile's when it has one
+A motor starts ``start_latency_ms`` (optional, default 0) after its command; a stepper then
+moves with a trapezoidal speed profile (``speed_dps``, ``accel_dps2``) and settles
+(``settle_ms``, optional, default 0); a servo takes ``|change| / speed_dps + settle_ms``.
+The host's ETA comes from these functions; the firmware simulator moves by the same ones,
+with a physics file's motors in place of the profile's when it has one
 (`robocell.robot.physics`).
 
 Corner cutting: ``[motion] overlap_deg`` (every stepper) or ``overlap_deg`` in
@@ -50,6 +51,9 @@ class Motor:
     speed_dps: float = 0.0
     accel_dps2: float = 0.0
     settle_ms: float = 0.0
+    start_latency_ms: float = 0.0
+    """From its command starting to its first step (a move overlapping the one before still
+    waits it out: a cut corner saves the settle and the tail, never the latency)."""
     positions: dict[str, float] = field(default_factory=dict)
     home: float = 0.0
     estop_decel_dps2: float = 0.0
@@ -95,10 +99,10 @@ class Motor:
         """Time of a move: ``change`` in degrees (servo: from its current angle)."""
         change = abs(change)
         if change == 0:
-            return 0.0 if self.kind == "stepper" else self.settle_ms
+            return 0.0 if self.kind == "stepper" else self.start_latency_ms + self.settle_ms
         if self.kind == "servo":
-            return 1000.0 * change / self.speed_dps + self.settle_ms
-        return self.turning_ms(change) + self.settle_ms
+            return self.start_latency_ms + 1000.0 * change / self.speed_dps + self.settle_ms
+        return self.start_latency_ms + self.turning_ms(change) + self.settle_ms
 
     def turning_ms(self, change: float) -> float:
         """Stepper: time of the trapezoid of a move of ``change`` degrees (without its
@@ -198,6 +202,7 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
                                   if "estop_decel_dps2" in spec else 0.0),
                 settle_ms=(_number(spec, "settle_ms", where, path, positive=False)
                            if "settle_ms" in spec else 0.0),
+                start_latency_ms=_latency(spec, where, path),
                 overlap_deg=(_overlap(spec["overlap_deg"], f"{where}.overlap_deg", path)
                              if "overlap_deg" in spec else overlap),
                 axis=axes.get(name),
@@ -219,9 +224,15 @@ def load_motors(profile: Profile) -> dict[str, Motor]:
             motors[name] = Motor(
                 name, kind, speed_dps=_number(spec, "speed_dps", where, path),
                 settle_ms=_number(spec, "settle_ms", where, path, positive=False),
+                start_latency_ms=_latency(spec, where, path),
                 positions={k: float(v) for k, v in positions.items()},
                 home=float(positions[home]))
     return motors
+
+
+def _latency(spec: dict, where: str, path: object) -> float:
+    return (_number(spec, "start_latency_ms", where, path, positive=False)
+            if "start_latency_ms" in spec else 0.0)
 
 
 def _overlap(value: object, where: str, path: object) -> float:
@@ -426,7 +437,8 @@ def overlap_saving_ms(previous: WireCommand, steps: int, motors: dict[str, Motor
         motor = motors[name]
         change = motor.degrees(value)
         left = motor.time_left_ms(change, motor.degrees(steps))
-        ends.append((motor.move_ms(change), motor.turning_ms(change) - left))
+        ends.append((motor.move_ms(change),
+                     motor.start_latency_ms + motor.turning_ms(change) - left))
     return max(d for d, _ in ends) - max(start for _, start in ends)
 
 

@@ -83,7 +83,9 @@ class Physics:
                 raise PhysicsError(self.path, f"motors.{name}", "a servo has no acceleration "
                                    "here: give speed_* and settle_ms only")
             out[name] = replace(motor, speed_dps=speed, accel_dps2=accel,
-                                settle_ms=keys.get("settle_ms", motor.settle_ms))
+                                settle_ms=keys.get("settle_ms", motor.settle_ms),
+                                start_latency_ms=keys.get("start_latency_ms",
+                                                          motor.start_latency_ms))
         return out
 
     def start_latency_ms(self, names: list[str] | tuple[str, ...]) -> float:

@@ -6,8 +6,11 @@ its ``--overlap`` probe on the firmware simulator too) is
 `robocell.services.firmware.calibrate_cli`.
 
 The timing program is plans of the profile's primitives, each plan every primitive
-``--runs`` times in a seeded random order, handed to the actuator like any plan; the robot
-reports each line's time in ``actuator.result``. The cube is left as the program leaves
+``--runs`` times in a seeded random order, handed to the actuator like any plan; then, on a
+robot with single-motor turns on two axes, one plan per probe overlap of perpendicular turns
+cutting corners by it (the plan's ``overlap_deg``: the motors' tails, which separate their
+acceleration, settle and start latency; `robocell.robot.calibration.tail_program`). The
+robot reports each line's time in ``actuator.result``. The cube is left as the program leaves
 it: a cycle afterwards reads and solves it.
 """
 
@@ -23,7 +26,13 @@ from robocell.common.bus import CommandFailed, Node
 from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.profile import Profile, ProfileError, load_profile, parse_profile, profile_path
 from robocell.errors import CommandError
-from robocell.robot.calibration import Observations, calibrated_text, fit
+from robocell.robot.calibration import (
+    Observations,
+    calibrated_text,
+    fit,
+    tail_program,
+    with_overlap,
+)
 from robocell.robot.motion import load_motors
 from robocell.robot.timing import predicted_plan_ms
 
@@ -61,14 +70,19 @@ def timing_program(profile: Profile, runs: int, plans: int, seed: int) -> list[l
     return [plan for plan in program if plan]
 
 
-def run_plan(node: Node, results: queue.Queue, profile: Profile,
-             primitives: list[str]) -> dict[str, Any]:
-    """Execute one plan of ``primitives`` on the robot: its ``actuator.result``."""
+def run_plan(node: Node, results: queue.Queue, profile: Profile, primitives: list[str],
+             overlap_deg: float | None = None) -> dict[str, Any]:
+    """Execute one plan of ``primitives`` on the robot (every stepper cutting corners by
+    ``overlap_deg`` if given): its ``actuator.result``."""
     plan_id = f"calibrate-{uuid.uuid4().hex[:8]}"
     size = profile.size or 3
     plan = {"plan_id": plan_id, "puzzle": f"{size}x{size}x{size}", "profile": profile.name,
             "facelets": "", "primitives": primitives, "face_turns": [],
-            "predicted_ms": predicted_plan_ms(profile, primitives), "search": {}}
+            "predicted_ms": predicted_plan_ms(profile if overlap_deg is None
+                                              else with_overlap(profile, overlap_deg),
+                                              primitives), "search": {}}
+    if overlap_deg is not None:
+        plan["overlap_deg"] = overlap_deg
     try:
         node.call("actuator", "execute", {"plan": plan}, timeout=10.0)
     except CommandFailed as exc:
@@ -93,14 +107,15 @@ def side_by_side(profile: Profile, fitted_motors: dict, observed: Observations,
                  new: Profile) -> list[str]:
     """Declared against measured, one line per motor and per primitive."""
     declared = load_motors(profile)
-    lines = [f"{'motor':<10} {'declared':>34}   {'fitted':>34}"]
+    lines = [f"{'motor':<10} {'declared':>40}   {'fitted':>40}   (speed accel settle +latency)"]
     for name, motor in declared.items():
         fitted = fitted_motors[name]
 
         def show(m: Any) -> str:
             accel = f" {m.accel_dps2:8.0f} dps2" if m.kind == "stepper" else " " * 14
-            return f"{m.speed_dps:7.1f} dps{accel} {m.settle_ms:6.1f} ms"
-        lines.append(f"{name:<10} {show(motor):>34}   {show(fitted):>34}")
+            return (f"{m.speed_dps:7.1f} dps{accel} {m.settle_ms:6.1f} ms "
+                    f"+{m.start_latency_ms:4.1f}")
+        lines.append(f"{name:<10} {show(motor):>40}   {show(fitted):>40}")
     lines.append(f"{'primitive':<10} {'declared ms':>12} {'measured ms':>12} {'runs':>5}")
     for prim in profile.primitives:
         runs = observed.primitives.get(prim.name, [])
@@ -135,6 +150,13 @@ def calibrate_timing(args: argparse.Namespace) -> int:
                   flush=True)
             result = run_plan(node, results, profile, primitives)
             observed.add_plan(profile, primitives, result["line_ms"], result["primitive_ms"])
+        for overlap_deg, primitives in tail_program(profile, DEFAULT_SEED if args.seed is None
+                                                    else args.seed):
+            print(f"tail plan at {overlap_deg:g} deg overlap: {len(primitives)} primitives",
+                  flush=True)
+            result = run_plan(node, results, profile, primitives, overlap_deg)
+            observed.add_plan(with_overlap(profile, overlap_deg), primitives,
+                              result["line_ms"], result["primitive_ms"])
     fitted = fit(profile, observed)
     written = calibrated_text(profile, text, fitted, name)
     new = parse_profile(written, args.out)

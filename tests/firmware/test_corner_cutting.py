@@ -68,7 +68,7 @@ def test_an_overlapped_start_is_reported_inside_the_move_before_and_measured_onc
     texts = ["MARK step=0 R", "MOVE R:200", "MARK step=1 U", "MOVE U:200 ov=44"]
     done = {r.line: (r.int_field("start"), r.int_field("end"))
             for r in run(core, texts) if r.kind == "done"}
-    quarter = core.motors["R"].move_ms(90.0)
+    quarter = core.motors["R"].move_ms(90.0) - 4  # from R's first step (after its latency)
     cut = core.motors["R"].time_left_ms(90.0, 19.8)  # 44 steps, counted from R's first step
     assert done[2] == pytest.approx((0, 1000 * (4 + quarter)), abs=1)
     assert done[4][0] == pytest.approx(1000 * (4 + quarter - cut), abs=1)  # inside R's span

@@ -38,10 +38,10 @@ speed_scale = 0.8
 def test_a_stepper_fit_predicts_its_turns_whatever_the_true_motor():
     declared = load_motors(load_profile("six-motor"))["R"]
     true = parse_physics(PHYSICS).apply({"R": declared})["R"]
-    samples = [(d, true.move_ms(d) + 4.0) for d in (90, 90, 180, 180)]
+    samples = [(d, true.move_ms(d)) for d in (90, 90, 180, 180)]
     fitted = fit_stepper(declared, samples)
     for d in (90, 180):
-        assert fitted.move_ms(d) == pytest.approx(true.move_ms(d) + 4.0, rel=0.005)
+        assert fitted.move_ms(d) == pytest.approx(true.move_ms(d), rel=0.005)
 
 
 def test_a_servo_fit_separates_speed_from_settle_when_it_moved_by_two_amounts():
@@ -132,12 +132,16 @@ def test_calibrate_writes_a_profile_that_predicts_the_robot(robot, tmp_path):
     for name in ("R", "R2", "U+D2"):
         prim = declared.primitive(name)
         axis = [w.split(":") for w in prim.motion[0].split()[1:]]
-        expect = max(true[m].move_ms(float(d)) for m, d in axis) + 4.0
+        expect = max(true[m].move_ms(float(d)) for m, d in axis)
         assert fitted.cost_ms(fitted.primitive(name).cost) == pytest.approx(expect, rel=0.01)
         assert declared.cost_ms(prim.cost) < 0.9 * expect  # the profile's guess was far off
     model = MotorModel(load_motors(fitted))
     assert model.duration_ms("MOVE", {"R": 400}) == pytest.approx(
-        true["R"].move_ms(180) + 4.0, rel=0.01)
+        true["R"].move_ms(180), rel=0.01)
+    u = load_motors(fitted)["U"]  # the tail plans tell acceleration, settle and latency apart
+    assert (u.accel_dps2, u.settle_ms, u.start_latency_ms) == pytest.approx(
+        (true["U"].accel_dps2, 28.0, 4.0), rel=0.02, abs=0.2)
+    assert "tail plan at 4.5 deg overlap" in run.stdout
 
 
 def test_a_move_that_cut_a_corner_is_no_sample_of_its_motor_nor_of_its_primitive():

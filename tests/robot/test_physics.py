@@ -82,7 +82,7 @@ def test_the_simulator_moves_by_the_physics_and_reports_start_and_end():
     true = MotorModel(physics.apply(load_motors(profile)))
     declared = MotorModel(load_motors(profile))
     first_ms = (spans[0][1] - spans[0][0]) / 1000
-    assert first_ms == pytest.approx(true.duration_ms("MOVE", {"R": quarter}) + 4.0, abs=0.002)
+    assert first_ms == pytest.approx(true.duration_ms("MOVE", {"R": quarter}), abs=0.002)
     assert first_ms > declared.duration_ms("MOVE", {"R": quarter}) + 30
     assert spans[1][0] == spans[0][1]  # queued: starts as the first ends, no idle
     assert finished[1].float_field("t") == pytest.approx(spans[1][1] / 1000, abs=0.002)

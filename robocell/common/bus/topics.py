@@ -155,6 +155,8 @@ PLAN_FIELDS: tuple[F, ...] = (
     F("face_turns", "list[str]", "the same solution as face turns, one move each"),
     F("predicted_ms", "float", "predicted robot execution time"),
     F("search", "map", "search statistics (nodes, time_ms, depth, ...)"),
+    F("overlap_deg", "float", "robocell calibrate's timing program only: every stepper cuts "
+      "corners by this many degrees in this plan (absent: as the profile says)", optional=True),
 )
 """A plan for one cube and one robot, in the robot's primitives: the payload of solver.plan,
 the result of solver.solve and the ``plan`` argument of actuator.execute (type ``Plan``)."""

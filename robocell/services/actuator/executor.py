@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from robocell.common.facelets import puzzle_size
 from robocell.common.profile import Profile
 from robocell.errors import RobocellError
+from robocell.robot.calibration import with_overlap
 from robocell.robot.motion import (
     MotorModel,
     PrimitiveMotion,
@@ -91,6 +92,11 @@ class Compiler:
         self.motors = load_motors(profile)
         self.primitives: dict[str, PrimitiveMotion] = compile_primitives(profile, self.motors)
         self._scan: ScanProgram | None = None
+
+    def cutting(self, overlap_deg: float) -> Compiler:
+        """This robot's compiler with every stepper cutting corners by ``overlap_deg`` (the
+        calibration's timing program measures the motors' tails so)."""
+        return Compiler(with_overlap(self.profile, overlap_deg))
 
     @property
     def scan_program(self) -> ScanProgram:

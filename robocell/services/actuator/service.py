@@ -19,7 +19,7 @@ from typing import Any
 
 from robocell.common.bus import Busy, CommandFailed, Node
 from robocell.common.bus.options import service_endpoints
-from robocell.common.bus.payloads import Plan
+from robocell.common.bus.payloads import UNSET, Plan
 from robocell.common.malloc import freeze_startup_objects
 from robocell.common.profile import Profile, ProfileError, load_profile
 from robocell.errors import CommandError
@@ -186,7 +186,9 @@ class ActuatorService:
         plan_id = plan.plan_id
         try:
             self.compiler.check_plan(plan.puzzle, plan.profile, plan.primitives)
-            job = self.compiler.plan(plan.primitives)
+            compiler = (self.compiler if plan.overlap_deg is UNSET
+                        else self.compiler.cutting(plan.overlap_deg))
+            job = compiler.plan(plan.primitives)
             running = RunningPlan.start(plan_id, plan.puzzle, plan.profile, plan.primitives,
                                         job, args.get("hold_at"))
         except AmendRefused as exc:  # the plan is this robot's; the hold makes no sense

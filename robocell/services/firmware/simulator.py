@@ -31,7 +31,7 @@ import json
 import math
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO
 
 from robocell.common.profile import Profile
@@ -99,7 +99,8 @@ class FirmwareCore:
         self.motors = self.physics.apply(motors) if self.physics else motors
         self.booted = 0.0
         """Simulated ms at the last boot: the clock of the ``done`` reports starts there."""
-        self.model = MotorModel(self.motors)
+        self.model = MotorModel({n: replace(m, start_latency_ms=0.0)  # from the first step
+                                 for n, m in self.motors.items()})
         self.twin = Twin(self.profile, self.facelets,
                          self.physics.cut_tolerance_deg if self.physics else None)
         self.physical_offset = {n: 0.0 for n, m in self.motors.items() if m.kind == "stepper"}
@@ -471,10 +472,10 @@ class FirmwareCore:
         return [proto.report("fault", fault.code, *str(fault).split(), line=line).encode()]
 
     def _latency(self, motion: Motion) -> float:
-        """From a motion's start to its first step (physics ``start_latency_ms``)."""
-        if self.physics is None or motion.command.verb not in ("MOVE", "SERVO", "HOME"):
-            return 0.0
-        return self.physics.start_latency_ms(list(motion.targets))
+        """From a motion's start to its first step (its motors' ``start_latency_ms``)."""
+        moving = motion.command.verb in ("MOVE", "SERVO", "HOME")
+        return max((self.motors[n].start_latency_ms for n in motion.targets
+                    if moving and n in self.motors), default=0.0)
 
     def _apply(self, motion: Motion, fraction: float = 1.0) -> None:
         verb = motion.command.verb
