@@ -258,12 +258,15 @@ def with_overlap(profile: Profile, overlap_deg: float) -> Profile:
                                   "motion": {"overlap_deg": overlap_deg}})
 
 
-def tail_program(profile: Profile, seed: int, runs: int = PROBE_RUNS
-                 ) -> list[tuple[float, list[str]]]:
+def tail_program(profile: Profile, seed: int, runs: int = PROBE_RUNS,
+                 max_deg: float = PROBE_OVERLAP_DEG[-1]) -> list[tuple[float, list[str]]]:
     """Per probe overlap, a plan of the profile's single-motor turns each leading ``runs``
     times, in a seeded order where each turns a layer perpendicular to the one before (so
-    each after the first starts early, measuring the tail of the one before). Empty for a
-    robot with no such turns on two axes."""
+    each after the first starts early, measuring the tail of the one before). The probes are
+    half and all of ``max_deg`` (`calibrate --tail-deg`), or of the profile's own smaller
+    ``overlap_deg``. Empty for a robot with no such turns on two axes, or ``max_deg`` 0."""
+    if max_deg <= 0:
+        return []
     motors = load_motors(profile)
     axis_of = {}
     for name, motion in compile_primitives(profile, motors).items():
@@ -274,8 +277,8 @@ def tail_program(profile: Profile, seed: int, runs: int = PROBE_RUNS
     if len(set(axis_of.values())) < 2:
         return []
     declared = max((m.overlap_deg for m in motors.values()), default=0.0)
-    probes = (PROBE_OVERLAP_DEG if not 0 < declared < PROBE_OVERLAP_DEG[-1]
-              else (declared / 2, declared))
+    limit = declared if 0 < declared < max_deg else max_deg
+    probes = (limit / 2, limit)
     rng = random.Random(seed)
     program = []
     for overlap_deg in probes:

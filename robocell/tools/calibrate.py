@@ -17,6 +17,7 @@ it: a cycle afterwards reads and solves it.
 from __future__ import annotations
 
 import argparse
+import math
 import queue
 import random
 import uuid
@@ -27,6 +28,7 @@ from robocell.common.bus.options import add_remote_options, endpoints_of
 from robocell.common.profile import Profile, ProfileError, load_profile, parse_profile, profile_path
 from robocell.errors import CommandError
 from robocell.robot.calibration import (
+    PROBE_OVERLAP_DEG,
     Observations,
     calibrated_text,
     fit,
@@ -39,6 +41,9 @@ from robocell.robot.timing import predicted_plan_ms
 PLAN_TIMEOUT_S = 600.0
 """Longest one timing plan may take (a real robot at 1x, a few hundred primitives)."""
 DEFAULT_RUNS, DEFAULT_PLANS, DEFAULT_SEED = 6, 2, 1
+MAX_TAIL_DEG = 15.0
+"""Largest ``--tail-deg``: a tail plan measures a motor's braking, not how far a cube takes
+a cut corner (that is ``--overlap``'s search, in simulation)."""
 
 
 def add_timing_options(p: argparse.ArgumentParser) -> None:
@@ -50,11 +55,31 @@ def add_timing_options(p: argparse.ArgumentParser) -> None:
                    help=f"plans the runs are split over (default {DEFAULT_PLANS})")
     p.add_argument("--seed", type=int, default=None,
                    help=f"seed of the primitives' order (default {DEFAULT_SEED})")
+    p.add_argument("--tail-deg", type=tail_degrees, default=None, metavar="DEG",
+                   help="the largest corner the tail plans cut (they separate each motor's "
+                        "acceleration, settle and start latency): default "
+                        f"{PROBE_OVERLAP_DEG[-1]:g}, or the profile's own overlap_deg if "
+                        "smaller; 0 for a robot or cube that must never cut a corner (the "
+                        "fit then has whole moves only)")
+
+
+def tail_degrees(text: str) -> float:
+    """``--tail-deg``: a small angle, 0 (no tail plan) to `MAX_TAIL_DEG`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_TAIL_DEG:
+        raise argparse.ArgumentTypeError(
+            f"{text}: the tail plans' largest corner cut, 0 (none) to {MAX_TAIL_DEG:g} "
+            "degrees")
+    return value
 
 
 def timing_options_given(args: argparse.Namespace) -> list[str]:
     """The timing program's options given on the command line."""
-    return [f"--{name}" for name in ("runs", "plans", "seed") if getattr(args, name) is not None]
+    return [f"--{name.replace('_', '-')}" for name in ("runs", "plans", "seed", "tail_deg")
+            if getattr(args, name) is not None]
 
 
 def timing_program(profile: Profile, runs: int, plans: int, seed: int) -> list[list[str]]:
@@ -150,8 +175,9 @@ def calibrate_timing(args: argparse.Namespace) -> int:
                   flush=True)
             result = run_plan(node, results, profile, primitives)
             observed.add_plan(profile, primitives, result["line_ms"], result["primitive_ms"])
-        for overlap_deg, primitives in tail_program(profile, DEFAULT_SEED if args.seed is None
-                                                    else args.seed):
+        seed = DEFAULT_SEED if args.seed is None else args.seed
+        max_deg = PROBE_OVERLAP_DEG[-1] if args.tail_deg is None else args.tail_deg
+        for overlap_deg, primitives in tail_program(profile, seed, max_deg=max_deg):
             print(f"tail plan at {overlap_deg:g} deg overlap: {len(primitives)} primitives",
                   flush=True)
             result = run_plan(node, results, profile, primitives, overlap_deg)

@@ -96,3 +96,25 @@ def test_the_tail_program_cuts_only_perpendicular_corners_within_the_probe_overl
     for deg, plan in program:
         assert 0 < deg <= 10
         assert all(axes[a] != axes[b] for a, b in zip(plan, plan[1:], strict=False))
+
+
+def test_the_tail_program_never_cuts_past_what_it_is_allowed():
+    """A robot whose cube must not cut corners (`calibrate --tail-deg 0`) gets no tail plan,
+    and a smaller limit is kept, as is a profile's own smaller overlap_deg."""
+    six = load_profile("six-motor")
+    assert tail_program(six, seed=3, max_deg=0) == []
+    assert {deg for deg, _ in tail_program(six, seed=3, max_deg=5)} == {2.5, 5.0}
+    text = profile_path("six-motor").read_text(encoding="utf-8")
+    declared = parse_profile(text.replace("[motion]", "[motion]\noverlap_deg = 3", 1)
+                             if "[motion]" in text else text + "\n[motion]\noverlap_deg = 3\n",
+                             profile_path("six-motor"))
+    assert {deg for deg, _ in tail_program(declared, seed=3, max_deg=5)} == {1.5, 3.0}
+
+
+def test_calibrate_refuses_a_tail_limit_that_is_not_a_small_angle(capsys):
+    from robocell import cli
+    for bad in ("-1", "45", "x"):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["calibrate", "--out", "x.toml", "--tail-deg", bad])
+        assert exited.value.code == 2
+        assert "--tail-deg" in (err := capsys.readouterr().err) and "0 (none) to 15" in err
