@@ -9,8 +9,10 @@ colour the sticker carries: 54 letters for a 3x3x3, 24 for a 2x2x2.
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy only where the geometry is made: the bus's processes never load it
+    import numpy as np
 
 FACES = "URFDLB"
 """Face letters in facelet-string order."""
@@ -170,6 +172,8 @@ def sticker_geometry(size: int) -> tuple[np.ndarray, np.ndarray]:
     Cubie centres sit at coordinates -(size-1), ..., size-1 in steps of 2 along each axis and
     stickers on the plane +-size, so that quarter turns map stickers onto stickers exactly.
     """
+    import numpy as np  # here only: every process on the bus imports this module
+
     check_size(size)
     positions = np.zeros((n_facelets(size), 3), dtype=np.int64)
     normals = np.zeros((n_facelets(size), 3), dtype=np.int64)
