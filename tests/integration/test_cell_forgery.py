@@ -110,10 +110,11 @@ def test_forged_and_replayed_solved_twins_never_make_a_cycle_solved():
                 assert twin["source"] == "firmware-sim" and twin["line"] < FORGED_LINE, twin
                 assert twin["solved"] is False
                 # the lies go on: real cycles still read, solve and verify the real twin
+                before = sent[0]
                 again = run_one_cycle(node, 63)
                 assert again["ok"], again
                 assert latched_twin(endpoints)["solved"] is True
-                assert sent[0] > 20
+                assert sent[0] > before > 0  # forged all along, during the real cycle too
             reported = []
             while not diagnostics.empty():
                 reported.append(diagnostics.get().payload)

@@ -31,7 +31,6 @@ from robocell.common.bus.schema import (
     UNSET,
     WireDecoder,
     payload_map,
-    payload_maps,
     topic_spec,
     validate,
 )
@@ -347,7 +346,11 @@ class Subscriber:
         if not count or batch.seq + count - 1 > MAX_SEQ:
             return self._handle_slow(frame)  # refused there: columns of unequal length,
             # or sequence numbers past the largest
-        payloads = payload_maps(batch.payloads)
+        payloads = list(map(payload_map, batch.payloads))  # as one message alone: nested
+        for optional in wire.optional:  # declared types stay typed, absent fields left out
+            for payload in payloads:
+                if payload[optional] is UNSET:
+                    del payload[optional]
         python_check = wire.python_check
         if python_check is not None and not all(map(python_check, payloads)):
             return self._handle_slow(frame)
