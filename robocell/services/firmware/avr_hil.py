@@ -33,7 +33,7 @@ from robocell.robot import protocol as proto
 from robocell.robot.motion import load_motors
 from robocell.services.firmware.avr_build import build_firmware, build_harness
 from robocell.services.firmware.avr_wiring import DEFAULT_MCU, F_CPU, Wiring, load_wiring
-from robocell.services.firmware.serial_server import FirmwareLine, run_control
+from robocell.services.firmware.serial_server import FirmwareLine, control_watch, run_control
 from robocell.services.firmware.simulator import FaultPlan
 from robocell.services.firmware.twin import Twin, TwinFaultError
 
@@ -375,7 +375,8 @@ def serve_avr(profile: Profile, *, mcu: str = DEFAULT_MCU, port: int | None = No
             if fault_release is not None and time.monotonic() > fault_release:
                 harness.set_input("fault", 1)
                 fault_release = None
-            readable, _, _ = select.select([harness.fileno(), *line.watch()], [], [], 0.2)
+            readable, _, _ = select.select([harness.fileno(), *line.watch(),
+                                            *control_watch(control)], [], [], 0.2)
             if harness.fileno() in readable:
                 for event in harness.events():
                     if event[0] == "L":

@@ -3,7 +3,8 @@ a pty, keeps the simulated clock (real time times ``--speed``) and injects the f
 `FaultPlan` (byte drops and corruption, disconnects, stalls, resets).
 
 Pattern: one select loop that owns the listening socket (or pty), the client connection, the
-clock and the fault injection; it ends after ``max_runtime_s`` or on KeyboardInterrupt.
+clock and the fault injection; it ends after ``max_runtime_s`` or on KeyboardInterrupt. The
+bus adapter reaches the core through a `ControlQueue`, whose self-pipe wakes that select.
 """
 
 from __future__ import annotations
@@ -141,9 +142,46 @@ class FirmwareLine:
             self.listener.close()
 
 
+class ControlQueue(queue.Queue):
+    """``(function, reply_queue)`` pairs for a select loop to run (`run_control`); each put
+    also writes a byte to a pipe the loop selects on (the self-pipe pattern), so an idle loop
+    answers at once instead of after its poll interval."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+
+    def fileno(self) -> int:
+        return self._wake_read
+
+    def put(self, item: object, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        try:
+            os.write(self._wake_write, b"!")
+        except BlockingIOError:  # the pipe is full of wakes already: the loop will wake
+            pass
+
+    def quiet(self) -> None:
+        """Read the wakes written so far (before running what was put)."""
+        try:
+            while os.read(self._wake_read, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+
+def control_watch(control: queue.Queue | None) -> list:
+    """What a loop selects on for ``control``: its wake pipe, if it has one."""
+    return [control] if isinstance(control, ControlQueue) else []
+
+
 def run_control(control: queue.Queue | None, target: object) -> None:
     """Run the ``(function, reply_queue)`` pairs waiting on ``control`` with ``target`` on
     the calling loop's thread; each reply is the function's result or its exception."""
+    if isinstance(control, ControlQueue):
+        control.quiet()
     while control is not None and not control.empty():
         function, reply = control.get_nowait()
         try:
@@ -206,7 +244,8 @@ def serve(core: FirmwareCore, *, port: int | None = None, pty_link: str | None =
             line.send(data)
         deadline = core.next_deadline()
         timeout = 0.2 if deadline is None else min(0.2, clock.real_delay(deadline))
-        readable, _, _ = select.select(line.watch(), [], [], timeout)
+        readable, _, _ = select.select([*line.watch(), *control_watch(control)], [], [],
+                                       timeout)
         chunk = line.service(readable)
         if chunk is None:
             continue

@@ -19,7 +19,7 @@ from robocell.common.scramble import random_turns
 from robocell.common.validation import CubeStateError, validate
 from robocell.robot.physics import Physics
 from robocell.services.firmware.avr_hil import serve_avr
-from robocell.services.firmware.serial_server import serve
+from robocell.services.firmware.serial_server import ControlQueue, serve
 from robocell.services.firmware.simulator import FaultPlan, FirmwareCore
 
 DEFAULT_SCRAMBLE_MOVES = 25
@@ -123,7 +123,7 @@ def main_with_args(profile: Profile, *, port: int | None, pty_link: str | None, 
     try:
         core = FirmwareCore(profile, facelets, queue_size, log, physics=physics)
         if bus:
-            control = queue.Queue()
+            control = ControlQueue()
             adapter = FirmwareSimBus(profile, control, endpoints)
             adapter.start(core)
         serve(core, port=port, pty_link=pty_link, speed=speed, faults=faults,
@@ -144,7 +144,7 @@ def main_avr(profile: Profile, *, mcu: str, port: int | None, pty_link: str | No
     """The process body of `robocell firmware-sim --avr` (``cut_tolerance_deg``: the twin
     cube's, from a physics file's ``[cube]``)."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
-    control: queue.Queue | None = queue.Queue() if bus else None
+    control: queue.Queue | None = ControlQueue() if bus else None
     adapter = FirmwareSimBus(profile, control, endpoints) if control is not None else None
     try:
         serve_avr(profile, mcu=mcu, port=port, pty_link=pty_link, speed=speed,
