@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,3 +32,20 @@ def bus_address(launcher: Launcher) -> str:
 def foxglove_url(launcher: Launcher) -> str:
     """The WebSocket address of the cell's Foxglove bridge."""
     return f"ws://127.0.0.1:{launcher.env['ROBOCELL_FOXGLOVE_PORT']}"
+
+
+def wait_executing(node, cycle_id: str, timeout: float = 60.0) -> None:
+    """Return once cycle ``cycle_id`` is executing its plan and the actuator says a step of
+    it runs (a 2x2 robot's scan moves the cube too: that progress is not the plan's)."""
+    statuses: queue.Queue = queue.Queue()
+    progress: queue.Queue = queue.Queue()
+    node.subscribe("cell.status", statuses.put)
+    node.subscribe("actuator.progress", progress.put)
+    deadline = time.monotonic() + timeout
+    while True:
+        status = statuses.get(timeout=max(0.1, deadline - time.monotonic())).payload
+        if status["cycle_id"] == cycle_id and status["stage"] == "executing":
+            break
+    while progress.get(timeout=max(0.1, deadline - time.monotonic())).payload["state"] \
+            != "running":
+        pass
