@@ -211,8 +211,19 @@ class CellService:
 
     @property
     def simulated(self) -> bool:
-        """A simulated cell is one whose firmware simulator is alive on the bus."""
-        return "firmware-sim" in self.node.alive()
+        """A simulated cell is one whose firmware simulator has been alive on the bus: once
+        seen, always (a heartbeat missed, or a forger's frames under its name, must never
+        turn the twin's verification into trusting the execution alone)."""
+        if not getattr(self, "_seen_simulator", False):
+            alive = "firmware-sim" in self.node.alive()
+            if not alive:  # asked too: its heartbeat may be late, its name forged
+                try:
+                    self.node.call("firmware-sim", "ping", {}, timeout=0.5)
+                    alive = True
+                except CommandFailed:
+                    pass
+            self._seen_simulator = alive
+        return self._seen_simulator
 
     def _write_finished(self, wait_s: float) -> None:
         """Write the rows of finished cycles still unwritten, then mark the results seen
