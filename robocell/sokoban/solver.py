@@ -29,10 +29,15 @@ from robocell.sokoban.deadlocks import MAX_MASK_GOALS, frozen_cache, is_frozen
 from robocell.sokoban.features import (
     FS_ACTIVE,
     FS_HEAP_EVERY,
+    OUT_OF_PLAN,
+    ROOM_LINKS,
     FeatureSpace,
     doorways,
     feature_space,
     grown_feature_space,
+)
+from robocell.sokoban.features import (
+    room_links as find_room_links,
 )
 from robocell.sokoban.nodes import grown_store, node_store
 from robocell.sokoban.packing import packing_depth
@@ -148,6 +153,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
           box_moves: bool = False, frozen_goals: bool = True,
           deep_corrals: bool = False, hotspots: bool = False,
+          room_links: bool = False, out_of_plan: bool = False,
           on_progress: ProgressCallback | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
@@ -166,6 +172,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     goals unfillable (``deadlocks.frozen_goals_dead``). ``deep_corrals`` raises the corral
     deadlock search's limits (CORRAL_DEEP_NODES states, CORRAL_DEEP_MAX_BOXES boxes).
     ``hotspots`` adds the feature search's hotspot advisor (``hotspots.hotspot_advice``).
+    ``room_links`` makes the feature search's third feature the room links holding a box
+    (``features.room_links``) instead of the boxes on doorways; ``out_of_plan`` adds a fourth
+    feature and its advisor, the boxes the packing plan is about to shut in
+    (``features.out_of_plan``).
     ``on_progress`` is called before every chunk of expansions (a few times a second),
     the first time before the first (which compiles the search if it is not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
@@ -200,9 +210,12 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                         corral_boxes=corral_boxes, hotspots=hotspots and features)
     nodes = node_store(board.n_boxes, INITIAL_CAPACITY)
     # The feature space's per-node arrays are as long as the node arrays when in use.
+    door = doorways(board.neighbours) if features else None
+    mode = ((ROOM_LINKS if room_links else 0) | (OUT_OF_PLAN if out_of_plan else 0)
+            if features else 0)
     fs = feature_space(board.n_boxes, INITIAL_CAPACITY if features else 1,
-                       (doorways(board.neighbours), feature_depth(board, rooms)) if features
-                       else None)
+                       (door, feature_depth(board, rooms)) if features else None, mode,
+                       find_room_links(board.neighbours, door) if mode & ROOM_LINKS else None)
     if heap_every < 0:
         raise ValueError(f"heap_every must be 0 (cells only) or more, not {heap_every}")
     fs.counters[FS_HEAP_EVERY] = heap_every

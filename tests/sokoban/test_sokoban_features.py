@@ -16,11 +16,15 @@ from robocell.sokoban.features import (
     MAX_BLOCKED,
     MAX_KEY_H,
     MAX_REGIONS,
+    OUT_OF_PLAN,
+    ROOM_LINKS,
     cell_of,
     doorways,
     feature_space,
+    file_children,
     file_node,
     next_node,
+    room_links,
     unadvised_pushes,
 )
 from robocell.sokoban.level import parse_levels
@@ -114,3 +118,77 @@ def test_doorways_are_the_squares_that_split_the_floor():
         assert door[s] == split, board.name(s)
     # the corridor between the rooms is all doorway, the rooms' insides none
     assert 3 <= door.sum() <= 8
+
+
+# Two rooms joined by a tunnel (row 2, columns 3-7) holding two boxes, and a dead-end
+# corridor below the right room (column 9, rows 3-6) holding the third.
+TUNNEL = """\
+###########
+#.  ###   #
+#.@ $$    #
+#.  ###   #
+######### #
+        #$#
+        # #
+        ###
+"""
+
+# A goal column (column 4, rows 4-5) entered from the room above, with a pocket behind it
+# (rows 5-7) that holds a box; POCKET_GOAL moves the room's goal into the pocket.
+POCKET = """\
+#########
+#@     .#
+#  $ $  #
+#### ####
+   #.###
+   #.  #
+   # $ #
+   #   #
+   #####
+"""
+POCKET_GOAL = POCKET.replace(".#\n#  $", " #\n#  $").replace("# $ #", "# $.#")
+
+
+def _start_features(text, room_links_on=False, out_of_plan_on=False):
+    """(packed, regions, blocked, out) of a level's start position as the feature search
+    files it."""
+    board = build_board(parse_levels(text)[0])
+    n = board.n_squares
+    door = doorways(board.neighbours)
+    mode = (ROOM_LINKS if room_links_on else 0) | (OUT_OF_PLAN if out_of_plan_on else 0)
+    fs = feature_space(board.n_boxes, 1, (door, board.goal_depth.astype(np.int32)), mode,
+                       room_links(board.neighbours, door))
+    node_boxes = board.start_boxes.astype(np.int16).reshape(1, -1)
+    file_children(0, 0, 1, node_boxes, np.ones(1, dtype=np.int64),
+                  np.zeros(n, dtype=np.bool_), board.neighbours, board.is_goal,
+                  board.goal_squares, board.goal_area,
+                  np.zeros(len(board.goal_squares) + 1, dtype=np.int32),
+                  np.zeros(n, dtype=np.int64), 0, np.zeros(n, dtype=np.int32), fs, False)
+    return int(fs.packed[0]), int(fs.regions[0]), int(fs.blocked[0]), int(fs.out[0])
+
+
+def test_room_links_are_tunnels_between_rooms():
+    """The tunnel is one link (five doorway squares, the ends included: each cuts the tunnel
+    off its room); the dead-end corridor is no link, it leads to no room of two squares."""
+    board = build_board(parse_levels(TUNNEL)[0])
+    link = room_links(board.neighbours, doorways(board.neighbours))
+    tunnel = [board.square(2, c) for c in range(3, 8)]
+    assert sorted(np.flatnonzero(link >= 0).tolist()) == sorted(tunnel)
+    assert set(link[tunnel].tolist()) == {0}
+
+
+def test_start_features_known_by_hand():
+    """TUNNEL: no box packed; the two tunnel boxes cut the floor into the left room, the right
+    room with the corridor's top, and the corridor's last square (3 areas); three boxes on
+    doorways, but only one room link obstructed; nothing out of plan (the boxes are not
+    walls, so every box is in the main area)."""
+    assert _start_features(TUNNEL) == (0, 3, 3, 0)
+    assert _start_features(TUNNEL, room_links_on=True, out_of_plan_on=True) == (0, 3, 1, 0)
+
+
+def test_out_of_plan_box_behind_the_goals():
+    """POCKET: the goal column is filled from the room above, so the box in the pocket behind
+    it is out of plan; with a goal of its own in the pocket it is not."""
+    assert _start_features(POCKET, out_of_plan_on=True)[3] == 1
+    assert _start_features(POCKET)[3] == 0
+    assert _start_features(POCKET_GOAL, out_of_plan_on=True)[3] == 0
