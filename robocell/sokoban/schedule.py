@@ -93,8 +93,8 @@ def parse_schedule(text: str) -> list[Stage]:
         if stage.weight == 1 and (stage.packing or stage.features or stage.box_moves):
             raise ValueError(f"schedule stage {part!r}: flags o, f and m need a weight above 1")
         if (stage.hotspots or stage.room_links or stage.out_of_plan) and not stage.features:
-            raise ValueError(f"schedule stage {part!r}: flags h, r and u (feature search "
-                             "advisors and features) need f")
+            raise ValueError(f"schedule stage {part!r}: each of flags h, r and u (the "
+                             "feature search's advisors and features) needs f")
         stages.append(stage)
     if not stages:
         raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")

@@ -192,3 +192,26 @@ def test_out_of_plan_box_behind_the_goals():
     assert _start_features(POCKET, out_of_plan_on=True)[3] == 1
     assert _start_features(POCKET)[3] == 0
     assert _start_features(POCKET_GOAL, out_of_plan_on=True)[3] == 0
+
+
+def test_the_room_link_and_out_of_plan_flags_need_the_feature_search():
+    from robocell.sokoban.schedule import Stage, parse_schedule
+    assert parse_schedule("2fomru/0:5") == [Stage(2, 5.0, packing=True, features=True,
+                                                  heap_every=0, box_moves=True,
+                                                  room_links=True, out_of_plan=True)]
+    assert str(parse_schedule("2fomru/0:5")[0]) == "2fomru/0:5"
+    for bad in ("2r:5", "2ou:5"):
+        with pytest.raises(ValueError, match="needs f"):
+            parse_schedule(bad)
+
+
+@pytest.mark.slow
+def test_a_feature_search_with_room_links_and_out_of_plan_solves_and_replays():
+    from robocell.sokoban.lurd import replay
+    from robocell.sokoban.solver import solve
+    level = parse_levels("#########\n#@   $ .#\n#  $ $  #\n#### ####\n   #.###\n"
+                         "   #.#\n   ###\n")[0]
+    result = solve(build_board(level), weight=2, features=True, box_moves=True, packing=True,
+                   heap_every=0, room_links=True, out_of_plan=True)
+    assert result.solved
+    assert replay(level, result.lurd).solved
