@@ -4,11 +4,12 @@ Every position is projected onto a small vector of features - here how many boxe
 on goals in the packing order, into how many separate areas the boxes cut the free
 squares, how many boxes off goal stand on doorways (or, as an option, how many links between
 rooms a box obstructs: ``room_links``), and, as an option, how many boxes the packing plan is
-about to shut in (``out_of_plan``). Positions with the same vector share a *cell*. The search does not take the best
-position overall, as A* does; it visits the cells that hold open positions in turn, one
-expansion each, so progress on any feature keeps being followed while the heuristic is flat.
-Inside a cell it takes the position reached with the fewest *unadvised* pushes (pushes the
-advisors did not propose, see ``file_children``), then the smallest bound.
+about to shut in (``out_of_plan``). Positions with the same vector share a *cell*. The
+search does not take the best position overall, as A* does; it visits the cells that hold
+open positions in turn, one expansion each, so progress on any feature keeps being followed
+while the heuristic is flat. Inside a cell it takes the position reached with the fewest
+*unadvised* pushes (pushes the advisors did not propose, see ``file_children``), then the
+smallest bound.
 
 Each cell's open positions are a pairing heap threaded through per-node arrays (first child,
 next sibling), so filing a node is O(1) and nothing is allocated per node.
