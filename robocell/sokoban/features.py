@@ -39,6 +39,9 @@ ROOM_LINKS = 1
 """Mode bit (``FS_MODE``): the third feature counts obstructed room links, not doorway boxes."""
 OUT_OF_PLAN = 2
 """Mode bit (``FS_MODE``): a fourth feature, the boxes the packing plan is about to shut in."""
+EXPLORER = 4
+"""Mode bit (``FS_MODE``): the explorer advisor (the push that opens most squares to the
+player)."""
 NEVER = -2
 """cell_root of a cell that never held a node (-1: held some, empty now)."""
 (FS_ACTIVE, FS_CURSOR, FS_CELLS_VISITED, FS_GOAL, FS_HEAP_EVERY, FS_TURN, FS_MODE,
@@ -57,6 +60,7 @@ class FeatureSpace(NamedTuple):
     blocked: np.ndarray    # int16[node]: boxes off goal on the board's doorways (or, with
                            # ROOM_LINKS, room links holding a box off goal)
     out: np.ndarray        # int16[node]: out-of-plan boxes (0 unless OUT_OF_PLAN)
+    reach: np.ndarray      # int16[node]: squares the player can walk to (0 unless EXPLORER)
     cell_root: np.ndarray  # int32[cell]: best node of the cell, -1 empty, NEVER unused
     active: np.ndarray     # int32[cell]: the cells that ever held a node, in order
     doorway: np.ndarray    # bool[square]: squares whose loss splits the floor
@@ -69,11 +73,12 @@ class FeatureSpace(NamedTuple):
     comp_size: np.ndarray  # int32[square]: scratch (squares of each area)
     area_fed: np.ndarray   # bool[square]: scratch (goal area touching the main area)
     stack: np.ndarray      # int32[square]: scratch
+    seen: np.ndarray       # int64[square]: scratch of the explorer, stamped with FS_STAMP
     counters: np.ndarray   # int64[N_COUNTERS]
 
 
-N_NODE_ARRAYS = 7
-"""The first seven arrays are per node and grow with the node arrays."""
+N_NODE_ARRAYS = 8
+"""The first eight arrays are per node and grow with the node arrays."""
 
 
 def feature_space(n_boxes: int, capacity: int,
@@ -95,12 +100,13 @@ def feature_space(n_boxes: int, capacity: int,
         np.zeros(capacity, dtype=np.int64), np.full(capacity, -1, dtype=np.int32),
         np.full(capacity, -1, dtype=np.int32), np.zeros(capacity, dtype=np.int16),
         np.zeros(capacity, dtype=np.int16), np.zeros(capacity, dtype=np.int16),
-        np.zeros(capacity, dtype=np.int16),
+        np.zeros(capacity, dtype=np.int16), np.zeros(capacity, dtype=np.int16),
         np.full(n_cells, NEVER, dtype=np.int32), np.zeros(n_cells, dtype=np.int32),
         board_features[0], board_features[1], link,
         np.zeros(max(1, int(link.max()) + 1), dtype=np.int64), np.zeros(n, dtype=np.bool_),
         np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int32),
-        np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int32), counters)
+        np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64),
+        counters)
 
 
 def room_links(neighbours: np.ndarray, doorway: np.ndarray) -> np.ndarray:
@@ -363,8 +369,32 @@ def out_of_plan(boxes: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
 
 
 @njit(cache=True)
+def player_reach(player: int, occupied: np.ndarray, neighbours: np.ndarray,
+                 fs: FeatureSpace) -> int:
+    """Squares the player can walk to from ``player`` (``occupied``: the boxes)."""
+    stamp = fs.counters[FS_STAMP]
+    seen, stack = fs.seen, fs.stack
+    seen[player] = stamp
+    stack[0] = player
+    top = 1
+    count = 0
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        count += 1
+        for d in range(4):
+            t = neighbours[s, d]
+            if t >= 0 and not occupied[t] and seen[t] != stamp:
+                seen[t] = stamp
+                stack[top] = t
+                top += 1
+    return count
+
+
+@njit(cache=True)
 def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
-                  node_h: np.ndarray, occupied: np.ndarray, neighbours: np.ndarray,
+                  node_player: np.ndarray, node_h: np.ndarray, occupied: np.ndarray,
+                  neighbours: np.ndarray,
                   is_goal: np.ndarray, goal_squares: np.ndarray, goal_area: np.ndarray,
                   deepest_empty: np.ndarray, region_mark: np.ndarray,
                   region_stamp: int, queue: np.ndarray, fs: FeatureSpace,
@@ -382,6 +412,9 @@ def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
     mode = fs.counters[FS_MODE]
     links_on = (mode & ROOM_LINKS) != 0
     out_on = (mode & OUT_OF_PLAN) != 0
+    explore_on = (mode & EXPLORER) != 0
+    reach = fs.reach
+    best_reach = -1
     nb = node_boxes.shape[1]
     best_pack = -1
     best_area = -1
@@ -415,6 +448,8 @@ def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
         if out_on:
             out[c] = out_of_plan(node_boxes[c], occupied, neighbours, is_goal, goal_squares,
                                  goal_area, deepest_empty, fs)
+        if explore_on:
+            reach[c] = player_reach(node_player[c], occupied, neighbours, fs)
         for k in range(nb):
             occupied[node_boxes[c, k]] = False
         if node_h[c] == 0:
@@ -430,6 +465,9 @@ def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
                             regions[best_area] if best_area >= 0 else 0, node_h)
         best_door = _advise(blocked[c], blocked[parent], c, best_door,
                             blocked[best_door] if best_door >= 0 else 0, node_h)
+        if explore_on:
+            best_reach = _advise(-reach[c], -reach[parent], c, best_reach,
+                                 -reach[best_reach] if best_reach >= 0 else 0, node_h)
         if out_on:
             best_out = _advise(out[c], out[parent], c, best_out,
                                out[best_out] if best_out >= 0 else 0, node_h)
@@ -438,7 +476,7 @@ def file_children(parent: int, first: int, end: int, node_boxes: np.ndarray,
     base = 0 if parent == first else unadvised_pushes(parent, fs)
     for c in range(first, end):
         advised = (parent == first or c == best_pack or c == best_area or c == best_door
-                   or c == best_out or c == best_h or c == hot_pick)
+                   or c == best_out or c == best_reach or c == best_h or c == hot_pick)
         file_node(c, base if advised else base + 1, node_h[c], fs)
     return region_stamp
 

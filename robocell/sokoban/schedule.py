@@ -11,7 +11,7 @@ fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m
 moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``c`` (deep
 corral deadlock search: larger limits, slower per expansion), ``h`` (the feature search's
 hotspot advisor), ``r`` (its room-link feature in place of the doorway count), ``u`` (its
-out-of-plan feature), and for the feature search
+out-of-plan feature), ``e`` (its explorer advisor), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 """
 
@@ -27,9 +27,9 @@ from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResu
 from robocell.sokoban.warm_up import warm_up
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG, DEEP_CORRALS_FLAG = "p", "o", "f", "m", "c"
-HOTSPOTS_FLAG, ROOM_LINKS_FLAG, OUT_OF_PLAN_FLAG = "h", "r", "u"
+HOTSPOTS_FLAG, ROOM_LINKS_FLAG, OUT_OF_PLAN_FLAG, EXPLORER_FLAG = "h", "r", "u", "e"
 STAGE_FLAGS = (PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG + DEEP_CORRALS_FLAG
-               + HOTSPOTS_FLAG + ROOM_LINKS_FLAG + OUT_OF_PLAN_FLAG)
+               + HOTSPOTS_FLAG + ROOM_LINKS_FLAG + OUT_OF_PLAN_FLAG + EXPLORER_FLAG)
 DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
@@ -52,6 +52,7 @@ class Stage:
     hotspots: bool = False
     room_links: bool = False
     out_of_plan: bool = False
+    explorer: bool = False
 
     def __str__(self) -> str:
         flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
@@ -60,7 +61,8 @@ class Stage:
                  + (DEEP_CORRALS_FLAG if self.deep_corrals else "")
                  + (HOTSPOTS_FLAG if self.hotspots else "")
                  + (ROOM_LINKS_FLAG if self.room_links else "")
-                 + (OUT_OF_PLAN_FLAG if self.out_of_plan else ""))
+                 + (OUT_OF_PLAN_FLAG if self.out_of_plan else "")
+                 + (EXPLORER_FLAG if self.explorer else ""))
         custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
         every = f"/{self.heap_every}" if custom else ""
         return f"{self.weight}{flags}{every}:{self.seconds:g}"
@@ -81,7 +83,8 @@ def parse_schedule(text: str) -> list[Stage]:
                           PACKING_FLAG in flags, FEATURES_FLAG in flags,
                           int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags,
                           DEEP_CORRALS_FLAG in flags, HOTSPOTS_FLAG in flags,
-                          ROOM_LINKS_FLAG in flags, OUT_OF_PLAN_FLAG in flags)
+                          ROOM_LINKS_FLAG in flags, OUT_OF_PLAN_FLAG in flags,
+                          EXPLORER_FLAG in flags)
         except ValueError:
             stage = None
         if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
@@ -92,8 +95,9 @@ def parse_schedule(text: str) -> list[Stage]:
                 f"search whose greedy heap takes every 2nd expansion); flags are {STAGE_FLAGS}")
         if stage.weight == 1 and (stage.packing or stage.features or stage.box_moves):
             raise ValueError(f"schedule stage {part!r}: flags o, f and m need a weight above 1")
-        if (stage.hotspots or stage.room_links or stage.out_of_plan) and not stage.features:
-            raise ValueError(f"schedule stage {part!r}: each of flags h, r and u (the "
+        if ((stage.hotspots or stage.room_links or stage.out_of_plan or stage.explorer)
+                and not stage.features):
+            raise ValueError(f"schedule stage {part!r}: each of flags h, r, u and e (the "
                              "feature search's advisors and features) needs f")
         stages.append(stage)
     if not stages:
@@ -114,7 +118,8 @@ def stage_options(stage: Stage) -> dict[str, Any]:
             "packing": stage.packing, "features": stage.features,
             "heap_every": stage.heap_every, "box_moves": stage.box_moves,
             "deep_corrals": stage.deep_corrals, "hotspots": stage.hotspots,
-            "room_links": stage.room_links, "out_of_plan": stage.out_of_plan}
+            "room_links": stage.room_links, "out_of_plan": stage.out_of_plan,
+            "explorer": stage.explorer}
 
 
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES

@@ -208,9 +208,9 @@ def next_expansion(board: SearchBoard, settings: Settings, nodes: Nodes, fs: Fea
         counters = fs.counters
         if counters[FS_ACTIVE] == 0:
             at.region_stamp = file_children(
-                0, 0, 1, nodes.boxes, nodes.h, work.occupied, board.neighbours, board.is_goal,
-                board.goal_squares, board.goal_area, work.deepest_empty, work.region_mark,
-                at.region_stamp, work.queue, fs, False)
+                0, 0, 1, nodes.boxes, nodes.player, nodes.h, work.occupied, board.neighbours,
+                board.is_goal, board.goal_squares, board.goal_area, work.deepest_empty,
+                work.region_mark, at.region_stamp, work.queue, fs, False)
         every = counters[FS_HEAP_EVERY]
         counters[FS_TURN] += 1
         if every == 0 or counters[FS_TURN] % every != 0 or at.heap_size == 0:
@@ -282,9 +282,9 @@ def expand(board: SearchBoard, rooms: SearchRooms, settings: Settings, pruning: 
                                   board.neighbours, board.is_goal, work.hot_dist, work.queue,
                                   work.hot_via, work.hot_base, work.hot_path)
     at.region_stamp = file_children(
-        node, first_child, at.n_nodes, nodes.boxes, nodes.h, work.occupied, board.neighbours,
-        board.is_goal, board.goal_squares, board.goal_area, work.deepest_empty,
-        work.region_mark, at.region_stamp, work.queue, fs, True, hot_pick)
+        node, first_child, at.n_nodes, nodes.boxes, nodes.player, nodes.h, work.occupied,
+        board.neighbours, board.is_goal, board.goal_squares, board.goal_area,
+        work.deepest_empty, work.region_mark, at.region_stamp, work.queue, fs, True, hot_pick)
     if fs.counters[FS_GOAL] > 0:
         stats[ST_GOAL] = fs.counters[FS_GOAL] - 1
         return True

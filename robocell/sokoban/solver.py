@@ -27,6 +27,7 @@ from robocell.sokoban.corrals import (
 )
 from robocell.sokoban.deadlocks import MAX_MASK_GOALS, frozen_cache, is_frozen
 from robocell.sokoban.features import (
+    EXPLORER,
     FS_ACTIVE,
     FS_HEAP_EVERY,
     OUT_OF_PLAN,
@@ -153,7 +154,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           features: bool = False, heap_every: int = FEATURE_HEAP_EVERY,
           box_moves: bool = False, frozen_goals: bool = True,
           deep_corrals: bool = False, hotspots: bool = False,
-          room_links: bool = False, out_of_plan: bool = False,
+          room_links: bool = False, out_of_plan: bool = False, explorer: bool = False,
           on_progress: ProgressCallback | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
@@ -175,7 +176,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     ``room_links`` makes the feature search's third feature the room links holding a box
     (``features.room_links``) instead of the boxes on doorways; ``out_of_plan`` adds a fourth
     feature and its advisor, the boxes the packing plan is about to shut in
-    (``features.out_of_plan``).
+    (``features.out_of_plan``); ``explorer`` adds the explorer advisor (the push that opens
+    most squares to the player, ``features.player_reach``).
     ``on_progress`` is called before every chunk of expansions (a few times a second),
     the first time before the first (which compiles the search if it is not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
@@ -212,7 +214,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     # The feature space's per-node arrays are as long as the node arrays when in use.
     door = doorways(board.neighbours) if features else None
     mode = ((ROOM_LINKS if room_links else 0) | (OUT_OF_PLAN if out_of_plan else 0)
-            if features else 0)
+            | (EXPLORER if explorer else 0) if features else 0)
     fs = feature_space(board.n_boxes, INITIAL_CAPACITY if features else 1,
                        (door, feature_depth(board, rooms)) if features else None, mode,
                        find_room_links(board.neighbours, door) if mode & ROOM_LINKS else None)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from robocell.sokoban.board import build_board, count_regions
 from robocell.sokoban.features import (
+    EXPLORER,
     FS_ACTIVE,
     KEY_SHIFT,
     MAX_BLOCKED,
@@ -149,22 +150,25 @@ POCKET = """\
 POCKET_GOAL = POCKET.replace(".#\n#  $", " #\n#  $").replace("# $ #", "# $.#")
 
 
-def _start_features(text, room_links_on=False, out_of_plan_on=False):
-    """(packed, regions, blocked, out) of a level's start position as the feature search
-    files it."""
+def _start_features(text, room_links_on=False, out_of_plan_on=False, explorer_on=False):
+    """(packed, regions, blocked, out, reach) of a level's start position as the feature
+    search files it."""
     board = build_board(parse_levels(text)[0])
     n = board.n_squares
     door = doorways(board.neighbours)
-    mode = (ROOM_LINKS if room_links_on else 0) | (OUT_OF_PLAN if out_of_plan_on else 0)
+    mode = ((ROOM_LINKS if room_links_on else 0) | (OUT_OF_PLAN if out_of_plan_on else 0)
+            | (EXPLORER if explorer_on else 0))
     fs = feature_space(board.n_boxes, 1, (door, board.goal_depth.astype(np.int32)), mode,
                        room_links(board.neighbours, door))
     node_boxes = board.start_boxes.astype(np.int16).reshape(1, -1)
-    file_children(0, 0, 1, node_boxes, np.ones(1, dtype=np.int64),
+    file_children(0, 0, 1, node_boxes, np.full(1, board.start_player, dtype=np.int16),
+                  np.ones(1, dtype=np.int64),
                   np.zeros(n, dtype=np.bool_), board.neighbours, board.is_goal,
                   board.goal_squares, board.goal_area,
                   np.zeros(len(board.goal_squares) + 1, dtype=np.int32),
                   np.zeros(n, dtype=np.int64), 0, np.zeros(n, dtype=np.int32), fs, False)
-    return int(fs.packed[0]), int(fs.regions[0]), int(fs.blocked[0]), int(fs.out[0])
+    return (int(fs.packed[0]), int(fs.regions[0]), int(fs.blocked[0]), int(fs.out[0]),
+            int(fs.reach[0]))
 
 
 def test_room_links_are_tunnels_between_rooms():
@@ -181,9 +185,10 @@ def test_start_features_known_by_hand():
     """TUNNEL: no box packed; the two tunnel boxes cut the floor into the left room, the right
     room with the corridor's top, and the corridor's last square (3 areas); three boxes on
     doorways, but only one room link obstructed; nothing out of plan (the boxes are not
-    walls, so every box is in the main area)."""
-    assert _start_features(TUNNEL) == (0, 3, 3, 0)
-    assert _start_features(TUNNEL, room_links_on=True, out_of_plan_on=True) == (0, 3, 1, 0)
+    walls, so every box is in the main area); the player walks the left room's 9 squares."""
+    assert _start_features(TUNNEL) == (0, 3, 3, 0, 0)
+    assert _start_features(TUNNEL, room_links_on=True, out_of_plan_on=True,
+                           explorer_on=True) == (0, 3, 1, 0, 9)
 
 
 def test_out_of_plan_box_behind_the_goals():
@@ -194,24 +199,25 @@ def test_out_of_plan_box_behind_the_goals():
     assert _start_features(POCKET_GOAL, out_of_plan_on=True)[3] == 0
 
 
-def test_the_room_link_and_out_of_plan_flags_need_the_feature_search():
+def test_the_room_link_out_of_plan_and_explorer_flags_need_the_feature_search():
     from robocell.sokoban.schedule import Stage, parse_schedule
-    assert parse_schedule("2fomru/0:5") == [Stage(2, 5.0, packing=True, features=True,
-                                                  heap_every=0, box_moves=True,
-                                                  room_links=True, out_of_plan=True)]
-    assert str(parse_schedule("2fomru/0:5")[0]) == "2fomru/0:5"
-    for bad in ("2r:5", "2ou:5"):
+    assert parse_schedule("2fomrue/0:5") == [Stage(2, 5.0, packing=True, features=True,
+                                                   heap_every=0, box_moves=True,
+                                                   room_links=True, out_of_plan=True,
+                                                   explorer=True)]
+    assert str(parse_schedule("2fomrue/0:5")[0]) == "2fomrue/0:5"
+    for bad in ("2r:5", "2ou:5", "3e:5"):
         with pytest.raises(ValueError, match="needs f"):
             parse_schedule(bad)
 
 
 @pytest.mark.slow
-def test_a_feature_search_with_room_links_and_out_of_plan_solves_and_replays():
+def test_a_feature_search_with_the_new_features_and_explorer_solves_and_replays():
     from robocell.sokoban.lurd import replay
     from robocell.sokoban.solver import solve
     level = parse_levels("#########\n#@   $ .#\n#  $ $  #\n#### ####\n   #.###\n"
                          "   #.#\n   ###\n")[0]
     result = solve(build_board(level), weight=2, features=True, box_moves=True, packing=True,
-                   heap_every=0, room_links=True, out_of_plan=True)
+                   heap_every=0, room_links=True, out_of_plan=True, explorer=True)
     assert result.solved
     assert replay(level, result.lurd).solved
