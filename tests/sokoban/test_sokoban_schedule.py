@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from robocell.sokoban import schedule
 from robocell.sokoban.level import load_level, parse_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban import schedule
 from robocell.sokoban.schedule import (
     DEFAULT_SCHEDULE,
     LaneError,
