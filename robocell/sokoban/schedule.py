@@ -284,8 +284,12 @@ def _lane_main(writer: Connection, parent: int, level: Level, board: Board,
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         follow_parent(parent)
+        # a stage that overran its share (the deadline is checked between chunks of
+        # expansions) takes it from the lane's later stages, not from the caller's budget
+        end = time.monotonic() + sum(stage.seconds for stage in stages)
         for number, stage in enumerate(stages):
-            result = solve(board, metric=metric, timeout=stage.seconds, max_nodes=NODE_LIMIT,
+            seconds = max(0.0, min(stage.seconds, end - time.monotonic()))
+            result = solve(board, metric=metric, timeout=seconds, max_nodes=NODE_LIMIT,
                            **stage_options(stage))
             result.stage = str(stage)
             replays = result.solved and replay(level, result.lurd).solved

@@ -103,8 +103,9 @@ def gone(pid: int) -> bool:
 
 @pytest.fixture
 def stalling_stage(monkeypatch):
-    """Stages of weight 5 sleep 60 s and those of weight 7 raise, in the lanes' processes
-    (forked after the patch); the others search for real."""
+    """In the lanes' processes (forked after the patch) stages of weight 5 sleep 60 s, 6
+    sleep 3 s, 7 raise, 8 return at once with the time they were given as their seconds; the
+    others search for real."""
     real_solve = schedule.solve
 
     def solve(board, **options):
@@ -113,6 +114,11 @@ def stalling_stage(monkeypatch):
             return SolveResult("timeout", options["metric"])
         if options["weight"] == 7:
             raise RuntimeError("a lane's own failure")
+        if options["weight"] == 6:  # overruns a 1 s share by 2 s
+            time.sleep(3)
+            return SolveResult("timeout", options["metric"], seconds=3.0)
+        if options["weight"] == 8:  # says what time it was given
+            return SolveResult("timeout", options["metric"], seconds=options["timeout"])
         return real_solve(board, **options)
 
     monkeypatch.setattr(schedule, "solve", solve)
@@ -192,3 +198,13 @@ def test_a_lane_that_fails_is_reported_and_the_others_stopped(forks, stalling_st
     assert "RuntimeError: a lane's own failure" in str(err.value)  # its traceback
     assert time.monotonic() - started < 10
     assert all(gone(pid) for pid in forks)
+
+
+def test_a_stage_that_overruns_takes_the_time_from_its_lane_not_the_budget(stalling_stage):
+    # lane 1: 6:1 takes 3 s, so 8:5 gets the 3 s left of the lane's 6; lane 2 ends at once
+    (level,) = parse_levels(CORNERED)
+    log: list[dict] = []
+    result, spent = solve_lanes(level, parse_lanes("6:1,8:5|8:1"), log=log)
+    assert result.status == "timeout" and result.stage == "8:5"
+    assert 2.0 < result.seconds < 3.5 and spent < 6.5
+    assert [entry["stage"] for entry in log] == ["8:1", "6:1", "8:5"]
