@@ -244,14 +244,18 @@ def _await_lanes(children: dict[Connection, tuple[int, int]], lanes: list[list[S
                  started: float, budget: float, log: list[dict[str, Any]] | None,
                  reaped: set[int]) -> tuple[SolveResult, float]:
     """The lanes' answers until one decides (a replayed solution, a proof of none) or all
-    are done; the last result of a lane that ends without a solution is kept."""
+    are done; the last result of a lane that ends without a solution is kept. A solution
+    that is not proven optimal waits while another lane runs optimal A* (at most that
+    stage's share), which wins if it solves: one lane's optimal results are kept."""
     last = None
+    held = None  # a lane's solution waiting for optimal A* running in another lane
+    current = {index: 0 for index, _ in children.values()}  # each lane's running stage
     deadline = started + budget + LANE_GRACE_S
     running = dict(children)
     while running:
         ready = wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
         if not ready:  # a lane overran its budget: give up on them all
-            return (last or SolveResult("timeout", "")), time.monotonic() - started
+            return (held or last or SolveResult("timeout", "")), time.monotonic() - started
         for reader in ready:
             index, pid = running[reader]
             try:
@@ -268,12 +272,26 @@ def _await_lanes(children: dict[Connection, tuple[int, int]], lanes: list[list[S
                 log.append({"lane": index + 1, "stage": str(stage), "status": result.status,
                             "second": round(time.monotonic() - started, 2),
                             "expanded": result.expanded, "most_packed": result.most_packed})
-            if replays or _proves_none(stage, result):
+            if _proves_none(stage, result) or (replays and (result.optimal or held is None
+                                                            and not _optimal_running(
+                                                                current, running, lanes))):
                 return result, time.monotonic() - started
+            if replays and held is None:
+                held = result  # as in one lane: optimal A* first, if it solves in its share
             last = result
+            current[index] = stage_index + 1
             if final:
                 del running[reader]
-    return last, time.monotonic() - started
+            if held is not None and not _optimal_running(current, running, lanes):
+                return held, time.monotonic() - started
+    return (held or last), time.monotonic() - started
+
+
+def _optimal_running(current: dict[int, int], running: dict[Connection, tuple[int, int]],
+                     lanes: list[list[Stage]]) -> bool:
+    """Whether a running lane is in an optimal A* stage (weight 1)."""
+    return any(lanes[index][current[index]].weight == 1 for index, _ in running.values()
+               if current[index] < len(lanes[index]))
 
 
 def _lane_main(writer: Connection, parent: int, level: Level, board: Board,
