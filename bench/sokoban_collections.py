@@ -5,13 +5,17 @@ Usage (from the checkout root):
     PYTHONPATH=. python bench/sokoban_collections.py xsokoban \
         --schedule 1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21
     PYTHONPATH=. python bench/sokoban_collections.py boxoban-hard --timeout 10 --first 200
+    PYTHONPATH=. python bench/sokoban_collections.py xsokoban --lanes 2 --timeout 60
 Each level runs in this process with the solver's own deadline (checked between compiled
-chunks of expansions). ``--out FILE`` also writes the table as markdown.
+chunks of expansions), one level after the other; a schedule in lanes (``--lanes N``, or
+``LANE|LANE`` in ``--schedule``) gives each level N processes at once. ``--out FILE`` also
+writes the table as markdown; ``--stage-log FILE`` every stage's end (JSON lines).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -23,7 +27,13 @@ from robocell.common.paths import shared_data_dir
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import load_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.schedule import NODE_LIMIT, parse_schedule, solve_scheduled
+from robocell.sokoban.schedule import (
+    NODE_LIMIT,
+    default_lanes,
+    lanes_text,
+    parse_lanes,
+    solve_lanes,
+)
 from robocell.sokoban.solver import METRIC_MOVES, METRIC_PUSHES, solve
 
 COLLECTIONS = {
@@ -50,7 +60,7 @@ def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float
     summary = [
         f"collection: {path.name} ({len(rows)} levels){progress}, timeout {args.timeout:g} s "
         f"per level, metric {args.metric}, "
-        + (f"schedule {args.schedule} (weight:seconds)" if args.stages else
+        + (f"schedule {args.schedule} (weight:seconds){_lanes_note(args)}" if args.stages else
            f"weight {args.weight}")
         + (f", fallback weight {args.fallback_weight} for {args.fallback_seconds:g} s"
            if args.fallback_weight > 1 and not args.stages else ""),
@@ -70,14 +80,24 @@ def report(rows: list[tuple], args: argparse.Namespace, path: Path, total: float
         lines = [f"# Sokoban benchmark: {path.name}", "", "```",
                  " ".join(["PYTHONPATH=. python bench/sokoban_collections.py",
                            *sys.argv[1:]]), *summary, "```", "",
-                 "| level | title | boxes | status | pushes | moves | optimal | expanded | s |",
-                 "|---:|---|---:|---|---:|---:|---|---:|---:|"]
+                 "| level | title | boxes | status | pushes | moves | optimal | expanded | s "
+                 "| stage |",
+                 "|---:|---|---:|---|---:|---:|---|---:|---:|---|"]
         for r in rows:
             lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | "
-                         f"{'yes' if r[6] else 'no'} | {r[7]} | {r[8]:.2f} |")
+                         f"{'yes' if r[6] else 'no'} | {r[7]} | {r[8]:.2f} | {r[9]} |")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")
     return summary
+
+
+def _lanes_note(args: argparse.Namespace) -> str:
+    """The header's word on lanes: how many processes each level gets."""
+    n = len(args.stages)
+    if n < 2:
+        return ""
+    return (f", {n} lanes: the levels one after another, each with {n} processes at once "
+            f"(the first replayed solution wins)")
 
 
 def level_numbers(text: str) -> set[int]:
@@ -110,15 +130,30 @@ def main(argv: list[str] | None = None) -> int:
                              "A* for 5 s, then the feature search (weight-2 heap, packing "
                              "penalty) for 25 s, then the feature search with a greedy heap "
                              "taking every 2nd expansion for 30 s; the first verified solution "
-                             "counts (overrides --timeout)")
+                             "counts (overrides --timeout); LANE|LANE|... runs lanes at the "
+                             "same time, one process each, per level")
+    parser.add_argument("--lanes", type=int, default=0,
+                        help="without --schedule: the default schedule in N lanes (1 = the "
+                             "stages in turn) over --timeout; the levels run one after another, "
+                             "each with N processes")
+    parser.add_argument("--stage-log", type=Path,
+                        help="write every stage's end here, one JSON line each (level, lane, "
+                             "stage, status, second, expanded, most packed)")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
+    if args.schedule and args.lanes:
+        parser.error("--schedule gives its lanes itself (LANE|LANE): leave out --lanes")
+    if args.lanes < 0:
+        parser.error(f"--lanes {args.lanes}: give 1 or more")
     try:
-        args.stages = parse_schedule(args.schedule) if args.schedule else []
+        args.stages = parse_lanes(args.schedule) if args.schedule else []
     except ValueError as exc:
         parser.error(f"--schedule: {exc}")
+    if args.lanes:
+        args.stages = default_lanes(args.metric, args.timeout, args.lanes)
+        args.schedule = lanes_text(args.stages)
     if args.stages:
-        args.timeout = sum(stage.seconds for stage in args.stages)
+        args.timeout = max(sum(stage.seconds for stage in lane) for lane in args.stages)
 
     name = args.collection
     path = Path(name) if name not in COLLECTIONS else shared_data_dir() / "sokoban" / COLLECTIONS[
@@ -141,15 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     header = (f"{'level':>6} {'title':>6} {'boxes':>5} {'status':>11} {'pushes':>6} "
               f"{'moves':>6} {'optimal':>7} {'expanded':>10} {'seconds':>8}")
-    mode = f"schedule {args.schedule}" if args.stages else f"weight {args.weight}"
+    mode = (f"schedule {args.schedule}{_lanes_note(args)}" if args.stages else
+            f"weight {args.weight}")
     print(f"# {path.name}: {len(levels)} levels, {args.timeout:g} s per level, metric "
           f"{args.metric}, {mode}")
-    print(header, flush=True)
+    print(header + " stage", flush=True)
     started = time.monotonic()
     for level in levels:
         board = build_board(level)
+        log: list[dict] = []
         if args.stages:
-            result, spent = solve_scheduled(level, args.stages, args.metric)
+            result, spent = solve_lanes(level, args.stages, args.metric, log=log)
         else:
             result = solve(board, metric=args.metric, timeout=args.timeout, weight=args.weight,
                            max_nodes=NODE_LIMIT)
@@ -165,10 +202,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"level {level.index}: solver output does not replay!", file=sys.stderr)
         status = result.status if (verified or not result.solved) else "WRONG"
         row = (level.index, level.title, board.n_boxes, status, result.pushes, result.moves,
-               result.optimal and verified, result.expanded, spent)
+               result.optimal and verified, result.expanded, spent, result.stage)
         rows.append(row)
         print(f"{row[0]:>6} {row[1][:6]:>6} {row[2]:>5} {row[3]:>11} {row[4]:>6} {row[5]:>6} "
-              f"{'yes' if row[6] else 'no':>7} {row[7]:>10} {row[8]:>8.2f}", flush=True)
+              f"{'yes' if row[6] else 'no':>7} {row[7]:>10} {row[8]:>8.2f} {row[9]}",
+              flush=True)
+        if args.stage_log:
+            with args.stage_log.open("a") as out:
+                for entry in log:
+                    out.write(json.dumps({"level": level.index, **entry}) + "\n")
         report(rows, args, path, time.monotonic() - started, len(levels), False)
     summary = report(rows, args, path, time.monotonic() - started, len(levels), True)
     print()

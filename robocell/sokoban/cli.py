@@ -17,10 +17,13 @@ from robocell.sokoban.graph_view import MAX_DRAWN_STATES, view_data
 from robocell.sokoban.level import LevelError, load_level, load_levels
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.schedule import (
-    default_schedule,
-    parse_schedule,
-    solve_scheduled,
+    LaneError,
+    default_lanes,
+    lanes_text,
+    parse_lanes,
+    solve_lanes,
     stage_options,
+    usable_lanes,
 )
 from robocell.sokoban.search_report import SearchReport, prepare_search
 from robocell.sokoban.solver import FAST_WEIGHT, solve
@@ -99,7 +102,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "25 s, then over single pushes with a weight-2 heap taking every 2nd "
                    "expansion for 30 s); flags: p plain, "
                    "o packing penalty, f feature search, m box moves, c deep corral "
-                   "deadlock search; replaces --timeout")
+                   "deadlock search; replaces --timeout; LANE|LANE runs lanes at the same "
+                   "time, one process each, e.g. 1:2,2fom/0:58|2fom/2:15,3:15,2fo/2:30")
+    p.add_argument("--lanes", type=int, metavar="N",
+                   help="--fast: run the default schedule in N lanes at the same time, one "
+                   "process (core) each, the first solution wins (default: the usable CPUs, "
+                   "at most 2; 1 = the stages in turn in this process)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 
@@ -228,15 +236,26 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if args.schedule and (args.fast or single):
             raise CommandError("--schedule gives the searches itself: leave out --fast, "
                                "--weight, --packing, --features and --box-moves")
+        if args.schedule and args.lanes is not None:
+            raise CommandError("--schedule gives its lanes itself (LANE|LANE): leave out "
+                               "--lanes")
+        if args.lanes is not None and args.lanes < 1:
+            raise CommandError(f"--lanes {args.lanes}: give 1 or more")
         try:
-            stages = (parse_schedule(args.schedule) if args.schedule
-                      else default_schedule(args.metric, args.timeout))
-            prepare_search(args.metric, [stage_options(stage) for stage in stages])
-            result, spent = solve_scheduled(level, stages, args.metric)
+            lanes = (parse_lanes(args.schedule) if args.schedule else default_lanes(
+                args.metric, args.timeout, args.lanes or usable_lanes()))
+            prepare_search(args.metric, [stage_options(stage) for stages in lanes
+                                         for stage in stages])
+            result, spent = solve_lanes(level, lanes, args.metric)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        except LaneError as exc:
+            raise CommandError(f"{exc}\n(schedule {lanes_text(lanes)})") from None
         result.seconds = spent
         return _print_solve(args, level, result)
+    if args.lanes is not None:
+        raise CommandError("--lanes runs the default schedule in lanes: give --fast without "
+                           "--weight, --packing, --features and --box-moves")
     weight = args.weight if args.weight is not None else (FAST_WEIGHT if args.fast else 1)
     if weight < 1:
         raise CommandError("--weight must be 1 (optimal) or more")

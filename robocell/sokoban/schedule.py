@@ -13,14 +13,27 @@ corral deadlock search: larger limits, slower per expansion), ``h`` (the feature
 hotspot advisor), ``r`` (its room-link feature in place of the doorway count), ``u`` (its
 out-of-plan feature), ``e`` (its explorer advisor), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
+
+Lanes use more than one core for one level: ``LANE|LANE|...``, each lane a schedule of its
+own, run at the same time in a process of its own (forked after the stages are warmed up, so
+no lane compiles), each lane's stages in turn with their own shares of the whole budget. The
+first lane whose solution replays wins and the others are killed at once; optimal A* proving
+there is none ends them all too. One lane is `solve_scheduled`, in this process.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+import traceback
 from dataclasses import dataclass, replace
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from robocell.sokoban.board import build_board
+from robocell.common.lifetime import follow_parent
+from robocell.sokoban.board import Board, build_board
 from robocell.sokoban.level import Level
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResult, solve
@@ -35,6 +48,13 @@ DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21", "moves": "1
 XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
 with box moves on its cells alone, then taking turns with a weight-2 heap, weighted A*, and
 the feature search over single pushes."""
+DEFAULT_LANES = {"pushes": "1:2,2fom/0:58|2fom/2:15,3:15,2fo/2:30", "moves": "1:60|2:60"}
+"""The two-lane schedule per metric for 60 s (each lane scaled to other budgets): every stage
+of the one-lane default, each at least as long as there (docs/sokoban.md, "Schedules")."""
+MAX_LANES = 2
+"""Most lanes a default schedule runs (the machine measured has 2 cores)."""
+LANE_GRACE_S = 5.0
+"""Seconds past the longest lane's budget before a lane that has not answered is killed."""
 NODE_LIMIT = 24_000_000
 """Largest node arrays of one stage (about 3 GB with 50 boxes)."""
 
@@ -112,6 +132,46 @@ def default_schedule(metric: str, seconds: float) -> list[Stage]:
     return [replace(s, seconds=s.seconds * scale) for s in stages]
 
 
+def parse_lanes(text: str) -> list[list[Stage]]:
+    """The lanes of a schedule string ``LANE|LANE|...`` (one lane without ``|``); ValueError
+    naming the lane or stage that is wrong."""
+    lanes = []
+    for number, part in enumerate(text.split("|"), 1):
+        try:
+            lanes.append(parse_schedule(part))
+        except ValueError as exc:
+            raise ValueError(f"lane {number}: {exc}" if "|" in text else str(exc)) from None
+    return lanes
+
+
+def lanes_text(lanes: list[list[Stage]]) -> str:
+    """A schedule string of ``lanes`` (``parse_lanes`` reads it back)."""
+    return "|".join(",".join(map(str, stages)) for stages in lanes)
+
+
+def usable_lanes() -> int:
+    """The default number of lanes: the CPUs this process may run on, at most ``MAX_LANES``."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_LANES, cpus))
+
+
+def default_lanes(metric: str, seconds: float, lanes: int) -> list[list[Stage]]:
+    """The metric's default schedule in ``lanes`` lanes (1: exactly `default_schedule`; more
+    than the two-lane default has: that one), each lane scaled to ``seconds``."""
+    if lanes < 1:
+        raise ValueError(f"lanes: give 1 or more, not {lanes}")
+    if lanes == 1:
+        return [default_schedule(metric, seconds)]
+    chosen = []
+    for stages in parse_lanes(DEFAULT_LANES[metric])[:lanes]:
+        scale = seconds / sum(s.seconds for s in stages)
+        chosen.append([replace(s, seconds=s.seconds * scale) for s in stages])
+    return chosen
+
+
 def stage_options(stage: Stage) -> dict[str, Any]:
     """The search options of a stage (``solver.solve``'s keywords, no time or memory limit)."""
     return {"weight": stage.weight, "macros": False if stage.plain else None,
@@ -136,9 +196,161 @@ def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSH
     for stage in stages:
         result = solve(board, metric=metric, timeout=stage.seconds, max_nodes=NODE_LIMIT,
                        **stage_options(stage))
+        result.stage = str(stage)
         spent += result.seconds
         if result.solved and replay(level, result.lurd).solved:
             break
-        if result.status == "no solution" and (stage.weight == 1 or result.dead_start):
+        if _proves_none(stage, result):
             break
     return result, spent
+
+
+def _proves_none(stage: Stage, result: SolveResult) -> bool:
+    """Whether ``result`` proves the level has no solution (optimal A*, or a dead start)."""
+    return result.status == "no solution" and (stage.weight == 1 or bool(result.dead_start))
+
+
+class LaneError(RuntimeError):
+    """A lane's process failed (an exception, with its traceback, or an end without answer)."""
+
+
+def solve_lanes(level: Level, lanes: list[list[Stage]], metric: str = METRIC_PUSHES,
+                log: list[dict[str, Any]] | None = None) -> tuple[SolveResult, float]:
+    """Run the lanes at the same time, one process each, until one returns a solution that
+    replays (the others are killed at once), optimal A* proves there is none, or every lane
+    has run its stages; returns that result (its ``stage`` names the stage) and the wall
+    seconds from the start of the lanes. One lane is `solve_scheduled`, in this process.
+    ``log``, when given, gets one entry per stage that ended: lane, stage, status, the second
+    (since the lanes started) it ended at, expansions and most packed boxes. A lane's
+    exception is raised here as `LaneError` after the other lanes are killed; no lane
+    outlives this call (Ctrl-C included), nor this process."""
+    if len(lanes) == 1:
+        return solve_scheduled(level, lanes[0], metric)
+    for stages in lanes:
+        for stage in stages:
+            warm_up(metric, **stage_options(stage))
+    board = build_board(level)
+    budget = max(sum(s.seconds for s in stages) for stages in lanes)
+    children: dict[Connection, tuple[int, int]] = {}  # reader -> (lane index, pid)
+    reaped: set[int] = set()  # never signal a pid once reaped: it may be another's by now
+    parent = os.getpid()
+    started = time.monotonic()
+    try:
+        for index, stages in enumerate(lanes):
+            reader, writer = Pipe(duplex=False)
+            pid = os.fork()
+            if pid == 0:  # the lane's process: it never returns to the caller
+                reader.close()
+                _lane_main(writer, parent, level, board, stages, metric)
+            writer.close()  # a later lane's process must not hold this lane's pipe open
+            children[reader] = (index, pid)
+        return _await_lanes(children, lanes, started, budget, log, reaped)
+    finally:
+        for _, pid in children.values():
+            if pid not in reaped:
+                _end(pid)
+        for reader in children:
+            reader.close()
+
+
+def _await_lanes(children: dict[Connection, tuple[int, int]], lanes: list[list[Stage]],
+                 started: float, budget: float, log: list[dict[str, Any]] | None,
+                 reaped: set[int]) -> tuple[SolveResult, float]:
+    """The lanes' answers until one decides (a replayed solution, a proof of none) or all
+    are done; the last result of a lane that ends without a solution is kept. A solution
+    that is not proven optimal waits while another lane runs optimal A* (at most that
+    stage's share), which wins if it solves: one lane's optimal results are kept."""
+    last = None
+    held = None  # a lane's solution waiting for optimal A* running in another lane
+    current = {index: 0 for index, _ in children.values()}  # each lane's running stage
+    deadline = started + budget + LANE_GRACE_S
+    running = dict(children)
+    while running:
+        ready = wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
+        if not ready:  # a lane overran its budget: give up on them all
+            return (held or last or SolveResult("timeout", "")), time.monotonic() - started
+        for reader in ready:
+            index, pid = running[reader]
+            try:
+                kind, payload, stage_index, final = reader.recv()
+            except EOFError:
+                raise LaneError(f"lane {index + 1} ({lanes_text([lanes[index]])}) ended "
+                                f"without an answer ({_exit_text(pid, reaped)})") from None
+            if kind == "error":
+                raise LaneError(f"lane {index + 1} ({lanes_text([lanes[index]])}) failed:\n"
+                                f"{payload}")
+            result, replays = payload
+            stage = lanes[index][stage_index]
+            if log is not None:
+                log.append({"lane": index + 1, "stage": str(stage), "status": result.status,
+                            "second": round(time.monotonic() - started, 2),
+                            "expanded": result.expanded, "most_packed": result.most_packed})
+            if _proves_none(stage, result) or (replays and (result.optimal or held is None
+                                                            and not _optimal_running(
+                                                                current, running, lanes))):
+                return result, time.monotonic() - started
+            if replays and held is None:
+                held = result  # as in one lane: optimal A* first, if it solves in its share
+            last = result
+            current[index] = stage_index + 1
+            if final:
+                del running[reader]
+            if held is not None and not _optimal_running(current, running, lanes):
+                return held, time.monotonic() - started
+    return (held or last), time.monotonic() - started
+
+
+def _optimal_running(current: dict[int, int], running: dict[Connection, tuple[int, int]],
+                     lanes: list[list[Stage]]) -> bool:
+    """Whether a running lane is in an optimal A* stage (weight 1)."""
+    return any(lanes[index][current[index]].weight == 1 for index, _ in running.values()
+               if current[index] < len(lanes[index]))
+
+
+def _lane_main(writer: Connection, parent: int, level: Level, board: Board,
+               stages: list[Stage], metric: str) -> None:
+    """A lane's process: its stages in turn, each one's result sent as it ends; then exit
+    (never return into the caller's code). It dies with the process that forked it."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+        follow_parent(parent)
+        # a stage that overran its share (the deadline is checked between chunks of
+        # expansions) takes it from the lane's later stages, not from the caller's budget
+        end = time.monotonic() + sum(stage.seconds for stage in stages)
+        for number, stage in enumerate(stages):
+            seconds = max(0.0, min(stage.seconds, end - time.monotonic()))
+            result = solve(board, metric=metric, timeout=seconds, max_nodes=NODE_LIMIT,
+                           **stage_options(stage))
+            result.stage = str(stage)
+            replays = result.solved and replay(level, result.lurd).solved
+            final = replays or _proves_none(stage, result) or number == len(stages) - 1
+            writer.send(("result", (result, replays), number, final))
+            if final:
+                break
+    except BaseException:  # noqa: BLE001 -- reported to the parent, which raises it
+        code = 1
+        try:
+            writer.send(("error", traceback.format_exc(), 0, True))
+        except BaseException:  # noqa: BLE001 -- the parent sees the pipe end instead
+            pass
+    finally:
+        writer.close()
+        os._exit(code)
+
+
+def _end(pid: int) -> None:
+    """Kill a lane's process (not reaped yet: a zombie at most) and reap it."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def _exit_text(pid: int, reaped: set[int]) -> str:
+    """How a lane's process ended, as far as can be told now (reaping it if it has)."""
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done == 0:
+        return "still running"
+    reaped.add(pid)
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit code {os.WEXITSTATUS(status)}"

@@ -141,6 +141,7 @@ class SolveResult:
     cells: int = 0                   # feature search: cells that held a position
     most_packed: int = 0             # feature search: most boxes packed in one position
     dead_start: str = ""             # why the start position is dead (unsolvable at once)
+    stage: str = ""                  # the schedule stage that gave this result (schedule.py)
 
     @property
     def solved(self) -> bool:

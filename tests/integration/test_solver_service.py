@@ -250,6 +250,7 @@ def test_a_fast_sokoban_request_runs_the_schedule(solver_bus, shared_data):
     reply = solver_bus.call("solver", "sokoban", {"level": level.xsb(), "fast": True,
                                                   "timeout_s": 60}, timeout=90.0)
     assert reply["solved"] and not reply["optimal"] and replay(level, reply["lurd"]).solved
+    assert reply["stage"]  # the schedule stage that solved it, e.g. "2fom/0:58"
 
 
 def test_a_bad_sokoban_level_gets_its_specific_error(solver_bus):

@@ -95,3 +95,17 @@ def test_solve_fast_runs_the_default_schedule_and_a_given_one(xsokoban, capsys):
     assert main(["sokoban", "solve", str(xsokoban), "--level", "1", "--schedule", "1:5",
                  "--weight", "3"]) == 2
     assert "leave out --fast" in capsys.readouterr().err
+
+
+def test_solve_fast_in_lanes_names_the_stage_and_refuses_lanes_it_cannot_use(microban, capsys):
+    # Microban 2: both lanes of the default schedule solve it at once; the stage is named
+    for lanes in ("1", "2"):
+        result = _solve_json(capsys, [str(microban), "--level", "2", "--fast", "--timeout",
+                                      "10", "--lanes", lanes])
+        assert result["status"] == "solved" and result["stage"]
+    for args, says in ((["--fast", "--lanes", "0"], "--lanes 0"),
+                       (["--schedule", "1:5|2fo:5", "--lanes", "2"], "leave out --lanes"),
+                       (["--schedule", "1:5|x:5"], "lane 2"),
+                       (["--weight", "2", "--lanes", "2"], "give --fast")):
+        assert main(["sokoban", "solve", str(microban), "--level", "2", *args]) == 2
+        assert says in capsys.readouterr().err

@@ -415,6 +415,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         F("expanded", "int", "positions expanded"),
         F("solve_ms", "float", "search time"),
         F("lower_bound", "int?", "the start position's lower bound"),
+        F("stage", "str?", "fast mode: the schedule stage whose result this is"),
         F("service_ms", "float", "time in the service, queue included"),
     ), "Solve a Sokoban level: LURD solution, pushes, moves, optimality, statistics.",
         retry_safe=True),

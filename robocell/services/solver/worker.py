@@ -24,7 +24,7 @@ from robocell.services.solver.cube3.robot_time.cost_tables import touch_loaded
 from robocell.sokoban.board import build_board
 from robocell.sokoban.level import LevelError, parse_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.schedule import default_schedule, solve_scheduled
+from robocell.sokoban.schedule import LaneError, default_lanes, solve_lanes, usable_lanes
 from robocell.sokoban.solver import solve as solve_sokoban
 
 SOKOBAN_DEFAULT_TIMEOUT_S = 10.0
@@ -104,13 +104,17 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
                              "the levels one at a time")
         level = levels[0]
         if fast:
-            # optimal A* for a moment, then the non-optimal searches (robocell.sokoban.schedule)
-            result, spent = solve_scheduled(level, default_schedule(metric, timeout), metric)
+            # optimal A* for a moment, then the non-optimal searches (robocell.sokoban.schedule),
+            # in lanes at the same time when this process may use more than one CPU
+            lanes = default_lanes(metric, timeout, usable_lanes())
+            result, spent = solve_lanes(level, lanes, metric)
             result.seconds = spent
         else:
             result = solve_sokoban(build_board(level), metric=metric, timeout=timeout)
     except (LevelError, ValueError) as exc:
         return {"error": {"code": "invalid_level", "message": str(exc), "stickers": []}}
+    except LaneError as exc:
+        return {"error": {"code": "internal", "message": str(exc), "stickers": []}}
     if result.solved and not replay(level, result.lurd).solved:
         return {"error": {"code": "internal", "stickers": [],
                           "message": "the solution found does not replay; please report"}}
@@ -118,4 +122,5 @@ def solve_sokoban_in_worker(level_text: str, metric: str, timeout: float,
         "status": result.status, "solved": result.solved, "lurd": result.lurd,
         "pushes": result.pushes, "moves": result.moves, "metric": result.metric,
         "optimal": bool(result.optimal and result.solved), "expanded": result.expanded,
-        "solve_ms": round(1000 * result.seconds, 3), "lower_bound": result.lower_bound}}
+        "solve_ms": round(1000 * result.seconds, 3), "lower_bound": result.lower_bound,
+        "stage": result.stage}}
