@@ -15,7 +15,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import FROZEN_MASK, N_DIRS, count_regions, region_scan
+from robocell.sokoban.board import (
+    FROZEN_MASK,
+    N_DIRS,
+    count_regions,
+    region_after_move,
+    region_scan,
+)
 from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
@@ -268,8 +274,16 @@ def child_position(board: SearchBoard, settings: Settings, work: SearchWork) -> 
         push.cost = (work.walk[push.behind] + 1) * MOVE_SCALE + 1
     else:
         at.child_stamp += 1
-        push.player = region_scan(push.pusher, board.neighbours, work.occupied, work.child_mark,
-                                  at.child_stamp, work.child_walk, work.queue)
+        # Most arcs leave the region as it was, the box's square added and its target taken
+        # out: then no walk (and no ``child_mark``: the push changed no corral either).
+        push.player = region_after_move(push.box, push.target, at.player, board.neighbours,
+                                        work.occupied, work.mark, at.stamp, work.blocks[2],
+                                        settings.box_moves)
+        push.scanned = push.player < 0
+        if push.scanned:
+            push.player = region_scan(push.pusher, board.neighbours, work.occupied,
+                                      work.child_mark, at.child_stamp, work.child_walk,
+                                      work.queue)
         push.cost = push.run
     after_push(work, False)
     return True
@@ -286,8 +300,11 @@ def child_corral_dead(board: SearchBoard, pruning: Pruning, work: SearchWork,
     if pattern_match(pruning.patterns, push.target, push.box, work.occupied, push.player):
         stats[ST_PATTERN_CUTS] += 1
         return True
-    if not push_touches_corral(push.target, push.box, board.neighbours, work.mark, at.stamp,
-                               work.child_mark, at.child_stamp):
+    # A region told without a walk (``push.scanned`` 0) is the old one with the box's square
+    # added and its target taken out: no corral made or changed.
+    if not push.scanned or not push_touches_corral(push.target, push.box, board.neighbours,
+                                                   work.mark, at.stamp, work.child_mark,
+                                                   at.child_stamp):
         return False
     after_push(work, True)
     pi_corral(board.neighbours, work.occupied, work.child_mark, at.child_stamp, board.is_goal,
