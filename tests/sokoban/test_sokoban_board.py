@@ -12,13 +12,13 @@ from robocell.sokoban.board import (
     region_after_move,
     region_scan,
 )
-from robocell.sokoban.box_moves import block_scratch, edge_blocks
 from robocell.sokoban.bounds import (
     matching_lower_bound,
     matching_scratch,
     matching_update,
     reachable_sides,
 )
+from robocell.sokoban.box_moves import block_scratch, edge_blocks
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
 from robocell.sokoban.level import load_levels, parse_levels
 from robocell.sokoban.solver import solve
