@@ -372,11 +372,17 @@ def child_bound(board: SearchBoard, settings: Settings, fs: FeatureSpace,
             work.child, push.box, push.target, work.occupied, board.goal_squares,
             board.goal_area, board.goal_depth, work.deepest_empty)
     if (settings.region_penalty > 0 and lb > 0) or settings.features:
-        after_push(work, True)
-        at.region_stamp += 1
-        n_regions = count_regions(board.neighbours, work.occupied, work.region_mark,
-                                  at.region_stamp, work.queue)
-        after_push(work, False)
+        if settings.features and not push.scanned:
+            # The region was told without a walk (``region_after_move``): the box's square
+            # joined the player's area only and its target cut nothing off, so the free areas
+            # are the expanded position's (filed with it).
+            n_regions = fs.regions[at.node]
+        else:
+            after_push(work, True)
+            at.region_stamp += 1
+            n_regions = count_regions(board.neighbours, work.occupied, work.region_mark,
+                                      at.region_stamp, work.queue)
+            after_push(work, False)
         if settings.region_penalty > 0 and lb > 0:
             h += settings.region_penalty * (n_regions - 1)
         if settings.features:
