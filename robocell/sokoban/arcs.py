@@ -32,7 +32,7 @@ from robocell.sokoban.box_moves import box_reach
 from robocell.sokoban.corrals import (
     NO_CORRAL,
     dead_corral,
-    pi_corral,
+    label_corrals,
     push_touches_corral,
 )
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push, frozen_goals_dead, is_frozen
@@ -55,7 +55,6 @@ from robocell.sokoban.search_state import (
     ST_CORRAL_CHECKS,
     ST_CORRAL_CHILD,
     ST_CORRAL_SEARCHES,
-    ST_CORRAL_TOKEN,
     ST_DEADLOCKS,
     ST_DUPLICATES,
     ST_FROZEN_GOALS,
@@ -307,9 +306,9 @@ def child_corral_dead(board: SearchBoard, pruning: Pruning, work: SearchWork,
                                                    at.child_stamp):
         return False
     after_push(work, True)
-    pi_corral(board.neighbours, work.occupied, work.child_mark, at.child_stamp, board.is_goal,
-              work.child_label, work.box_seen, stats[ST_CORRAL_TOKEN], work.queue)
-    stats[ST_CORRAL_TOKEN] += board.neighbours.shape[0]
+    # Only the corrals' labels are wanted here, not the PI-corral among them.
+    label_corrals(board.neighbours, work.occupied, work.child_mark, at.child_stamp,
+                  work.child_label, work.queue)
     stats[ST_CORRAL_CHECKS] += 1
     child_dead, searches, learned = dead_corral(
         push.player, board.neighbours, work.occupied, work.child_mark, at.child_stamp,
