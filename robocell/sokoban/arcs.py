@@ -15,7 +15,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import FROZEN_MASK, N_DIRS, count_regions, region_scan
+from robocell.sokoban.board import (
+    FROZEN_MASK,
+    N_DIRS,
+    count_regions,
+    region_after_move,
+    region_scan,
+)
 from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
@@ -26,7 +32,7 @@ from robocell.sokoban.box_moves import box_reach
 from robocell.sokoban.corrals import (
     NO_CORRAL,
     dead_corral,
-    pi_corral,
+    label_corrals,
     push_touches_corral,
 )
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push, frozen_goals_dead, is_frozen
@@ -49,7 +55,6 @@ from robocell.sokoban.search_state import (
     ST_CORRAL_CHECKS,
     ST_CORRAL_CHILD,
     ST_CORRAL_SEARCHES,
-    ST_CORRAL_TOKEN,
     ST_DEADLOCKS,
     ST_DUPLICATES,
     ST_FROZEN_GOALS,
@@ -268,8 +273,16 @@ def child_position(board: SearchBoard, settings: Settings, work: SearchWork) -> 
         push.cost = (work.walk[push.behind] + 1) * MOVE_SCALE + 1
     else:
         at.child_stamp += 1
-        push.player = region_scan(push.pusher, board.neighbours, work.occupied, work.child_mark,
-                                  at.child_stamp, work.child_walk, work.queue)
+        # Most arcs leave the region as it was, the box's square added and its target taken
+        # out: then no walk (and no ``child_mark``: the push changed no corral either).
+        push.player = region_after_move(push.box, push.target, at.player, board.neighbours,
+                                        work.occupied, work.mark, at.stamp, work.blocks[2],
+                                        settings.box_moves)
+        push.scanned = push.player < 0
+        if push.scanned:
+            push.player = region_scan(push.pusher, board.neighbours, work.occupied,
+                                      work.child_mark, at.child_stamp, work.child_walk,
+                                      work.queue)
         push.cost = push.run
     after_push(work, False)
     return True
@@ -286,13 +299,16 @@ def child_corral_dead(board: SearchBoard, pruning: Pruning, work: SearchWork,
     if pattern_match(pruning.patterns, push.target, push.box, work.occupied, push.player):
         stats[ST_PATTERN_CUTS] += 1
         return True
-    if not push_touches_corral(push.target, push.box, board.neighbours, work.mark, at.stamp,
-                               work.child_mark, at.child_stamp):
+    # A region told without a walk (``push.scanned`` 0) is the old one with the box's square
+    # added and its target taken out: no corral made or changed.
+    if not push.scanned or not push_touches_corral(push.target, push.box, board.neighbours,
+                                                   work.mark, at.stamp, work.child_mark,
+                                                   at.child_stamp):
         return False
     after_push(work, True)
-    pi_corral(board.neighbours, work.occupied, work.child_mark, at.child_stamp, board.is_goal,
-              work.child_label, work.box_seen, stats[ST_CORRAL_TOKEN], work.queue)
-    stats[ST_CORRAL_TOKEN] += board.neighbours.shape[0]
+    # Only the corrals' labels are wanted here, not the PI-corral among them.
+    label_corrals(board.neighbours, work.occupied, work.child_mark, at.child_stamp,
+                  work.child_label, work.queue)
     stats[ST_CORRAL_CHECKS] += 1
     child_dead, searches, learned = dead_corral(
         push.player, board.neighbours, work.occupied, work.child_mark, at.child_stamp,
@@ -355,11 +371,17 @@ def child_bound(board: SearchBoard, settings: Settings, fs: FeatureSpace,
             work.child, push.box, push.target, work.occupied, board.goal_squares,
             board.goal_area, board.goal_depth, work.deepest_empty)
     if (settings.region_penalty > 0 and lb > 0) or settings.features:
-        after_push(work, True)
-        at.region_stamp += 1
-        n_regions = count_regions(board.neighbours, work.occupied, work.region_mark,
-                                  at.region_stamp, work.queue)
-        after_push(work, False)
+        if settings.features and not push.scanned:
+            # The region was told without a walk (``region_after_move``): the box's square
+            # joined the player's area only and its target cut nothing off, so the free areas
+            # are the expanded position's (filed with it).
+            n_regions = fs.regions[at.node]
+        else:
+            after_push(work, True)
+            at.region_stamp += 1
+            n_regions = count_regions(board.neighbours, work.occupied, work.region_mark,
+                                      at.region_stamp, work.queue)
+            after_push(work, False)
         if settings.region_penalty > 0 and lb > 0:
             h += settings.region_penalty * (n_regions - 1)
         if settings.features:

@@ -177,6 +177,92 @@ def region_scan(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: 
     return smallest
 
 
+# The eight squares around a square, in turn: (first step, second step or -1). Each is next
+# to the one before it, so free squares in a row of this ring are joined around the centre.
+_RING_STEPS = ((UP, -1), (UP, RIGHT), (RIGHT, -1), (DOWN, RIGHT), (DOWN, -1), (DOWN, LEFT),
+               (LEFT, -1), (UP, LEFT))
+
+
+@njit(cache=True, inline="always")
+def _ring_square(square: int, first: int, second: int, neighbours: np.ndarray) -> int:
+    """The square one step ``first`` then one step ``second`` (-1: none) from ``square``, by
+    either path round the corner; -1 when it is a wall."""
+    a = neighbours[square, first]
+    if second < 0:
+        return a
+    if a >= 0:
+        return neighbours[a, second]
+    c = neighbours[square, second]
+    return neighbours[c, first] if c >= 0 else -1
+
+
+@njit(cache=True)
+def joined_around(square: int, neighbours: np.ndarray, occupied: np.ndarray) -> bool:
+    """True when the free neighbours of ``square`` are joined by free squares of the ring of
+    eight around it (so blocking ``square`` cuts no free area in two); False when that cannot
+    be told from the ring."""
+    free = 0
+    n_free = 0
+    for k in range(8):
+        t = _ring_square(square, _RING_STEPS[k][0], _RING_STEPS[k][1], neighbours)
+        if t >= 0 and not occupied[t]:
+            free |= 1 << k
+            n_free += 1
+    if n_free == 8:
+        return True
+    # Count the runs of free ring squares that hold a free neighbour (even places).
+    start = 0
+    while free & (1 << start):
+        start += 1
+    runs = 0
+    in_run = False
+    counted = False
+    for i in range(1, 9):
+        k = (start + i) % 8
+        if free & (1 << k):
+            if not in_run:
+                in_run = True
+                counted = False
+            if k % 2 == 0 and not counted:
+                counted = True
+                runs += 1
+        else:
+            in_run = False
+    return runs <= 1
+
+
+@njit(cache=True)
+def region_after_move(box: int, target: int, region_min: int, neighbours: np.ndarray,
+                      occupied: np.ndarray, mark: np.ndarray, stamp: int,
+                      block: np.ndarray, use_blocks: bool) -> int:
+    """The player's region after the box on ``box`` went to ``target`` (``occupied`` shows the
+    position after the move), told without a walk when it can be: the region before
+    (``mark == stamp``, smallest square ``region_min``) with ``box`` added and ``target``
+    taken out. That holds when ``target`` was in it, every free neighbour of ``box`` was in it
+    (the freed square joins no other area) and ``target`` cuts nothing off: its edges to free
+    squares all in one biconnected block (``use_blocks``: ``block`` from
+    ``box_moves.edge_blocks`` on the board with ``box`` free), else ``joined_around``.
+    Returns the region's smallest square, or -1 when it must be walked (``region_scan``)."""
+    if target == box or target == region_min or mark[target] != stamp:
+        return -1
+    for d in range(4):
+        t = neighbours[box, d]
+        if t >= 0 and t != target and not occupied[t] and mark[t] != stamp:
+            return -1
+    if use_blocks:
+        first = -1
+        for d in range(4):
+            t = neighbours[target, d]
+            if t >= 0 and not occupied[t]:
+                if first < 0:
+                    first = block[target * 4 + d]
+                elif block[target * 4 + d] != first:
+                    return -1
+    elif not joined_around(target, neighbours, occupied):
+        return -1
+    return region_min if region_min < box else box
+
+
 @njit(cache=True)
 def count_regions(neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray, stamp: int,
                   queue: np.ndarray) -> int:

@@ -111,6 +111,40 @@ def pi_corral(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.ndarr
 
 
 @njit(cache=True)
+def label_corrals(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.ndarray,
+                  stamp: int, corral_label: np.ndarray, queue: np.ndarray) -> None:
+    """Label the corrals as ``pi_corral`` does (the same numbers), without its PI-corral
+    test: what ``dead_corral`` needs of a child."""
+    n = neighbours.shape[0]
+    for s in range(n):
+        corral_label[s] = NO_CORRAL
+    n_corrals = 0
+    for s0 in range(n):
+        if reach_mark[s0] == stamp or corral_label[s0] != NO_CORRAL:
+            continue
+        if occupied[s0] and _touches_region(s0, neighbours, reach_mark, stamp):
+            continue
+        k = n_corrals
+        n_corrals += 1
+        corral_label[s0] = k
+        queue[0] = s0
+        head = 0
+        tail = 1
+        while head < tail:
+            s = queue[head]
+            head += 1
+            for d in range(4):
+                t = neighbours[s, d]
+                if t < 0 or corral_label[t] != NO_CORRAL or reach_mark[t] == stamp:
+                    continue
+                if occupied[t] and _touches_region(t, neighbours, reach_mark, stamp):
+                    continue
+                corral_label[t] = k
+                queue[tail] = t
+                tail += 1
+
+
+@njit(cache=True)
 def push_touches_corral(target: int, origin: int, neighbours: np.ndarray,
                          mark: np.ndarray, stamp: int,
                          child_mark: np.ndarray, child_stamp: int) -> bool:

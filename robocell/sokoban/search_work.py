@@ -44,6 +44,7 @@ PUSH = np.dtype([
     ("code", np.int64),  # push code of the arc (-1: a push or tunnel run, coded on storing)
     ("player", np.int64),  # the child's player square
     ("cost", np.int64),  # the arc's cost in the metric
+    ("scanned", np.int64),  # 1: ``child_mark == child_stamp`` marks the child's player region
 ])
 """The arc from the expanded position to one child."""
 

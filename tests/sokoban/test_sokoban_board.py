@@ -5,13 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robocell.sokoban.board import UNREACHABLE, build_board
+from robocell.sokoban.board import (
+    UNREACHABLE,
+    build_board,
+    joined_around,
+    region_after_move,
+    region_scan,
+)
 from robocell.sokoban.bounds import (
     matching_lower_bound,
     matching_scratch,
     matching_update,
     reachable_sides,
 )
+from robocell.sokoban.box_moves import block_scratch, edge_blocks
 from robocell.sokoban.deadlocks import freeze_deadlock_after_push
 from robocell.sokoban.level import load_levels, parse_levels
 from robocell.sokoban.solver import solve
@@ -125,3 +132,107 @@ def test_the_matching_updated_for_moved_boxes_equals_the_full_matching(xsokoban)
                                    scratch) == full
             compared += full < UNREACHABLE
     assert compared > 150   # feasible ones (many random positions have no matching)
+
+
+CORRIDOR = """\
+#########
+#@ $    #
+### #####
+  #.#
+  ###"""
+
+
+def told(box, target, region_min, neighbours, occupied, mark, blocks=None):
+    """``region_after_move`` on a region marked 1, by the ring test or by ``blocks``."""
+    use_blocks = blocks is not None
+    if blocks is None:
+        blocks = np.zeros(4 * len(occupied), dtype=np.int64)
+    return region_after_move(box, target, region_min, neighbours, occupied, mark, 1, blocks,
+                             use_blocks)
+
+
+def test_region_after_move_is_told_without_a_walk_only_when_nothing_is_cut():
+    board = board_of(CORRIDOR)
+    n = board.n_squares
+    occupied = np.zeros(n, dtype=np.bool_)
+    box = board.square(1, 3)
+    occupied[box] = True
+    mark = np.zeros(n, dtype=np.int32)
+    queue = np.zeros(n, dtype=np.int32)
+    region_min = region_scan(board.start_player, board.neighbours, occupied, mark, 1, None, queue)
+    assert region_min == board.square(1, 1)
+    # A corridor square blocked cuts the corridor: its free neighbours are not joined.
+    assert not joined_around(board.square(1, 5), board.neighbours, occupied)
+    # The box moved onto row 1, column 2 (in the player's region): its old square joins the
+    # region to the squares beyond it, so the region must be walked.
+    moved = occupied.copy()
+    moved[box] = False
+    moved[board.square(1, 2)] = True
+    assert told(box, board.square(1, 2), region_min, board.neighbours, moved, mark) == -1
+    # Pushed right into the corridor's far part (not in the region): a walk too.
+    moved = occupied.copy()
+    moved[box] = False
+    moved[board.square(1, 5)] = True
+    assert told(box, board.square(1, 5), region_min, board.neighbours, moved, mark) == -1
+    # A box in an open room: moving it one square leaves one region, told at once.
+    room = board_of(ROOM)
+    rn = room.n_squares
+    occupied = np.zeros(rn, dtype=np.bool_)
+    box = room.square(2, 3)
+    occupied[box] = True
+    mark = np.zeros(rn, dtype=np.int32)
+    region_min = region_scan(room.start_player, room.neighbours, occupied, mark, 1, None,
+                             np.zeros(rn, dtype=np.int32))
+    target = room.square(2, 4)
+    occupied[box] = False
+    occupied[target] = True
+    assert joined_around(target, room.neighbours, occupied)
+    assert told(box, target, region_min, room.neighbours, occupied, mark) == region_min
+
+
+def test_region_after_move_agrees_with_a_walk_on_random_positions(xsokoban):
+    rng = np.random.default_rng(7)
+    n_told = 0
+    told_by_blocks = 0
+    for level in load_levels(xsokoban)[:30]:
+        board = build_board(level)
+        neighbours = board.neighbours
+        n = board.n_squares
+        queue = np.zeros(n, dtype=np.int32)
+        for _ in range(200):
+            boxes = rng.choice(n, size=int(rng.integers(1, max(2, n // 4))), replace=False)
+            occupied = np.zeros(n, dtype=np.bool_)
+            occupied[boxes] = True
+            free = np.flatnonzero(~occupied)
+            mark = np.zeros(n, dtype=np.int32)
+            region_min = region_scan(int(rng.choice(free)), neighbours, occupied, mark, 1, None,
+                                     queue)
+            box = int(rng.choice(boxes))
+            target = int(rng.choice(free))
+            if not any(neighbours[box, d] >= 0 and mark[neighbours[box, d]] == 1
+                       for d in range(4)):
+                continue  # the player could not have pushed it
+            occupied[box] = False
+            occupied[target] = True
+            got = told(box, target, region_min, neighbours, occupied, mark)
+            # With the biconnected blocks of the board with the box's square free (how box
+            # moves call it): exact where the ring of eight is only sufficient.
+            occupied[target] = False
+            scratch = block_scratch(n)
+            edge_blocks(box, neighbours, occupied, scratch)
+            occupied[target] = True
+            by_blocks = told(box, target, region_min, neighbours, occupied, mark, scratch[2])
+            if got >= 0:
+                n_told += 1
+                assert by_blocks == got
+            if by_blocks >= 0:
+                told_by_blocks += 1
+                for pusher in neighbours[target]:
+                    if pusher >= 0 and not occupied[pusher] and mark[pusher] == 1:
+                        # The player beside the box after the move, on a square of the old
+                        # region: its walk finds the region told.
+                        assert region_scan(int(pusher), neighbours, occupied,
+                                           np.zeros(n, dtype=np.int32), 1, None,
+                                           queue) == by_blocks
+    assert n_told > 500
+    assert told_by_blocks > n_told

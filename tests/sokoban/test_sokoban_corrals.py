@@ -15,6 +15,7 @@ from robocell.sokoban.corrals import (
     corral_cache,
     corral_work,
     dead_corral,
+    label_corrals,
     pi_corral,
 )
 from robocell.sokoban.graph import GraphTooLarge, build_graph
@@ -98,3 +99,23 @@ def test_the_deep_corral_search_solves_xsokoban_24(xsokoban):
                    heap_every=0, deep_corrals=True, timeout=90)
     assert result.solved and replay(level, result.lurd).solved
     assert result.corral_deadlocks + result.corral_child_deadlocks > 0
+
+
+def test_label_corrals_numbers_the_corrals_as_pi_corral_does(xsokoban):
+    rng = np.random.default_rng(3)
+    for level in load_levels(xsokoban)[:20]:
+        board = build_board(level)
+        n = board.n_squares
+        for _ in range(50):
+            occupied = np.zeros(n, dtype=np.bool_)
+            occupied[rng.choice(n, size=int(rng.integers(1, max(2, n // 3))), replace=False)] = True
+            free = np.flatnonzero(~occupied)
+            mark = np.zeros(n, dtype=np.int32)
+            queue = np.zeros(n, dtype=np.int32)
+            region_scan(int(rng.choice(free)), board.neighbours, occupied, mark, 1, None, queue)
+            expected = np.zeros(n, dtype=np.int32)
+            pi_corral(board.neighbours, occupied, mark, 1, board.is_goal, expected,
+                      np.full(n, -1, dtype=np.int64), 0, queue)
+            got = np.zeros(n, dtype=np.int32)
+            label_corrals(board.neighbours, occupied, mark, 1, got, queue)
+            assert (got == expected).all()
