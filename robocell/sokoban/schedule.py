@@ -10,7 +10,7 @@ the bound (1 = optimal A*), then any of ``p`` (plain: no goal-room macros, tunne
 fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m`` (box
 moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``c`` (deep
 corral deadlock search: larger limits, slower per expansion), ``h`` (the feature search's
-hotspot advisor), and for the feature search
+hotspot advisor), ``r`` (the packing feature by the layers of the packing order), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 """
 
@@ -26,9 +26,9 @@ from robocell.sokoban.solver import FEATURE_HEAP_EVERY, METRIC_PUSHES, SolveResu
 from robocell.sokoban.warm_up import warm_up
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG, DEEP_CORRALS_FLAG = "p", "o", "f", "m", "c"
-HOTSPOTS_FLAG = "h"
+HOTSPOTS_FLAG, LAYERS_FLAG = "h", "r"
 STAGE_FLAGS = (PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG + DEEP_CORRALS_FLAG
-               + HOTSPOTS_FLAG)
+               + HOTSPOTS_FLAG + LAYERS_FLAG)
 DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
@@ -49,13 +49,15 @@ class Stage:
     box_moves: bool = False
     deep_corrals: bool = False
     hotspots: bool = False
+    pack_layers: bool = False
 
     def __str__(self) -> str:
         flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
                  + (PACKING_FLAG if self.packing else "")
                  + (BOX_MOVES_FLAG if self.box_moves else "")
                  + (DEEP_CORRALS_FLAG if self.deep_corrals else "")
-                 + (HOTSPOTS_FLAG if self.hotspots else ""))
+                 + (HOTSPOTS_FLAG if self.hotspots else "")
+                 + (LAYERS_FLAG if self.pack_layers else ""))
         custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
         every = f"/{self.heap_every}" if custom else ""
         return f"{self.weight}{flags}{every}:{self.seconds:g}"
@@ -75,7 +77,8 @@ def parse_schedule(text: str) -> list[Stage]:
             stage = Stage(int(weight), float(seconds), PLAIN_FLAG in flags,
                           PACKING_FLAG in flags, FEATURES_FLAG in flags,
                           int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags,
-                          DEEP_CORRALS_FLAG in flags, HOTSPOTS_FLAG in flags)
+                          DEEP_CORRALS_FLAG in flags, HOTSPOTS_FLAG in flags,
+                          LAYERS_FLAG in flags)
         except ValueError:
             stage = None
         if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
@@ -88,6 +91,8 @@ def parse_schedule(text: str) -> list[Stage]:
             raise ValueError(f"schedule stage {part!r}: flags o, f and m need a weight above 1")
         if stage.hotspots and not stage.features:
             raise ValueError(f"schedule stage {part!r}: flag h (hotspot advisor) needs f")
+        if stage.pack_layers and not stage.features:
+            raise ValueError(f"schedule stage {part!r}: flag r (packing layers) needs f")
         stages.append(stage)
     if not stages:
         raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")
@@ -106,7 +111,8 @@ def stage_options(stage: Stage) -> dict[str, Any]:
     return {"weight": stage.weight, "macros": False if stage.plain else None,
             "packing": stage.packing, "features": stage.features,
             "heap_every": stage.heap_every, "box_moves": stage.box_moves,
-            "deep_corrals": stage.deep_corrals, "hotspots": stage.hotspots}
+            "deep_corrals": stage.deep_corrals, "hotspots": stage.hotspots,
+            "pack_layers": stage.pack_layers}
 
 
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES
