@@ -10,8 +10,9 @@ the bound (1 = optimal A*), then any of ``p`` (plain: no goal-room macros, tunne
 fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m`` (box
 moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``c`` (deep
 corral deadlock search: larger limits, slower per expansion), ``h`` (the feature search's
-hotspot advisor), ``r`` (the packing feature by the layers of the packing order), and for the feature search
-``/E``, the heap's share (every E-th expansion; 0 = cells only).
+hotspot advisor), ``r`` (the packing feature by the layers of the packing order,
+``packing.packing_layers``), and for the feature search ``/E``, the heap's share (every E-th
+expansion; 0 = cells only).
 """
 
 from __future__ import annotations

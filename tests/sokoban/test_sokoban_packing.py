@@ -81,8 +81,8 @@ def test_corridor_fills_the_far_goal_first():
 POCKET = """\
 ##########
 #    #####
-# $$$  ..#
-#@$$   ..#
+#  $ $ ..#
+#@ $ $$..#
 #    #.###
 ##########
 """
@@ -104,7 +104,7 @@ def test_pocket_layers_known_by_hand():
     assert [int(layers[g]) for g in first_round] == [1, 1, 1]
     assert layers[board.square(3, 1)] == NOT_A_GOAL
     assert len({int(packing_depth(board)[g]) for g in first_round}) == 3
-    result = solve(board, weight=2, features=True, pack_layers=True, timeout=20)
+    result = solve(board, weight=2, features=True, pack_layers=True, timeout=120)
     assert result.solved and replay(level, result.lurd).solved
 
 

@@ -12,6 +12,7 @@ from robocell.sokoban.schedule import (
     default_schedule,
     parse_schedule,
     solve_scheduled,
+    stage_options,
 )
 from robocell.sokoban.solver import FEATURE_HEAP_EVERY
 
@@ -26,6 +27,14 @@ def test_schedule_strings_round_trip():
               deep_corrals=True)]
     assert ",".join(map(str, stages)) == "1:5,2fo:25,100fo/2:30,100p:7.5,3f/0:1,2fomc/0:4"
     assert stages[1].heap_every == FEATURE_HEAP_EVERY
+
+
+def test_the_packing_layers_flag():
+    (stage,) = parse_schedule("2fomr/0:20")
+    assert stage.pack_layers and str(stage) == "2fomr/0:20"
+    assert stage_options(stage)["pack_layers"]
+    with pytest.raises(ValueError, match="flag r"):
+        parse_schedule("2r:5")
 
 
 @pytest.mark.parametrize("bad, says", [
