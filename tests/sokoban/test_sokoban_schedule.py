@@ -55,6 +55,7 @@ def test_the_default_schedule_is_scaled_to_the_budget():
                                               parse_schedule(DEFAULT_SCHEDULE[metric])]
     assert default_schedule("pushes", 60.0)[0] == Stage(1, 2.0)
     assert any(s.box_moves for s in default_schedule("pushes", 60.0))
+    assert any(s.pack_layers for s in default_schedule("pushes", 60.0))
 
 
 def test_stages_run_until_one_solves(xsokoban):
