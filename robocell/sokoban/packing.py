@@ -145,6 +145,35 @@ def packing_depth(board: Board) -> np.ndarray:
     return depth
 
 
+def packing_layers(board: Board) -> np.ndarray:
+    """int32[n]: the packing order as layers, for the feature search's packing feature (a
+    box on a goal counts unless a goal of a deeper layer in its goal area is empty);
+    NOT_A_GOAL off the goals. Retrograde analysis by rounds: with the goals still full,
+    every goal whose lone box can be pulled out (``pulls_to_leave``: to a square off the
+    goals that a start box can reach, the player then able to walk back to the start area)
+    is emptied in the same round; when none can, the shallowest goal (by depth in its goal
+    area) is. The goals emptied in round r are filled in layer rounds - r: the last round's
+    goals are the deepest, filled first. Goals of one round do not wait on each other, so
+    a box on any of them counts once the deeper layers are full (the strict order of
+    ``packing_depth`` would count none but the first)."""
+    home = _home_square(board)
+    way_out = box_reachable(board)
+    full = set(int(g) for g in board.goal_squares)
+    rounds: list[list[int]] = []
+    while full:
+        out = [g for g in sorted(full)
+               if pulls_to_leave(board, g, full - {g}, home, way_out) is not None]
+        if not out:
+            out = [min(full, key=lambda g: (int(board.goal_depth[g]), g))]
+        rounds.append(out)
+        full.difference_update(out)
+    depth = np.full(board.n_squares, NOT_A_GOAL, dtype=np.int32)
+    for r, goals in enumerate(rounds):
+        for g in goals:
+            depth[g] = r + 1
+    return depth
+
+
 @njit(cache=True)
 def misordered_goals(boxes: np.ndarray, moved_from: int, moved_to: int, occupied: np.ndarray,
                      goal_squares: np.ndarray, goal_area: np.ndarray, goal_depth: np.ndarray,

@@ -11,7 +11,8 @@ fast-mode penalties), ``o`` (packing-order penalty), ``f`` (feature search), ``m
 moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``c`` (deep
 corral deadlock search: larger limits, slower per expansion), ``h`` (the feature search's
 hotspot advisor), ``r`` (its room-link feature in place of the doorway count), ``u`` (its
-out-of-plan feature), ``e`` (its explorer advisor), and for the feature search
+out-of-plan feature), ``e`` (its explorer advisor), ``l`` (the packing feature by the layers of the
+packing order, ``packing.packing_layers``), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 
 Lanes use more than one core for one level: ``LANE|LANE|...``, each lane a schedule of its
@@ -41,14 +42,16 @@ from robocell.sokoban.warm_up import warm_up
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG, DEEP_CORRALS_FLAG = "p", "o", "f", "m", "c"
 HOTSPOTS_FLAG, ROOM_LINKS_FLAG, OUT_OF_PLAN_FLAG, EXPLORER_FLAG = "h", "r", "u", "e"
+LAYERS_FLAG = "l"
 STAGE_FLAGS = (PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG + DEEP_CORRALS_FLAG
-               + HOTSPOTS_FLAG + ROOM_LINKS_FLAG + OUT_OF_PLAN_FLAG + EXPLORER_FLAG)
-DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21", "moves": "1:30,2:30"}
+               + HOTSPOTS_FLAG + ROOM_LINKS_FLAG + OUT_OF_PLAN_FLAG + EXPLORER_FLAG
+               + LAYERS_FLAG)
+DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2foml/2:7,3:8,2fo/2:21", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
 with box moves on its cells alone, then taking turns with a weight-2 heap, weighted A*, and
 the feature search over single pushes."""
-DEFAULT_LANES = {"pushes": "1:2,2fom/0:58|2fom/2:15,3:15,2fo/2:30", "moves": "1:60|2:60"}
+DEFAULT_LANES = {"pushes": "1:2,2fom/0:58|2foml/2:8,2fome/0:14,3:12,2fo/2:26", "moves": "1:60|2:60"}
 """The two-lane schedule per metric for 60 s (each lane scaled to other budgets): every stage
 of the one-lane default, each at least as long as there (docs/sokoban.md, "Schedules")."""
 MAX_LANES = 2
@@ -73,6 +76,7 @@ class Stage:
     room_links: bool = False
     out_of_plan: bool = False
     explorer: bool = False
+    pack_layers: bool = False
 
     def __str__(self) -> str:
         flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
@@ -82,7 +86,8 @@ class Stage:
                  + (HOTSPOTS_FLAG if self.hotspots else "")
                  + (ROOM_LINKS_FLAG if self.room_links else "")
                  + (OUT_OF_PLAN_FLAG if self.out_of_plan else "")
-                 + (EXPLORER_FLAG if self.explorer else ""))
+                 + (EXPLORER_FLAG if self.explorer else "")
+                 + (LAYERS_FLAG if self.pack_layers else ""))
         custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
         every = f"/{self.heap_every}" if custom else ""
         return f"{self.weight}{flags}{every}:{self.seconds:g}"
@@ -104,7 +109,7 @@ def parse_schedule(text: str) -> list[Stage]:
                           int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags,
                           DEEP_CORRALS_FLAG in flags, HOTSPOTS_FLAG in flags,
                           ROOM_LINKS_FLAG in flags, OUT_OF_PLAN_FLAG in flags,
-                          EXPLORER_FLAG in flags)
+                          EXPLORER_FLAG in flags, LAYERS_FLAG in flags)
         except ValueError:
             stage = None
         if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
@@ -115,9 +120,9 @@ def parse_schedule(text: str) -> list[Stage]:
                 f"search whose greedy heap takes every 2nd expansion); flags are {STAGE_FLAGS}")
         if stage.weight == 1 and (stage.packing or stage.features or stage.box_moves):
             raise ValueError(f"schedule stage {part!r}: flags o, f and m need a weight above 1")
-        if ((stage.hotspots or stage.room_links or stage.out_of_plan or stage.explorer)
-                and not stage.features):
-            raise ValueError(f"schedule stage {part!r}: each of flags h, r, u and e (the "
+        if ((stage.hotspots or stage.room_links or stage.out_of_plan or stage.explorer
+                or stage.pack_layers) and not stage.features):
+            raise ValueError(f"schedule stage {part!r}: each of flags h, r, u, e and l (the "
                              "feature search's advisors and features) needs f")
         stages.append(stage)
     if not stages:
@@ -179,7 +184,8 @@ def stage_options(stage: Stage) -> dict[str, Any]:
             "heap_every": stage.heap_every, "box_moves": stage.box_moves,
             "deep_corrals": stage.deep_corrals, "hotspots": stage.hotspots,
             "room_links": stage.room_links, "out_of_plan": stage.out_of_plan,
-            "explorer": stage.explorer}
+            "explorer": stage.explorer,
+            "pack_layers": stage.pack_layers}
 
 
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES

@@ -41,7 +41,7 @@ from robocell.sokoban.features import (
     room_links as find_room_links,
 )
 from robocell.sokoban.nodes import grown_store, node_store
-from robocell.sokoban.packing import packing_depth
+from robocell.sokoban.packing import packing_depth, packing_layers
 from robocell.sokoban.patterns import PC_PATTERNS, pattern_table
 from robocell.sokoban.rooms import NO_ROOM, GoalRooms, goal_rooms, no_rooms
 from robocell.sokoban.search import add_root, search_chunk
@@ -90,12 +90,14 @@ GOAL_ORDER_PENALTY = 2
 """Fast mode: pushes added to h per box filling a goal before a deeper one of its room."""
 
 
-def feature_depth(board: Board, rooms: GoalRooms) -> np.ndarray:
+def feature_depth(board: Board, rooms: GoalRooms, layers: bool = False) -> np.ndarray:
     """The goal order of the feature search's packing feature: a box on a goal is packed
     unless a deeper goal of its goal area (from the area's entrance) is empty; goals of a
     goal room are filled by macros in the room's own order, so a box there is always packed
-    (its goals are given a depth nothing outside the room reaches)."""
-    depth = board.goal_depth.copy()
+    (its goals are given a depth nothing outside the room reaches). With ``layers`` a goal's
+    depth is its layer of the board's packing order (``packing.packing_layers``) instead of
+    its depth from its goal area's entrance."""
+    depth = packing_layers(board) if layers else board.goal_depth.copy()
     depth[(rooms.room_of != NO_ROOM) & board.is_goal] = ROOM_GOAL_DEPTH
     return depth
 
@@ -156,6 +158,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           box_moves: bool = False, frozen_goals: bool = True,
           deep_corrals: bool = False, hotspots: bool = False,
           room_links: bool = False, out_of_plan: bool = False, explorer: bool = False,
+          pack_layers: bool = False,
           on_progress: ProgressCallback | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
@@ -179,6 +182,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     feature and its advisor, the boxes the packing plan is about to shut in
     (``features.out_of_plan``); ``explorer`` adds the explorer advisor (the push that opens
     most squares to the player, ``features.player_reach``).
+    ``pack_layers`` orders the feature search's packing feature by the layers of the
+    board's packing order (``packing.packing_layers``) instead of the depth in each goal area.
     ``on_progress`` is called before every chunk of expansions (a few times a second),
     the first time before the first (which compiles the search if it is not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
@@ -217,7 +222,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     mode = ((ROOM_LINKS if room_links else 0) | (OUT_OF_PLAN if out_of_plan else 0)
             | (EXPLORER if explorer else 0) if features else 0)
     fs = feature_space(board.n_boxes, INITIAL_CAPACITY if features else 1,
-                       (door, feature_depth(board, rooms)) if features else None, mode,
+                       (door, feature_depth(board, rooms, pack_layers)) if features else None, mode,
                        find_room_links(board.neighbours, door) if mode & ROOM_LINKS else None)
     if heap_every < 0:
         raise ValueError(f"heap_every must be 0 (cells only) or more, not {heap_every}")

@@ -21,6 +21,7 @@ from robocell.sokoban.schedule import (
     parse_schedule,
     solve_lanes,
     solve_scheduled,
+    stage_options,
     usable_lanes,
 )
 from robocell.sokoban.solver import FEATURE_HEAP_EVERY, SolveResult
@@ -36,6 +37,14 @@ def test_schedule_strings_round_trip():
               deep_corrals=True)]
     assert ",".join(map(str, stages)) == "1:5,2fo:25,100fo/2:30,100p:7.5,3f/0:1,2fomc/0:4"
     assert stages[1].heap_every == FEATURE_HEAP_EVERY
+
+
+def test_the_packing_layers_flag():
+    (stage,) = parse_schedule("2foml/0:20")
+    assert stage.pack_layers and str(stage) == "2foml/0:20"
+    assert stage_options(stage)["pack_layers"]
+    with pytest.raises(ValueError, match="flags h, r, u, e and l"):
+        parse_schedule("2l:5")
 
 
 @pytest.mark.parametrize("bad, says", [
@@ -56,6 +65,7 @@ def test_the_default_schedule_is_scaled_to_the_budget():
                                               parse_schedule(DEFAULT_SCHEDULE[metric])]
     assert default_schedule("pushes", 60.0)[0] == Stage(1, 2.0)
     assert any(s.box_moves for s in default_schedule("pushes", 60.0))
+    assert any(s.pack_layers for s in default_schedule("pushes", 60.0))
 
 
 def test_stages_run_until_one_solves(xsokoban):
