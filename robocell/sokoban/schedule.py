@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from robocell.common.lifetime import follow_parent
+from robocell.errors import RobocellError
 from robocell.sokoban.board import Board, build_board
 from robocell.sokoban.level import Level
 from robocell.sokoban.lurd import replay
@@ -216,7 +217,7 @@ def _proves_none(stage: Stage, result: SolveResult) -> bool:
     return result.status == "no solution" and (stage.weight == 1 or bool(result.dead_start))
 
 
-class LaneError(RuntimeError):
+class LaneError(RobocellError, RuntimeError):
     """A lane's process failed (an exception, with its traceback, or an end without answer)."""
 
 

@@ -197,15 +197,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     h_scale = MOVE_SCALE + 1 if exact else 1
     if macros is None:
         macros = weight > 1 and not exact
-    if macros and (weight == 1 or exact):
-        raise ValueError("goal-room macros need the fast push mode (weight > 1, pushes)")
+    _check_fast_modes(weight, exact, macros, features, box_moves, packing)
     rooms = goal_rooms(board) if macros else no_rooms(board.n_squares)
-    if features and (weight == 1 or exact):
-        raise ValueError("the feature search is a fast push mode (weight > 1, pushes)")
-    if box_moves and (weight == 1 or exact):
-        raise ValueError("box moves are a fast push mode (weight > 1, pushes)")
-    if packing and weight == 1:
-        raise ValueError("the packing-order penalty needs a fast mode (weight > 1)")
     goal_depth = packing_depth(board) if packing else board.goal_depth
     order_penalty = (GOAL_ORDER_PENALTY * h_scale
                      if weight > 1 and (rooms.n_rooms == 0 or packing) else 0)
@@ -218,12 +211,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                         corral_boxes=corral_boxes, hotspots=hotspots and features)
     nodes = node_store(board.n_boxes, INITIAL_CAPACITY)
     # The feature space's per-node arrays are as long as the node arrays when in use.
-    door = doorways(board.neighbours) if features else None
-    mode = ((ROOM_LINKS if room_links else 0) | (OUT_OF_PLAN if out_of_plan else 0)
-            | (EXPLORER if explorer else 0) if features else 0)
-    fs = feature_space(board.n_boxes, INITIAL_CAPACITY if features else 1,
-                       (door, feature_depth(board, rooms, pack_layers)) if features else None, mode,
-                       find_room_links(board.neighbours, door) if mode & ROOM_LINKS else None)
+    fs = _feature_space(board, rooms, features, room_links, out_of_plan, explorer, pack_layers)
     if heap_every < 0:
         raise ValueError(f"heap_every must be 0 (cells only) or more, not {heap_every}")
     fs.counters[FS_HEAP_EVERY] = heap_every
@@ -282,6 +270,33 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     else:
         result.status = "memory"
     return result
+
+
+def _check_fast_modes(weight: int, exact: bool, macros: bool, features: bool,
+                      box_moves: bool, packing: bool) -> None:
+    """ValueError when a fast mode is asked of optimal A* or of the move metric."""
+    if macros and (weight == 1 or exact):
+        raise ValueError("goal-room macros need the fast push mode (weight > 1, pushes)")
+    if features and (weight == 1 or exact):
+        raise ValueError("the feature search is a fast push mode (weight > 1, pushes)")
+    if box_moves and (weight == 1 or exact):
+        raise ValueError("box moves are a fast push mode (weight > 1, pushes)")
+    if packing and weight == 1:
+        raise ValueError("the packing-order penalty needs a fast mode (weight > 1)")
+
+
+def _feature_space(board: Board, rooms: GoalRooms, features: bool, room_links: bool,
+                   out_of_plan: bool, explorer: bool, pack_layers: bool) -> FeatureSpace:
+    """The search's feature space: empty (one node) without the feature search, else with
+    the board's doorways, packing depths and the modes asked for."""
+    if not features:
+        return feature_space(board.n_boxes, 1, None, 0, None)
+    door = doorways(board.neighbours)
+    mode = ((ROOM_LINKS if room_links else 0) | (OUT_OF_PLAN if out_of_plan else 0)
+            | (EXPLORER if explorer else 0))
+    return feature_space(board.n_boxes, INITIAL_CAPACITY,
+                         (door, feature_depth(board, rooms, pack_layers)), mode,
+                         find_room_links(board.neighbours, door) if mode & ROOM_LINKS else None)
 
 
 def search_compiled() -> bool:
