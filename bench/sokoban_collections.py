@@ -3,7 +3,7 @@
 Usage (from the checkout root):
     PYTHONPATH=. python bench/sokoban_collections.py microban --timeout 60
     PYTHONPATH=. python bench/sokoban_collections.py xsokoban \
-        --schedule 1:2,2fom/0:22,2fom/2:7,3:8,2fo/2:21
+        --schedule 1:2,2fom/0:22,2foml/2:7,3:8,2fo/2:21
     PYTHONPATH=. python bench/sokoban_collections.py boxoban-hard --timeout 10 --first 200
     PYTHONPATH=. python bench/sokoban_collections.py xsokoban --lanes 2 --timeout 60
 Each level runs in this process with the solver's own deadline (checked between compiled
