@@ -31,6 +31,31 @@ def _touches_region(square: int, neighbours: np.ndarray, reach_mark: np.ndarray,
     return False
 
 
+@njit(cache=True, inline="always")
+def _flood_corral(s0: int, k: int, neighbours: np.ndarray, occupied: np.ndarray,
+                  reach_mark: np.ndarray, stamp: int, corral_label: np.ndarray,
+                  queue: np.ndarray) -> int:
+    """Label corral ``k`` from square ``s0`` (free squares off the player's region, and boxes
+    not on its edge); its squares are ``queue[:returned count]``."""
+    corral_label[s0] = k
+    queue[0] = s0
+    head = 0
+    tail = 1
+    while head < tail:
+        s = queue[head]
+        head += 1
+        for d in range(4):
+            t = neighbours[s, d]
+            if t < 0 or corral_label[t] != NO_CORRAL or reach_mark[t] == stamp:
+                continue
+            if occupied[t] and _touches_region(t, neighbours, reach_mark, stamp):
+                continue
+            corral_label[t] = k
+            queue[tail] = t
+            tail += 1
+    return tail
+
+
 @njit(cache=True)
 def pi_corral(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.ndarray,
               stamp: int, is_goal: np.ndarray, corral_label: np.ndarray,
@@ -53,22 +78,8 @@ def pi_corral(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.ndarr
         k = n_corrals
         n_corrals += 1
         token = token_base + k
-        corral_label[s0] = k
-        queue[0] = s0
-        head = 0
-        tail = 1
-        while head < tail:
-            s = queue[head]
-            head += 1
-            for d in range(4):
-                t = neighbours[s, d]
-                if t < 0 or corral_label[t] != NO_CORRAL or reach_mark[t] == stamp:
-                    continue
-                if occupied[t] and _touches_region(t, neighbours, reach_mark, stamp):
-                    continue
-                corral_label[t] = k
-                queue[tail] = t
-                tail += 1
+        tail = _flood_corral(s0, k, neighbours, occupied, reach_mark, stamp, corral_label,
+                             queue)
         unsolved = False
         valid = True
         pushes = 0
@@ -126,22 +137,7 @@ def label_corrals(neighbours: np.ndarray, occupied: np.ndarray, reach_mark: np.n
             continue
         k = n_corrals
         n_corrals += 1
-        corral_label[s0] = k
-        queue[0] = s0
-        head = 0
-        tail = 1
-        while head < tail:
-            s = queue[head]
-            head += 1
-            for d in range(4):
-                t = neighbours[s, d]
-                if t < 0 or corral_label[t] != NO_CORRAL or reach_mark[t] == stamp:
-                    continue
-                if occupied[t] and _touches_region(t, neighbours, reach_mark, stamp):
-                    continue
-                corral_label[t] = k
-                queue[tail] = t
-                tail += 1
+        _flood_corral(s0, k, neighbours, occupied, reach_mark, stamp, corral_label, queue)
 
 
 @njit(cache=True)
