@@ -1,0 +1,408 @@
+"""Backward search: pull the boxes from the goals back to their start squares.
+
+Pulling is the exact reverse of pushing (see ``generator``), so a sequence of pulls from a
+solved position (every box on a goal, the player in any free region) to the start position
+(every box on its start square, the player's region holding the start square), read
+backwards, is a solution. The backward search is weighted A* over pull positions: the player
+is normalised to the smallest square of its region, a pull costs 1, and the bound is the
+minimum-cost matching of boxes to start squares, each box costed with its lone-box pull
+distance (``pull_costs``). Levels whose goal area is the hard part are easy this way round:
+the boxes leave a packed goal area in the order that is forced, and the search's difficulty
+moves to the start area instead. A square from which no lone box can be pulled to any start
+square is dead for the backward search. The search shares nothing with the forward one but
+the matching (``bounds``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from robocell.sokoban.board import N_DIRS, N_SIDE_MASKS, UNREACHABLE, Board
+from robocell.sokoban.bounds import (
+    INFEASIBLE,
+    matching_lower_bound,
+    matching_scratch,
+    matching_update,
+)
+from robocell.sokoban.graph import goal_roots
+
+REV_RUNNING = 0
+REV_SOLVED = 1
+REV_EXHAUSTED = 2
+REV_FULL = 3
+
+# counters
+C_NODES = 0
+C_HEAP = 1
+C_EXPANDED = 2
+C_GOAL = 3
+C_GENERATED = 4
+N_COUNTERS = 5
+
+INITIAL_CAPACITY = 1 << 18
+CHUNK = 5_000
+H_BITS = 20
+"""The heap key is f << H_BITS | h: equal f prefers the smaller bound (closer to the start)."""
+
+
+@njit(cache=True)
+def pull_distances(target: int, neighbours: np.ndarray) -> np.ndarray:
+    """Fewest pulls that bring a lone box from each square to ``target``: the pushes from
+    ``target`` to that square (breadth-first search by pushes: the box moves from x to x+d
+    with the player behind it on x-d)."""
+    n = neighbours.shape[0]
+    dist = np.full(n, UNREACHABLE, dtype=np.int32)
+    queue = np.empty(n, dtype=np.int32)
+    dist[target] = 0
+    queue[0] = target
+    head = 0
+    tail = 1
+    while head < tail:
+        x = queue[head]
+        head += 1
+        for d in range(N_DIRS):
+            behind = neighbours[x, d ^ 1]
+            y = neighbours[x, d]
+            if behind < 0 or y < 0 or dist[y] != UNREACHABLE:
+                continue
+            dist[y] = dist[x] + 1
+            queue[tail] = y
+            tail += 1
+    return dist
+
+
+def pull_costs(board: Board) -> np.ndarray:
+    """int32[n_boxes, n_squares, 16]: pulls from a square to each start square (the side
+    mask index is there for ``bounds``' matching and ignored: every mask has the same cost)."""
+    starts = board.start_boxes
+    cost = np.empty((len(starts), board.n_squares, N_SIDE_MASKS), dtype=np.int32)
+    for t, square in enumerate(starts):
+        cost[t] = pull_distances(int(square), board.neighbours)[:, None]
+    return cost
+
+
+@dataclass
+class ReverseNodes:
+    boxes: np.ndarray     # int16[N, n_boxes], sorted
+    player: np.ndarray    # int16[N]: smallest square of the player's region
+    box_key: np.ndarray   # uint64[N]: Zobrist key of the boxes alone
+    parent: np.ndarray    # int32[N]
+    pull: np.ndarray      # int32[N]: square the box was pulled to * 4 + direction
+    g: np.ndarray         # int32[N]
+    h: np.ndarray         # int32[N]
+
+
+def reverse_nodes(n_boxes: int, capacity: int) -> ReverseNodes:
+    return ReverseNodes(np.zeros((capacity, n_boxes), np.int16), np.zeros(capacity, np.int16),
+                        np.zeros(capacity, np.uint64), np.zeros(capacity, np.int32),
+                        np.zeros(capacity, np.int32), np.zeros(capacity, np.int32),
+                        np.zeros(capacity, np.int32))
+
+
+@njit(cache=True)
+def _flood(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
+           stamp: int, queue: np.ndarray) -> int:
+    """Mark the player's region from ``start`` with ``stamp``; returns its smallest square."""
+    mark[start] = stamp
+    queue[0] = start
+    head = 0
+    tail = 1
+    low = start
+    while head < tail:
+        x = queue[head]
+        head += 1
+        if x < low:
+            low = x
+        for d in range(N_DIRS):
+            y = neighbours[x, d]
+            if y >= 0 and not occupied[y] and mark[y] != stamp:
+                mark[y] = stamp
+                queue[tail] = y
+                tail += 1
+    return low
+
+
+@njit(cache=True)
+def _key(box_key: np.uint64, player: int, zobrist_player: np.ndarray) -> np.uint64:
+    return box_key ^ zobrist_player[player]
+
+
+@njit(cache=True)
+def _find(table: np.ndarray, key: np.uint64, boxes_row: np.ndarray, player: int,
+          node_boxes: np.ndarray, node_player: np.ndarray, box_key: np.ndarray,
+          zobrist_player: np.ndarray) -> int:
+    """Slot of the position in the open-addressing table: the slot holding it (value node+1)
+    or the empty slot where it goes (value 0)."""
+    mask = table.shape[0] - 1
+    slot = np.int64(key & np.uint64(mask))
+    while True:
+        v = table[slot]
+        if v == 0:
+            return slot
+        k = v - 1
+        if node_player[k] == player and _key(box_key[k], node_player[k], zobrist_player) == key:
+            same = True
+            for i in range(boxes_row.shape[0]):
+                if node_boxes[k, i] != boxes_row[i]:
+                    same = False
+                    break
+            if same:
+                return slot
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True)
+def _heap_push(keys: np.ndarray, vals: np.ndarray, size: int, key: np.int64, val: int) -> int:
+    i = size
+    while i > 0:
+        up = (i - 1) >> 1
+        if keys[up] <= key:
+            break
+        keys[i] = keys[up]
+        vals[i] = vals[up]
+        i = up
+    keys[i] = key
+    vals[i] = val
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(keys: np.ndarray, vals: np.ndarray, size: int) -> int:
+    top = vals[0]
+    size -= 1
+    key = keys[size]
+    val = vals[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and keys[c + 1] < keys[c]:
+            c += 1
+        if keys[c] >= key:
+            break
+        keys[i] = keys[c]
+        vals[i] = vals[c]
+        i = c
+    if size > 0:
+        keys[i] = key
+        vals[i] = val
+    return top
+
+
+@njit(cache=True)
+def rebuild_table(table: np.ndarray, n_nodes: int, node_boxes: np.ndarray,
+                  node_player: np.ndarray, box_key: np.ndarray,
+                  zobrist_player: np.ndarray) -> None:
+    table[:] = 0
+    for k in range(n_nodes):
+        key = _key(box_key[k], node_player[k], zobrist_player)
+        slot = _find(table, key, node_boxes[k], node_player[k], node_boxes, node_player,
+                     box_key, zobrist_player)
+        table[slot] = k + 1
+
+
+@njit(cache=True)
+def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
+                  start_boxes: np.ndarray, start_player: int, zobrist_box: np.ndarray,
+                  zobrist_player: np.ndarray, weight: int,
+                  node_boxes: np.ndarray, node_player: np.ndarray, box_key: np.ndarray,
+                  parent: np.ndarray, pull: np.ndarray, g: np.ndarray, h: np.ndarray,
+                  table: np.ndarray, heap_keys: np.ndarray, heap_vals: np.ndarray,
+                  counters: np.ndarray, budget: int) -> int:
+    """Up to ``budget`` expansions of the backward search; the state lives in the arrays."""
+    n_sq = neighbours.shape[0]
+    nb = node_boxes.shape[1]
+    capacity = node_boxes.shape[0]
+    occupied = np.zeros(n_sq, dtype=np.bool_)
+    mark = np.zeros(n_sq, dtype=np.int32)
+    reach = np.zeros(n_sq, dtype=np.int32)
+    queue = np.empty(n_sq, dtype=np.int32)
+    masks = np.zeros(nb, dtype=np.int64)
+    base = matching_scratch(nb)
+    scratch = matching_scratch(nb)
+    rows = np.empty(nb, dtype=np.int16)
+    child = np.empty(nb, dtype=np.int16)
+    stamp = 0
+    for _ in range(budget):
+        size = counters[C_HEAP]
+        if size == 0:
+            return REV_EXHAUSTED
+        if counters[C_NODES] + nb * N_DIRS >= capacity:
+            return REV_FULL
+        k = _heap_pop(heap_keys, heap_vals, size)
+        counters[C_HEAP] = size - 1
+        counters[C_EXPANDED] += 1
+        for i in range(nb):
+            occupied[node_boxes[k, i]] = True
+            rows[i] = node_boxes[k, i]
+        stamp += 1
+        region = stamp
+        _flood(node_player[k], neighbours, occupied, reach, region, queue)
+        matching_lower_bound(rows, masks, cost, base)
+        for i in range(nb):
+            b = node_boxes[k, i]
+            for d in range(N_DIRS):
+                p = neighbours[b, d]
+                if p < 0 or reach[p] != region:
+                    continue
+                q = neighbours[p, d]
+                if q < 0 or occupied[q] or dead[p]:
+                    continue
+                rows[i] = p
+                h_child = matching_update(rows, masks, masks, i, cost, base, scratch)
+                rows[i] = b
+                if h_child >= INFEASIBLE:
+                    continue
+                # The child's boxes, sorted: b leaves row i, p goes in its place.
+                j = 0
+                for m in range(nb):
+                    if m != i:
+                        child[j] = node_boxes[k, m]
+                        j += 1
+                pos = nb - 1
+                while pos > 0 and child[pos - 1] > p:
+                    child[pos] = child[pos - 1]
+                    pos -= 1
+                child[pos] = p
+                occupied[b] = False
+                occupied[p] = True
+                stamp += 1
+                low = _flood(q, neighbours, occupied, mark, stamp, queue)
+                at_start = mark[start_player] == stamp
+                occupied[p] = False
+                occupied[b] = True
+                counters[C_GENERATED] += 1
+                ckey = box_key[k] ^ zobrist_box[b] ^ zobrist_box[p]
+                key = _key(ckey, low, zobrist_player)
+                slot = _find(table, key, child, low, node_boxes, node_player, box_key,
+                             zobrist_player)
+                if table[slot] != 0:
+                    continue
+                c = counters[C_NODES]
+                counters[C_NODES] = c + 1
+                table[slot] = c + 1
+                for m in range(nb):
+                    node_boxes[c, m] = child[m]
+                node_player[c] = low
+                box_key[c] = ckey
+                parent[c] = k
+                pull[c] = p * N_DIRS + d
+                g[c] = g[k] + 1
+                h[c] = h_child
+                if h_child == 0 and at_start:
+                    counters[C_GOAL] = c
+                    for m in range(nb):
+                        occupied[node_boxes[k, m]] = False
+                    return REV_SOLVED
+                f = np.int64(g[c]) + np.int64(weight) * np.int64(h_child)
+                counters[C_HEAP] = _heap_push(heap_keys, heap_vals, counters[C_HEAP],
+                                              (f << H_BITS) | np.int64(h_child), c)
+        for i in range(nb):
+            occupied[node_boxes[k, i]] = False
+    return REV_RUNNING
+
+
+@dataclass
+class ReverseResult:
+    status: str            # "solved", "timeout", "exhausted", "memory"
+    pushes: list[int]      # the solution as push codes (box square * 4 + direction)
+    expanded: int
+    stored: int
+    seconds: float
+
+
+def _grow(nodes: ReverseNodes, n_nodes: int) -> ReverseNodes:
+    capacity = nodes.boxes.shape[0] * 2
+    grown = reverse_nodes(nodes.boxes.shape[1], capacity)
+    for name in ("boxes", "player", "box_key", "parent", "pull", "g", "h"):
+        getattr(grown, name)[:n_nodes] = getattr(nodes, name)[:n_nodes]
+    return grown
+
+
+def solve_reverse(board: Board, weight: int = 3, timeout: float | None = None,
+                  max_nodes: int = 24_000_000) -> ReverseResult:
+    """Backward weighted A* from the solved positions to the start (see the module)."""
+    started = time.monotonic()
+    nb = board.n_boxes
+    cost = pull_costs(board)
+    dead = cost.min(axis=0)[:, 0] >= UNREACHABLE
+    nodes = reverse_nodes(nb, INITIAL_CAPACITY)
+    table = np.zeros(2 * INITIAL_CAPACITY, dtype=np.int64)
+    heap_keys = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
+    heap_vals = np.zeros(INITIAL_CAPACITY, dtype=np.int32)
+    counters = np.zeros(N_COUNTERS, dtype=np.int64)
+    roots, players = goal_roots(board)
+    goals = np.sort(board.goal_squares.astype(np.int16))
+    scratch = matching_scratch(nb)
+    h0 = int(matching_lower_bound(goals, np.zeros(nb, np.int64), cost, scratch))
+    occupied = np.zeros(board.n_squares, dtype=np.bool_)
+    occupied[goals] = True
+    mark = np.zeros(board.n_squares, dtype=np.int32)
+    queue = np.empty(board.n_squares, dtype=np.int32)
+    key0 = np.uint64(0)
+    for s in goals:
+        key0 ^= board.zobrist_box[s]
+    if h0 < INFEASIBLE:
+        for r, player in enumerate(players):
+            low = _flood(int(player), board.neighbours, occupied, mark, r + 1, queue)
+            c = int(counters[C_NODES])
+            nodes.boxes[c] = goals
+            nodes.player[c] = low
+            nodes.box_key[c] = key0
+            nodes.parent[c] = -1
+            nodes.pull[c] = -1
+            nodes.h[c] = h0
+            slot = _find(table, key0 ^ board.zobrist_player[low], goals, low,
+                         nodes.boxes, nodes.player, nodes.box_key, board.zobrist_player)
+            table[slot] = c + 1
+            counters[C_NODES] = c + 1
+            counters[C_HEAP] = _heap_push(heap_keys, heap_vals, int(counters[C_HEAP]),
+                                          np.int64(weight * h0) << H_BITS | h0, c)
+    status = REV_RUNNING if h0 < INFEASIBLE else REV_EXHAUSTED
+    timed_out = False
+    while status in (REV_RUNNING, REV_FULL):
+        if timeout is not None and time.monotonic() - started > timeout:
+            timed_out = True
+            break
+        if status == REV_FULL:
+            n_nodes = int(counters[C_NODES])
+            if 2 * nodes.boxes.shape[0] > max_nodes:
+                break
+            nodes = _grow(nodes, n_nodes)
+            capacity = nodes.boxes.shape[0]
+            table = np.zeros(2 * capacity, dtype=np.int64)
+            rebuild_table(table, n_nodes, nodes.boxes, nodes.player, nodes.box_key,
+                          board.zobrist_player)
+            size = int(counters[C_HEAP])
+            keys = np.zeros(capacity, dtype=np.int64)
+            vals = np.zeros(capacity, dtype=np.int32)
+            keys[:size] = heap_keys[:size]
+            vals[:size] = heap_vals[:size]
+            heap_keys, heap_vals = keys, vals
+        status = reverse_chunk(board.neighbours, dead, cost, board.start_boxes,
+                               board.start_player, board.zobrist_box, board.zobrist_player,
+                               weight, nodes.boxes, nodes.player, nodes.box_key, nodes.parent,
+                               nodes.pull, nodes.g, nodes.h, table, heap_keys, heap_vals,
+                               counters, CHUNK)
+    seconds = time.monotonic() - started
+    pushes: list[int] = []
+    if status == REV_SOLVED:
+        node = int(counters[C_GOAL])
+        while nodes.parent[node] >= 0:
+            p, d = divmod(int(nodes.pull[node]), N_DIRS)
+            pushes.append(p * N_DIRS + (d ^ 1))
+            node = int(nodes.parent[node])
+        text = "solved"
+    elif status == REV_EXHAUSTED:
+        text = "exhausted"
+    elif timed_out:
+        text = "timeout"
+    else:
+        text = "memory"
+    return ReverseResult(text, pushes, int(counters[C_EXPANDED]), int(counters[C_NODES]),
+                         seconds)
