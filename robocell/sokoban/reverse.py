@@ -16,6 +16,7 @@ the matching (``bounds``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -232,10 +233,14 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
         size = counters[C_HEAP]
         if size == 0:
             return REV_EXHAUSTED
-        if counters[C_NODES] + nb * N_DIRS >= capacity:
+        if (counters[C_NODES] + nb * N_DIRS >= capacity
+                or size + nb * N_DIRS >= heap_keys.shape[0]):
             return REV_FULL
+        top = heap_keys[0]
         k = _heap_pop(heap_keys, heap_vals, size)
         counters[C_HEAP] = size - 1
+        if top >> H_BITS != np.int64(g[k]) + np.int64(weight) * np.int64(h[k]):
+            continue  # reached again by a shorter path since: that entry comes first
         counters[C_EXPANDED] += 1
         for i in range(nb):
             occupied[node_boxes[k, i]] = True
@@ -243,6 +248,12 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
         stamp += 1
         region = stamp
         _flood(node_player[k], neighbours, occupied, reach, region, queue)
+        if h[k] == 0 and reach[start_player] == region:
+            # Weight 1 tests the goal here, when it is popped, so the solution is optimal.
+            counters[C_GOAL] = k
+            for i in range(nb):
+                occupied[node_boxes[k, i]] = False
+            return REV_SOLVED
         matching_lower_bound(rows, masks, cost, base)
         for i in range(nb):
             b = node_boxes[k, i]
@@ -282,19 +293,22 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                 slot = _find(table, key, child, low, node_boxes, node_player, box_key,
                              zobrist_player)
                 if table[slot] != 0:
-                    continue
-                c = counters[C_NODES]
-                counters[C_NODES] = c + 1
-                table[slot] = c + 1
-                for m in range(nb):
-                    node_boxes[c, m] = child[m]
-                node_player[c] = low
-                box_key[c] = ckey
+                    c = table[slot] - 1
+                    if g[c] <= g[k] + 1:
+                        continue
+                else:
+                    c = counters[C_NODES]
+                    counters[C_NODES] = c + 1
+                    table[slot] = c + 1
+                    for m in range(nb):
+                        node_boxes[c, m] = child[m]
+                    node_player[c] = low
+                    box_key[c] = ckey
                 parent[c] = k
                 pull[c] = p * N_DIRS + d
                 g[c] = g[k] + 1
                 h[c] = h_child
-                if h_child == 0 and at_start:
+                if h_child == 0 and at_start and weight > 1:
                     counters[C_GOAL] = c
                     for m in range(nb):
                         occupied[node_boxes[k, m]] = False
@@ -314,6 +328,7 @@ class ReverseResult:
     expanded: int
     stored: int
     seconds: float
+    lower_bound: int       # the matching bound of the solved position (pulls to the start)
 
 
 def _grow(nodes: ReverseNodes, n_nodes: int) -> ReverseNodes:
@@ -324,17 +339,20 @@ def _grow(nodes: ReverseNodes, n_nodes: int) -> ReverseNodes:
     return grown
 
 
-def solve_reverse(board: Board, weight: int = 3, timeout: float | None = None,
-                  max_nodes: int = 24_000_000) -> ReverseResult:
-    """Backward weighted A* from the solved positions to the start (see the module)."""
+def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
+                  max_nodes: int = 24_000_000,
+                  on_progress: Callable[[int, int, float], None] | None = None
+                  ) -> ReverseResult:
+    """Backward weighted A* from the solved positions to the start (see the module);
+    ``on_progress(expanded, stored, seconds)`` is called before every chunk of expansions."""
     started = time.monotonic()
     nb = board.n_boxes
     cost = pull_costs(board)
     dead = cost.min(axis=0)[:, 0] >= UNREACHABLE
     nodes = reverse_nodes(nb, INITIAL_CAPACITY)
     table = np.zeros(2 * INITIAL_CAPACITY, dtype=np.int64)
-    heap_keys = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
-    heap_vals = np.zeros(INITIAL_CAPACITY, dtype=np.int32)
+    heap_keys = np.zeros(2 * INITIAL_CAPACITY, dtype=np.int64)
+    heap_vals = np.zeros(2 * INITIAL_CAPACITY, dtype=np.int32)
     counters = np.zeros(N_COUNTERS, dtype=np.int64)
     roots, players = goal_roots(board)
     goals = np.sort(board.goal_squares.astype(np.int16))
@@ -379,11 +397,14 @@ def solve_reverse(board: Board, weight: int = 3, timeout: float | None = None,
             rebuild_table(table, n_nodes, nodes.boxes, nodes.player, nodes.box_key,
                           board.zobrist_player)
             size = int(counters[C_HEAP])
-            keys = np.zeros(capacity, dtype=np.int64)
-            vals = np.zeros(capacity, dtype=np.int32)
+            keys = np.zeros(max(2 * capacity, 2 * size), dtype=np.int64)
+            vals = np.zeros(keys.shape[0], dtype=np.int32)
             keys[:size] = heap_keys[:size]
             vals[:size] = heap_vals[:size]
             heap_keys, heap_vals = keys, vals
+        if on_progress is not None:
+            on_progress(int(counters[C_EXPANDED]), int(counters[C_NODES]),
+                        time.monotonic() - started)
         status = reverse_chunk(board.neighbours, dead, cost, board.start_boxes,
                                board.start_player, board.zobrist_box, board.zobrist_player,
                                weight, nodes.boxes, nodes.player, nodes.box_key, nodes.parent,
@@ -405,4 +426,4 @@ def solve_reverse(board: Board, weight: int = 3, timeout: float | None = None,
     else:
         text = "memory"
     return ReverseResult(text, pushes, int(counters[C_EXPANDED]), int(counters[C_NODES]),
-                         seconds)
+                         seconds, min(h0, INFEASIBLE))

@@ -12,7 +12,8 @@ moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``
 corral deadlock search: larger limits, slower per expansion), ``h`` (the feature search's
 hotspot advisor), ``r`` (its room-link feature in place of the doorway count), ``u`` (its
 out-of-plan feature), ``e`` (its explorer advisor), ``l`` (the packing feature by the layers of the
-packing order, ``packing.packing_layers``), and for the feature search
+packing order, ``packing.packing_layers``), ``b`` (alone: the backward search by pulls,
+``reverse``), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 
 Lanes use more than one core for one level: ``LANE|LANE|...``, each lane a schedule of its
@@ -43,10 +44,10 @@ from robocell.sokoban.warm_up import warm_up
 
 PLAIN_FLAG, PACKING_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG, DEEP_CORRALS_FLAG = "p", "o", "f", "m", "c"
 HOTSPOTS_FLAG, ROOM_LINKS_FLAG, OUT_OF_PLAN_FLAG, EXPLORER_FLAG = "h", "r", "u", "e"
-LAYERS_FLAG = "l"
+LAYERS_FLAG, BACKWARD_FLAG = "l", "b"
 STAGE_FLAGS = (PLAIN_FLAG + PACKING_FLAG + FEATURES_FLAG + BOX_MOVES_FLAG + DEEP_CORRALS_FLAG
                + HOTSPOTS_FLAG + ROOM_LINKS_FLAG + OUT_OF_PLAN_FLAG + EXPLORER_FLAG
-               + LAYERS_FLAG)
+               + LAYERS_FLAG + BACKWARD_FLAG)
 DEFAULT_SCHEDULE = {"pushes": "1:2,2fom/0:22,2foml/2:7,3:8,2fo/2:21", "moves": "1:30,2:30"}
 """The schedule per metric for 60 s (scaled to other budgets): the push one solved the most
 XSokoban levels measured (docs/sokoban.md): optimal A* for small levels, the feature search
@@ -78,6 +79,7 @@ class Stage:
     out_of_plan: bool = False
     explorer: bool = False
     pack_layers: bool = False
+    backward: bool = False
 
     def __str__(self) -> str:
         flags = ((PLAIN_FLAG if self.plain else "") + (FEATURES_FLAG if self.features else "")
@@ -88,7 +90,8 @@ class Stage:
                  + (ROOM_LINKS_FLAG if self.room_links else "")
                  + (OUT_OF_PLAN_FLAG if self.out_of_plan else "")
                  + (EXPLORER_FLAG if self.explorer else "")
-                 + (LAYERS_FLAG if self.pack_layers else ""))
+                 + (LAYERS_FLAG if self.pack_layers else "")
+                 + (BACKWARD_FLAG if self.backward else ""))
         custom = self.features and self.heap_every != FEATURE_HEAP_EVERY
         every = f"/{self.heap_every}" if custom else ""
         return f"{self.weight}{flags}{every}:{self.seconds:g}"
@@ -110,7 +113,8 @@ def parse_schedule(text: str) -> list[Stage]:
                           int(every) if slash else FEATURE_HEAP_EVERY, BOX_MOVES_FLAG in flags,
                           DEEP_CORRALS_FLAG in flags, HOTSPOTS_FLAG in flags,
                           ROOM_LINKS_FLAG in flags, OUT_OF_PLAN_FLAG in flags,
-                          EXPLORER_FLAG in flags, LAYERS_FLAG in flags)
+                          EXPLORER_FLAG in flags, LAYERS_FLAG in flags,
+                          BACKWARD_FLAG in flags)
         except ValueError:
             stage = None
         if (stage is None or not colon or stage.weight < 1 or not stage.seconds > 0
@@ -125,6 +129,9 @@ def parse_schedule(text: str) -> list[Stage]:
                 or stage.pack_layers) and not stage.features):
             raise ValueError(f"schedule stage {part!r}: each of flags h, r, u, e and l (the "
                              "feature search's advisors and features) needs f")
+        if stage.backward and flags != BACKWARD_FLAG:
+            raise ValueError(f"schedule stage {part!r}: flag b (the backward search by pulls) "
+                             "takes a weight and no other flag, e.g. 10b:5")
         stages.append(stage)
     if not stages:
         raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")
@@ -186,7 +193,7 @@ def stage_options(stage: Stage) -> dict[str, Any]:
             "deep_corrals": stage.deep_corrals, "hotspots": stage.hotspots,
             "room_links": stage.room_links, "out_of_plan": stage.out_of_plan,
             "explorer": stage.explorer,
-            "pack_layers": stage.pack_layers}
+            "pack_layers": stage.pack_layers, "backward": stage.backward}
 
 
 def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSHES
@@ -214,7 +221,8 @@ def solve_scheduled(level: Level, stages: list[Stage], metric: str = METRIC_PUSH
 
 def _proves_none(stage: Stage, result: SolveResult) -> bool:
     """Whether ``result`` proves the level has no solution (optimal A*, or a dead start)."""
-    return result.status == "no solution" and (stage.weight == 1 or bool(result.dead_start))
+    return result.status == "no solution" and (stage.weight == 1 or stage.backward
+                                               or bool(result.dead_start))
 
 
 class LaneError(RobocellError, RuntimeError):

@@ -43,6 +43,7 @@ from robocell.sokoban.features import (
 from robocell.sokoban.nodes import grown_store, node_store
 from robocell.sokoban.packing import packing_depth, packing_layers
 from robocell.sokoban.patterns import PC_PATTERNS, pattern_table
+from robocell.sokoban.reverse import solve_reverse
 from robocell.sokoban.rooms import NO_ROOM, GoalRooms, goal_rooms, no_rooms
 from robocell.sokoban.search import add_root, search_chunk
 from robocell.sokoban.search_state import (
@@ -158,7 +159,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
           box_moves: bool = False, frozen_goals: bool = True,
           deep_corrals: bool = False, hotspots: bool = False,
           room_links: bool = False, out_of_plan: bool = False, explorer: bool = False,
-          pack_layers: bool = False,
+          pack_layers: bool = False, backward: bool = False,
           on_progress: ProgressCallback | None = None) -> SolveResult:
     """Solve a level. ``weight`` 1 is optimal A*; a larger weight is the fast mode
     (weighted A*, f = g + weight*h: quicker, solutions not proven optimal). ``macros``
@@ -184,8 +185,10 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     most squares to the player, ``features.player_reach``).
     ``pack_layers`` orders the feature search's packing feature by the layers of the
     board's packing order (``packing.packing_layers``) instead of the depth in each goal area.
-    ``on_progress`` is called before every chunk of expansions (a few times a second),
-    the first time before the first (which compiles the search if it is not cached)."""
+    ``backward`` (push metric) runs the backward search by pulls instead (``reverse``;
+    ``weight`` only). ``on_progress`` is called before every chunk of expansions (a few
+    times a second), the first time before the first (which compiles the search if it is
+    not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -193,6 +196,8 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     if frozen:
         return SolveResult(status="no solution", metric=metric, optimal=True,
                            seconds=time.monotonic() - started, dead_start=frozen)
+    if backward:
+        return _solve_backward(board, metric, weight, timeout, max_nodes, on_progress)
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
     if macros is None:
@@ -245,14 +250,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     result.seconds = time.monotonic() - started
     _fill_counts(result, stats, patterns, fs if features else None)
     if status == STATUS_SOLVED:
-        pushes = []
-        node = int(stats[ST_GOAL])
-        while nodes.parent[node] >= 0 and node != 0:
-            pushes.append(int(nodes.push[node]))
-            node = int(nodes.parent[node])
-        pushes.reverse()
-        pushes = expand_box_moves(board, expand_macros(pushes, rooms, board.neighbours))
-        result.lurd = pushes_to_lurd(board, pushes)
+        result.lurd = _solution_lurd(board, nodes, stats, rooms)
         result.pushes = sum(1 for ch in result.lurd if ch.isupper())
         result.moves = len(result.lurd)
         result.status = "solved"
@@ -269,6 +267,45 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
         result.status = "timeout"
     else:
         result.status = "memory"
+    return result
+
+
+def _solution_lurd(board: Board, nodes: object, stats: np.ndarray, rooms: GoalRooms) -> str:
+    """The LURD of the solution ending at the goal node (macros and box moves expanded)."""
+    pushes = []
+    node = int(stats[ST_GOAL])
+    while nodes.parent[node] >= 0 and node != 0:  # type: ignore[attr-defined]
+        pushes.append(int(nodes.push[node]))  # type: ignore[attr-defined]
+        node = int(nodes.parent[node])  # type: ignore[attr-defined]
+    pushes.reverse()
+    pushes = expand_box_moves(board, expand_macros(pushes, rooms, board.neighbours))
+    return pushes_to_lurd(board, pushes)
+
+
+def _solve_backward(board: Board, metric: str, weight: int, timeout: float | None,
+                    max_nodes: int, on_progress: ProgressCallback | None) -> SolveResult:
+    """``solve`` by the backward search (``reverse.solve_reverse``). It cuts only what can
+    never be pulled back to the start (dead squares, an infeasible matching), so running out
+    of positions proves there is no solution; weight 1 is push-optimal."""
+    if metric != METRIC_PUSHES:
+        raise ValueError(f"the backward search counts pushes only: metric {metric!r} needs "
+                         "the forward search (leave out backward, or the schedule's flag b)")
+    progress = None
+    if on_progress is not None:
+        def progress(expanded: int, stored: int, seconds: float) -> None:
+            on_progress(SearchProgress(expanded, stored, None, seconds))
+    found = solve_reverse(board, weight, timeout, max_nodes, progress)
+    result = SolveResult(status=found.status, metric=metric, seconds=found.seconds,
+                         expanded=found.expanded, stored=found.stored,
+                         lower_bound=found.lower_bound)
+    if found.status == "solved":
+        result.lurd = pushes_to_lurd(board, found.pushes)
+        result.pushes = len(found.pushes)
+        result.moves = len(result.lurd)
+        result.optimal = weight == 1
+    elif found.status == "exhausted":
+        result.status = "no solution"
+        result.optimal = True
     return result
 
 
