@@ -294,8 +294,8 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                              zobrist_player)
                 if table[slot] != 0:
                     c = table[slot] - 1
-                    if g[c] <= g[k] + 1:
-                        continue
+                    if weight > 1 or g[c] <= g[k] + 1:
+                        continue  # weighted A* keeps the first path (no reopening)
                 else:
                     c = counters[C_NODES]
                     counters[C_NODES] = c + 1
