@@ -30,6 +30,13 @@ from robocell.sokoban.bounds import (
     matching_update,
 )
 from robocell.sokoban.graph import goal_roots
+from robocell.sokoban.reverse_cells import (
+    H_BITS,
+    MAX_REGIONS,
+    count_regions,
+    file_children,
+    next_cell,
+)
 
 REV_RUNNING = 0
 REV_SOLVED = 1
@@ -42,12 +49,12 @@ C_HEAP = 1
 C_EXPANDED = 2
 C_GOAL = 3
 C_GENERATED = 4
-N_COUNTERS = 5
+C_CURSOR = 5
+C_TURN = 6
+N_COUNTERS = 7
 
 INITIAL_CAPACITY = 1 << 18
 CHUNK = 5_000
-H_BITS = 20
-"""The heap key is f << H_BITS | h: equal f prefers the smaller bound (closer to the start)."""
 
 
 @njit(cache=True)
@@ -95,13 +102,23 @@ class ReverseNodes:
     pull: np.ndarray      # int32[N]: square the box was pulled to * 4 + direction
     g: np.ndarray         # int32[N]
     h: np.ndarray         # int32[N]
+    cell: np.ndarray      # int32[N]: boxes on start squares * MAX_REGIONS + free areas
+    ph_child: np.ndarray  # int32[N]: pairing heap of the node's cell: first child
+    ph_next: np.ndarray   # int32[N]: next sibling
+    ckey: np.ndarray      # int64[N]: unadvised pulls << H_BITS | h
+    closed: np.ndarray    # uint8[N]: expanded
+
+
+NODE_FIELDS = ("boxes", "player", "box_key", "parent", "pull", "g", "h", "cell", "ph_child",
+               "ph_next", "ckey", "closed")
 
 
 def reverse_nodes(n_boxes: int, capacity: int) -> ReverseNodes:
+    i32 = [np.zeros(capacity, np.int32) for _ in range(4)]
     return ReverseNodes(np.zeros((capacity, n_boxes), np.int16), np.zeros(capacity, np.int16),
-                        np.zeros(capacity, np.uint64), np.zeros(capacity, np.int32),
-                        np.zeros(capacity, np.int32), np.zeros(capacity, np.int32),
-                        np.zeros(capacity, np.int32))
+                        np.zeros(capacity, np.uint64), *i32, np.zeros(capacity, np.int32),
+                        np.full(capacity, -1, np.int32), np.full(capacity, -1, np.int32),
+                        np.zeros(capacity, np.int64), np.zeros(capacity, np.uint8))
 
 
 @njit(cache=True)
@@ -207,27 +224,47 @@ def rebuild_table(table: np.ndarray, n_nodes: int, node_boxes: np.ndarray,
         table[slot] = k + 1
 
 
+@njit(cache=True, inline="always")
+def _sorted_child(row: np.ndarray, i: int, p: int, child: np.ndarray) -> None:
+    """The boxes of ``row`` with box ``i`` moved to square ``p``, sorted (``row`` is)."""
+    j = 0
+    for m in range(row.shape[0]):
+        if m != i:
+            child[j] = row[m]
+            j += 1
+    pos = row.shape[0] - 1
+    while pos > 0 and child[pos - 1] > p:
+        child[pos] = child[pos - 1]
+        pos -= 1
+    child[pos] = p
+
+
 @njit(cache=True)
 def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
-                  start_boxes: np.ndarray, start_player: int, zobrist_box: np.ndarray,
-                  zobrist_player: np.ndarray, weight: int,
+                  is_start: np.ndarray, start_player: int, zobrist_box: np.ndarray,
+                  zobrist_player: np.ndarray, weight: int, every: int,
                   node_boxes: np.ndarray, node_player: np.ndarray, box_key: np.ndarray,
                   parent: np.ndarray, pull: np.ndarray, g: np.ndarray, h: np.ndarray,
                   table: np.ndarray, heap_keys: np.ndarray, heap_vals: np.ndarray,
-                  counters: np.ndarray, budget: int) -> int:
-    """Up to ``budget`` expansions of the backward search; the state lives in the arrays."""
+                  cells: tuple, counters: np.ndarray, budget: int) -> int:
+    """Up to ``budget`` expansions of the backward search; the state lives in the arrays.
+    ``every`` < 0: weighted A* alone; else the feature cells (``cells``: per node its cell,
+    pairing-heap links, key and closed flag; each cell's root) take the expansions but every
+    ``every``-th (0: none), which comes from the weighted A* heap."""
+    cell, ph_child, ph_next, ckey, closed, cell_root = cells
     n_sq = neighbours.shape[0]
     nb = node_boxes.shape[1]
     capacity = node_boxes.shape[0]
     occupied = np.zeros(n_sq, dtype=np.bool_)
-    mark = np.zeros(n_sq, dtype=np.int32)
-    reach = np.zeros(n_sq, dtype=np.int32)
+    marks = np.zeros((3, n_sq), dtype=np.int32)
+    mark, reach, seen = marks[0], marks[1], marks[2]
     queue = np.empty(n_sq, dtype=np.int32)
     masks = np.zeros(nb, dtype=np.int64)
     base = matching_scratch(nb)
     scratch = matching_scratch(nb)
-    rows = np.empty(nb, dtype=np.int16)
-    child = np.empty(nb, dtype=np.int16)
+    rows, child = np.empty(nb, dtype=np.int16), np.empty(nb, dtype=np.int16)
+    kid = np.empty((3, nb * N_DIRS), dtype=np.int64)  # children: node, free areas, starts
+    kids, kid_regions, kid_starts = kid[0], kid[1], kid[2]
     stamp = 0
     for _ in range(budget):
         size = counters[C_HEAP]
@@ -236,11 +273,19 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
         if (counters[C_NODES] + nb * N_DIRS >= capacity
                 or size + nb * N_DIRS >= heap_keys.shape[0]):
             return REV_FULL
-        top = heap_keys[0]
-        k = _heap_pop(heap_keys, heap_vals, size)
-        counters[C_HEAP] = size - 1
-        if top >> H_BITS != np.int64(g[k]) + np.int64(weight) * np.int64(h[k]):
-            continue  # reached again by a shorter path since: that entry comes first
+        k = -1
+        if every >= 0 and (every == 0 or counters[C_TURN] % every != 0):
+            k = next_cell(cell_root, counters, C_CURSOR, ckey, ph_child, ph_next, closed)
+        counters[C_TURN] += 1
+        if k < 0:
+            top = heap_keys[0]
+            k = _heap_pop(heap_keys, heap_vals, size)
+            counters[C_HEAP] = size - 1
+            if top >> H_BITS != np.int64(g[k]) + np.int64(weight) * np.int64(h[k]):
+                continue  # reached again by a shorter path since: that entry comes first
+            if every >= 0 and closed[k]:
+                continue
+        closed[k] = 1
         counters[C_EXPANDED] += 1
         for i in range(nb):
             occupied[node_boxes[k, i]] = True
@@ -251,10 +296,9 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
         if h[k] == 0 and reach[start_player] == region:
             # Weight 1 tests the goal here, when it is popped, so the solution is optimal.
             counters[C_GOAL] = k
-            for i in range(nb):
-                occupied[node_boxes[k, i]] = False
             return REV_SOLVED
         matching_lower_bound(rows, masks, cost, base)
+        n_kids = 0
         for i in range(nb):
             b = node_boxes[k, i]
             for d in range(N_DIRS):
@@ -269,27 +313,20 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                 rows[i] = b
                 if h_child >= INFEASIBLE:
                     continue
-                # The child's boxes, sorted: b leaves row i, p goes in its place.
-                j = 0
-                for m in range(nb):
-                    if m != i:
-                        child[j] = node_boxes[k, m]
-                        j += 1
-                pos = nb - 1
-                while pos > 0 and child[pos - 1] > p:
-                    child[pos] = child[pos - 1]
-                    pos -= 1
-                child[pos] = p
+                _sorted_child(node_boxes[k], i, p, child)
                 occupied[b] = False
                 occupied[p] = True
                 stamp += 1
                 low = _flood(q, neighbours, occupied, mark, stamp, queue)
                 at_start = mark[start_player] == stamp
+                regions = 0
+                if every >= 0:
+                    regions = count_regions(neighbours, occupied, seen, stamp, queue)
                 occupied[p] = False
                 occupied[b] = True
                 counters[C_GENERATED] += 1
-                ckey = box_key[k] ^ zobrist_box[b] ^ zobrist_box[p]
-                key = _key(ckey, low, zobrist_player)
+                ckey_box = box_key[k] ^ zobrist_box[b] ^ zobrist_box[p]
+                key = _key(ckey_box, low, zobrist_player)
                 slot = _find(table, key, child, low, node_boxes, node_player, box_key,
                              zobrist_player)
                 if table[slot] != 0:
@@ -300,24 +337,27 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                     c = counters[C_NODES]
                     counters[C_NODES] = c + 1
                     table[slot] = c + 1
-                    for m in range(nb):
-                        node_boxes[c, m] = child[m]
-                    node_player[c] = low
-                    box_key[c] = ckey
+                    node_boxes[c, :] = child
+                    node_player[c], box_key[c], closed[c] = low, ckey_box, 0
                 parent[c] = k
                 pull[c] = p * N_DIRS + d
                 g[c] = g[k] + 1
                 h[c] = h_child
                 if h_child == 0 and at_start and weight > 1:
                     counters[C_GOAL] = c
-                    for m in range(nb):
-                        occupied[node_boxes[k, m]] = False
                     return REV_SOLVED
                 f = np.int64(g[c]) + np.int64(weight) * np.int64(h_child)
                 counters[C_HEAP] = _heap_push(heap_keys, heap_vals, counters[C_HEAP],
                                               (f << H_BITS) | np.int64(h_child), c)
+                kids[n_kids] = c
+                kid_regions[n_kids] = regions
+                kid_starts[n_kids] = (cell[k] // MAX_REGIONS - is_start[b]) + is_start[p]
+                n_kids += 1
         for i in range(nb):
             occupied[node_boxes[k, i]] = False
+        if every >= 0:
+            file_children(k, kids, kid_regions, kid_starts, n_kids, h, cell, ph_child,
+                           ph_next, ckey, cell_root)
     return REV_RUNNING
 
 
@@ -334,17 +374,18 @@ class ReverseResult:
 def _grow(nodes: ReverseNodes, n_nodes: int) -> ReverseNodes:
     capacity = nodes.boxes.shape[0] * 2
     grown = reverse_nodes(nodes.boxes.shape[1], capacity)
-    for name in ("boxes", "player", "box_key", "parent", "pull", "g", "h"):
+    for name in NODE_FIELDS:
         getattr(grown, name)[:n_nodes] = getattr(nodes, name)[:n_nodes]
     return grown
 
 
 def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
                   max_nodes: int = 24_000_000,
-                  on_progress: Callable[[int, int, float], None] | None = None
-                  ) -> ReverseResult:
+                  on_progress: Callable[[int, int, float], None] | None = None,
+                  every: int = -1) -> ReverseResult:
     """Backward weighted A* from the solved positions to the start (see the module);
-    ``on_progress(expanded, stored, seconds)`` is called before every chunk of expansions."""
+    ``every`` >= 0 adds the feature cells (``reverse_chunk``); ``on_progress(expanded,
+    stored, seconds)`` is called before every chunk of expansions."""
     started = time.monotonic()
     nb = board.n_boxes
     cost = pull_costs(board)
@@ -365,6 +406,11 @@ def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
     key0 = np.uint64(0)
     for s in goals:
         key0 ^= board.zobrist_box[s]
+    is_start = np.zeros(board.n_squares, dtype=np.int64)
+    is_start[board.start_boxes] = 1
+    cell0 = (int(is_start[goals].sum()) * MAX_REGIONS
+             + min(count_regions(board.neighbours, occupied, mark, -1, queue), MAX_REGIONS - 1))
+    cell_root = np.full((nb + 1) * MAX_REGIONS, -1, dtype=np.int32)
     if h0 < INFEASIBLE:
         for r, player in enumerate(players):
             low = _flood(int(player), board.neighbours, occupied, mark, r + 1, queue)
@@ -375,6 +421,8 @@ def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
             nodes.parent[c] = -1
             nodes.pull[c] = -1
             nodes.h[c] = h0
+            nodes.cell[c] = cell0
+            nodes.ckey[c] = h0
             slot = _find(table, key0 ^ board.zobrist_player[low], goals, low,
                          nodes.boxes, nodes.player, nodes.box_key, board.zobrist_player)
             table[slot] = c + 1
@@ -405,11 +453,13 @@ def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
         if on_progress is not None:
             on_progress(int(counters[C_EXPANDED]), int(counters[C_NODES]),
                         time.monotonic() - started)
-        status = reverse_chunk(board.neighbours, dead, cost, board.start_boxes,
-                               board.start_player, board.zobrist_box, board.zobrist_player,
-                               weight, nodes.boxes, nodes.player, nodes.box_key, nodes.parent,
+        cells = (nodes.cell, nodes.ph_child, nodes.ph_next, nodes.ckey, nodes.closed,
+                 cell_root)
+        status = reverse_chunk(board.neighbours, dead, cost, is_start, board.start_player,
+                               board.zobrist_box, board.zobrist_player, weight, every,
+                               nodes.boxes, nodes.player, nodes.box_key, nodes.parent,
                                nodes.pull, nodes.g, nodes.h, table, heap_keys, heap_vals,
-                               counters, CHUNK)
+                               cells, counters, CHUNK)
     seconds = time.monotonic() - started
     pushes: list[int] = []
     if status == REV_SOLVED:

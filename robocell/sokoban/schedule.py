@@ -12,8 +12,8 @@ moves: an arc pushes one box as far as it goes, see ``box_moves.box_reach``), ``
 corral deadlock search: larger limits, slower per expansion), ``h`` (the feature search's
 hotspot advisor), ``r`` (its room-link feature in place of the doorway count), ``u`` (its
 out-of-plan feature), ``e`` (its explorer advisor), ``l`` (the packing feature by the layers of the
-packing order, ``packing.packing_layers``), ``b`` (alone: the backward search by pulls,
-``reverse``), and for the feature search
+packing order, ``packing.packing_layers``), ``b`` (the backward search by pulls,
+``reverse``; with ``f`` only, its feature cells), and for the feature search
 ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 
 Lanes use more than one core for one level: ``LANE|LANE|...``, each lane a schedule of its
@@ -54,7 +54,7 @@ DEFAULT_SCHEDULE = {"pushes": "1:2,10b:3,2fom/0:22,2foml/2:7,3:8,2fo/2:18",
 the backward search, the feature search with box moves on its cells alone, then taking turns
 with a weight-2 heap, weighted A*, and the feature search over single pushes
 (docs/sokoban.md, "Schedules")."""
-DEFAULT_LANES = {"pushes": "1:2,5b:4,20b:10,2fom/0:44|2foml/2:8,2fome/0:14,3:12,2fo/2:26",
+DEFAULT_LANES = {"pushes": "1:2,5b:4,20b:10,2fom/0:44|2foml/2:6,10bf:6,2fome/0:13,3:9,2fo/2:26",
                  "moves": "1:60|2:60"}
 """The two-lane schedule per metric for 60 s (each lane scaled to other budgets): the push
 one solved the most XSokoban levels measured (docs/sokoban.md, "Schedules")."""
@@ -131,9 +131,10 @@ def parse_schedule(text: str) -> list[Stage]:
                 or stage.pack_layers) and not stage.features):
             raise ValueError(f"schedule stage {part!r}: each of flags h, r, u, e and l (the "
                              "feature search's advisors and features) needs f")
-        if stage.backward and flags != BACKWARD_FLAG:
+        if stage.backward and set(flags) - {BACKWARD_FLAG, FEATURES_FLAG}:
             raise ValueError(f"schedule stage {part!r}: flag b (the backward search by pulls) "
-                             "takes a weight and no other flag, e.g. 10b:5")
+                             "takes a weight and no other flag but f (its feature cells), "
+                             "e.g. 10b:5 or 10bf/3:5")
         stages.append(stage)
     if not stages:
         raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")

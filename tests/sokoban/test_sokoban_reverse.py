@@ -11,6 +11,7 @@ from robocell.sokoban.graph import GraphTooLarge, build_graph
 from robocell.sokoban.level import load_level, load_levels, parse_levels
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.reverse import pull_distances
+from robocell.sokoban.reverse_cells import cell_pop, meld
 from robocell.sokoban.schedule import Stage, parse_schedule, solve_scheduled, stage_options
 from robocell.sokoban.solver import METRIC_MOVES, solve
 
@@ -100,7 +101,10 @@ def test_the_backward_flag_in_schedules():
     (stage,) = parse_schedule("10b:5")
     assert stage == Stage(10, 5.0, backward=True) and str(stage) == "10b:5"
     assert stage_options(stage)["backward"]
-    for bad in ("10bf:5", "2fomb/0:5", "10pb:3"):
+    (cells,) = parse_schedule("10bf/2:5")
+    assert cells == Stage(10, 5.0, features=True, heap_every=2, backward=True)
+    assert str(cells) == "10fb/2:5"
+    for bad in ("10bo:5", "2fomb/0:5", "10pb:3"):
         with pytest.raises(ValueError, match="flag b") as err:
             parse_schedule(bad)
         assert bad in str(err.value)
@@ -132,3 +136,29 @@ def test_the_move_metric_is_refused_with_what_to_do(microban):
     board = build_board(load_level(microban, 1))
     with pytest.raises(ValueError, match="backward search counts pushes only"):
         solve(board, metric=METRIC_MOVES, backward=True)
+
+
+def test_a_cell_pops_its_positions_in_key_order():
+    rng = np.random.default_rng(7)
+    n = 500
+    ckey = rng.integers(0, 1 << 30, size=n).astype(np.int64)
+    ph_child = np.full(n, -1, dtype=np.int32)
+    ph_next = np.full(n, -1, dtype=np.int32)
+    root = -1
+    for x in range(n):
+        root = meld(root, x, ckey, ph_child, ph_next)
+    popped = []
+    while root >= 0:
+        popped.append(int(ckey[root]))
+        root = cell_pop(root, ckey, ph_child, ph_next)
+    assert popped == sorted(ckey.tolist())
+
+
+def test_xsokoban_87_solved_backward_with_feature_cells(xsokoban):
+    """Level 87 is solved by no forward stage and not by backward weighted A* alone (10 s);
+    with the feature cells taking two expansions in three it is."""
+    level = load_levels(xsokoban)[86]
+    result = solve(build_board(level), weight=10, backward=True, features=True, heap_every=3,
+                   timeout=60)
+    assert result.solved and replay(level, result.lurd).solved
+    assert result.expanded < 400_000
