@@ -102,8 +102,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "25 s, then over single pushes with a weight-2 heap taking every 2nd "
                    "expansion for 30 s); flags: p plain, "
                    "o packing penalty, f feature search, m box moves, c deep corral "
-                   "deadlock search; replaces --timeout; LANE|LANE runs lanes at the same "
-                   "time, one process each, e.g. 1:2,2fom/0:58|2fom/2:15,3:15,2fo/2:30")
+                   "deadlock search, h hotspot advisor, r room links, u out of plan, "
+                   "e explorer advisor, l packing layers, b backward search by pulls (with "
+                   "f only: its feature cells, e.g. 10bf/3:6); replaces --timeout; "
+                   "LANE|LANE runs lanes at the same time, one process each, "
+                   "e.g. 1:2,10b:5,2fom/0:53|2foml/2:15,3:15,2fo/2:30")
     p.add_argument("--lanes", type=int, metavar="N",
                    help="--fast: run the default schedule in N lanes at the same time, one "
                    "process (core) each, the first solution wins (default: the usable CPUs, "
