@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import N_DIRS, N_SIDE_MASKS, UNREACHABLE, Board
+from robocell.sokoban.board import (
+    N_DIRS,
+    N_SIDE_MASKS,
+    UNREACHABLE,
+    Board,
+    count_regions,
+    region_scan,
+)
 from robocell.sokoban.bounds import (
     INFEASIBLE,
     matching_lower_bound,
@@ -30,13 +37,7 @@ from robocell.sokoban.bounds import (
     matching_update,
 )
 from robocell.sokoban.graph import goal_roots
-from robocell.sokoban.reverse_cells import (
-    H_BITS,
-    MAX_REGIONS,
-    count_regions,
-    file_children,
-    next_cell,
-)
+from robocell.sokoban.reverse_cells import H_BITS, MAX_REGIONS, file_children, next_cell
 
 REV_RUNNING = 0
 REV_SOLVED = 1
@@ -119,29 +120,6 @@ def reverse_nodes(n_boxes: int, capacity: int) -> ReverseNodes:
                         np.zeros(capacity, np.uint64), *i32, np.zeros(capacity, np.int32),
                         np.full(capacity, -1, np.int32), np.full(capacity, -1, np.int32),
                         np.zeros(capacity, np.int64), np.zeros(capacity, np.uint8))
-
-
-@njit(cache=True)
-def _flood(start: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
-           stamp: int, queue: np.ndarray) -> int:
-    """Mark the player's region from ``start`` with ``stamp``; returns its smallest square."""
-    mark[start] = stamp
-    queue[0] = start
-    head = 0
-    tail = 1
-    low = start
-    while head < tail:
-        x = queue[head]
-        head += 1
-        if x < low:
-            low = x
-        for d in range(N_DIRS):
-            y = neighbours[x, d]
-            if y >= 0 and not occupied[y] and mark[y] != stamp:
-                mark[y] = stamp
-                queue[tail] = y
-                tail += 1
-    return low
 
 
 @njit(cache=True)
@@ -292,7 +270,7 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
             rows[i] = node_boxes[k, i]
         stamp += 1
         region = stamp
-        _flood(node_player[k], neighbours, occupied, reach, region, queue)
+        region_scan(node_player[k], neighbours, occupied, reach, region, None, queue)
         if h[k] == 0 and reach[start_player] == region:
             # Weight 1 tests the goal here, when it is popped, so the solution is optimal.
             counters[C_GOAL] = k
@@ -317,7 +295,7 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                 occupied[b] = False
                 occupied[p] = True
                 stamp += 1
-                low = _flood(q, neighbours, occupied, mark, stamp, queue)
+                low = region_scan(q, neighbours, occupied, mark, stamp, None, queue)
                 at_start = mark[start_player] == stamp
                 regions = 0
                 if every >= 0:
@@ -413,7 +391,7 @@ def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
     cell_root = np.full((nb + 1) * MAX_REGIONS, -1, dtype=np.int32)
     if h0 < INFEASIBLE:
         for r, player in enumerate(players):
-            low = _flood(int(player), board.neighbours, occupied, mark, r + 1, queue)
+            low = region_scan(int(player), board.neighbours, occupied, mark, r + 1, None, queue)
             c = int(counters[C_NODES])
             nodes.boxes[c] = goals
             nodes.player[c] = low

@@ -13,8 +13,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robocell.sokoban.board import N_DIRS
-
 H_BITS = 20
 """Keys are (count) << H_BITS | bound."""
 MAX_REGIONS = 32
@@ -60,31 +58,6 @@ def cell_pop(root: int, ckey: np.ndarray, ph_child: np.ndarray, ph_next: np.ndar
         out = meld(out, pairs, ckey, ph_child, ph_next)
         pairs = rest
     return out
-
-
-@njit(cache=True)
-def count_regions(neighbours: np.ndarray, occupied: np.ndarray, seen: np.ndarray,
-                   stamp: int, queue: np.ndarray) -> int:
-    """Connected areas of free squares (``seen`` takes ``stamp`` on every free square)."""
-    count = 0
-    for s in range(neighbours.shape[0]):
-        if occupied[s] or seen[s] == stamp:
-            continue
-        count += 1
-        seen[s] = stamp
-        queue[0] = s
-        head = 0
-        tail = 1
-        while head < tail:
-            x = queue[head]
-            head += 1
-            for d in range(N_DIRS):
-                y = neighbours[x, d]
-                if y >= 0 and not occupied[y] and seen[y] != stamp:
-                    seen[y] = stamp
-                    queue[tail] = y
-                    tail += 1
-    return count
 
 
 @njit(cache=True)
