@@ -199,7 +199,7 @@ def doorways(neighbours: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _meld(a: int, b: int, key: np.ndarray, first: np.ndarray, sibling: np.ndarray) -> int:
+def meld(a: int, b: int, key: np.ndarray, first: np.ndarray, sibling: np.ndarray) -> int:
     """Join two pairing heaps (roots ``a``, ``b``; -1 is empty); returns the new root."""
     if a < 0:
         return b
@@ -213,7 +213,7 @@ def _meld(a: int, b: int, key: np.ndarray, first: np.ndarray, sibling: np.ndarra
 
 
 @njit(cache=True)
-def _pop_root(root: int, key: np.ndarray, first: np.ndarray, sibling: np.ndarray) -> int:
+def pop_root(root: int, key: np.ndarray, first: np.ndarray, sibling: np.ndarray) -> int:
     """Remove ``root`` from its heap; returns the new root (two-pass pairing)."""
     child = first[root]
     first[root] = -1
@@ -228,14 +228,14 @@ def _pop_root(root: int, key: np.ndarray, first: np.ndarray, sibling: np.ndarray
         else:
             child = sibling[b]
             sibling[b] = -1
-            m = _meld(a, b, key, first, sibling)
+            m = meld(a, b, key, first, sibling)
         sibling[m] = paired
         paired = m
     out = -1
     while paired >= 0:
         following = sibling[paired]
         sibling[paired] = -1
-        out = _meld(out, paired, key, first, sibling)
+        out = meld(out, paired, key, first, sibling)
         paired = following
     return out
 
@@ -262,7 +262,7 @@ def file_node(node: int, unadvised: int, h: int, fs: FeatureSpace) -> None:
         fs.active[fs.counters[FS_ACTIVE]] = cell
         fs.counters[FS_ACTIVE] += 1
         root = -1
-    fs.cell_root[cell] = _meld(root, node, fs.key, fs.first, fs.sibling)
+    fs.cell_root[cell] = meld(root, node, fs.key, fs.first, fs.sibling)
 
 
 @njit(cache=True)
@@ -281,7 +281,7 @@ def next_node(fs: FeatureSpace) -> int:
         cell = fs.active[cursor]
         root = fs.cell_root[cell]
         if root >= 0:
-            fs.cell_root[cell] = _pop_root(root, fs.key, fs.first, fs.sibling)
+            fs.cell_root[cell] = pop_root(root, fs.key, fs.first, fs.sibling)
             counters[FS_CELLS_VISITED] += 1
             return root
     return -1

@@ -37,6 +37,7 @@ from robocell.sokoban.bounds import (
     matching_update,
 )
 from robocell.sokoban.graph import goal_roots
+from robocell.sokoban.nodes import pushed_box_set
 from robocell.sokoban.reverse_cells import H_BITS, MAX_REGIONS, file_children, next_cell
 
 REV_RUNNING = 0
@@ -202,21 +203,6 @@ def rebuild_table(table: np.ndarray, n_nodes: int, node_boxes: np.ndarray,
         table[slot] = k + 1
 
 
-@njit(cache=True, inline="always")
-def _sorted_child(row: np.ndarray, i: int, p: int, child: np.ndarray) -> None:
-    """The boxes of ``row`` with box ``i`` moved to square ``p``, sorted (``row`` is)."""
-    j = 0
-    for m in range(row.shape[0]):
-        if m != i:
-            child[j] = row[m]
-            j += 1
-    pos = row.shape[0] - 1
-    while pos > 0 and child[pos - 1] > p:
-        child[pos] = child[pos - 1]
-        pos -= 1
-    child[pos] = p
-
-
 @njit(cache=True)
 def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                   is_start: np.ndarray, start_player: int, zobrist_box: np.ndarray,
@@ -291,7 +277,7 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                 rows[i] = b
                 if h_child >= INFEASIBLE:
                     continue
-                _sorted_child(node_boxes[k], i, p, child)
+                pushed_box_set(node_boxes[k], i, p, child)
                 occupied[b] = False
                 occupied[p] = True
                 stamp += 1

@@ -5,7 +5,8 @@ much of the start position is rebuilt, the packing feature's counterpart) and th
 free squares (connectivity). Positions with equal features share a cell; the cells that hold
 open positions are visited in turn, one expansion each, and inside a cell the position
 reached with the fewest unadvised pulls comes first, then the lowest bound. Each cell is a
-pairing heap threaded through per-node arrays, so nothing is allocated per node.
+pairing heap threaded through per-node arrays (the forward feature search's,
+``features.meld`` and ``features.pop_root``), so nothing is allocated per node.
 """
 
 from __future__ import annotations
@@ -13,51 +14,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robocell.sokoban.features import meld, pop_root
+
 H_BITS = 20
 """Keys are (count) << H_BITS | bound."""
 MAX_REGIONS = 32
 """Cells per count of boxes on start squares: free areas 1..31 (more count as 31)."""
-
-
-@njit(cache=True, inline="always")
-def meld(a: int, b: int, ckey: np.ndarray, ph_child: np.ndarray, ph_next: np.ndarray) -> int:
-    """Pairing heap: the root of the union of the heaps rooted at ``a`` and ``b``."""
-    if a < 0:
-        return b
-    if b < 0:
-        return a
-    if ckey[b] < ckey[a]:
-        a, b = b, a
-    ph_next[b] = ph_child[a]
-    ph_child[a] = b
-    return a
-
-
-@njit(cache=True)
-def cell_pop(root: int, ckey: np.ndarray, ph_child: np.ndarray, ph_next: np.ndarray) -> int:
-    """Pairing heap: the root of the heap left when ``root`` is taken out (two-pass merge)."""
-    pairs = -1
-    x = ph_child[root]
-    while x >= 0:
-        y = ph_next[x]
-        if y < 0:
-            rest = -1
-            m = x
-        else:
-            rest = ph_next[y]
-            ph_next[x] = -1
-            ph_next[y] = -1
-            m = meld(x, y, ckey, ph_child, ph_next)
-        ph_next[m] = pairs
-        pairs = m
-        x = rest
-    out = -1
-    while pairs >= 0:
-        rest = ph_next[pairs]
-        ph_next[pairs] = -1
-        out = meld(out, pairs, ckey, ph_child, ph_next)
-        pairs = rest
-    return out
 
 
 @njit(cache=True)
@@ -71,7 +33,7 @@ def next_cell(cell_root: np.ndarray, counters: np.ndarray, cursor: int, ckey: np
         counters[cursor] = at
         while cell_root[at] >= 0:
             k = cell_root[at]
-            cell_root[at] = cell_pop(k, ckey, ph_child, ph_next)
+            cell_root[at] = pop_root(k, ckey, ph_child, ph_next)
             if not closed[k]:
                 return k
     return -1

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from robocell.sokoban.board import build_board
+from robocell.sokoban.features import meld, pop_root
 from robocell.sokoban.graph import GraphTooLarge, build_graph
 from robocell.sokoban.level import load_level, load_levels, parse_levels
 from robocell.sokoban.lurd import replay
 from robocell.sokoban.reverse import pull_distances
-from robocell.sokoban.reverse_cells import cell_pop, meld
 from robocell.sokoban.schedule import Stage, parse_schedule, solve_scheduled, stage_options
 from robocell.sokoban.solver import METRIC_MOVES, solve
 
@@ -150,7 +150,7 @@ def test_a_cell_pops_its_positions_in_key_order():
     popped = []
     while root >= 0:
         popped.append(int(ckey[root]))
-        root = cell_pop(root, ckey, ph_child, ph_next)
+        root = pop_root(root, ckey, ph_child, ph_next)
     assert popped == sorted(ckey.tolist())
 
 
