@@ -204,6 +204,30 @@ def rebuild_table(table: np.ndarray, n_nodes: int, node_boxes: np.ndarray,
 
 
 @njit(cache=True)
+def _next_node(weight: int, every: int, g: np.ndarray, h: np.ndarray, heap_keys: np.ndarray,
+               heap_vals: np.ndarray, cells: tuple, counters: np.ndarray) -> int:
+    """The next position to expand (``reverse_chunk``): from the cells in turn, or the
+    heap's best; -1 for a heap entry left behind (its position since reached on a shorter
+    path, or expanded from its cell)."""
+    _, ph_child, ph_next, ckey, closed, cell_root = cells
+    k = -1
+    if every >= 0 and (every == 0 or counters[C_TURN] % every != 0):
+        k = next_cell(cell_root, counters, C_CURSOR, ckey, ph_child, ph_next, closed)
+    counters[C_TURN] += 1
+    if k >= 0:
+        return k
+    size = counters[C_HEAP]
+    top = heap_keys[0]
+    k = _heap_pop(heap_keys, heap_vals, size)
+    counters[C_HEAP] = size - 1
+    if top >> H_BITS != np.int64(g[k]) + np.int64(weight) * np.int64(h[k]):
+        return -1
+    if every >= 0 and closed[k]:
+        return -1
+    return k
+
+
+@njit(cache=True)
 def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                   is_start: np.ndarray, start_player: int, zobrist_box: np.ndarray,
                   zobrist_player: np.ndarray, weight: int, every: int,
@@ -237,18 +261,9 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
         if (counters[C_NODES] + nb * N_DIRS >= capacity
                 or size + nb * N_DIRS >= heap_keys.shape[0]):
             return REV_FULL
-        k = -1
-        if every >= 0 and (every == 0 or counters[C_TURN] % every != 0):
-            k = next_cell(cell_root, counters, C_CURSOR, ckey, ph_child, ph_next, closed)
-        counters[C_TURN] += 1
+        k = _next_node(weight, every, g, h, heap_keys, heap_vals, cells, counters)
         if k < 0:
-            top = heap_keys[0]
-            k = _heap_pop(heap_keys, heap_vals, size)
-            counters[C_HEAP] = size - 1
-            if top >> H_BITS != np.int64(g[k]) + np.int64(weight) * np.int64(h[k]):
-                continue  # reached again by a shorter path since: that entry comes first
-            if every >= 0 and closed[k]:
-                continue
+            continue
         closed[k] = 1
         counters[C_EXPANDED] += 1
         for i in range(nb):
@@ -272,32 +287,37 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                 q = neighbours[p, d]
                 if q < 0 or occupied[q] or dead[p]:
                     continue
-                rows[i] = p
-                h_child = matching_update(rows, masks, masks, i, cost, base, scratch)
-                rows[i] = b
-                if h_child >= INFEASIBLE:
-                    continue
                 pushed_box_set(node_boxes[k], i, p, child)
                 occupied[b] = False
                 occupied[p] = True
                 stamp += 1
                 low = region_scan(q, neighbours, occupied, mark, stamp, None, queue)
                 at_start = mark[start_player] == stamp
-                regions = 0
-                if every >= 0:
-                    regions = count_regions(neighbours, occupied, seen, stamp, queue)
-                occupied[p] = False
-                occupied[b] = True
                 counters[C_GENERATED] += 1
                 ckey_box = box_key[k] ^ zobrist_box[b] ^ zobrist_box[p]
                 key = _key(ckey_box, low, zobrist_player)
                 slot = _find(table, key, child, low, node_boxes, node_player, box_key,
                              zobrist_player)
-                if table[slot] != 0:
+                # The bound and the free areas only for a new position (a known one has
+                # them stored), as the forward search does.
+                found = table[slot] != 0
+                regions = h_child = c = 0
+                if found:
                     c = table[slot] - 1
+                    h_child, regions = h[c], cell[c] % MAX_REGIONS
+                elif every >= 0:
+                    regions = count_regions(neighbours, occupied, seen, stamp, queue)
+                occupied[p] = False
+                occupied[b] = True
+                if found:
                     if weight > 1 or g[c] <= g[k] + 1:
                         continue  # weighted A* keeps the first path (no reopening)
                 else:
+                    rows[i] = p
+                    h_child = matching_update(rows, masks, masks, i, cost, base, scratch)
+                    rows[i] = b
+                    if h_child >= INFEASIBLE:
+                        continue
                     c = counters[C_NODES]
                     counters[C_NODES] = c + 1
                     table[slot] = c + 1
