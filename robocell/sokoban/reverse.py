@@ -39,6 +39,14 @@ from robocell.sokoban.bounds import (
 from robocell.sokoban.graph import goal_roots
 from robocell.sokoban.nodes import pushed_box_set
 from robocell.sokoban.reverse_cells import H_BITS, MAX_REGIONS, file_children, next_cell
+from robocell.sokoban.reverse_moves import (
+    M_DIR,
+    M_RUN,
+    M_TARGET,
+    pull_chain,
+    pull_reach,
+    pull_scratch,
+)
 
 REV_RUNNING = 0
 REV_SOLVED = 1
@@ -228,9 +236,76 @@ def _next_node(weight: int, every: int, g: np.ndarray, h: np.ndarray, heap_keys:
 
 
 @njit(cache=True)
+def _pull_child(k: int, i: int, b: int, p: int, q: int, d: int, run: int, stamp: int,
+                n_kids: int, neighbours: np.ndarray, occupied: np.ndarray, mark: np.ndarray,
+                seen: np.ndarray, queue: np.ndarray, cost: np.ndarray, rows: np.ndarray,
+                masks: np.ndarray, base: tuple, scratch: tuple, child: np.ndarray,
+                is_start: np.ndarray, start_player: int, zobrist_box: np.ndarray,
+                zobrist_player: np.ndarray, weight: int, every: int, node_boxes: np.ndarray,
+                node_player: np.ndarray, box_key: np.ndarray, parent: np.ndarray,
+                pull: np.ndarray, g: np.ndarray, h: np.ndarray, table: np.ndarray,
+                heap_keys: np.ndarray, heap_vals: np.ndarray, cells: tuple,
+                kid: np.ndarray, counters: np.ndarray) -> int:
+    """The child of ``k`` whose box ``i`` is pulled from ``b`` to ``p`` (``run`` pulls, the
+    last in direction ``d``, the player ending on ``q``): stored (or its shorter path kept)
+    and pushed on the heap, and listed in ``kid`` (node, free areas, boxes on start squares)
+    for its cell. Returns the new count of listed children, or -1 when the child is the
+    goal (``counters[C_GOAL]``)."""
+    cell, _, _, _, closed, _ = cells
+    pushed_box_set(node_boxes[k], i, p, child)
+    occupied[b] = False
+    occupied[p] = True
+    low = region_scan(q, neighbours, occupied, mark, stamp, None, queue)
+    at_start = mark[start_player] == stamp
+    counters[C_GENERATED] += 1
+    ckey_box = box_key[k] ^ zobrist_box[b] ^ zobrist_box[p]
+    key = _key(ckey_box, low, zobrist_player)
+    slot = _find(table, key, child, low, node_boxes, node_player, box_key, zobrist_player)
+    # The bound and the free areas only for a new position (a known one has them stored),
+    # as the forward search does.
+    found = table[slot] != 0
+    regions = h_child = c = 0
+    if found:
+        c = table[slot] - 1
+        h_child, regions = h[c], cell[c] % MAX_REGIONS
+    elif every >= 0:
+        regions = count_regions(neighbours, occupied, seen, stamp, queue)
+    occupied[p] = False
+    occupied[b] = True
+    if found:
+        if weight > 1 or g[c] <= g[k] + run:
+            return n_kids  # weighted A* keeps the first path (no reopening)
+    else:
+        rows[i] = p
+        h_child = matching_update(rows, masks, masks, i, cost, base, scratch)
+        rows[i] = b
+        if h_child >= INFEASIBLE:
+            return n_kids
+        c = counters[C_NODES]
+        counters[C_NODES] = c + 1
+        table[slot] = c + 1
+        node_boxes[c, :] = child
+        node_player[c], box_key[c], closed[c] = low, ckey_box, 0
+    parent[c] = k
+    pull[c] = p * N_DIRS + d
+    g[c] = g[k] + run
+    h[c] = h_child
+    if h_child == 0 and at_start and weight > 1:
+        counters[C_GOAL] = c
+        return -1
+    f = np.int64(g[c]) + np.int64(weight) * np.int64(h_child)
+    counters[C_HEAP] = _heap_push(heap_keys, heap_vals, counters[C_HEAP],
+                                  (f << H_BITS) | np.int64(h_child), c)
+    kid[0, n_kids] = c
+    kid[1, n_kids] = regions
+    kid[2, n_kids] = (cell[k] // MAX_REGIONS - is_start[b]) + is_start[p]
+    return n_kids + 1
+
+
+@njit(cache=True)
 def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
                   is_start: np.ndarray, start_player: int, zobrist_box: np.ndarray,
-                  zobrist_player: np.ndarray, weight: int, every: int,
+                  zobrist_player: np.ndarray, weight: int, every: int, box_moves: bool,
                   node_boxes: np.ndarray, node_player: np.ndarray, box_key: np.ndarray,
                   parent: np.ndarray, pull: np.ndarray, g: np.ndarray, h: np.ndarray,
                   table: np.ndarray, heap_keys: np.ndarray, heap_vals: np.ndarray,
@@ -238,7 +313,8 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
     """Up to ``budget`` expansions of the backward search; the state lives in the arrays.
     ``every`` < 0: weighted A* alone; else the feature cells (``cells``: per node its cell,
     pairing-heap links, key and closed flag; each cell's root) take the expansions but every
-    ``every``-th (0: none), which comes from the weighted A* heap."""
+    ``every``-th (0: none), which comes from the weighted A* heap. ``box_moves``: every arc
+    pulls one box as far as it goes (``reverse_moves.pull_reach``), not one square."""
     cell, ph_child, ph_next, ckey, closed, cell_root = cells
     n_sq = neighbours.shape[0]
     nb = node_boxes.shape[1]
@@ -251,15 +327,16 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
     base = matching_scratch(nb)
     scratch = matching_scratch(nb)
     rows, child = np.empty(nb, dtype=np.int16), np.empty(nb, dtype=np.int16)
-    kid = np.empty((3, nb * N_DIRS), dtype=np.int64)  # children: node, free areas, starts
-    kids, kid_regions, kid_starts = kid[0], kid[1], kid[2]
+    max_kids = nb * N_DIRS * (n_sq if box_moves else 1)
+    kid = np.empty((3, max_kids), dtype=np.int64)  # children: node, free areas, starts
+    moves, move_seen, blocks = pull_scratch(n_sq if box_moves else 1)
+    move_stamp = 0
     stamp = 0
     for _ in range(budget):
         size = counters[C_HEAP]
         if size == 0:
             return REV_EXHAUSTED
-        if (counters[C_NODES] + nb * N_DIRS >= capacity
-                or size + nb * N_DIRS >= heap_keys.shape[0]):
+        if counters[C_NODES] + max_kids >= capacity or size + max_kids >= heap_keys.shape[0]:
             return REV_FULL
         k = _next_node(weight, every, g, h, heap_keys, heap_vals, cells, counters)
         if k < 0:
@@ -280,68 +357,34 @@ def reverse_chunk(neighbours: np.ndarray, dead: np.ndarray, cost: np.ndarray,
         n_kids = 0
         for i in range(nb):
             b = node_boxes[k, i]
-            for d in range(N_DIRS):
-                p = neighbours[b, d]
-                if p < 0 or reach[p] != region:
-                    continue
-                q = neighbours[p, d]
-                if q < 0 or occupied[q] or dead[p]:
-                    continue
-                pushed_box_set(node_boxes[k], i, p, child)
-                occupied[b] = False
-                occupied[p] = True
-                stamp += 1
-                low = region_scan(q, neighbours, occupied, mark, stamp, None, queue)
-                at_start = mark[start_player] == stamp
-                counters[C_GENERATED] += 1
-                ckey_box = box_key[k] ^ zobrist_box[b] ^ zobrist_box[p]
-                key = _key(ckey_box, low, zobrist_player)
-                slot = _find(table, key, child, low, node_boxes, node_player, box_key,
-                             zobrist_player)
-                # The bound and the free areas only for a new position (a known one has
-                # them stored), as the forward search does.
-                found = table[slot] != 0
-                regions = h_child = c = 0
-                if found:
-                    c = table[slot] - 1
-                    h_child, regions = h[c], cell[c] % MAX_REGIONS
-                elif every >= 0:
-                    regions = count_regions(neighbours, occupied, seen, stamp, queue)
-                occupied[p] = False
-                occupied[b] = True
-                if found:
-                    if weight > 1 or g[c] <= g[k] + 1:
-                        continue  # weighted A* keeps the first path (no reopening)
+            n_moves = 0
+            if box_moves:
+                n_moves, move_stamp = pull_reach(b, neighbours, occupied, reach, region, dead,
+                                                 moves, move_seen, move_stamp, blocks)
+            for j in range(n_moves if box_moves else N_DIRS):
+                if box_moves:
+                    p, d, run = moves[M_TARGET, j], moves[M_DIR, j], moves[M_RUN, j]
                 else:
-                    rows[i] = p
-                    h_child = matching_update(rows, masks, masks, i, cost, base, scratch)
-                    rows[i] = b
-                    if h_child >= INFEASIBLE:
+                    p, d, run = neighbours[b, j], j, 1
+                    if p < 0 or reach[p] != region or dead[p]:
                         continue
-                    c = counters[C_NODES]
-                    counters[C_NODES] = c + 1
-                    table[slot] = c + 1
-                    node_boxes[c, :] = child
-                    node_player[c], box_key[c], closed[c] = low, ckey_box, 0
-                parent[c] = k
-                pull[c] = p * N_DIRS + d
-                g[c] = g[k] + 1
-                h[c] = h_child
-                if h_child == 0 and at_start and weight > 1:
-                    counters[C_GOAL] = c
+                q = neighbours[p, d]
+                if q < 0 or occupied[q]:
+                    continue
+                stamp += 1
+                n_kids = _pull_child(k, i, b, p, q, d, run, stamp, n_kids, neighbours,
+                                     occupied, mark, seen, queue, cost, rows, masks, base,
+                                     scratch, child, is_start, start_player, zobrist_box,
+                                     zobrist_player, weight, every, node_boxes, node_player,
+                                     box_key, parent, pull, g, h, table, heap_keys,
+                                     heap_vals, cells, kid, counters)
+                if n_kids < 0:
                     return REV_SOLVED
-                f = np.int64(g[c]) + np.int64(weight) * np.int64(h_child)
-                counters[C_HEAP] = _heap_push(heap_keys, heap_vals, counters[C_HEAP],
-                                              (f << H_BITS) | np.int64(h_child), c)
-                kids[n_kids] = c
-                kid_regions[n_kids] = regions
-                kid_starts[n_kids] = (cell[k] // MAX_REGIONS - is_start[b]) + is_start[p]
-                n_kids += 1
         for i in range(nb):
             occupied[node_boxes[k, i]] = False
         if every >= 0:
-            file_children(k, kids, kid_regions, kid_starts, n_kids, h, cell, ph_child,
-                           ph_next, ckey, cell_root)
+            file_children(k, kid[0], kid[1], kid[2], n_kids, h, cell, ph_child, ph_next, ckey,
+                          cell_root)
     return REV_RUNNING
 
 
@@ -366,10 +409,11 @@ def _grow(nodes: ReverseNodes, n_nodes: int) -> ReverseNodes:
 def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
                   max_nodes: int = 24_000_000,
                   on_progress: Callable[[int, int, float], None] | None = None,
-                  every: int = -1) -> ReverseResult:
+                  every: int = -1, box_moves: bool = False) -> ReverseResult:
     """Backward weighted A* from the solved positions to the start (see the module);
-    ``every`` >= 0 adds the feature cells (``reverse_chunk``); ``on_progress(expanded,
-    stored, seconds)`` is called before every chunk of expansions."""
+    ``every`` >= 0 adds the feature cells (``reverse_chunk``); ``box_moves``: an arc pulls
+    one box as far as it goes (``reverse_moves``); ``on_progress(expanded, stored,
+    seconds)`` is called before every chunk of expansions."""
     started = time.monotonic()
     nb = board.n_boxes
     cost = pull_costs(board)
@@ -441,17 +485,22 @@ def solve_reverse(board: Board, weight: int = 10, timeout: float | None = None,
                  cell_root)
         status = reverse_chunk(board.neighbours, dead, cost, is_start, board.start_player,
                                board.zobrist_box, board.zobrist_player, weight, every,
-                               nodes.boxes, nodes.player, nodes.box_key, nodes.parent,
-                               nodes.pull, nodes.g, nodes.h, table, heap_keys, heap_vals,
-                               cells, counters, CHUNK)
+                               box_moves, nodes.boxes, nodes.player, nodes.box_key,
+                               nodes.parent, nodes.pull, nodes.g, nodes.h, table, heap_keys,
+                               heap_vals, cells, counters, CHUNK)
     seconds = time.monotonic() - started
     pushes: list[int] = []
     if status == REV_SOLVED:
         node = int(counters[C_GOAL])
         while nodes.parent[node] >= 0:
-            p, d = divmod(int(nodes.pull[node]), N_DIRS)
-            pushes.append(p * N_DIRS + (d ^ 1))
-            node = int(nodes.parent[node])
+            up = int(nodes.parent[node])
+            if box_moves:
+                pushes += pull_chain(board, dead, nodes.boxes[up], int(nodes.player[up]),
+                                     nodes.boxes[node], int(nodes.pull[node]))
+            else:
+                p, d = divmod(int(nodes.pull[node]), N_DIRS)
+                pushes.append(p * N_DIRS + (d ^ 1))
+            node = up
         text = "solved"
     elif status == REV_EXHAUSTED:
         text = "exhausted"

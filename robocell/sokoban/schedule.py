@@ -13,8 +13,8 @@ corral deadlock search: larger limits, slower per expansion), ``h`` (the feature
 hotspot advisor), ``r`` (its room-link feature in place of the doorway count), ``u`` (its
 out-of-plan feature), ``e`` (its explorer advisor), ``l`` (the packing feature by the layers of the
 packing order, ``packing.packing_layers``), ``b`` (the backward search by pulls,
-``reverse``; with ``f`` only, its feature cells), and for the feature search
-``/E``, the heap's share (every E-th expansion; 0 = cells only).
+``reverse``; with ``f`` only, its feature cells, and ``m``, its box moves), and for the
+feature search ``/E``, the heap's share (every E-th expansion; 0 = cells only).
 
 Lanes use more than one core for one level: ``LANE|LANE|...``, each lane a schedule of its
 own, run at the same time in a process of its own (forked after the stages are warmed up, so
@@ -131,10 +131,10 @@ def parse_schedule(text: str) -> list[Stage]:
                 or stage.pack_layers) and not stage.features):
             raise ValueError(f"schedule stage {part!r}: each of flags h, r, u, e and l (the "
                              "feature search's advisors and features) needs f")
-        if stage.backward and set(flags) - {BACKWARD_FLAG, FEATURES_FLAG}:
+        if stage.backward and set(flags) - {BACKWARD_FLAG, FEATURES_FLAG, BOX_MOVES_FLAG}:
             raise ValueError(f"schedule stage {part!r}: flag b (the backward search by pulls) "
-                             "takes a weight and no other flag but f (its feature cells), "
-                             "e.g. 10b:5 or 10bf/3:5")
+                             "takes a weight and no other flag but f (its feature cells) and m "
+                             "(its box moves), e.g. 10b:5, 10bf/3:5 or 10bm:5")
         stages.append(stage)
     if not stages:
         raise ValueError("empty schedule: give at least one stage, e.g. 1:5,2fo:25")

@@ -186,9 +186,9 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
     ``pack_layers`` orders the feature search's packing feature by the layers of the
     board's packing order (``packing.packing_layers``) instead of the depth in each goal area.
     ``backward`` (push metric) runs the backward search by pulls instead (``reverse``;
-    ``weight``, and ``features`` with ``heap_every`` for its cells, only). ``on_progress``
-    is called before every chunk of expansions (a few times a second), the first time
-    before the first (which compiles the search if it is not cached)."""
+    ``weight``, ``features`` with ``heap_every`` for its cells and ``box_moves``, only).
+    ``on_progress`` is called before every chunk of expansions (a few times a second), the
+    first time before the first (which compiles the search if it is not cached)."""
     if metric not in (METRIC_PUSHES, METRIC_MOVES):
         raise ValueError(f"metric must be {METRIC_PUSHES!r} or {METRIC_MOVES!r}, not {metric!r}")
     started = time.monotonic()
@@ -198,7 +198,7 @@ def solve(board: Board, metric: str = METRIC_PUSHES, timeout: float | None = Non
                            seconds=time.monotonic() - started, dead_start=frozen)
     if backward:
         return _solve_backward(board, metric, weight, timeout, max_nodes, on_progress,
-                               heap_every if features else -1)
+                               heap_every if features else -1, box_moves)
     exact = metric == METRIC_MOVES
     h_scale = MOVE_SCALE + 1 if exact else 1
     if macros is None:
@@ -285,8 +285,9 @@ def _solution_lurd(board: Board, nodes: object, stats: np.ndarray, rooms: GoalRo
 
 def _solve_backward(board: Board, metric: str, weight: int, timeout: float | None,
                     max_nodes: int, on_progress: ProgressCallback | None,
-                    every: int) -> SolveResult:
-    """``solve`` by the backward search (``reverse.solve_reverse``). It cuts only what can
+                    every: int, box_moves: bool) -> SolveResult:
+    """``solve`` by the backward search (``reverse.solve_reverse``; ``box_moves``: an arc
+    pulls one box as far as it goes, ``reverse_moves``). It cuts only what can
     never be pulled back to the start (dead squares, an infeasible matching), so running out
     of positions proves there is no solution; weight 1 is push-optimal."""
     if metric != METRIC_PUSHES:
@@ -296,7 +297,7 @@ def _solve_backward(board: Board, metric: str, weight: int, timeout: float | Non
     if on_progress is not None:
         def progress(expanded: int, stored: int, seconds: float) -> None:
             on_progress(SearchProgress(expanded, stored, None, seconds))
-    found = solve_reverse(board, weight, timeout, max_nodes, progress, every)
+    found = solve_reverse(board, weight, timeout, max_nodes, progress, every, box_moves)
     result = SolveResult(status=found.status, metric=metric, seconds=found.seconds,
                          expanded=found.expanded, stored=found.stored,
                          lower_bound=found.lower_bound)

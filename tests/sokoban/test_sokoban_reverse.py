@@ -6,12 +6,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robocell.sokoban.board import build_board
+from robocell.sokoban.board import UNREACHABLE, build_board, region_scan
 from robocell.sokoban.features import meld, pop_root
 from robocell.sokoban.graph import GraphTooLarge, build_graph
 from robocell.sokoban.level import load_level, load_levels, parse_levels
 from robocell.sokoban.lurd import replay
-from robocell.sokoban.reverse import pull_distances
+from robocell.sokoban.reverse import pull_costs, pull_distances
+from robocell.sokoban.reverse_moves import (
+    M_DIR,
+    M_RUN,
+    M_TARGET,
+    pull_chain,
+    pull_reach,
+    pull_scratch,
+)
 from robocell.sokoban.schedule import Stage, parse_schedule, solve_scheduled, stage_options
 from robocell.sokoban.solver import METRIC_MOVES, solve
 
@@ -162,3 +170,117 @@ def test_xsokoban_87_solved_backward_with_feature_cells(xsokoban):
                    timeout=60)
     assert result.solved and replay(level, result.lurd).solved
     assert result.expanded < 400_000
+
+
+def _pulls_by_brute_force(board, boxes, player, box, dead):
+    """Every (square, last pull's direction) the box on ``box`` reaches by single pulls, the
+    player walking square by square, with the fewest pulls: 0-1 breadth-first search over
+    (box square, player square)."""
+    others = set(boxes) - {box}
+    best = {}
+    todo = [(box, player, 0)]
+    seen = {(box, player): 0}
+    while todo:
+        b, q, pulls = todo.pop(0)
+        for d in range(4):
+            step = int(board.neighbours[q, d])
+            if step >= 0 and step != b and step not in others and (b, step) not in seen:
+                seen[(b, step)] = pulls
+                todo.insert(0, (b, step, pulls))  # a walk costs nothing
+            # A pull: the player beside the box steps away from it, the box following.
+            beyond = int(board.neighbours[q, d])
+            if (int(board.neighbours[b, d]) == q and beyond >= 0 and beyond != b
+                    and beyond not in others and not dead[q]):
+                if (q, d) not in best:
+                    best[(q, d)] = pulls + 1
+                if (q, beyond) not in seen:
+                    seen[(q, beyond)] = pulls + 1
+                    todo.append((q, beyond, pulls + 1))
+    return best
+
+
+def test_pull_reach_finds_every_box_move_with_its_fewest_pulls(microban):
+    """Random positions of Microban levels: every place each box can be pulled to, with the
+    fewest pulls, as a search over single pulls and single steps finds them; and each box
+    move unrolls into single pulls that, pushed forwards, bring the box back."""
+    rng = np.random.default_rng(5)
+    levels = load_levels(microban)
+    checked = 0
+    for number in range(1, 61, 3):
+        board = build_board(levels[number - 1])
+        dead = pull_costs(board).min(axis=0)[:, 0] >= UNREACHABLE
+        moves, seen, blocks = pull_scratch(board.n_squares)
+        stamp = 0
+        for boxes, player in _positions(board, rng, 3):
+            occupied = np.zeros(board.n_squares, dtype=np.bool_)
+            occupied[boxes] = True
+            reach = np.zeros(board.n_squares, dtype=np.int32)
+            region_scan(player, board.neighbours, occupied, reach, 1, None,
+                        np.empty(board.n_squares, np.int32))
+            for box in boxes:
+                count, stamp = pull_reach(box, board.neighbours, occupied, reach, 1, dead,
+                                          moves, seen, stamp, blocks)
+                found = {(int(moves[M_TARGET, j]), int(moves[M_DIR, j])): int(moves[M_RUN, j])
+                         for j in range(count)}
+                assert count == len(found)
+                assert found == _pulls_by_brute_force(board, boxes, player, box, dead), number
+                for (square, d), run in found.items():
+                    after = np.array(sorted(set(boxes) - {box} | {square}))
+                    pushes = pull_chain(board, dead, np.array(boxes), player, after,
+                                        square * 4 + d)
+                    assert len(pushes) == run
+                    # Forwards, the first push starts where the box ended up.
+                    assert pushes[0] // 4 == square
+                    checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("first", [1, 61])
+def test_box_move_backward_search_solves_exactly_the_solvable_positions(microban, first):
+    """With box moves the backward search still cuts only what can never be pulled back, so
+    against the exhaustive push graph of random Microban positions it solves the solvable
+    ones, with solutions that replay, and proves the others have none."""
+    rng = np.random.default_rng(first)
+    levels = load_levels(microban)
+    solvable = unsolvable = 0
+    for number in range(first, first + 20):
+        board = build_board(levels[number - 1])
+        for boxes, player in _positions(board, rng, 5):
+            (position,) = parse_levels(board.render(boxes, player))
+            here = build_board(position)
+            try:
+                graph = build_graph(here, max_states=GRAPH_LIMIT)
+            except GraphTooLarge:
+                continue
+            result = solve(here, weight=10, backward=True, box_moves=True, timeout=30)
+            where = f"Microban {number}:\n{position.xsb()}"
+            if graph.solution_length is None:
+                assert result.status == "no solution", where
+                unsolvable += 1
+            else:
+                assert result.solved, where
+                assert replay(position, result.lurd).solved, where
+                assert result.pushes >= graph.solution_length, where
+                solvable += 1
+    assert solvable >= 10 and unsolvable >= 10, (solvable, unsolvable)
+
+
+def test_box_move_backward_solutions_replay_on_microban(microban):
+    levels = load_levels(microban)
+    for number in (1, 40, 100, 150, 155):
+        level = levels[number - 1]
+        result = solve(build_board(level), weight=10, backward=True, box_moves=True,
+                       timeout=30)
+        assert result.solved and replay(level, result.lurd).solved, number
+        assert result.pushes == sum(ch.isupper() for ch in result.lurd)
+
+
+def test_box_moves_in_backward_schedules():
+    (stage,) = parse_schedule("40bmf/4:5")
+    assert stage == Stage(40, 5.0, features=True, heap_every=4, box_moves=True,
+                          backward=True)
+    assert parse_schedule(str(stage)) == [stage]
+    assert stage_options(stage)["box_moves"] and stage_options(stage)["backward"]
+    with pytest.raises(ValueError, match="flag b") as err:
+        parse_schedule("10bmo:5")
+    assert "and m (its box moves)" in str(err.value)
