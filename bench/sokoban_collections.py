@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                              "each with N processes")
     parser.add_argument("--stage-log", type=Path,
                         help="write every stage's end here, one JSON line each (level, lane, "
-                             "stage, status, second, expanded, most packed)")
+                             "stage, status, second, expanded, most packed); the file is "
+                             "started afresh")
     parser.add_argument("--out", type=Path, help="also write a markdown table here")
     args = parser.parse_args(argv)
     if args.schedule and args.lanes:
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {path.name}: {len(levels)} levels, {args.timeout:g} s per level, metric "
           f"{args.metric}, {mode}")
     print(header + " stage", flush=True)
+    if args.stage_log:
+        args.stage_log.write_text("")  # one run per file: a rerun must not mix with the last
     started = time.monotonic()
     for level in levels:
         board = build_board(level)
