@@ -54,7 +54,8 @@ DEFAULT_SCHEDULE = {"pushes": "1:2,10b:3,2fom/0:22,2foml/2:7,3:8,2fo/2:18",
 the backward search, the feature search with box moves on its cells alone, then taking turns
 with a weight-2 heap, weighted A*, and the feature search over single pushes
 (docs/sokoban.md, "Schedules")."""
-DEFAULT_LANES = {"pushes": "1:2,5b:4,20b:10,2fom/0:44|2foml/2:6,10bf:6,2fome/0:13,3:9,2fo/2:26",
+DEFAULT_LANES = {"pushes": ("1:2,5b:3,20b:10,40bmf/6:6,2fom/0:39"
+                            "|2foml/2:6,10bf:5,40bmf/4:11,2fome/0:9,3:7,2fo/2:22"),
                  "moves": "1:60|2:60"}
 """The two-lane schedule per metric for 60 s (each lane scaled to other budgets): the push
 one solved the most XSokoban levels measured (docs/sokoban.md, "Schedules")."""
