@@ -284,3 +284,13 @@ def test_box_moves_in_backward_schedules():
     with pytest.raises(ValueError, match="flag b") as err:
         parse_schedule("10bmo:5")
     assert "and m (its box moves)" in str(err.value)
+
+
+def test_xsokoban_41_solved_backward_with_box_moves(xsokoban):
+    """Level 41 was solved by no stage of the lanes before box moves (60 s, both cores);
+    backward with box moves and the feature cells (the default lanes' `40bmf/4`) it is."""
+    level = load_levels(xsokoban)[40]
+    result = solve(build_board(level), weight=40, backward=True, features=True, heap_every=4,
+                   box_moves=True, timeout=60)
+    assert result.solved and replay(level, result.lurd).solved
+    assert result.expanded < 150_000
