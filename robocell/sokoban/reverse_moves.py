@@ -33,6 +33,17 @@ def pull_scratch(n_squares: int) -> tuple:
 
 
 @njit(cache=True)
+def _add_place(moves: np.ndarray, seen: np.ndarray, seen_stamp: int, tail: int, p: int,
+               d: int, run: int, came_from: int) -> int:
+    """Append the place (box on ``p``, last pull ``d``) to ``moves``, marked seen; returns
+    the new count."""
+    seen[p * N_DIRS + d] = seen_stamp
+    moves[M_TARGET, tail], moves[M_DIR, tail] = p, d
+    moves[M_RUN, tail], moves[M_FROM, tail] = run, came_from
+    return tail + 1
+
+
+@njit(cache=True)
 def pull_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, reach: np.ndarray,
                region: int, dead: np.ndarray, moves: np.ndarray, seen: np.ndarray,
                seen_stamp: int, blocks: tuple) -> tuple[int, int]:
@@ -51,10 +62,7 @@ def pull_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, reach: np.n
         q = neighbours[p, d]
         if q < 0 or occupied[q]:
             continue
-        seen[p * N_DIRS + d] = seen_stamp
-        moves[M_TARGET, tail], moves[M_DIR, tail] = p, d
-        moves[M_RUN, tail], moves[M_FROM, tail] = 1, -1
-        tail += 1
+        tail = _add_place(moves, seen, seen_stamp, tail, p, d, 1, -1)
     if tail == 0:
         return 0, seen_stamp
     occupied[b] = False
@@ -73,10 +81,8 @@ def pull_reach(b: int, neighbours: np.ndarray, occupied: np.ndarray, reach: np.n
             q = neighbours[p, d2]
             if q < 0 or occupied[q]:
                 continue
-            seen[p * N_DIRS + d2] = seen_stamp
-            moves[M_TARGET, tail], moves[M_DIR, tail] = p, d2
-            moves[M_RUN, tail], moves[M_FROM, tail] = moves[M_RUN, head] + 1, head
-            tail += 1
+            tail = _add_place(moves, seen, seen_stamp, tail, p, d2, moves[M_RUN, head] + 1,
+                              head)
         head += 1
     occupied[b] = True
     return tail, seen_stamp

@@ -57,6 +57,21 @@ def _positions(board, rng, count):
         yield boxes, int(rng.choice(free))
 
 
+def _graphed_positions(levels, numbers, rng, count):
+    """Random positions of the levels ``numbers`` whose push graph is small enough to build:
+    (where, position, board, graph) each."""
+    for number in numbers:
+        board = build_board(levels[number - 1])
+        for boxes, player in _positions(board, rng, count):
+            (position,) = parse_levels(board.render(boxes, player))
+            here = build_board(position)
+            try:
+                graph = build_graph(here, max_states=GRAPH_LIMIT)
+            except GraphTooLarge:
+                continue
+            yield f"Microban {number}:\n{position.xsb()}", position, here, graph
+
+
 @pytest.mark.parametrize("first", [1, 31])
 def test_weight_1_is_push_optimal_and_proves_no_solution_against_exhaustive_search(
         microban, first):
@@ -66,25 +81,17 @@ def test_weight_1_is_push_optimal_and_proves_no_solution_against_exhaustive_sear
     rng = np.random.default_rng(first)
     levels = load_levels(microban)
     solvable = unsolvable = 0
-    for number in range(first, first + 30):
-        board = build_board(levels[number - 1])
-        for boxes, player in _positions(board, rng, 6):
-            (position,) = parse_levels(board.render(boxes, player))
-            here = build_board(position)
-            try:
-                graph = build_graph(here, max_states=GRAPH_LIMIT)
-            except GraphTooLarge:
-                continue
-            result = solve(here, weight=1, backward=True, timeout=30)
-            where = f"Microban {number}:\n{position.xsb()}"
-            if graph.solution_length is None:
-                assert result.status == "no solution" and result.optimal, where
-                unsolvable += 1
-            else:
-                assert result.solved and result.optimal, where
-                assert result.pushes == graph.solution_length, where
-                assert replay(position, result.lurd).solved, where
-                solvable += 1
+    for where, position, here, graph in _graphed_positions(levels, range(first, first + 30),
+                                                           rng, 6):
+        result = solve(here, weight=1, backward=True, timeout=30)
+        if graph.solution_length is None:
+            assert result.status == "no solution" and result.optimal, where
+            unsolvable += 1
+        else:
+            assert result.solved and result.optimal, where
+            assert result.pushes == graph.solution_length, where
+            assert replay(position, result.lurd).solved, where
+            solvable += 1
     assert solvable >= 20 and unsolvable >= 20, (solvable, unsolvable)
 
 
@@ -243,25 +250,17 @@ def test_box_move_backward_search_solves_exactly_the_solvable_positions(microban
     rng = np.random.default_rng(first)
     levels = load_levels(microban)
     solvable = unsolvable = 0
-    for number in range(first, first + 20):
-        board = build_board(levels[number - 1])
-        for boxes, player in _positions(board, rng, 5):
-            (position,) = parse_levels(board.render(boxes, player))
-            here = build_board(position)
-            try:
-                graph = build_graph(here, max_states=GRAPH_LIMIT)
-            except GraphTooLarge:
-                continue
-            result = solve(here, weight=10, backward=True, box_moves=True, timeout=30)
-            where = f"Microban {number}:\n{position.xsb()}"
-            if graph.solution_length is None:
-                assert result.status == "no solution", where
-                unsolvable += 1
-            else:
-                assert result.solved, where
-                assert replay(position, result.lurd).solved, where
-                assert result.pushes >= graph.solution_length, where
-                solvable += 1
+    for where, position, here, graph in _graphed_positions(levels, range(first, first + 20),
+                                                           rng, 5):
+        result = solve(here, weight=10, backward=True, box_moves=True, timeout=30)
+        if graph.solution_length is None:
+            assert result.status == "no solution", where
+            unsolvable += 1
+        else:
+            assert result.solved, where
+            assert replay(position, result.lurd).solved, where
+            assert result.pushes >= graph.solution_length, where
+            solvable += 1
     assert solvable >= 10 and unsolvable >= 10, (solvable, unsolvable)
 
 
