@@ -44,7 +44,7 @@ def broker_process(bus_base: str) -> Iterator[tuple[subprocess.Popen, Endpoints]
                             stderr=subprocess.PIPE, text=True)
     endpoints = Endpoints.from_base(bus_base)
     try:
-        wait_for_broker(endpoints)
+        wait_for_broker(endpoints, proc=proc)
         yield proc, endpoints
     finally:
         stop_process(proc)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.bus import (
-    free_base_port,
+    N_PORTS,
     recv_topic,
     robocell_cmd,
     robocell_env,
@@ -25,6 +25,7 @@ from support.bus import (
 )
 
 from robocell.common.bus import CommandClient, Endpoints, Subscriber
+from robocell.common.config import free_port_blocks
 from robocell.common.cube import apply_to_facelets, parse_moves, random_facelets
 from robocell.common.facelets import is_solved_any_orientation
 
@@ -49,7 +50,11 @@ def start_broker(base: str, *remote: str) -> subprocess.Popen:
     proc = subprocess.Popen(robocell_cmd("broker", "--stats-period", "0.2", *remote),
                             env=robocell_env(base), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    wait_for_broker(Endpoints.from_base(base))
+    try:
+        wait_for_broker(Endpoints.from_base(base), proc=proc)
+    except BaseException:
+        stop_process(proc)
+        raise
     return proc
 
 
@@ -70,28 +75,32 @@ def solve_on(base: str, seed: int) -> dict:
 def two_cells(tmp_path: Path):
     """Cell A: a plain broker. Cell B: a broker whose CURVE endpoint allows 'compute' as
     service:solver. One `robocell solver --broker A --broker B` (host name compute-1)."""
-    cell_a = f"tcp://127.0.0.1:{free_base_port()}"
-    cell_b = f"tcp://127.0.0.1:{free_base_port()}"
-    remote_b = f"tcp://127.0.0.1:{free_base_port()}"
+    # one free block cut in three: ports picked one by one before any is bound could overlap
+    cell_a, cell_b, remote_b = (f"tcp://127.0.0.1:{port}"
+                                for port in free_port_blocks(N_PORTS, N_PORTS, 1))
     env = robocell_env(cell_a)
     generate(tmp_path, "broker", env)
     compute = generate(tmp_path, "compute", env, tmp_path / "broker.pub")
     remote_args = ("--remote", remote_b, "--curve-key", str(tmp_path / "broker.key"),
                    "--allow", f"{tmp_path / 'compute.pub'}:service:solver")
-    brokers = {"a": start_broker(cell_a), "b": start_broker(cell_b, *remote_args)}
-    solver_env = {**robocell_env(cell_a), "ROBOCELL_HOST_NAME": COMPUTE_HOST}
-    solver = subprocess.Popen(
-        robocell_cmd("solver", "--workers", "1", "--profile", "soltvvo-2x2",
-                     "--broker", cell_a, "--curve-key", "",
-                     "--broker", remote_b, "--curve-key", str(compute)),
-        env=solver_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    brokers: dict[str, subprocess.Popen] = {}
+    solver: subprocess.Popen | None = None
     try:
+        brokers["a"] = start_broker(cell_a)
+        brokers["b"] = start_broker(cell_b, *remote_args)
+        solver_env = {**robocell_env(cell_a), "ROBOCELL_HOST_NAME": COMPUTE_HOST}
+        solver = subprocess.Popen(
+            robocell_cmd("solver", "--workers", "1", "--profile", "soltvvo-2x2",
+                         "--broker", cell_a, "--curve-key", "",
+                         "--broker", remote_b, "--curve-key", str(compute)),
+            env=solver_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for base in (cell_a, cell_b):
             wait_registered(Endpoints.from_base(base), "solver", ["solve"], READY_TIMEOUT_S)
         yield {"a": cell_a, "b": cell_b, "brokers": brokers, "remote_args": remote_args,
                "solver": solver}
     finally:
-        stop_process(solver)
+        if solver is not None:
+            stop_process(solver)
         for proc in brokers.values():
             stop_process(proc)
 
@@ -151,8 +160,7 @@ def test_the_firmware_simulator_serves_a_cell_from_another_host(tmp_path: Path) 
     """`robocell firmware-sim --publish-twin --broker REMOTE --curve-key K` (a key allowed
     as service:firmware-sim): its twin reaches the cell's subscribers, its `twin` command
     the cell's callers, and it is listed with its key."""
-    cell = f"tcp://127.0.0.1:{free_base_port()}"
-    remote = f"tcp://127.0.0.1:{free_base_port()}"
+    cell, remote = (f"tcp://127.0.0.1:{port}" for port in free_port_blocks(N_PORTS, 1))
     env = robocell_env(cell)
     generate(tmp_path, "broker", env)
     rig = generate(tmp_path, "rig", env, tmp_path / "broker.pub")

@@ -81,15 +81,23 @@ def robocell_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "robocell", *args]
 
 
-def wait_for_broker(endpoints: Endpoints, timeout: float = BROKER_START_TIMEOUT_S) -> None:
-    """Wait until the broker answers (its latched bus.stats arrives)."""
+def wait_for_broker(endpoints: Endpoints, timeout: float = BROKER_START_TIMEOUT_S,
+                    proc: subprocess.Popen | None = None) -> None:
+    """Wait until the broker answers (its latched bus.stats arrives). Given the broker's
+    process, a broker that exits instead fails at once with its exit code and what it wrote
+    to stderr (when that is a pipe), not after the timeout with no reason."""
     sub = Subscriber(["bus.stats"], endpoints)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if sub.recv(0.2) is not None:
                 return
-        raise AssertionError(f"broker at {endpoints.subscribe} did not start")
+            if proc is not None and proc.poll() is not None:
+                said = proc.stderr.read() if proc.stderr is not None else ""
+                raise AssertionError(f"broker at {endpoints.subscribe} exited with "
+                                     f"{proc.returncode} instead of starting: {said.strip()}")
+        raise AssertionError(f"broker at {endpoints.subscribe} did not start within "
+                             f"{timeout} s")
     finally:
         sub.close()
 
