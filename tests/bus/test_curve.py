@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import zmq
 from support.bus import (
+    N_PORTS,
     declared_result,
-    free_base_port,
     recv_topic,
     robocell_cmd,
     robocell_env,
@@ -21,6 +21,7 @@ from support.bus import (
 
 from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.keys import KeyFileError, load_key
+from robocell.common.config import free_port_blocks
 
 STATUS = {"cycle_id": "c7", "stage": "executing"}
 
@@ -40,8 +41,8 @@ def remote_cell(tmp_path_factory: pytest.TempPathFactory):
     """A broker process with a CURVE endpoint allowing 'reader' (read) and 'operator'
     (command); 'stranger' has a key the broker does not know. A 'solver' node serves."""
     key_dir = tmp_path_factory.mktemp("keys")
-    local = f"tcp://127.0.0.1:{free_base_port()}"
-    remote = f"tcp://127.0.0.1:{free_base_port()}"
+    # one free block cut in two: blocks picked one by one before either is bound could overlap
+    local, remote = (f"tcp://127.0.0.1:{port}" for port in free_port_blocks(N_PORTS, 1))
     env = robocell_env(local)
     generate(key_dir, "broker", env)
     broker_pub = key_dir / "broker.pub"
@@ -55,7 +56,7 @@ def remote_cell(tmp_path_factory: pytest.TempPathFactory):
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     local_endpoints = Endpoints.from_base(local)
     try:
-        wait_for_broker(local_endpoints)
+        wait_for_broker(local_endpoints, proc=proc)
         with Node("solver", local_endpoints) as solver:
             solver.serve("solve", lambda args, ctx: declared_result(
                 "solver", "solve", facelets=args["facelets"]))

@@ -16,9 +16,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from support.bus import free_base_port, robocell_cmd, robocell_env
+from support.bus import N_PORTS, free_base_port, robocell_cmd, robocell_env
 
-from robocell.common.config import free_port_block
+from robocell.common.config import free_port_block, free_port_blocks
 from robocell.common.paths import HISTORY_ENV
 
 ANSWER_WITHIN_S = 6.0
@@ -65,7 +65,7 @@ def _get_json(url: str) -> tuple[int, dict]:
 
 
 def test_a_monitor_without_a_broker_is_not_healthy_and_says_why():
-    base, port = free_base_port(), free_port_block(1)
+    base, port = free_port_blocks(N_PORTS, 1)  # apart: blocks picked one by one could overlap
     env = {**robocell_env(f"tcp://127.0.0.1:{base}"), "ROBOCELL_MONITOR_PORT": str(port)}
     proc = subprocess.Popen(robocell_cmd("monitor"), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import zmq
 from support.bus import (
+    N_PORTS,
     declared_result,
     free_base_port,
     recv_topic,
@@ -26,6 +27,7 @@ from support.relay import Relay
 from robocell.common.bus import CommandClient, Endpoints, Node, Publisher, Subscriber
 from robocell.common.bus.commands import HELLO, REFUSED
 from robocell.common.bus.keys import KeyFileError, parse_allow
+from robocell.common.config import free_port_blocks
 
 PLAN_ARGS = {"facelets": "U" * 9}
 
@@ -45,8 +47,8 @@ def cell(tmp_path_factory: pytest.TempPathFactory):
     """A broker process with a CURVE endpoint: 'compute' may serve as the solver, 'camera'
     as vision, 'reader' may watch, 'operator' may command; 'stranger' is unknown."""
     key_dir = tmp_path_factory.mktemp("keys")
-    local = f"tcp://127.0.0.1:{free_base_port()}"
-    remote = f"tcp://127.0.0.1:{free_base_port()}"
+    # one free block cut in two: blocks picked one by one before either is bound could overlap
+    local, remote = (f"tcp://127.0.0.1:{port}" for port in free_port_blocks(N_PORTS, 1))
     env = robocell_env(local)
     generate(key_dir, "broker", env)
     broker_pub = key_dir / "broker.pub"
@@ -61,7 +63,7 @@ def cell(tmp_path_factory: pytest.TempPathFactory):
                      "--allow", f"{key_dir / 'operator.pub'}:command"),
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_broker(Endpoints.from_base(local))
+        wait_for_broker(Endpoints.from_base(local), proc=proc)
         yield {"local": local, "remote": remote, "keys": keys, "env": env,
                "endpoints": Endpoints.from_base(local)}
     finally:

@@ -186,8 +186,8 @@ def test_launcher_does_not_take_another_process_heartbeat_for_its_own_service():
     (["foxglove"], "ROBOCELL_FOXGLOVE_PORT"),
 ])
 def test_simulator_dashboard_and_foxglove_listen_where_the_variables_say(command, variable):
-    port = free_port_block(1)
-    env = clean_env(ROBOCELL_BUS_PORT=free_port_block(4), **{variable: port})
+    bus, port = free_port_blocks(4, 1)  # apart: blocks picked one by one could overlap
+    env = clean_env(ROBOCELL_BUS_PORT=bus, **{variable: port})
     proc = subprocess.Popen([sys.executable, "-m", "robocell", *command], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
