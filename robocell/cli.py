@@ -13,6 +13,7 @@ entry point (`robocell` and `python -m robocell`).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import os
 import signal
@@ -140,6 +141,15 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _stacks_on_sigusr1() -> None:
+    """`kill -USR1 PID` prints every thread's stack to stderr and the process goes on: what a
+    process that hangs is doing, without a debugger."""
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, OSError, ValueError):  # stderr without a file descriptor
+        pass
+
+
 THREAD_SWITCH_INTERVAL_S = 0.0005
 """How long a thread may keep the interpreter while another waits for it. A service's bus
 I/O thread, command handlers and job threads hand over to each other on every message; at
@@ -168,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+        _stacks_on_sigusr1()
     try:
         parser = build_parser(argv)
     except (CommandError, ConfigError) as exc:  # a default read from a malformed variable

@@ -3,6 +3,7 @@ own words (a port already taken), not "did not start" after the whole timeout.""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -38,3 +39,25 @@ def test_a_broker_that_exits_is_reported_with_its_reason() -> None:
     finally:
         stop_process(proc)
         taken.close()
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_process_goes_on(tmp_path) -> None:
+    """What a hung process is doing, without a debugger: `kill -USR1 PID`."""
+    base = f"tcp://127.0.0.1:{free_base_port()}"
+    log = tmp_path / "broker.err"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(robocell_cmd("broker", "--stats-period", "0.2"),
+                                env=robocell_env(base), stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_for_broker(Endpoints.from_base(base), proc=proc)
+        proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + BROKER_START_TIMEOUT_S
+        while "most recent call first" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        said = log.read_text()
+        assert said.count("most recent call first") >= 2  # the main thread and the others
+        assert "robocell/services/broker" in said
+        wait_for_broker(Endpoints.from_base(base), proc=proc)  # still serving
+        assert proc.poll() is None
+    finally:
+        stop_process(proc)

@@ -76,6 +76,7 @@ def start_robot_host(hosts: Hosts, keys: dict, env: dict[str, str],
     up = hosts.run("robot", robocell_cmd(*argv), env=env, stdout=subprocess.PIPE,
                    stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
+    _UP_LINES[up.pid] = lines  # said by `stop` when it does not end
     is_up = threading.Event()
 
     def pump() -> None:
@@ -111,13 +112,13 @@ _OUTPUT: dict[int, IO[str]] = {}
 """The output files of the solvers started here, by pid."""
 
 
-def output_of(proc: subprocess.Popen) -> str:
-    """The last lines a solver started by `start_solver` said."""
+def output_of(proc: subprocess.Popen, count: int = 20) -> str:
+    """The last ``count`` lines a solver started by `start_solver` said."""
     log = _OUTPUT.get(proc.pid)
     if log is None:
         return ""
     log.seek(0)
-    return "".join(log.readlines()[-20:])
+    return "".join(log.readlines()[-count:])
 
 
 def remote_address(hosts: Hosts, port: int = REMOTE_PORT) -> str:
@@ -157,7 +158,28 @@ def cycle(hosts: Hosts, env: dict[str, str], seed: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+_UP_LINES: dict[int, list[str]] = {}
+"""What each robot host started by `start_robot_host` has said, by pid."""
+
+STOP_TIMEOUT_S = 30.0
+"""Bound on a process's end after its signal (`up` itself gives its services 5 s)."""
+
+
 def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        proc.wait(timeout=30)
+    """Send ``sig`` and wait for the end. A process still running after `STOP_TIMEOUT_S` is
+    asked for its threads' stacks (SIGUSR1), killed, and the failure says what it printed."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    proc.send_signal(signal.SIGUSR1)  # robocell's processes print their stacks
+    time.sleep(2.0)
+    proc.kill()
+    proc.wait(timeout=30)
+    said = "".join(_UP_LINES.get(proc.pid, [])[-200:]) or output_of(proc, 200)
+    raise AssertionError(f"pid {proc.pid} did not end within {STOP_TIMEOUT_S:.0f} s of "
+                         f"signal {sig}; its last output and stacks:\n{said}")
