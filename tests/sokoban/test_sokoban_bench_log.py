@@ -29,4 +29,7 @@ def test_a_rerun_replaces_the_stage_log(microban, tmp_path):
     _run_bench(microban, log)
     again = [json.loads(line) for line in log.read_text().splitlines()]
     assert {entry["level"] for entry in again} == {1, 2}
-    assert len(again) == len(first)
+    # One run's entries only: each stage of each lane of each level at most once. (How many
+    # there are varies: the lane that loses a race to the same solution may log or not.)
+    stages = [(entry["level"], entry["lane"], entry["stage"]) for entry in again]
+    assert len(stages) == len(set(stages)), stages
